@@ -1,0 +1,42 @@
+//! The batch perceptron: per epoch w += eta * sum of y*x over the mistakes, stopping when an
+//! epoch has no mistake, when ||eta * sum|| < tol, or at the epoch limit. The epochs run on
+//! whatever [`Bound`] it is given, several per call where the backend prefers it (the GPU
+//! runs many epochs per submit and takes the stop decision itself).
+
+use super::Progress;
+use crate::backend::{BatchRule, Bound, EpochStats, StopReason};
+use crate::error::Result;
+use crate::params::Params;
+
+/// The rule the backends apply for `params`.
+pub fn rule(params: &Params) -> BatchRule {
+    BatchRule {
+        eta: params.lr,
+        tol: params.tol.unwrap_or(0.0),
+    }
+}
+
+/// Continues training from `w` until a stop, appending to `stats` after every call to the
+/// backend, so that on an error `w` and `stats` describe the last completed epoch and
+/// training can resume elsewhere.
+pub fn train(
+    bound: &mut dyn Bound,
+    params: &Params,
+    w: &mut [f32],
+    stats: &mut Vec<EpochStats>,
+    epochs_per_call: usize,
+    progress: &mut dyn Progress,
+) -> Result<StopReason> {
+    let rule = rule(params);
+    while stats.len() < params.epochs {
+        let k = epochs_per_call.max(1).min(params.epochs - stats.len());
+        let got = bound.batch_epochs(w, &rule, k)?;
+        stats.extend_from_slice(&got);
+        let last = stats.last().copied().unwrap_or_default();
+        progress.update(stats.len(), params.epochs, last.mistakes);
+        if let Some(reason) = rule.stop(&last) {
+            return Ok(reason);
+        }
+    }
+    Ok(StopReason::MaxEpochs)
+}

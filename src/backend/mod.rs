@@ -1,0 +1,267 @@
+//! The seam between algorithms and hardware. Algorithms call [`Backend`] (bind data, score)
+//! and [`Bound`] (run batch epochs on bound data); the CPU and GPU implement these primitive
+//! steps and know nothing about which algorithm calls them.
+//!
+//! The batch epoch is one fused pass over X: for every row the margin m_i = y_i w^T x_i, a
+//! mistake when m_i <= 0, the mistake count, the criterion J = sum over mistakes of -m_i, and
+//! the sum of y_i x_i over mistakes; then w += eta * sum. [`BatchRule::stop`] is the stop
+//! decision both backends apply after each epoch (the GPU twin is in shaders/batch.wgsl).
+
+pub mod cpu;
+pub mod gpu;
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::Result;
+
+/// Host view of a binary training set. The bias column is implicit: row i is treated as
+/// `[x_i, bias]`, and weight vectors have `d + 1` entries, the last one for the bias.
+#[derive(Debug, Clone, Copy)]
+pub struct TrainView<'a> {
+    /// Row-major features, `n * d`.
+    pub x: &'a [f32],
+    /// Labels in {-1, +1}, `n` of them.
+    pub y: &'a [f32],
+    /// Rows.
+    pub n: usize,
+    /// Features (without the bias column).
+    pub d: usize,
+    /// Value of the implicit last column: 1 with a bias, 0 without.
+    pub bias: f32,
+}
+
+/// Host view of unlabelled features, for scoring.
+#[derive(Debug, Clone, Copy)]
+pub struct DataView<'a> {
+    /// Row-major features, `n * d`.
+    pub x: &'a [f32],
+    /// Rows.
+    pub n: usize,
+    /// Features (without the bias column).
+    pub d: usize,
+    /// Value of the implicit last column.
+    pub bias: f32,
+}
+
+impl<'a> TrainView<'a> {
+    /// The features without labels.
+    pub fn data(&self) -> DataView<'a> {
+        DataView {
+            x: self.x,
+            n: self.n,
+            d: self.d,
+            bias: self.bias,
+        }
+    }
+}
+
+/// The batch update rule and its stop tests.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct BatchRule {
+    /// Learning rate eta.
+    pub eta: f32,
+    /// Stop when ||eta * sum|| < tol; 0 disables the test.
+    pub tol: f32,
+}
+
+/// Why training stopped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StopReason {
+    /// An epoch made no mistake.
+    Converged,
+    /// The update norm fell under the tolerance.
+    Tolerance,
+    /// The epoch limit was reached.
+    MaxEpochs,
+}
+
+impl StopReason {
+    /// Name used in reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            StopReason::Converged => "converged",
+            StopReason::Tolerance => "tolerance",
+            StopReason::MaxEpochs => "max_epochs",
+        }
+    }
+}
+
+/// What one epoch did, measured with the weights at the start of the epoch.
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+pub struct EpochStats {
+    /// Points with y w^T x <= 0 (J1).
+    pub mistakes: u64,
+    /// Perceptron criterion J(w) = sum over mistakes of -y w^T x.
+    pub criterion: f64,
+    /// ||w_after - w_before||: for batch, ||eta * sum||.
+    pub update_norm: f64,
+}
+
+impl BatchRule {
+    /// The stop decision after an epoch: no mistake (no update is applied), or an update
+    /// (already applied) whose norm is under the tolerance.
+    pub fn stop(&self, e: &EpochStats) -> Option<StopReason> {
+        if e.mistakes == 0 {
+            Some(StopReason::Converged)
+        } else if (e.update_norm as f32) < self.tol {
+            Some(StopReason::Tolerance)
+        } else {
+            None
+        }
+    }
+}
+
+/// Which kind of hardware a backend drives.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum BackendKind {
+    /// The CPU (multithreaded reference).
+    Cpu,
+    /// A wgpu adapter.
+    Gpu,
+}
+
+impl BackendKind {
+    /// "cpu" or "gpu".
+    pub fn name(self) -> &'static str {
+        match self {
+            BackendKind::Cpu => "cpu",
+            BackendKind::Gpu => "gpu",
+        }
+    }
+}
+
+/// Hardware that runs the primitive steps.
+pub trait Backend {
+    /// CPU or GPU.
+    fn kind(&self) -> BackendKind;
+    /// Human-readable device name (CPU model and thread count, or adapter name and API).
+    fn device(&self) -> String;
+    /// Makes a training set resident (uploads it, for a GPU) for repeated epochs.
+    fn bind<'a>(&'a self, data: TrainView<'a>) -> Result<Box<dyn Bound + 'a>>;
+    /// Decision values w^T [x_i, bias] for every row; `w` has `d + 1` entries.
+    fn scores(&self, data: DataView<'_>, w: &[f32]) -> Result<Vec<f32>>;
+}
+
+/// A training set made resident on a backend.
+pub trait Bound {
+    /// Runs up to `max_epochs` batch epochs starting from `w` (`d + 1` entries), updating it
+    /// in place, and stops after the first epoch for which [`BatchRule::stop`] says so.
+    /// Returns one [`EpochStats`] per epoch run. On error `w` is left as it was.
+    fn batch_epochs(
+        &mut self,
+        w: &mut [f32],
+        rule: &BatchRule,
+        max_epochs: usize,
+    ) -> Result<Vec<EpochStats>>;
+    /// Decision values w^T [x_i, bias] for the bound rows.
+    fn scores(&mut self, w: &[f32]) -> Result<Vec<f32>>;
+    /// How many epochs a call to `batch_epochs` should ask for: 1 where a call costs nothing
+    /// extra (the CPU), more where each call has a fixed cost (a GPU submit and read-back).
+    fn epochs_per_call(&self) -> usize {
+        1
+    }
+}
+
+/// Dot product of two equal-length slices with 8 independent f32 accumulators, so the
+/// compiler vectorises it; the lanes are added pairwise at the end.
+#[inline]
+pub fn dot(a: &[f32], b: &[f32]) -> f32 {
+    debug_assert_eq!(a.len(), b.len());
+    let mut acc = [0f32; 8];
+    let (ca, ra) = a.split_at(a.len() - a.len() % 8);
+    let (cb, rb) = b.split_at(ca.len());
+    for (x, y) in ca.chunks_exact(8).zip(cb.chunks_exact(8)) {
+        for k in 0..8 {
+            acc[k] += x[k] * y[k];
+        }
+    }
+    let mut tail = 0f32;
+    for (x, y) in ra.iter().zip(rb) {
+        tail += x * y;
+    }
+    ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7])) + tail
+}
+
+/// `acc += alpha * x`.
+#[inline]
+pub fn axpy(alpha: f32, x: &[f32], acc: &mut [f32]) {
+    for (a, v) in acc.iter_mut().zip(x) {
+        *a += alpha * v;
+    }
+}
+
+/// Decision value of one row: w[..d] . x + w[d] * bias.
+#[inline]
+pub fn decision(w: &[f32], row: &[f32], bias: f32) -> f32 {
+    let d = row.len();
+    dot(&w[..d], row) + w[d] * bias
+}
+
+/// What the user asked for with `--backend`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum BackendChoice {
+    /// A GPU adapter when one exists, else the CPU.
+    #[default]
+    Auto,
+    /// The CPU.
+    Cpu,
+    /// A GPU adapter, or an error.
+    Gpu,
+}
+
+impl std::str::FromStr for BackendChoice {
+    type Err = String;
+    fn from_str(s: &str) -> std::result::Result<Self, String> {
+        match s {
+            "auto" => Ok(BackendChoice::Auto),
+            "cpu" => Ok(BackendChoice::Cpu),
+            "gpu" => Ok(BackendChoice::Gpu),
+            _ => Err(format!("unknown backend {s:?} (expected auto, cpu or gpu)")),
+        }
+    }
+}
+
+/// A chosen backend and one line saying which and why (for the CLI to show).
+pub struct Selected {
+    /// The backend.
+    pub backend: Box<dyn Backend>,
+    /// Which backend was chosen and why.
+    pub note: String,
+}
+
+/// Picks the backend for `choice`. `adapter` restricts GPU adapters to names containing it.
+pub fn select(choice: BackendChoice, adapter: Option<&str>) -> Result<Selected> {
+    let cpu = || Box::new(cpu::CpuBackend::new()) as Box<dyn Backend>;
+    match choice {
+        BackendChoice::Cpu => Ok(Selected {
+            backend: cpu(),
+            note: "backend: cpu (requested)".into(),
+        }),
+        BackendChoice::Gpu => {
+            let g = gpu::GpuBackend::new(adapter)?;
+            let note = format!("backend: gpu, {} (requested)", g.device());
+            Ok(Selected {
+                backend: Box::new(g),
+                note,
+            })
+        }
+        BackendChoice::Auto => match gpu::GpuBackend::new(adapter) {
+            Ok(g) => {
+                let note = format!(
+                    "backend: gpu, {} (auto: a GPU adapter is present)",
+                    g.device()
+                );
+                Ok(Selected {
+                    backend: Box::new(g),
+                    note,
+                })
+            }
+            Err(e) => Ok(Selected {
+                backend: cpu(),
+                note: format!("backend: cpu (auto: {e})"),
+            }),
+        },
+    }
+}

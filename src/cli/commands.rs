@@ -1,0 +1,157 @@
+//! The `train`, `predict`, `eval` and `gen` commands.
+
+use rosenblatt::algo::{self, TrainReport};
+use rosenblatt::backend::cpu::CpuBackend;
+use rosenblatt::data::synth::{self, SynthSpec};
+use rosenblatt::data::Format;
+use rosenblatt::model::{Evaluation, Model};
+use rosenblatt::params::TrainParams;
+
+use super::{
+    load_data, select_backend, write_atomic, write_output, Bar, EvalArgs, GenArgs, PredictArgs,
+    TrainArgs,
+};
+
+pub fn train(a: TrainArgs) -> anyhow::Result<()> {
+    let params = TrainParams {
+        algo: a.algo,
+        epochs: a.epochs,
+        lr: a.lr,
+        tol: a.tol,
+        seed: a.seed,
+        fit_bias: !a.no_bias,
+        init: a.init,
+        shuffle: !a.no_shuffle,
+    }
+    .validate()?;
+    let ds = load_data(&a.data, &a.data_args, None)?;
+    let sel = select_backend(&a.backend, a.json)?;
+    let cpu = CpuBackend::new();
+    let mut bar = Bar::new(!a.json);
+    let trained = algo::train(&ds, &params, &*sel.backend, Some(&cpu), &mut bar);
+    bar.finish();
+    let trained = trained?;
+    if let Some(note) = &trained.report.fallback {
+        eprintln!("warning: {note}");
+    }
+    if let Some(out) = &a.output {
+        write_atomic(out, |w| trained.model.write(w))?;
+    }
+    if a.json {
+        println!("{}", serde_json::to_string(&trained.report)?);
+    } else {
+        print_report(&trained.report);
+        if let Some(out) = &a.output {
+            println!("model written to {}", out.display());
+        }
+    }
+    Ok(())
+}
+
+/// Mistakes per epoch, shortened in the middle when long.
+pub fn epoch_list(m: &[u64]) -> String {
+    let show = |s: &[u64]| s.iter().map(u64::to_string).collect::<Vec<_>>().join(" ");
+    if m.len() <= 12 {
+        show(m)
+    } else {
+        format!("{} ... {}", show(&m[..6]), show(&m[m.len() - 4..]))
+    }
+}
+
+pub fn print_report(r: &TrainReport) {
+    println!(
+        "{} perceptron on {} ({}): n = {}, d = {}",
+        r.algo, r.backend, r.device, r.n, r.d
+    );
+    let why = match r.stop_reason.name() {
+        "converged" => "converged: an epoch with no mistake",
+        "tolerance" => "stopped: update norm under --tol",
+        _ => "stopped at --epochs without converging",
+    };
+    println!("  epochs:            {} ({why})", r.epochs);
+    println!("  training accuracy: {:.2}%", 100.0 * r.train_accuracy);
+    println!(
+        "  mistakes:          {} in all; per epoch: {}",
+        r.total_mistakes,
+        epoch_list(&r.mistakes_per_epoch)
+    );
+    match (r.margin, r.mistake_bound) {
+        (Some(g), Some(b)) => println!(
+            "  Novikoff:          R = {:.4}, achieved margin gamma = {:.4e}, (R/gamma)^2 = {:.4e}",
+            r.radius, g, b
+        ),
+        _ => println!(
+            "  Novikoff:          R = {:.4}; no positive margin (the data is not separated), so no bound",
+            r.radius
+        ),
+    }
+    println!("  time:              {:.3} s", r.seconds);
+}
+
+pub fn predict(a: PredictArgs) -> anyhow::Result<()> {
+    let model = Model::load(&a.model)?;
+    let ds = load_data(&a.data, &a.data_args, Some(model.n_features))?;
+    model.check_features(&ds)?;
+    let sel = select_backend(&a.backend, true)?;
+    let scores = model.decision_function(&ds, &*sel.backend)?;
+    let pred = Model::predict_index(&scores);
+    write_output(a.output.as_deref(), |w| {
+        for (p, s) in pred.iter().zip(&scores) {
+            let name = &model.classes[*p as usize];
+            if a.margins {
+                writeln!(w, "{name}\t{s}")?;
+            } else {
+                writeln!(w, "{name}")?;
+            }
+        }
+        Ok(())
+    })
+}
+
+pub fn eval(a: EvalArgs) -> anyhow::Result<()> {
+    let model = Model::load(&a.model)?;
+    let ds = load_data(&a.data, &a.data_args, None)?;
+    model.check_features(&ds)?;
+    let sel = select_backend(&a.backend, true)?;
+    let ev = model.evaluate(&ds, &*sel.backend)?;
+    if a.json {
+        println!("{}", serde_json::to_string(&ev)?);
+    } else {
+        print_eval(&ev);
+    }
+    Ok(())
+}
+
+fn print_eval(ev: &Evaluation) {
+    println!("n = {}, accuracy = {:.2}%", ev.n, 100.0 * ev.accuracy);
+    println!("confusion matrix (rows: true class, columns: predicted):");
+    let c = &ev.confusion.classes;
+    let w = c.iter().map(String::len).max().unwrap_or(1).max(8);
+    print!("  {:>w$}", "");
+    for name in c {
+        print!(" {name:>w$}");
+    }
+    println!();
+    for (name, row) in c.iter().zip(&ev.confusion.matrix) {
+        print!("  {name:>w$}");
+        for v in row {
+            print!(" {v:>w$}");
+        }
+        println!();
+    }
+}
+
+pub fn gen(a: GenArgs) -> anyhow::Result<()> {
+    let spec = SynthSpec {
+        n: a.n,
+        d: a.d,
+        margin: a.margin,
+        noise: a.noise,
+        seed: a.seed,
+    };
+    let s = synth::generate(&spec)?;
+    write_output(a.output.as_deref(), |w| match a.format {
+        Format::Libsvm => synth::write_libsvm(&s.data, w),
+        _ => synth::write_csv(&s.data, w),
+    })
+}

@@ -1,0 +1,314 @@
+//! Command-line interface: clap definitions, dispatch, and the helpers the commands share
+//! (loading data, choosing a backend, progress bars, writing output files atomically).
+
+mod commands;
+mod demo;
+
+use std::io::{IsTerminal, Write};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use clap::{Args, Parser, Subcommand};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+
+use rosenblatt::algo::Progress;
+use rosenblatt::backend::{self, BackendChoice, Selected};
+use rosenblatt::data::{self, Dataset, Format, LabelCol, LoadOptions};
+use rosenblatt::params::{Algo, Init};
+
+/// Train perceptrons on a GPU (wgpu) or the CPU.
+#[derive(Parser, Debug)]
+#[command(name = "rosenblatt", version, about, long_about = None)]
+pub struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Train a perceptron on a data file.
+    Train(TrainArgs),
+    /// Predict labels for a data file with a trained model.
+    Predict(PredictArgs),
+    /// Evaluate a model on labelled data: accuracy and confusion matrix.
+    Eval(EvalArgs),
+    /// Generate a linearly separable data set (optionally with label noise).
+    Gen(GenArgs),
+    /// Generate data, train on it and print a report: no files needed.
+    Demo(DemoArgs),
+}
+
+/// How to read a data file.
+#[derive(Args, Debug, Clone)]
+struct DataArgs {
+    /// Label column: a header name, a 0-based index (negative from the end), or none.
+    /// Default: a column named label, y, target or class, else the last column.
+    #[arg(long, value_name = "C", default_value = "auto")]
+    label_col: LabelCol,
+    /// File format: auto (by extension, else sniffed), csv or libsvm.
+    #[arg(long, value_name = "F", default_value = "auto")]
+    format: Format,
+    /// LIBSVM: number of features (default: the largest index in the file).
+    #[arg(long, value_name = "D")]
+    features: Option<usize>,
+}
+
+#[derive(Args, Debug)]
+struct BackendArgs {
+    /// Where batch epochs run: auto (a GPU if present, else CPU), cpu or gpu.
+    #[arg(long, value_name = "B", default_value = "auto")]
+    backend: BackendChoice,
+}
+
+#[derive(Args, Debug)]
+struct TrainArgs {
+    /// Training data (CSV or LIBSVM).
+    data: PathBuf,
+    /// Write the model (JSON) here; without it nothing is written.
+    #[arg(short, long, value_name = "MODEL")]
+    output: Option<PathBuf>,
+    /// Algorithm: online or batch.
+    #[arg(long, default_value = "batch")]
+    algo: Algo,
+    #[command(flatten)]
+    backend: BackendArgs,
+    /// Maximum number of epochs.
+    #[arg(long, default_value_t = 1000)]
+    epochs: usize,
+    /// Learning rate eta, in (0, 1].
+    #[arg(long, default_value_t = 1.0)]
+    lr: f32,
+    /// Batch: stop when ||eta * sum|| < TOL (default: off).
+    #[arg(long)]
+    tol: Option<f32>,
+    /// Seed for shuffling and random initialisation.
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
+    /// Do not append the constant 1 to x (no bias).
+    #[arg(long)]
+    no_bias: bool,
+    /// Online: keep the file order instead of shuffling each epoch.
+    #[arg(long)]
+    no_shuffle: bool,
+    /// Initial weights: zero or random (small seeded values).
+    #[arg(long, default_value = "zero", value_parser = parse_init)]
+    init: Init,
+    #[command(flatten)]
+    data_args: DataArgs,
+    /// Print one JSON object on stdout instead of the text report.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Args, Debug)]
+struct PredictArgs {
+    /// Model file written by `train -o`.
+    model: PathBuf,
+    /// Data to predict (labels, if present, are ignored).
+    data: PathBuf,
+    /// Write predictions here instead of stdout.
+    #[arg(short, long, value_name = "OUT")]
+    output: Option<PathBuf>,
+    /// Print the decision value w.x + b beside each label.
+    #[arg(long)]
+    margins: bool,
+    #[command(flatten)]
+    backend: BackendArgs,
+    #[command(flatten)]
+    data_args: DataArgs,
+}
+
+#[derive(Args, Debug)]
+struct EvalArgs {
+    /// Model file written by `train -o`.
+    model: PathBuf,
+    /// Labelled data.
+    data: PathBuf,
+    /// Print one JSON object on stdout.
+    #[arg(long)]
+    json: bool,
+    #[command(flatten)]
+    backend: BackendArgs,
+    #[command(flatten)]
+    data_args: DataArgs,
+}
+
+#[derive(Args, Debug)]
+struct GenArgs {
+    /// Number of points.
+    #[arg(long)]
+    n: usize,
+    /// Number of features.
+    #[arg(long)]
+    d: usize,
+    /// Geometric margin: no point is closer than this to the true hyperplane.
+    #[arg(long, default_value_t = 0.1)]
+    margin: f32,
+    /// Fraction of labels flipped (non-separable data), in [0, 0.5].
+    #[arg(long, default_value_t = 0.0)]
+    noise: f32,
+    /// Seed.
+    #[arg(long, default_value_t = 42)]
+    seed: u64,
+    /// Output format: csv or libsvm.
+    #[arg(long, default_value = "csv")]
+    format: Format,
+    /// Write here instead of stdout.
+    #[arg(short, long, value_name = "FILE")]
+    output: Option<PathBuf>,
+}
+
+#[derive(Args, Debug)]
+struct DemoArgs {
+    #[command(flatten)]
+    backend: BackendArgs,
+    /// Rows of the larger generated set.
+    #[arg(long, default_value_t = 200_000)]
+    n: usize,
+    /// Features of the larger generated set.
+    #[arg(long, default_value_t = 32)]
+    d: usize,
+    /// Seed.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+}
+
+fn parse_init(s: &str) -> Result<Init, String> {
+    match s {
+        "zero" => Ok(Init::Zero),
+        "random" => Ok(Init::Random),
+        _ => Err(format!("unknown init {s:?} (expected zero or random)")),
+    }
+}
+
+/// Runs the CLI and returns the process exit code.
+pub fn run() -> i32 {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Train(a) => commands::train(a),
+        Command::Predict(a) => commands::predict(a),
+        Command::Eval(a) => commands::eval(a),
+        Command::Gen(a) => commands::gen(a),
+        Command::Demo(a) => demo::run(a),
+    };
+    match result {
+        Ok(()) => 0,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            exit_code(&e)
+        }
+    }
+}
+
+/// 2 for the user's input or parameters, 1 for everything else.
+fn exit_code(e: &anyhow::Error) -> i32 {
+    match e.downcast_ref::<rosenblatt::Error>() {
+        Some(le) if le.is_input_error() => 2,
+        _ => 1,
+    }
+}
+
+fn load_data(path: &Path, a: &DataArgs, features: Option<usize>) -> anyhow::Result<Dataset> {
+    let opts = LoadOptions {
+        format: a.format,
+        label_col: a.label_col.clone(),
+        features: a.features.or(features),
+    };
+    Ok(data::load(path, &opts)?)
+}
+
+/// Chooses the backend and says which on stderr.
+fn select_backend(a: &BackendArgs, quiet: bool) -> anyhow::Result<Selected> {
+    let sel = backend::select(a.backend, None)?;
+    if !quiet || a.backend == BackendChoice::Auto {
+        eprintln!("{}", sel.note);
+    }
+    Ok(sel)
+}
+
+/// Writes a file through a temporary in the same directory, renamed into place only when
+/// everything was written, so a failure never leaves a partial file.
+fn write_atomic(
+    path: &Path,
+    f: impl FnOnce(&mut dyn Write) -> std::io::Result<()>,
+) -> anyhow::Result<()> {
+    let dir = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    let mut tmp = tempfile::NamedTempFile::new_in(dir)
+        .with_context(|| format!("cannot create a file in {}", dir.display()))?;
+    {
+        let mut w = std::io::BufWriter::new(tmp.as_file_mut());
+        f(&mut w).with_context(|| format!("writing {}", path.display()))?;
+        w.flush()
+            .with_context(|| format!("writing {}", path.display()))?;
+    }
+    tmp.persist(path)
+        .with_context(|| format!("cannot write {}", path.display()))?;
+    Ok(())
+}
+
+/// Writes to `path` atomically, or to stdout when `path` is `None`.
+fn write_output(
+    path: Option<&Path>,
+    f: impl FnOnce(&mut dyn Write) -> std::io::Result<()>,
+) -> anyhow::Result<()> {
+    match path {
+        Some(p) => write_atomic(p, f),
+        None => {
+            let stdout = std::io::stdout();
+            let mut w = std::io::BufWriter::new(stdout.lock());
+            match f(&mut w).and_then(|_| w.flush()) {
+                Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+                r => Ok(r?),
+            }
+        }
+    }
+}
+
+/// A progress bar on stderr, shown only when stderr is a terminal, not under `--json`, and
+/// only once training has run for more than a moment.
+struct Bar {
+    enabled: bool,
+    start: Instant,
+    bar: Option<ProgressBar>,
+}
+
+impl Bar {
+    fn new(enabled: bool) -> Self {
+        Bar {
+            enabled: enabled && std::io::stderr().is_terminal(),
+            start: Instant::now(),
+            bar: None,
+        }
+    }
+
+    fn finish(&mut self) {
+        if let Some(b) = self.bar.take() {
+            b.finish_and_clear();
+        }
+    }
+}
+
+impl Progress for Bar {
+    fn update(&mut self, done: usize, max: usize, mistakes: u64) {
+        if !self.enabled || self.start.elapsed() < Duration::from_millis(300) {
+            return;
+        }
+        let bar = self.bar.get_or_insert_with(|| {
+            let b = ProgressBar::with_draw_target(Some(max as u64), ProgressDrawTarget::stderr());
+            b.set_style(
+                ProgressStyle::with_template(
+                    "{elapsed_precise} [{bar:30}] epoch {pos}/{len} {msg}",
+                )
+                .expect("valid template")
+                .progress_chars("=> "),
+            );
+            b
+        });
+        bar.set_position(done as u64);
+        bar.set_message(format!("mistakes {mistakes}"));
+    }
+}

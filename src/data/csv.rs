@@ -1,0 +1,289 @@
+//! CSV loader: header auto-detected, label column chosen by name, index or convention,
+//! features parsed straight into the dataset's one f32 buffer (no second copy of X).
+//!
+//! A first row is a header when it has a non-numeric field in a column whose second-row
+//! value is numeric (features are always numeric; only the label column may hold text),
+//! or, in a one-line file, when no field is numeric. `#` starts a comment line.
+
+use std::path::Path;
+
+use csv::{ByteRecord, ReaderBuilder, Trim};
+
+use super::{Dataset, LabelBuilder, LabelCol, LoadOptions};
+use crate::error::{Error, Result};
+
+/// Column names recognised as the label when `--label-col` is not given.
+pub const LABEL_NAMES: [&str; 4] = ["label", "y", "target", "class"];
+
+fn is_numeric(field: &[u8]) -> bool {
+    std::str::from_utf8(field).is_ok_and(|s| s.parse::<f64>().is_ok())
+}
+
+/// Parses one feature value, rejecting NaN, infinities and values outside f32 range.
+pub(crate) fn parse_value(field: &[u8]) -> std::result::Result<f32, &'static str> {
+    let s = std::str::from_utf8(field).map_err(|_| "not valid UTF-8")?;
+    if s.is_empty() {
+        return Err("empty value where a number was expected");
+    }
+    let v: f32 = s.parse().map_err(|_| "not a number")?;
+    if v.is_nan() {
+        Err("NaN is not allowed")
+    } else if v.is_infinite() {
+        if s.to_ascii_lowercase().contains("inf") {
+            Err("infinity is not allowed")
+        } else {
+            Err("value out of f32 range")
+        }
+    } else {
+        Ok(v)
+    }
+}
+
+/// Parses CSV bytes from `path` into a dataset.
+pub fn parse(path: &Path, bytes: &[u8], opts: &LoadOptions) -> Result<Dataset> {
+    let mut rdr = ReaderBuilder::new()
+        .has_headers(false)
+        .flexible(true)
+        .trim(Trim::All)
+        .comment(Some(b'#'))
+        .from_reader(bytes);
+    let perr = |line: Option<u64>, column: Option<usize>, text: &[u8], msg: &str| Error::Parse {
+        path: path.to_path_buf(),
+        line: line.map(|l| l as usize),
+        column,
+        text: String::from_utf8_lossy(text).into_owned(),
+        msg: msg.to_string(),
+    };
+    let read = |rdr: &mut csv::Reader<&[u8]>, rec: &mut ByteRecord| -> Result<bool> {
+        rdr.read_byte_record(rec).map_err(|e| {
+            let line = e.position().map(|p| p.line());
+            perr(line, None, b"", &format!("malformed CSV: {e}"))
+        })
+    };
+
+    let mut first = ByteRecord::new();
+    let mut second = ByteRecord::new();
+    if !read(&mut rdr, &mut first)? {
+        return Err(Error::data(path, "empty file: no rows"));
+    }
+    let has_second = read(&mut rdr, &mut second)?;
+    let ncols = first.len();
+    let header = if first.iter().all(is_numeric) {
+        false
+    } else if has_second {
+        first
+            .iter()
+            .zip(second.iter())
+            .any(|(a, b)| !is_numeric(a) && is_numeric(b))
+    } else {
+        first.iter().all(|f| !is_numeric(f))
+    };
+    let names: Option<Vec<String>> = header.then(|| {
+        first
+            .iter()
+            .map(|f| String::from_utf8_lossy(f).into_owned())
+            .collect()
+    });
+    if header && !has_second {
+        return Err(Error::data(path, "the file has a header but no data rows"));
+    }
+
+    let label_idx = resolve_label_col(
+        path,
+        &opts.label_col,
+        names.as_deref(),
+        ncols,
+        opts.features,
+    )?;
+    let d = ncols - usize::from(label_idx.is_some());
+    if d == 0 {
+        return Err(Error::data(
+            path,
+            "no feature columns (the only column is the label)",
+        ));
+    }
+
+    let first_line = first.position().map_or(1, |p| p.line());
+    let mut x: Vec<f32> = Vec::with_capacity(d * (bytes.len() / (ncols * 4 + 1)).max(1));
+    let mut labels = LabelBuilder::default();
+    let mut n = 0usize;
+    let mut push_row = |rec: &ByteRecord| -> Result<()> {
+        let line = rec.position().map(|p| p.line());
+        if rec.len() != ncols {
+            return Err(perr(
+                line,
+                None,
+                b"",
+                &format!(
+                    "ragged row: {} fields, but line {first_line} has {ncols}",
+                    rec.len()
+                ),
+            ));
+        }
+        for (j, field) in rec.iter().enumerate() {
+            if Some(j) == label_idx {
+                if field.is_empty() {
+                    return Err(perr(line, Some(j + 1), field, "empty label"));
+                }
+                let s = std::str::from_utf8(field)
+                    .map_err(|_| perr(line, Some(j + 1), field, "label is not valid UTF-8"))?;
+                labels.push(s);
+            } else {
+                let v = parse_value(field).map_err(|m| perr(line, Some(j + 1), field, m))?;
+                x.push(v);
+            }
+        }
+        n += 1;
+        Ok(())
+    };
+    if !header {
+        push_row(&first)?;
+    }
+    if has_second {
+        push_row(&second)?;
+        let mut rec = ByteRecord::new();
+        while read(&mut rdr, &mut rec)? {
+            push_row(&rec)?;
+        }
+    }
+    x.shrink_to_fit();
+    Ok(Dataset {
+        x,
+        n,
+        d,
+        labels: label_idx.map(|_| labels.finish()),
+        source: path.to_path_buf(),
+    })
+}
+
+fn resolve_label_col(
+    path: &Path,
+    col: &LabelCol,
+    names: Option<&[String]>,
+    ncols: usize,
+    features: Option<usize>,
+) -> Result<Option<usize>> {
+    match col {
+        LabelCol::None => Ok(None),
+        LabelCol::Auto => {
+            if features == Some(ncols) {
+                return Ok(None);
+            }
+            let by_name = names.and_then(|names| {
+                names
+                    .iter()
+                    .position(|n| LABEL_NAMES.iter().any(|l| n.eq_ignore_ascii_case(l)))
+            });
+            Ok(Some(by_name.unwrap_or(ncols - 1)))
+        }
+        LabelCol::Index(i) => {
+            let idx = if *i < 0 { ncols as i64 + i } else { *i };
+            if idx < 0 || idx >= ncols as i64 {
+                return Err(Error::InvalidParam {
+                    name: "--label-col",
+                    value: i.to_string(),
+                    reason: if ncols == 1 {
+                        "must be 0 or -1 for a file with 1 column"
+                    } else {
+                        "must be a column index from 0 to (columns - 1), or negative from the end"
+                    },
+                });
+            }
+            Ok(Some(idx as usize))
+        }
+        LabelCol::Name(name) => {
+            let Some(names) = names else {
+                return Err(Error::data(
+                    path,
+                    format!("--label-col {name:?} names a column, but the file has no header row"),
+                ));
+            };
+            names
+                .iter()
+                .position(|n| n.eq_ignore_ascii_case(name))
+                .map(Some)
+                .ok_or_else(|| {
+                    Error::data(
+                        path,
+                        format!(
+                            "no column named {name:?}; the header has {}",
+                            names.join(", ")
+                        ),
+                    )
+                })
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn load(text: &str, label_col: LabelCol) -> Result<Dataset> {
+        let opts = LoadOptions {
+            label_col,
+            ..Default::default()
+        };
+        parse(Path::new("t.csv"), text.as_bytes(), &opts)
+    }
+
+    #[test]
+    fn header_detected_and_label_named() {
+        let ds = load("a,Label,b\n1,x,2\n3,y,4\n", LabelCol::Auto).unwrap();
+        assert_eq!((ds.n, ds.d), (2, 2));
+        assert_eq!(ds.x, vec![1.0, 2.0, 3.0, 4.0]);
+        let l = ds.labels.unwrap();
+        assert_eq!(l.classes, vec!["x", "y"]);
+        assert_eq!(l.index, vec![0, 1]);
+    }
+
+    #[test]
+    fn no_header_with_string_labels_uses_last_column() {
+        let ds = load("1,2,cat\n3,4,dog\n", LabelCol::Auto).unwrap();
+        assert_eq!((ds.n, ds.d), (2, 2));
+        assert_eq!(ds.labels.unwrap().classes, vec!["cat", "dog"]);
+    }
+
+    #[test]
+    fn index_and_negative_index() {
+        let ds = load("1,2,3\n4,5,6\n", LabelCol::Index(0)).unwrap();
+        assert_eq!(ds.x, vec![2.0, 3.0, 5.0, 6.0]);
+        let ds = load("1,2,3\n4,5,6\n", LabelCol::Index(-2)).unwrap();
+        assert_eq!(ds.x, vec![1.0, 3.0, 4.0, 6.0]);
+        assert!(load("1,2,3\n", LabelCol::Index(3)).is_err());
+    }
+
+    #[test]
+    fn unlabelled_when_column_count_matches_features() {
+        let opts = LoadOptions {
+            features: Some(2),
+            ..Default::default()
+        };
+        let ds = parse(Path::new("t.csv"), b"1,2\n3,4\n", &opts).unwrap();
+        assert!(ds.labels.is_none());
+        assert_eq!(ds.d, 2);
+    }
+
+    #[test]
+    fn errors_name_line_and_column() {
+        let e = load("1,2,1\n3,x,0\n", LabelCol::Auto)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("line 2, column 2"), "{e}");
+        assert!(e.contains("\"x\""), "{e}");
+        let e = load("1,2,1\n3,nan,0\n", LabelCol::Auto)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("NaN"), "{e}");
+        let e = load("1,2,1\n3,0\n", LabelCol::Auto)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("line 2") && e.contains("ragged"), "{e}");
+        let e = load("a,b\n", LabelCol::Auto).unwrap_err().to_string();
+        assert!(e.contains("header but no data"), "{e}");
+        let e = load("", LabelCol::Auto).unwrap_err().to_string();
+        assert!(e.contains("empty"), "{e}");
+        let e = load("1,1e39,1\n", LabelCol::Auto).unwrap_err().to_string();
+        assert!(e.contains("f32 range"), "{e}");
+    }
+}

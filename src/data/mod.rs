@@ -1,0 +1,293 @@
+//! Datasets: dense row-major f32 features plus labels kept both as the original class names
+//! and in internal form. Loaders for CSV and LIBSVM live in submodules, with the synthetic
+//! generator.
+
+pub mod csv;
+pub mod libsvm;
+pub mod synth;
+
+use std::path::{Path, PathBuf};
+
+use crate::error::{Error, Result};
+
+/// A dense dataset: `n` rows of `d` features, row-major, with optional labels.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Dataset {
+    /// Row-major features, `n * d` values, all finite.
+    pub x: Vec<f32>,
+    /// Number of rows.
+    pub n: usize,
+    /// Number of features (without the bias column).
+    pub d: usize,
+    /// Labels, when the file has them.
+    pub labels: Option<Labels>,
+    /// Where the data came from (for error messages).
+    pub source: PathBuf,
+}
+
+/// Labels: the sorted class names and one class index per row.
+///
+/// Class names are sorted numerically when they all parse as numbers, otherwise as strings.
+/// With two classes the first maps to -1 and the second to +1, so `0/1`, `-1/+1` and
+/// `no/yes` all give the natural signs.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Labels {
+    /// Distinct class names, sorted.
+    pub classes: Vec<String>,
+    /// Class index (into `classes`) of each row.
+    pub index: Vec<u32>,
+}
+
+impl Labels {
+    /// Builds labels from raw per-row class names.
+    pub fn from_names<S: AsRef<str>>(names: &[S]) -> Self {
+        let mut b = LabelBuilder::default();
+        for n in names {
+            b.push(n.as_ref());
+        }
+        b.finish()
+    }
+
+    /// Internal ±1 form for two classes: class 0 -> -1, class 1 -> +1.
+    pub fn signs(&self) -> Vec<f32> {
+        self.index
+            .iter()
+            .map(|&c| if c == 0 { -1.0 } else { 1.0 })
+            .collect()
+    }
+}
+
+/// Collects labels row by row without allocating per row, then sorts the classes.
+#[derive(Debug, Default)]
+pub struct LabelBuilder {
+    ids: std::collections::HashMap<String, u32>,
+    names: Vec<String>,
+    index: Vec<u32>,
+}
+
+impl LabelBuilder {
+    /// Appends one row's label.
+    pub fn push(&mut self, name: &str) {
+        let id = match self.ids.get(name) {
+            Some(&id) => id,
+            None => {
+                let id = self.names.len() as u32;
+                self.ids.insert(name.to_string(), id);
+                self.names.push(name.to_string());
+                id
+            }
+        };
+        self.index.push(id);
+    }
+
+    /// Sorts the classes and remaps the row indices onto the sorted order.
+    pub fn finish(self) -> Labels {
+        let mut order: Vec<u32> = (0..self.names.len() as u32).collect();
+        let all_numeric = self.names.iter().all(|s| s.trim().parse::<f64>().is_ok());
+        if all_numeric {
+            order.sort_by(|&a, &b| cmp_class(&self.names[a as usize], &self.names[b as usize]));
+        } else {
+            order.sort_by(|&a, &b| self.names[a as usize].cmp(&self.names[b as usize]));
+        }
+        let mut remap = vec![0u32; order.len()];
+        for (new, &old) in order.iter().enumerate() {
+            remap[old as usize] = new as u32;
+        }
+        let classes = order
+            .iter()
+            .map(|&o| self.names[o as usize].clone())
+            .collect();
+        let index = self.index.iter().map(|&i| remap[i as usize]).collect();
+        Labels { classes, index }
+    }
+}
+
+/// Orders class names: numerically when both parse as numbers, else as strings.
+pub fn cmp_class(a: &str, b: &str) -> std::cmp::Ordering {
+    match (a.trim().parse::<f64>(), b.trim().parse::<f64>()) {
+        (Ok(x), Ok(y)) if x != y => x.partial_cmp(&y).unwrap_or(std::cmp::Ordering::Equal),
+        _ => a.cmp(b),
+    }
+}
+
+/// File formats the loaders understand.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Format {
+    /// Pick by extension, else sniff the first line.
+    #[default]
+    Auto,
+    /// Comma-separated values.
+    Csv,
+    /// LIBSVM / svmlight sparse text.
+    Libsvm,
+}
+
+impl std::str::FromStr for Format {
+    type Err = String;
+    fn from_str(s: &str) -> std::result::Result<Self, String> {
+        match s.to_ascii_lowercase().as_str() {
+            "auto" => Ok(Format::Auto),
+            "csv" => Ok(Format::Csv),
+            "libsvm" | "svmlight" | "svm" => Ok(Format::Libsvm),
+            _ => Err(format!(
+                "unknown format {s:?} (expected auto, csv or libsvm)"
+            )),
+        }
+    }
+}
+
+/// Which column holds the label (CSV only).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum LabelCol {
+    /// A column named label, y, target or class (any case), else the last column.
+    #[default]
+    Auto,
+    /// The column with this header name.
+    Name(String),
+    /// The column at this 0-based index; negative counts from the end (-1 is the last).
+    Index(i64),
+    /// No label column: every column is a feature.
+    None,
+}
+
+impl std::str::FromStr for LabelCol {
+    type Err = String;
+    fn from_str(s: &str) -> std::result::Result<Self, String> {
+        if s.eq_ignore_ascii_case("none") {
+            Ok(LabelCol::None)
+        } else if s.eq_ignore_ascii_case("auto") {
+            Ok(LabelCol::Auto)
+        } else if let Ok(i) = s.parse::<i64>() {
+            Ok(LabelCol::Index(i))
+        } else if s.is_empty() {
+            Err("label column must not be empty".into())
+        } else {
+            Ok(LabelCol::Name(s.to_string()))
+        }
+    }
+}
+
+/// Options shared by the loaders.
+#[derive(Debug, Clone, Default)]
+pub struct LoadOptions {
+    /// File format.
+    pub format: Format,
+    /// CSV label column.
+    pub label_col: LabelCol,
+    /// Number of features. LIBSVM: d (indices above it are an error). CSV with `LabelCol::Auto`:
+    /// a file with exactly this many columns is read as unlabelled (used at predict time).
+    pub features: Option<usize>,
+}
+
+/// Loads a dataset from a file, choosing the loader by `opts.format`.
+pub fn load(path: &Path, opts: &LoadOptions) -> Result<Dataset> {
+    let bytes = std::fs::read(path).map_err(|e| Error::io(path, e))?;
+    let format = match opts.format {
+        Format::Auto => detect_format(path, &bytes),
+        f => f,
+    };
+    match format {
+        Format::Libsvm => libsvm::parse(path, &bytes, opts),
+        _ => csv::parse(path, &bytes, opts),
+    }
+}
+
+/// Picks a format by extension (.csv; .svm, .libsvm, .svmlight), else by the first data line:
+/// a `idx:val` token after the first field means LIBSVM.
+pub fn detect_format(path: &Path, bytes: &[u8]) -> Format {
+    let ext = path
+        .extension()
+        .and_then(|e| e.to_str())
+        .map(|e| e.to_ascii_lowercase());
+    match ext.as_deref() {
+        Some("csv") => return Format::Csv,
+        Some("svm" | "libsvm" | "svmlight") => return Format::Libsvm,
+        _ => {}
+    }
+    let text = String::from_utf8_lossy(&bytes[..bytes.len().min(64 * 1024)]);
+    for line in text.lines() {
+        let line = line.split('#').next().unwrap_or("").trim();
+        if line.is_empty() {
+            continue;
+        }
+        let mut toks = line.split_whitespace();
+        let first = toks.next().unwrap_or("");
+        let looks_sparse = !first.contains(',') && toks.next().is_none_or(|t| t.contains(':'));
+        return if looks_sparse && !line.contains(',') {
+            Format::Libsvm
+        } else {
+            Format::Csv
+        };
+    }
+    Format::Csv
+}
+
+impl Dataset {
+    /// Row `i` as a slice of `d` features.
+    pub fn row(&self, i: usize) -> &[f32] {
+        &self.x[i * self.d..(i + 1) * self.d]
+    }
+
+    /// Labels, or an error naming the file when it has none.
+    pub fn require_labels(&self) -> Result<&Labels> {
+        self.labels
+            .as_ref()
+            .ok_or_else(|| Error::data(&self.source, "the data has no label column"))
+    }
+
+    /// Checks the labels for binary training: exactly two classes.
+    pub fn binary_signs(&self) -> Result<Vec<f32>> {
+        let labels = self.require_labels()?;
+        match labels.classes.len() {
+            0 | 1 => Err(Error::data(
+                &self.source,
+                format!(
+                    "only one class ({}) in the labels; training needs two",
+                    labels.classes.first().map(String::as_str).unwrap_or("none")
+                ),
+            )),
+            2 => Ok(labels.signs()),
+            k => Err(Error::data(
+                &self.source,
+                format!(
+                    "{k} classes in the labels ({}); the online and batch perceptrons are binary",
+                    preview(&labels.classes)
+                ),
+            )),
+        }
+    }
+}
+
+fn preview(v: &[String]) -> String {
+    let mut s = v.iter().take(5).cloned().collect::<Vec<_>>().join(", ");
+    if v.len() > 5 {
+        s.push_str(", ...");
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn classes_sort_numerically_and_map_to_signs() {
+        let l = Labels::from_names(&["1", "-1", "1", "-1"]);
+        assert_eq!(l.classes, vec!["-1", "1"]);
+        assert_eq!(l.signs(), vec![1.0, -1.0, 1.0, -1.0]);
+        let l = Labels::from_names(&["10", "9"]);
+        assert_eq!(l.classes, vec!["9", "10"]);
+        let l = Labels::from_names(&["yes", "no"]);
+        assert_eq!(l.classes, vec!["no", "yes"]);
+    }
+
+    #[test]
+    fn sniffs_format() {
+        let p = Path::new("data.txt");
+        assert_eq!(detect_format(p, b"+1 1:0.5 3:2\n"), Format::Libsvm);
+        assert_eq!(detect_format(p, b"# c\n-1 2:1\n"), Format::Libsvm);
+        assert_eq!(detect_format(p, b"a,b,label\n1,2,3\n"), Format::Csv);
+        assert_eq!(detect_format(Path::new("x.svm"), b"1,2"), Format::Libsvm);
+        assert_eq!(detect_format(Path::new("x.CSV"), b"1 1:2"), Format::Csv);
+    }
+}
