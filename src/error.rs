@@ -12,7 +12,7 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 #[non_exhaustive]
 pub enum Error {
     /// A data or model file could not be read.
-    #[error("{path}: {source}")]
+    #[error("cannot read {}", .path.display())]
     Io {
         /// The file.
         path: PathBuf,

@@ -208,7 +208,7 @@ mod tests {
         };
         let s = generate(&spec).unwrap();
         let y = s.data.binary_signs().unwrap();
-        for i in 0..s.data.n {
+        for (i, yi) in y.iter().enumerate() {
             let f: f64 = s
                 .data
                 .row(i)
@@ -217,7 +217,7 @@ mod tests {
                 .map(|(a, b)| (*a * *b) as f64)
                 .sum::<f64>()
                 + s.b_star as f64;
-            assert!(y[i] as f64 * f >= 0.2 - 1e-5, "row {i} margin {f}");
+            assert!(*yi as f64 * f >= 0.2 - 1e-5, "row {i} margin {f}");
             assert!(s.data.row(i).iter().all(|v| v.abs() <= 1.0));
         }
         assert_eq!(generate(&spec).unwrap().data, s.data);

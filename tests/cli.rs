@@ -1,0 +1,348 @@
+//! The command line as a user meets it: gen -> train -o -> predict -> eval, the `--json`
+//! keys, exit codes (0, 1, 2), and no partial output files on failure.
+
+mod common;
+
+use common::{run, stderr, stdout, write};
+use serde_json::Value;
+
+#[test]
+fn gen_train_predict_eval_round_trip() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path();
+    let o = run(
+        p,
+        &[
+            "gen", "--n", "500", "--d", "3", "--seed", "5", "-o", "data.csv",
+        ],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = std::fs::read_to_string(p.join("data.csv")).unwrap();
+    assert!(text.starts_with("f1,f2,f3,label\n"));
+    assert_eq!(text.lines().count(), 501);
+
+    let o = run(
+        p,
+        &["train", "data.csv", "-o", "model.json", "--backend", "cpu"],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stdout(&o).contains("converged"));
+    let model: Value =
+        serde_json::from_str(&std::fs::read_to_string(p.join("model.json")).unwrap()).unwrap();
+    assert_eq!(model["format"], "rosenblatt-model");
+    assert_eq!(model["version"], 1);
+    assert_eq!(model["classes"], serde_json::json!(["-1", "1"]));
+    assert_eq!(model["weights"].as_array().unwrap().len(), 3);
+
+    let o = run(
+        p,
+        &["predict", "model.json", "data.csv", "--backend", "cpu"],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let pred: Vec<String> = stdout(&o).lines().map(str::to_string).collect();
+    let truth: Vec<String> = text
+        .lines()
+        .skip(1)
+        .map(|l| l.rsplit(',').next().unwrap().to_string())
+        .collect();
+    assert_eq!(
+        pred, truth,
+        "a converged model predicts its training data exactly"
+    );
+
+    let o = run(
+        p,
+        &[
+            "predict",
+            "model.json",
+            "data.csv",
+            "--margins",
+            "-o",
+            "pred.tsv",
+        ],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let first = std::fs::read_to_string(p.join("pred.tsv")).unwrap();
+    let first = first.lines().next().unwrap().to_string();
+    let (label, value) = first.split_once('\t').unwrap();
+    let v: f32 = value.parse().unwrap();
+    assert_eq!(label == "1", v >= 0.0);
+
+    let o = run(p, &["eval", "model.json", "data.csv", "--json"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let ev: Value = serde_json::from_str(stdout(&o).trim()).unwrap();
+    assert_eq!(ev["n"], 500);
+    assert_eq!(ev["accuracy"], 1.0);
+    let m = &ev["confusion"]["matrix"];
+    let total: u64 = m
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|r| r.as_array().unwrap())
+        .map(|v| v.as_u64().unwrap())
+        .sum();
+    assert_eq!(total, 500);
+    assert_eq!(m[0][1], 0);
+    assert_eq!(m[1][0], 0);
+}
+
+#[test]
+fn train_json_is_one_object_with_the_documented_keys() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path();
+    assert!(run(p, &["gen", "--n", "200", "--d", "2", "-o", "d.csv"])
+        .status
+        .success());
+    for algo in ["online", "batch"] {
+        let o = run(
+            p,
+            &[
+                "train",
+                "d.csv",
+                "--algo",
+                algo,
+                "--json",
+                "--backend",
+                "cpu",
+            ],
+        );
+        assert!(o.status.success(), "{}", stderr(&o));
+        let out = stdout(&o);
+        assert_eq!(out.trim().lines().count(), 1, "one line of JSON: {out}");
+        let v: Value = serde_json::from_str(out.trim()).unwrap();
+        for key in [
+            "algo",
+            "backend",
+            "device",
+            "n",
+            "d",
+            "epochs",
+            "converged",
+            "stop_reason",
+            "train_accuracy",
+            "mistakes_per_epoch",
+            "total_mistakes",
+            "radius",
+            "margin",
+            "mistake_bound",
+            "seconds",
+        ] {
+            assert!(v.get(key).is_some(), "missing {key} in {out}");
+        }
+        assert_eq!(v["algo"], algo);
+        assert_eq!(v["backend"], "cpu");
+        assert_eq!(v["n"], 200);
+        assert_eq!(v["converged"], true);
+        assert_eq!(v["stop_reason"], "converged");
+        assert_eq!(
+            v["epochs"].as_u64().unwrap() as usize,
+            v["mistakes_per_epoch"].as_array().unwrap().len()
+        );
+    }
+    assert!(
+        !p.join("model.json").exists(),
+        "without -o nothing is written"
+    );
+}
+
+#[test]
+fn gen_libsvm_trains_and_unlabelled_csv_predicts() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path();
+    let o = run(
+        p,
+        &[
+            "gen", "--n", "100", "--d", "4", "--format", "libsvm", "-o", "d.svm",
+        ],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let o = run(p, &["train", "d.svm", "-o", "m.json", "--algo", "online"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    write(p, "new.csv", "0.5,0.5,-0.2,0.1\n-0.9,0.1,0.3,0.3\n");
+    let o = run(p, &["predict", "m.json", "new.csv"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(stdout(&o).lines().count(), 2);
+    let o = run(p, &["predict", "m.json", "new.csv", "--label-col", "none"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+}
+
+fn assert_input_error(args: &[&str], files: &[(&str, &str)], want: &[&str]) {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path();
+    for (name, text) in files {
+        write(p, name, text);
+    }
+    let o = run(p, args);
+    assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
+    let err = stderr(&o);
+    for w in want {
+        assert!(err.contains(w), "{args:?}: expected {w:?} in {err}");
+    }
+    assert!(
+        !p.join("out.json").exists(),
+        "{args:?}: no output file on failure"
+    );
+}
+
+#[test]
+fn bad_input_exits_2_and_names_the_place() {
+    let train = |f: &'static str| -> Vec<&'static str> {
+        vec!["train", f, "-o", "out.json", "--backend", "cpu"]
+    };
+    assert_input_error(
+        &train("a.csv"),
+        &[("a.csv", "x,label\n1,1\nnan,-1\n")],
+        &["a.csv", "line 3, column 1", "NaN"],
+    );
+    assert_input_error(
+        &train("a.csv"),
+        &[("a.csv", "1,2,1\n2,inf,-1\n")],
+        &["line 2, column 2", "infinity"],
+    );
+    assert_input_error(&train("a.csv"), &[("a.csv", "")], &["a.csv", "empty"]);
+    assert_input_error(
+        &train("a.csv"),
+        &[("a.csv", "x,y,label\n")],
+        &["header but no data"],
+    );
+    assert_input_error(
+        &train("a.csv"),
+        &[("a.csv", "1,2,1\n3,-1\n")],
+        &["line 2", "ragged"],
+    );
+    assert_input_error(
+        &train("a.csv"),
+        &[("a.csv", "1,2,1\n3,abc,-1\n")],
+        &["line 2, column 2", "\"abc\""],
+    );
+    assert_input_error(
+        &train("a.csv"),
+        &[("a.csv", "1,2,1\n3,4,1\n")],
+        &["only one class"],
+    );
+    assert_input_error(
+        &train("a.svm"),
+        &[("a.svm", "1 0:3\n")],
+        &["a.svm", "line 1", "index 0"],
+    );
+    assert_input_error(
+        &train("a.svm"),
+        &[("a.svm", "1 1:3\n-1 2:1 2:4\n")],
+        &["line 2", "duplicate index 2"],
+    );
+    assert_input_error(
+        &train("a.svm"),
+        &[("a.svm", "1 4:3 2:1\n")],
+        &["not ascending"],
+    );
+    assert_input_error(
+        &train("a.svm"),
+        &[("a.svm", "1 4;3\n")],
+        &["malformed pair"],
+    );
+    assert_input_error(&train("missing.csv"), &[], &["missing.csv"]);
+    assert_input_error(
+        &["train", "a.csv", "--lr", "2"],
+        &[("a.csv", "1,1\n2,-1\n")],
+        &["--lr", "(0, 1]", "2"],
+    );
+    assert_input_error(
+        &["train", "a.csv", "--label-col", "nope"],
+        &[("a.csv", "a,b\n1,1\n2,-1\n")],
+        &["no column named \"nope\""],
+    );
+}
+
+#[test]
+fn predict_and_eval_reject_mismatched_data_and_bad_models() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path();
+    assert!(run(p, &["gen", "--n", "50", "--d", "3", "-o", "d.csv"])
+        .status
+        .success());
+    assert!(run(p, &["train", "d.csv", "-o", "m.json"]).status.success());
+    write(p, "wide.csv", "1,2,3,4,5,1\n");
+    let o = run(p, &["predict", "m.json", "wide.csv", "-o", "out.txt"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("expects 3 features, the data has 5"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(!p.join("out.txt").exists());
+
+    write(p, "other.csv", "1,2,3,7\n");
+    let o = run(p, &["eval", "m.json", "other.csv"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("label \"7\" is not one of the model's classes"),
+        "{}",
+        stderr(&o)
+    );
+
+    write(
+        p,
+        "bad.json",
+        "{\"format\": \"rosenblatt-model\", \"version\": 1, \"weights\": [",
+    );
+    let o = run(p, &["predict", "bad.json", "d.csv"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("bad.json") && stderr(&o).contains("invalid JSON"),
+        "{}",
+        stderr(&o)
+    );
+    write(
+        p,
+        "other.json",
+        "{\"format\": \"something-else\", \"version\": 1}",
+    );
+    let o = run(p, &["eval", "other.json", "d.csv"]);
+    assert!(
+        stderr(&o).contains("format is \"something-else\""),
+        "{}",
+        stderr(&o)
+    );
+    let newer = std::fs::read_to_string(p.join("m.json"))
+        .unwrap()
+        .replace("\"version\": 1", "\"version\": 9");
+    write(p, "newer.json", &newer);
+    let o = run(p, &["eval", "newer.json", "d.csv"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("version 9 is newer"), "{}", stderr(&o));
+}
+
+#[test]
+fn usage_errors_exit_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = run(dir.path(), &["train"]);
+    assert_eq!(o.status.code(), Some(2));
+    let o = run(dir.path(), &["frobnicate"]);
+    assert_eq!(o.status.code(), Some(2));
+    let o = run(
+        dir.path(),
+        &["gen", "--n", "10", "--d", "2", "--margin", "1.5"],
+    );
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("--margin"));
+}
+
+#[test]
+fn demo_runs_without_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = run(
+        dir.path(),
+        &["demo", "--backend", "cpu", "--n", "5000", "--d", "8"],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    assert!(
+        out.contains("online") && out.contains("batch") && out.contains("(R/gamma)^2"),
+        "{out}"
+    );
+    assert_eq!(
+        std::fs::read_dir(dir.path()).unwrap().count(),
+        0,
+        "demo writes no file"
+    );
+}
