@@ -4,5 +4,11 @@
 mod cli;
 
 fn main() {
+    // Mesa's Vulkan loader prints "error: XDG_RUNTIME_DIR is invalid or not set" when the
+    // variable is missing (containers, CI). It needs no real runtime dir for compute, so give
+    // it the temp dir rather than alarm users. Done first, while the process is one thread.
+    if std::env::var_os("XDG_RUNTIME_DIR").is_none() {
+        std::env::set_var("XDG_RUNTIME_DIR", std::env::temp_dir());
+    }
     std::process::exit(cli::run());
 }

@@ -231,8 +231,9 @@ pub struct Selected {
     pub note: String,
 }
 
-/// Picks the backend for `choice`. `adapter` restricts GPU adapters to names containing it.
-pub fn select(choice: BackendChoice, adapter: Option<&str>) -> Result<Selected> {
+/// Picks the backend for `choice`. Under `Auto` a software adapter (such as llvmpipe) is
+/// passed over for the CPU, which is faster, unless `gpu.adapter.name` names it.
+pub fn select(choice: BackendChoice, gpu: &gpu::GpuOptions) -> Result<Selected> {
     let cpu = || Box::new(cpu::CpuBackend::new()) as Box<dyn Backend>;
     match choice {
         BackendChoice::Cpu => Ok(Selected {
@@ -240,28 +241,37 @@ pub fn select(choice: BackendChoice, adapter: Option<&str>) -> Result<Selected> 
             note: "backend: cpu (requested)".into(),
         }),
         BackendChoice::Gpu => {
-            let g = gpu::GpuBackend::new(adapter)?;
+            let g = gpu::GpuBackend::new(gpu).map_err(|e| match e {
+                crate::Error::NoGpu(m) if gpu.adapter.name.is_none() => {
+                    crate::Error::NoGpu(format!("--backend gpu: {m}"))
+                }
+                other => other,
+            })?;
             let note = format!("backend: gpu, {} (requested)", g.device());
             Ok(Selected {
                 backend: Box::new(g),
                 note,
             })
         }
-        BackendChoice::Auto => match gpu::GpuBackend::new(adapter) {
-            Ok(g) => {
-                let note = format!(
-                    "backend: gpu, {} (auto: a GPU adapter is present)",
-                    g.device()
-                );
-                Ok(Selected {
-                    backend: Box::new(g),
-                    note,
-                })
+        BackendChoice::Auto => {
+            let mut opts = gpu.clone();
+            opts.adapter.hardware_only = opts.adapter.name.is_none();
+            match gpu::GpuBackend::new(&opts) {
+                Ok(g) => {
+                    let note = format!(
+                        "backend: gpu, {} (auto: a GPU adapter is present)",
+                        g.device()
+                    );
+                    Ok(Selected {
+                        backend: Box::new(g),
+                        note,
+                    })
+                }
+                Err(e) => Ok(Selected {
+                    backend: cpu(),
+                    note: format!("backend: cpu (auto: {e})"),
+                }),
             }
-            Err(e) => Ok(Selected {
-                backend: cpu(),
-                note: format!("backend: cpu (auto: {e})"),
-            }),
-        },
+        }
     }
 }

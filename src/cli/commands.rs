@@ -2,14 +2,17 @@
 
 use rosenblatt::algo::{self, TrainReport};
 use rosenblatt::backend::cpu::CpuBackend;
+use rosenblatt::backend::gpu::list_adapters;
+use rosenblatt::backend::{Backend, BackendChoice, BackendKind};
 use rosenblatt::data::synth::{self, SynthSpec};
 use rosenblatt::data::Format;
 use rosenblatt::model::{Evaluation, Model};
+use rosenblatt::params::Algo;
 use rosenblatt::params::TrainParams;
 
 use super::{
-    load_data, select_backend, write_atomic, write_output, Bar, EvalArgs, GenArgs, PredictArgs,
-    TrainArgs,
+    load_data, select_backend, write_atomic, write_output, Bar, EvalArgs, GenArgs, InfoArgs,
+    PredictArgs, TrainArgs,
 };
 
 pub fn train(a: TrainArgs) -> anyhow::Result<()> {
@@ -26,9 +29,16 @@ pub fn train(a: TrainArgs) -> anyhow::Result<()> {
     .validate()?;
     let ds = load_data(&a.data, &a.data_args, None)?;
     let sel = select_backend(&a.backend, a.json)?;
+    if a.algo == Algo::Online && sel.backend.kind() == BackendKind::Gpu {
+        eprintln!(
+            "note: online training is sequential (one update per mistake); it runs on the CPU"
+        );
+    }
     let cpu = CpuBackend::new();
     let mut bar = Bar::new(!a.json);
-    let trained = algo::train(&ds, &params, &*sel.backend, Some(&cpu), &mut bar);
+    // Under auto, a GPU failure mid-training finishes on the CPU; an explicit gpu fails.
+    let fallback: Option<&dyn Backend> = (a.backend.backend == BackendChoice::Auto).then_some(&cpu);
+    let trained = algo::train(&ds, &params, &*sel.backend, fallback, &mut bar);
     bar.finish();
     let trained = trained?;
     if let Some(note) = &trained.report.fallback {
@@ -154,4 +164,49 @@ pub fn gen(a: GenArgs) -> anyhow::Result<()> {
         Format::Libsvm => synth::write_libsvm(&s.data, w),
         _ => synth::write_csv(&s.data, w),
     })
+}
+
+pub fn info(a: InfoArgs) -> anyhow::Result<()> {
+    let (adapters, auto) = list_adapters();
+    if a.json {
+        let v = serde_json::json!({
+            "adapters": adapters,
+            "auto": auto.map(|i| adapters[i].name.clone()),
+            "cpu_threads": rayon::current_num_threads(),
+        });
+        println!("{v}");
+        return Ok(());
+    }
+    if adapters.is_empty() {
+        println!("no GPU adapter found; --backend auto uses the CPU.");
+        println!("To get one: {}", rosenblatt::backend::gpu::HOW_TO_GET_ONE);
+    }
+    for (i, ad) in adapters.iter().enumerate() {
+        let mark = if Some(i) == auto {
+            "  <- --backend auto picks this one"
+        } else {
+            ""
+        };
+        println!(
+            "[{i}] {} ({}, {}){mark}",
+            ad.name, ad.backend, ad.device_type
+        );
+        println!("    driver: {} {}", ad.driver, ad.driver_info);
+        println!(
+            "    max storage binding {} MiB, max buffer {} MiB, workgroup {} invocations / {} KiB, {} workgroups per dimension",
+            ad.max_storage_buffer_binding_size >> 20,
+            ad.max_buffer_size >> 20,
+            ad.max_compute_invocations_per_workgroup,
+            ad.max_compute_workgroup_storage_size >> 10,
+            ad.max_compute_workgroups_per_dimension
+        );
+        if !ad.features.is_empty() {
+            println!("    optional features: {}", ad.features.join(", "));
+        }
+    }
+    if !adapters.is_empty() && auto.is_none() {
+        println!("--backend auto uses the CPU: only software adapters here (slower than the CPU backend); --backend gpu uses them.");
+    }
+    println!("CPU backend: {} threads", rayon::current_num_threads());
+    Ok(())
 }

@@ -13,6 +13,8 @@ use clap::{Args, Parser, Subcommand};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use rosenblatt::algo::Progress;
+use rosenblatt::backend::gpu::context::AdapterQuery;
+use rosenblatt::backend::gpu::GpuOptions;
 use rosenblatt::backend::{self, BackendChoice, Selected};
 use rosenblatt::data::{self, Dataset, Format, LabelCol, LoadOptions};
 use rosenblatt::params::{Algo, Init};
@@ -37,6 +39,15 @@ enum Command {
     Gen(GenArgs),
     /// Generate data, train on it and print a report: no files needed.
     Demo(DemoArgs),
+    /// List GPU adapters, their limits, and which one `--backend auto` picks.
+    Info(InfoArgs),
+}
+
+#[derive(Args, Debug)]
+struct InfoArgs {
+    /// Print one JSON object on stdout.
+    #[arg(long)]
+    json: bool,
 }
 
 /// How to read a data file.
@@ -59,6 +70,9 @@ struct BackendArgs {
     /// Where batch epochs run: auto (a GPU if present, else CPU), cpu or gpu.
     #[arg(long, value_name = "B", default_value = "auto")]
     backend: BackendChoice,
+    /// GPU adapter to use: a case-insensitive part of its name (see `rosenblatt info`).
+    #[arg(long, value_name = "NAME")]
+    adapter: Option<String>,
 }
 
 #[derive(Args, Debug)]
@@ -191,6 +205,7 @@ pub fn run() -> i32 {
         Command::Eval(a) => commands::eval(a),
         Command::Gen(a) => commands::gen(a),
         Command::Demo(a) => demo::run(a),
+        Command::Info(a) => commands::info(a),
     };
     match result {
         Ok(()) => 0,
@@ -220,7 +235,14 @@ fn load_data(path: &Path, a: &DataArgs, features: Option<usize>) -> anyhow::Resu
 
 /// Chooses the backend and says which on stderr.
 fn select_backend(a: &BackendArgs, quiet: bool) -> anyhow::Result<Selected> {
-    let sel = backend::select(a.backend, None)?;
+    let opts = GpuOptions {
+        adapter: AdapterQuery {
+            name: a.adapter.clone(),
+            hardware_only: false,
+        },
+        ..Default::default()
+    };
+    let sel = backend::select(a.backend, &opts)?;
     if !quiet || a.backend == BackendChoice::Auto {
         eprintln!("{}", sel.note);
     }

@@ -1,0 +1,491 @@
+//! A data set made resident on the GPU: X split by rows into segments that each fit one
+//! storage binding, y and a per-row output per segment, and the shared buffers of the batch
+//! epoch. Everything is allocated once; an epoch only dispatches, and a submit of many
+//! epochs reads back once (the per-epoch stats, the control word and w).
+
+use wgpu::util::DeviceExt;
+
+use super::context::GpuContext;
+use super::kernels::{
+    workgroup_size, Control, Entry, EpochOut, Kernels, Params, Segment, Shape, WgStat,
+};
+use crate::backend::{BatchRule, DataView, EpochStats};
+use crate::error::{Error, Result};
+
+/// Sizes chosen for one data set on one device.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Plan {
+    /// Rows per X segment (one storage binding each).
+    pub seg_rows: usize,
+    /// Rows per `accumulate` chunk.
+    pub chunk_rows: usize,
+    /// Most `margins` workgroups per segment (they stride over the rows).
+    pub margin_wgs_cap: usize,
+    /// Pipeline overrides.
+    pub shape: Shape,
+}
+
+/// Largest partials buffer the plan aims for.
+const PARTIALS_BUDGET: u64 = 64 << 20;
+
+/// Plans the buffers for n rows of d features under the device limits, or explains why the
+/// data does not fit. `max_binding` overrides the binding limit (tests force it small).
+pub fn plan(n: usize, d: usize, limits: &wgpu::Limits, max_binding: Option<u64>) -> Result<Plan> {
+    let binding = limits
+        .max_storage_buffer_binding_size
+        .min(limits.max_buffer_size)
+        .min(max_binding.unwrap_or(u64::MAX))
+        .min(1 << 31);
+    let d_aug = d as u64 + 1;
+    let row_bytes = d as u64 * 4;
+    if row_bytes > binding || d_aug * 4 > binding.max(limits.max_storage_buffer_binding_size) {
+        return Err(Error::TooLarge(format!(
+            "one row of {d} features is {row_bytes} bytes, more than the GPU binds at once \
+             ({binding} bytes); use --backend cpu"
+        )));
+    }
+    let wg = workgroup_size(limits, 256)?;
+    let shape = Shape::for_features(d, wg);
+    let per_dim = limits.max_compute_workgroups_per_dimension as u64;
+    if d_aug.div_ceil(shape.tc as u64) > per_dim || d_aug.div_ceil(wg as u64) > per_dim {
+        return Err(Error::TooLarge(format!(
+            "{d} features need more workgroups than the GPU dispatches per dimension ({per_dim})"
+        )));
+    }
+    let seg_rows = ((binding / row_bytes) as usize).min(n).max(1);
+    let max_chunks = (PARTIALS_BUDGET.min(binding) / (d_aug * 4)).max(1) as usize;
+    let chunk_rows = 64usize
+        .max(n.div_ceil(max_chunks))
+        .max(seg_rows.div_ceil(per_dim as usize));
+    let margin_wgs_cap = (per_dim as usize).min(4096);
+    Ok(Plan {
+        seg_rows,
+        chunk_rows,
+        margin_wgs_cap,
+        shape,
+    })
+}
+
+struct SegBuf {
+    n: usize,
+    chunks: usize,
+    margin_wgs: usize,
+    coef: wgpu::Buffer,
+    bind: wgpu::BindGroup,
+}
+
+/// Pipelines used by a resident data set.
+struct Pipes {
+    margins: wgpu::ComputePipeline,
+    accumulate: wgpu::ComputePipeline,
+    apply: wgpu::ComputePipeline,
+    finalize: wgpu::ComputePipeline,
+    scores: wgpu::ComputePipeline,
+}
+
+/// Data and buffers on the GPU for repeated epochs or scoring.
+pub struct Resident<'c> {
+    ctx: &'c GpuContext,
+    d: usize,
+    n: usize,
+    plan: Plan,
+    params: Params,
+    params_buf: wgpu::Buffer,
+    w_buf: wgpu::Buffer,
+    ctl_buf: wgpu::Buffer,
+    stats_buf: wgpu::Buffer,
+    global: wgpu::BindGroup,
+    segs: Vec<SegBuf>,
+    pipes: Pipes,
+    epochs_per_submit: usize,
+    submits: usize,
+    fail_after_submits: Option<usize>,
+}
+
+fn storage_buf(ctx: &GpuContext, label: &str, size: u64) -> wgpu::Buffer {
+    ctx.device.create_buffer(&wgpu::BufferDescriptor {
+        label: Some(label),
+        size: size.max(4).next_multiple_of(4),
+        usage: wgpu::BufferUsages::STORAGE
+            | wgpu::BufferUsages::COPY_SRC
+            | wgpu::BufferUsages::COPY_DST,
+        mapped_at_creation: false,
+    })
+}
+
+fn init_buf(ctx: &GpuContext, label: &str, data: &[u8], usage: wgpu::BufferUsages) -> wgpu::Buffer {
+    ctx.device
+        .create_buffer_init(&wgpu::util::BufferInitDescriptor {
+            label: Some(label),
+            contents: data,
+            usage,
+        })
+}
+
+fn entire(binding: u32, b: &wgpu::Buffer) -> wgpu::BindGroupEntry<'_> {
+    wgpu::BindGroupEntry {
+        binding,
+        resource: b.as_entire_binding(),
+    }
+}
+
+/// Options that shape the GPU work.
+#[derive(Debug, Clone, Default)]
+pub struct ResidentOptions {
+    /// Override of the storage-binding limit, to exercise the split path in tests.
+    pub max_binding: Option<u64>,
+    /// Epochs per submit (default 64).
+    pub epochs_per_submit: Option<usize>,
+    /// Test hook: destroy the device after this many training submits, so the next one fails
+    /// as a lost device would.
+    pub fail_after_submits: Option<usize>,
+}
+
+impl<'c> Resident<'c> {
+    /// Uploads the rows of `data` and, for training, the labels `y`.
+    pub fn new(
+        ctx: &'c GpuContext,
+        kernels: &Kernels,
+        data: DataView<'_>,
+        y: Option<&[f32]>,
+        opts: &ResidentOptions,
+    ) -> Result<Self> {
+        let DataView { x, n, d, bias } = data;
+        if n == 0 || d == 0 {
+            return Err(Error::Gpu(
+                "the GPU backend needs at least one row and one feature".into(),
+            ));
+        }
+        let plan = plan(n, d, &ctx.limits, opts.max_binding)?;
+        let shape = plan.shape;
+        let pipes = Pipes {
+            margins: kernels.pipeline(ctx, Entry::Margins, shape)?,
+            accumulate: kernels.pipeline(ctx, Entry::Accumulate, shape)?,
+            apply: kernels.pipeline(ctx, Entry::Apply, shape)?,
+            finalize: kernels.pipeline(ctx, Entry::Finalize, shape)?,
+            scores: kernels.pipeline(ctx, Entry::Scores, shape)?,
+        };
+        let epochs_per_submit = opts.epochs_per_submit.unwrap_or(64).max(1);
+        let d_aug = d + 1;
+        let groups = (shape.wg / shape.tpr) as usize;
+        let bytes = (n * d * 4) as u64;
+        ctx.scoped(
+            &format!("uploading {n} x {d} ({bytes} bytes) to {}", ctx.describe()),
+            || {
+                let mut segs_meta = Vec::new();
+                let (mut chunk_base, mut wg_base, mut start) = (0usize, 0usize, 0usize);
+                while start < n {
+                    let rows = plan.seg_rows.min(n - start);
+                    let chunks = rows.div_ceil(plan.chunk_rows);
+                    let margin_wgs = rows.div_ceil(groups).min(plan.margin_wgs_cap);
+                    segs_meta.push((start, rows, chunks, margin_wgs, chunk_base, wg_base));
+                    chunk_base += chunks;
+                    wg_base += margin_wgs;
+                    start += rows;
+                }
+                let params = Params {
+                    d: d as u32,
+                    d_aug: d_aug as u32,
+                    bias,
+                    eta: 1.0,
+                    tol: 0.0,
+                    total_chunks: chunk_base as u32,
+                    total_wgs: wg_base as u32,
+                    _pad: 0,
+                };
+                let uniform = wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST;
+                let params_buf = init_buf(
+                    ctx,
+                    "rosenblatt.params",
+                    bytemuck::bytes_of(&params),
+                    uniform,
+                );
+                let w_buf = storage_buf(ctx, "rosenblatt.w", (d_aug * 4) as u64);
+                let ctl_buf = storage_buf(ctx, "rosenblatt.control", 8);
+                let partials =
+                    storage_buf(ctx, "rosenblatt.partials", (chunk_base * d_aug * 4) as u64);
+                let wg_stats = storage_buf(
+                    ctx,
+                    "rosenblatt.wg_stats",
+                    (wg_base * size_of::<WgStat>()) as u64,
+                );
+                let sq = storage_buf(ctx, "rosenblatt.sq", (d_aug * 4) as u64);
+                let stats_buf = storage_buf(
+                    ctx,
+                    "rosenblatt.epoch_stats",
+                    (epochs_per_submit * size_of::<EpochOut>()) as u64,
+                );
+                let global = ctx.device.create_bind_group(&wgpu::BindGroupDescriptor {
+                    label: Some("rosenblatt.global"),
+                    layout: &kernels.global_layout,
+                    entries: &[
+                        entire(0, &params_buf),
+                        entire(1, &w_buf),
+                        entire(2, &ctl_buf),
+                        entire(3, &partials),
+                        entire(4, &wg_stats),
+                        entire(5, &sq),
+                        entire(6, &stats_buf),
+                    ],
+                });
+                let dummy_y = [0f32];
+                let segs = segs_meta
+                    .iter()
+                    .enumerate()
+                    .map(
+                        |(k, &(start, rows, chunks, margin_wgs, chunk_base, wg_base))| {
+                            let seg = Segment {
+                                n: rows as u32,
+                                chunk_base: chunk_base as u32,
+                                wg_base: wg_base as u32,
+                                chunk_rows: plan.chunk_rows as u32,
+                            };
+                            let ubuf = init_buf(
+                                ctx,
+                                "rosenblatt.segment",
+                                bytemuck::bytes_of(&seg),
+                                uniform,
+                            );
+                            let xs = &x[start * d..(start + rows) * d];
+                            let xbuf = init_buf(
+                                ctx,
+                                &format!("rosenblatt.x[{k}]"),
+                                bytemuck::cast_slice(xs),
+                                wgpu::BufferUsages::STORAGE,
+                            );
+                            let ys: &[f32] = match y {
+                                Some(y) => &y[start..start + rows],
+                                None => &dummy_y,
+                            };
+                            let ybuf = init_buf(
+                                ctx,
+                                &format!("rosenblatt.y[{k}]"),
+                                bytemuck::cast_slice(ys),
+                                wgpu::BufferUsages::STORAGE,
+                            );
+                            let coef = storage_buf(
+                                ctx,
+                                &format!("rosenblatt.coef[{k}]"),
+                                (rows * 4) as u64,
+                            );
+                            let bind = ctx.device.create_bind_group(&wgpu::BindGroupDescriptor {
+                                label: Some("rosenblatt.segment"),
+                                layout: &kernels.segment_layout,
+                                entries: &[
+                                    entire(0, &ubuf),
+                                    entire(1, &xbuf),
+                                    entire(2, &ybuf),
+                                    entire(3, &coef),
+                                ],
+                            });
+                            SegBuf {
+                                n: rows,
+                                chunks,
+                                margin_wgs,
+                                coef,
+                                bind,
+                            }
+                        },
+                    )
+                    .collect();
+                Resident {
+                    ctx,
+                    d,
+                    n,
+                    plan: plan.clone(),
+                    params,
+                    params_buf,
+                    w_buf,
+                    ctl_buf,
+                    stats_buf,
+                    global,
+                    segs,
+                    pipes,
+                    epochs_per_submit,
+                    submits: 0,
+                    fail_after_submits: opts.fail_after_submits,
+                }
+            },
+        )
+    }
+
+    /// The plan in use.
+    pub fn plan(&self) -> &Plan {
+        &self.plan
+    }
+
+    /// Number of X segments (storage bindings).
+    pub fn segments(&self) -> usize {
+        self.segs.len()
+    }
+
+    /// Epochs recorded per submit.
+    pub fn epochs_per_submit(&self) -> usize {
+        self.epochs_per_submit
+    }
+
+    fn staging(&self, label: &str, size: u64) -> wgpu::Buffer {
+        self.ctx.device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some(label),
+            size,
+            usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        })
+    }
+
+    fn read(&self, staging: &wgpu::Buffer) -> Result<Vec<u8>> {
+        let slice = staging.slice(..);
+        let (tx, rx) = std::sync::mpsc::channel();
+        slice.map_async(wgpu::MapMode::Read, move |r| {
+            let _ = tx.send(r);
+        });
+        self.ctx
+            .device
+            .poll(wgpu::PollType::wait_indefinitely())
+            .map_err(|e| Error::Gpu(format!("waiting for the GPU: {e}")))?;
+        rx.recv()
+            .map_err(|_| Error::Gpu("the GPU never answered the read-back".into()))?
+            .map_err(|e| Error::Gpu(format!("reading back from the GPU: {e}")))?;
+        let bytes = slice
+            .get_mapped_range()
+            .map_err(|e| Error::Gpu(format!("reading back from the GPU: {e}")))?
+            .to_vec();
+        staging.unmap();
+        Ok(bytes)
+    }
+
+    /// Runs up to `k` epochs from `w`, stopping on the GPU per `rule`; updates `w` and returns
+    /// the stats of the epochs run. Submits `epochs_per_submit` epochs at a time.
+    pub fn batch_epochs(
+        &mut self,
+        w: &mut [f32],
+        rule: &BatchRule,
+        k: usize,
+    ) -> Result<Vec<EpochStats>> {
+        let mut out = Vec::with_capacity(k);
+        let mut cur = w.to_vec();
+        while out.len() < k {
+            let kk = self.epochs_per_submit.min(k - out.len());
+            let (stats, stopped) = self.submit_epochs(&mut cur, rule, kk)?;
+            out.extend(stats);
+            if stopped {
+                break;
+            }
+        }
+        w.copy_from_slice(&cur);
+        Ok(out)
+    }
+
+    fn submit_epochs(
+        &mut self,
+        w: &mut [f32],
+        rule: &BatchRule,
+        k: usize,
+    ) -> Result<(Vec<EpochStats>, bool)> {
+        if self.fail_after_submits == Some(self.submits) {
+            self.ctx.device.destroy();
+        }
+        self.submits += 1;
+        let ctx = self.ctx;
+        let d_aug = self.d + 1;
+        let stats_bytes = (k * size_of::<EpochOut>()) as u64;
+        let w_bytes = (d_aug * 4) as u64;
+        let staging = self.staging("rosenblatt.readback", 8 + stats_bytes + w_bytes);
+        ctx.scoped("running batch epochs", || {
+            self.params.eta = rule.eta;
+            self.params.tol = rule.tol;
+            ctx.queue
+                .write_buffer(&self.params_buf, 0, bytemuck::bytes_of(&self.params));
+            ctx.queue
+                .write_buffer(&self.w_buf, 0, bytemuck::cast_slice(w));
+            ctx.queue
+                .write_buffer(&self.ctl_buf, 0, bytemuck::bytes_of(&Control::default()));
+            let mut enc = ctx
+                .device
+                .create_command_encoder(&wgpu::CommandEncoderDescriptor {
+                    label: Some("rosenblatt.batch_epochs"),
+                });
+            {
+                let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor {
+                    label: Some("rosenblatt.batch_epochs"),
+                    timestamp_writes: None,
+                });
+                pass.set_bind_group(0, &self.global, &[]);
+                let tiles = d_aug.div_ceil(self.plan.shape.tc as usize) as u32;
+                let apply_wgs = d_aug.div_ceil(self.plan.shape.wg as usize) as u32;
+                for _ in 0..k {
+                    for seg in &self.segs {
+                        pass.set_bind_group(1, &seg.bind, &[]);
+                        pass.set_pipeline(&self.pipes.margins);
+                        pass.dispatch_workgroups(seg.margin_wgs as u32, 1, 1);
+                        pass.set_pipeline(&self.pipes.accumulate);
+                        pass.dispatch_workgroups(tiles, seg.chunks as u32, 1);
+                    }
+                    pass.set_pipeline(&self.pipes.apply);
+                    pass.dispatch_workgroups(apply_wgs, 1, 1);
+                    pass.set_pipeline(&self.pipes.finalize);
+                    pass.dispatch_workgroups(1, 1, 1);
+                }
+            }
+            enc.copy_buffer_to_buffer(&self.ctl_buf, 0, &staging, 0, 8);
+            enc.copy_buffer_to_buffer(&self.stats_buf, 0, &staging, 8, stats_bytes);
+            enc.copy_buffer_to_buffer(&self.w_buf, 0, &staging, 8 + stats_bytes, w_bytes);
+            ctx.queue.submit([enc.finish()]);
+        })?;
+        let bytes = self.read(&staging)?;
+        ctx.check("running batch epochs")?;
+        let ctl: Control = bytemuck::pod_read_unaligned(&bytes[..8]);
+        let run = (ctl.epoch as usize).min(k);
+        let stats = (0..run)
+            .map(|e| {
+                let o: EpochOut =
+                    bytemuck::pod_read_unaligned(&bytes[8 + e * 16..8 + (e + 1) * 16]);
+                EpochStats {
+                    mistakes: o.mistakes as u64,
+                    criterion: o.criterion as f64,
+                    update_norm: o.update_norm as f64,
+                }
+            })
+            .collect();
+        let wb = &bytes[(8 + stats_bytes) as usize..];
+        w.copy_from_slice(bytemuck::cast_slice(&wb[..d_aug * 4]));
+        Ok((stats, ctl.done != 0))
+    }
+
+    /// Decision values w . [x_i, bias] for every resident row.
+    pub fn scores(&mut self, w: &[f32]) -> Result<Vec<f32>> {
+        let ctx = self.ctx;
+        let staging = self.staging("rosenblatt.scores_readback", (self.n * 4) as u64);
+        ctx.scoped("scoring", || {
+            ctx.queue
+                .write_buffer(&self.w_buf, 0, bytemuck::cast_slice(w));
+            let mut enc = ctx
+                .device
+                .create_command_encoder(&wgpu::CommandEncoderDescriptor {
+                    label: Some("rosenblatt.scores"),
+                });
+            {
+                let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor {
+                    label: Some("rosenblatt.scores"),
+                    timestamp_writes: None,
+                });
+                pass.set_bind_group(0, &self.global, &[]);
+                pass.set_pipeline(&self.pipes.scores);
+                for seg in &self.segs {
+                    pass.set_bind_group(1, &seg.bind, &[]);
+                    pass.dispatch_workgroups(seg.margin_wgs as u32, 1, 1);
+                }
+            }
+            let mut off = 0u64;
+            for seg in &self.segs {
+                let len = (seg.n * 4) as u64;
+                enc.copy_buffer_to_buffer(&seg.coef, 0, &staging, off, len);
+                off += len;
+            }
+            ctx.queue.submit([enc.finish()]);
+        })?;
+        let bytes = self.read(&staging)?;
+        ctx.check("scoring")?;
+        Ok(bytemuck::cast_slice(&bytes).to_vec())
+    }
+}

@@ -1,0 +1,473 @@
+//! GPU backend against the CPU reference. On integer-valued data every epoch's mistake count,
+//! criterion and the final weights must be bit-identical; on float data the stop epoch matches
+//! and the weights agree within tolerance. Covers awkward sizes, the split-binding path, many
+//! epochs per submit with convergence mid-submit, GPU-side stop, scoring, adapter selection,
+//! fallback after a GPU failure, and the no-adapter path.
+//!
+//! Tests that need an adapter print "skipped: no GPU adapter" when there is none, and fail
+//! instead when ROSENBLATT_REQUIRE_GPU=1.
+
+mod common;
+
+use std::io::Write;
+use std::sync::OnceLock;
+
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use rosenblatt::algo::{self, Trained};
+use rosenblatt::backend::cpu::CpuBackend;
+use rosenblatt::backend::gpu::context::AdapterQuery;
+use rosenblatt::backend::gpu::resident::ResidentOptions;
+use rosenblatt::backend::gpu::{GpuBackend, GpuOptions};
+use rosenblatt::backend::{Backend, DataView, StopReason};
+use rosenblatt::data::{Dataset, Labels};
+use rosenblatt::params::TrainParams;
+use rosenblatt::Error;
+
+fn required() -> bool {
+    std::env::var("ROSENBLATT_REQUIRE_GPU").is_ok_and(|v| v == "1")
+}
+
+fn open(opts: &GpuOptions) -> Option<GpuBackend> {
+    match GpuBackend::new(opts) {
+        Ok(g) => Some(g),
+        Err(e) if required() => panic!("ROSENBLATT_REQUIRE_GPU=1 but no GPU backend: {e}"),
+        Err(e) => {
+            // Written past the test harness's capture so that it shows.
+            let _ = writeln!(std::io::stderr(), "skipped: no GPU adapter ({e})");
+            None
+        }
+    }
+}
+
+/// One shared backend (context and pipelines built once for the whole file).
+fn gpu() -> Option<&'static GpuBackend> {
+    static G: OnceLock<Option<GpuBackend>> = OnceLock::new();
+    G.get_or_init(|| open(&GpuOptions::default())).as_ref()
+}
+
+/// Integer features in [-2, 2] (about a third zeros), labels from a seeded integer
+/// hyperplane with a little label noise so that training takes several epochs.
+fn integer_data(n: usize, d: usize, seed: u64) -> Dataset {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let w: Vec<i32> = (0..d).map(|_| rng.random_range(-3..=3)).collect();
+    let mut x = Vec::with_capacity(n * d);
+    let mut names = Vec::with_capacity(n);
+    for _ in 0..n {
+        let mut s = 1i64;
+        for wj in &w {
+            let v: i32 = rng.random_range(-2..=2);
+            x.push(v as f32);
+            s += (*wj * v) as i64;
+        }
+        let flip = rng.random_bool(0.05);
+        names.push(if (s >= 0) != flip { "pos" } else { "neg" });
+    }
+    // Both classes present even for n = 1 is impossible; tiny sets get one of each.
+    if n >= 2 && names.iter().all(|c| *c == names[0]) {
+        names[0] = if names[0] == "pos" { "neg" } else { "pos" };
+    }
+    Dataset {
+        x,
+        n,
+        d,
+        labels: Some(Labels::from_names(&names)),
+        source: "integer".into(),
+    }
+}
+
+/// Asserts the run stayed in the range where f32 integer arithmetic is exact, so that
+/// bit-identity is a fair demand whatever the summation order.
+fn assert_exact_range(ds: &Dataset, t: &Trained) {
+    let xmax = ds.x.iter().fold(0f32, |a, v| a.max(v.abs())) as f64;
+    let l1: f64 =
+        t.model.weights.iter().map(|w| w.abs() as f64).sum::<f64>() + t.model.bias.abs() as f64;
+    assert!(
+        l1 * xmax.max(1.0) < (1u64 << 24) as f64,
+        "test data leaves the exact f32 range"
+    );
+}
+
+fn train(ds: &Dataset, backend: &dyn Backend, epochs: usize) -> Trained {
+    let p = TrainParams::default().epochs(epochs).validate().unwrap();
+    algo::train(ds, &p, backend, None, &mut ()).unwrap()
+}
+
+fn assert_identical(cpu: &Trained, gpu: &Trained, what: &str) {
+    assert_eq!(gpu.report.backend, "gpu", "{what}");
+    assert_eq!(
+        cpu.report.mistakes_per_epoch, gpu.report.mistakes_per_epoch,
+        "{what}: mistakes per epoch"
+    );
+    assert_eq!(
+        cpu.report.criterion_per_epoch, gpu.report.criterion_per_epoch,
+        "{what}: criterion"
+    );
+    assert_eq!(cpu.report.stop_reason, gpu.report.stop_reason, "{what}");
+    assert_eq!(cpu.model.weights, gpu.model.weights, "{what}: weights");
+    assert_eq!(cpu.model.bias, gpu.model.bias, "{what}: bias");
+    assert_eq!(
+        cpu.report.train_accuracy, gpu.report.train_accuracy,
+        "{what}: accuracy"
+    );
+}
+
+#[test]
+fn integer_data_is_bit_identical_to_cpu_at_awkward_sizes() {
+    let Some(g) = gpu() else { return };
+    let cpu = CpuBackend::new();
+    let mut cases: Vec<(usize, usize)> = Vec::new();
+    for n in [1, 63, 255, 257, 10_007] {
+        for d in [1, 3, 64, 257] {
+            cases.push((n, d));
+        }
+    }
+    cases.extend([(1, 5000), (63, 5000), (257, 5000), (2000, 5000)]);
+    for (k, &(n, d)) in cases.iter().enumerate() {
+        let mut ds = integer_data(n, d, 100 + k as u64);
+        if n == 1 {
+            // A single row cannot have two classes; train on it twice with opposite labels
+            // would be contradictory, so duplicate it with the other class at a shifted point.
+            ds.x.extend(ds.x.iter().map(|v| v + 1.0).collect::<Vec<_>>());
+            ds.n = 2;
+            ds.labels = Some(Labels::from_names(&["neg", "pos"]));
+        }
+        let epochs = if n * d > 1_000_000 { 6 } else { 25 };
+        let c = train(&ds, &cpu, epochs);
+        let gp = train(&ds, g, epochs);
+        assert_exact_range(&ds, &c);
+        assert_identical(&c, &gp, &format!("n={n} d={d}"));
+    }
+}
+
+#[test]
+fn float_data_agrees_within_tolerance() {
+    let Some(g) = gpu() else { return };
+    let cpu = CpuBackend::new();
+    for (n, d, seed) in [(5000, 20, 1), (3000, 300, 2), (20_000, 3, 3)] {
+        let s = common::separable(n, d, 0.05, seed);
+        let c = train(&s.data, &cpu, 2000);
+        let gp = train(&s.data, g, 2000);
+        assert!(c.report.converged && gp.report.converged, "n={n} d={d}");
+        assert_eq!(c.report.epochs, gp.report.epochs, "n={n} d={d}: stop epoch");
+        for (a, b) in c.model.weights.iter().zip(&gp.model.weights) {
+            approx::assert_relative_eq!(*a, *b, epsilon = 1e-4, max_relative = 1e-4);
+        }
+        approx::assert_relative_eq!(
+            c.model.bias,
+            gp.model.bias,
+            epsilon = 1e-4,
+            max_relative = 1e-4
+        );
+        assert_eq!(gp.report.train_accuracy, 1.0);
+    }
+}
+
+#[test]
+fn data_split_over_many_bindings_matches_cpu() {
+    let opts = GpuOptions {
+        resident: ResidentOptions {
+            max_binding: Some(4096),
+            epochs_per_submit: Some(8),
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    let Some(g) = open(&opts) else { return };
+    let cpu = CpuBackend::new();
+    for (n, d) in [(10_007, 3), (1000, 257), (257, 1000)] {
+        let ds = integer_data(n, d, 7);
+        let y = ds.binary_signs().unwrap();
+        let view = DataView {
+            x: &ds.x,
+            n,
+            d,
+            bias: 1.0,
+        };
+        let r = g.resident(view, Some(&y)).unwrap();
+        assert!(r.segments() > 1, "n={n} d={d}: expected several segments");
+        drop(r);
+        let c = train(&ds, &cpu, 20);
+        let gp = train(&ds, &g, 20);
+        assert_exact_range(&ds, &c);
+        assert_identical(&c, &gp, &format!("split n={n} d={d}"));
+    }
+    // A row larger than the binding limit is refused with the sizes, not truncated.
+    let ds = integer_data(4, 2000, 1);
+    let p = TrainParams::default().validate().unwrap();
+    match algo::train(&ds, &p, &g, None, &mut ()) {
+        Err(Error::TooLarge(m)) => assert!(m.contains("8000 bytes") && m.contains("4096"), "{m}"),
+        other => panic!("expected TooLarge, got {:?}", other.map(|t| t.report)),
+    }
+}
+
+#[test]
+fn convergence_mid_submit_stops_on_the_gpu() {
+    let cpu = CpuBackend::new();
+    // Separable integer data: converges after a handful of epochs.
+    let mut ds = integer_data(3000, 8, 11);
+    let y: Vec<&str> = (0..ds.n)
+        .map(|i| {
+            let r = ds.row(i);
+            if 2.0 * r[0] - r[1] + r[2] + 0.5 >= 0.0 {
+                "pos"
+            } else {
+                "neg"
+            }
+        })
+        .collect();
+    ds.labels = Some(Labels::from_names(&y));
+    let c = train(&ds, &cpu, 500);
+    assert!(c.report.converged);
+    let e = c.report.epochs;
+    assert!(e > 5, "want convergence after several epochs, got {e}");
+    for per_submit in [4, 64] {
+        let opts = GpuOptions {
+            resident: ResidentOptions {
+                epochs_per_submit: Some(per_submit),
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        let Some(g) = open(&opts) else { return };
+        if per_submit == 4 {
+            assert_ne!(e % 4, 0, "convergence should fall inside a submit");
+        }
+        let gp = train(&ds, &g, 500);
+        assert_identical(&c, &gp, &format!("{per_submit} epochs per submit"));
+        assert_eq!(gp.report.epochs, e);
+        assert_eq!(*gp.report.mistakes_per_epoch.last().unwrap(), 0);
+    }
+}
+
+#[test]
+fn tolerance_stop_is_taken_on_the_gpu() {
+    let Some(g) = gpu() else { return };
+    let ds = integer_data(1000, 10, 3);
+    let p = TrainParams::default().tol(Some(1e9)).validate().unwrap();
+    let t = algo::train(&ds, &p, g, None, &mut ()).unwrap();
+    assert_eq!(t.report.epochs, 1);
+    assert_eq!(t.report.stop_reason, StopReason::Tolerance);
+    let c = algo::train(&ds, &p, &CpuBackend::new(), None, &mut ()).unwrap();
+    assert_eq!(c.model.weights, t.model.weights);
+}
+
+#[test]
+fn scoring_on_the_gpu_matches_cpu() {
+    let Some(g) = gpu() else { return };
+    let cpu = CpuBackend::new();
+    let ds = integer_data(10_007, 33, 5);
+    let t = train(&ds, &cpu, 10);
+    let a = t.model.decision_function(&ds, &cpu).unwrap();
+    let b = t.model.decision_function(&ds, g).unwrap();
+    assert_eq!(a, b);
+    let ea = t.model.evaluate(&ds, &cpu).unwrap();
+    let eb = t.model.evaluate(&ds, g).unwrap();
+    assert_eq!(ea, eb);
+}
+
+#[test]
+fn unknown_adapter_name_lists_the_adapters() {
+    if gpu().is_none() {
+        return;
+    }
+    let opts = GpuOptions {
+        adapter: AdapterQuery {
+            name: Some("no-such-adapter-xyz".into()),
+            hardware_only: false,
+        },
+        ..Default::default()
+    };
+    match GpuBackend::new(&opts) {
+        Err(Error::NoGpu(m)) => assert!(
+            m.contains("no-such-adapter-xyz") && m.contains("available:"),
+            "{m}"
+        ),
+        Err(e) => panic!("wrong error {e}"),
+        Ok(_) => panic!("matched a nonexistent adapter"),
+    }
+    // A substring of the real name, in another case, matches.
+    let name = gpu().unwrap().context().info.name.to_uppercase();
+    let part: String = name.chars().take(4).collect();
+    let opts = GpuOptions {
+        adapter: AdapterQuery {
+            name: Some(part),
+            hardware_only: false,
+        },
+        ..Default::default()
+    };
+    assert!(GpuBackend::new(&opts).is_ok());
+}
+
+#[test]
+fn gpu_failure_mid_training_finishes_on_the_cpu_under_auto() {
+    let opts = GpuOptions {
+        resident: ResidentOptions {
+            epochs_per_submit: Some(2),
+            fail_after_submits: Some(1),
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    let Some(g) = open(&opts) else { return };
+    let cpu = CpuBackend::new();
+    let ds = integer_data(2000, 16, 21);
+    let p = TrainParams::default().epochs(12).validate().unwrap();
+    let reference = algo::train(&ds, &p, &cpu, None, &mut ()).unwrap();
+    assert!(reference.report.epochs > 2);
+    let t = algo::train(&ds, &p, &g, Some(&cpu), &mut ()).unwrap();
+    let note = t
+        .report
+        .fallback
+        .clone()
+        .expect("the report says training moved to the CPU");
+    assert!(note.contains("GPU failed after 2 epochs"), "{note}");
+    assert_eq!(t.report.backend, "cpu");
+    assert_eq!(
+        t.report.mistakes_per_epoch,
+        reference.report.mistakes_per_epoch
+    );
+    assert_eq!(t.model.weights, reference.model.weights);
+
+    // Without a fallback (an explicit --backend gpu) the failure is an error, not a panic.
+    let Some(g) = open(&opts) else { return };
+    match algo::train(&ds, &p, &g, None, &mut ()) {
+        Err(e @ Error::Gpu(_)) => assert!(!e.is_input_error()),
+        other => panic!("expected a GPU error, got {:?}", other.map(|t| t.report)),
+    }
+}
+
+fn integer_csv(dir: &std::path::Path) {
+    let ds = integer_data(500, 4, 77);
+    let l = ds.labels.as_ref().unwrap();
+    let mut s = String::from("a,b,c,d,label\n");
+    for i in 0..ds.n {
+        let r = ds.row(i);
+        s.push_str(&format!(
+            "{},{},{},{},{}\n",
+            r[0], r[1], r[2], r[3], l.classes[l.index[i] as usize]
+        ));
+    }
+    common::write(dir, "int.csv", &s);
+}
+
+#[test]
+fn cli_gpu_training_gives_the_cpu_model() {
+    if gpu().is_none() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path();
+    integer_csv(p);
+    let o = common::run(
+        p,
+        &[
+            "train",
+            "int.csv",
+            "--backend",
+            "gpu",
+            "--epochs",
+            "30",
+            "-o",
+            "g.json",
+            "--json",
+        ],
+    );
+    assert!(o.status.success(), "{}", common::stderr(&o));
+    let v: serde_json::Value = serde_json::from_str(common::stdout(&o).trim()).unwrap();
+    assert_eq!(v["backend"], "gpu");
+    let o = common::run(
+        p,
+        &[
+            "train",
+            "int.csv",
+            "--backend",
+            "cpu",
+            "--epochs",
+            "30",
+            "-o",
+            "c.json",
+        ],
+    );
+    assert!(o.status.success(), "{}", common::stderr(&o));
+    let load = |f: &str| -> serde_json::Value {
+        serde_json::from_str(&std::fs::read_to_string(p.join(f)).unwrap()).unwrap()
+    };
+    let (g, c) = (load("g.json"), load("c.json"));
+    assert_eq!(g["weights"], c["weights"]);
+    assert_eq!(g["bias"], c["bias"]);
+    assert_eq!(
+        g["training"]["mistakes_per_epoch"],
+        c["training"]["mistakes_per_epoch"]
+    );
+    let o = common::run(p, &["predict", "g.json", "int.csv", "--backend", "gpu"]);
+    assert!(o.status.success(), "{}", common::stderr(&o));
+    let o2 = common::run(p, &["predict", "c.json", "int.csv", "--backend", "cpu"]);
+    assert_eq!(common::stdout(&o), common::stdout(&o2));
+
+    // Online training is sequential: with --backend gpu it says so and reports the CPU.
+    let o = common::run(
+        p,
+        &[
+            "train",
+            "int.csv",
+            "--backend",
+            "gpu",
+            "--algo",
+            "online",
+            "--json",
+        ],
+    );
+    assert!(o.status.success(), "{}", common::stderr(&o));
+    assert!(
+        common::stderr(&o).contains("runs on the CPU"),
+        "{}",
+        common::stderr(&o)
+    );
+    let v: serde_json::Value = serde_json::from_str(common::stdout(&o).trim()).unwrap();
+    assert_eq!(v["backend"], "cpu");
+}
+
+/// Hides every Vulkan and GL driver from a child process.
+fn without_adapters(args: &[&str], dir: &std::path::Path) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_rosenblatt"))
+        .args(args)
+        .current_dir(dir)
+        .env("VK_ICD_FILENAMES", "/nonexistent.json")
+        .env("VK_DRIVER_FILES", "/nonexistent.json")
+        .env("__EGL_VENDOR_LIBRARY_FILENAMES", "/nonexistent.json")
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn no_adapter_gives_the_documented_fallback_and_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path();
+    integer_csv(p);
+    let o = without_adapters(&["train", "int.csv", "--backend", "gpu"], p);
+    assert_eq!(o.status.code(), Some(1), "{}", common::stderr(&o));
+    let err = common::stderr(&o);
+    assert!(
+        err.contains("no GPU adapter found") && err.contains("mesa-vulkan-drivers"),
+        "{err}"
+    );
+
+    let o = without_adapters(&["train", "int.csv", "--json"], p);
+    assert!(o.status.success(), "{}", common::stderr(&o));
+    assert!(
+        common::stderr(&o).contains("backend: cpu (auto: no GPU adapter found"),
+        "{}",
+        common::stderr(&o)
+    );
+    let v: serde_json::Value = serde_json::from_str(common::stdout(&o).trim()).unwrap();
+    assert_eq!(v["backend"], "cpu");
+
+    let o = without_adapters(&["info"], p);
+    assert!(o.status.success());
+    assert!(
+        common::stdout(&o).contains("no GPU adapter found"),
+        "{}",
+        common::stdout(&o)
+    );
+}
