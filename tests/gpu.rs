@@ -141,6 +141,17 @@ fn integer_data_is_bit_identical_to_cpu_at_awkward_sizes() {
 }
 
 #[test]
+fn hundred_thousand_features_train_on_the_gpu() {
+    let Some(g) = gpu() else { return };
+    let cpu = CpuBackend::new();
+    let ds = integer_data(40, 100_000, 12);
+    let c = train(&ds, &cpu, 5);
+    let gp = train(&ds, g, 5);
+    assert_exact_range(&ds, &c);
+    assert_identical(&c, &gp, "d=100000");
+}
+
+#[test]
 fn float_data_agrees_within_tolerance() {
     let Some(g) = gpu() else { return };
     let cpu = CpuBackend::new();
