@@ -18,6 +18,7 @@
 
 pub mod algo;
 pub mod backend;
+pub mod bench;
 pub mod data;
 pub mod error;
 pub mod model;

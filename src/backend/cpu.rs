@@ -7,7 +7,8 @@
 use rayon::prelude::*;
 
 use super::{
-    axpy, decision, Backend, BackendKind, BatchRule, Bound, DataView, EpochStats, TrainView,
+    axpy, decision, simd_dispatch, Backend, BackendKind, BatchRule, Bound, DataView, EpochStats,
+    TrainView,
 };
 use crate::error::Result;
 
@@ -54,10 +55,7 @@ fn cpu_scores(data: DataView<'_>, w: &[f32]) -> Vec<f32> {
     let rows = chunk_rows(data.n, data.d);
     out.par_chunks_mut(rows).enumerate().for_each(|(c, o)| {
         let start = c * rows;
-        for (k, s) in o.iter_mut().enumerate() {
-            let i = start + k;
-            *s = decision(w, &data.x[i * data.d..(i + 1) * data.d], data.bias);
-        }
+        chunk_scores_simd(data, w, start, o);
     });
     out
 }
@@ -68,6 +66,47 @@ struct Partial {
     sum: Vec<f32>,
     mistakes: u64,
     criterion: f64,
+}
+
+/// The fused epoch over one chunk of rows: margins, mistakes, criterion, and the sum of y*x
+/// over the mistakes, reading each row once (a mistake row is added while it is in L1).
+/// Counters live in locals so that stores into `p.sum` cannot force them back to memory.
+#[inline(always)]
+fn chunk_epoch(v: TrainView<'_>, w: &[f32], start: usize, end: usize, p: &mut Partial) {
+    let d = v.d;
+    let sum = &mut p.sum[..=d];
+    sum.fill(0.0);
+    let (mut mistakes, mut criterion) = (0u64, 0f64);
+    for i in start..end {
+        let row = &v.x[i * d..(i + 1) * d];
+        let y = v.y[i];
+        let m = y * decision(w, row, v.bias);
+        if m <= 0.0 {
+            mistakes += 1;
+            criterion -= m as f64;
+            axpy(y, row, &mut sum[..d]);
+            sum[d] += y * v.bias;
+        }
+    }
+    p.mistakes = mistakes;
+    p.criterion = criterion;
+}
+
+simd_dispatch! {
+    fn chunk_epoch_simd(v: TrainView<'_>, w: &[f32], start: usize, end: usize, p: &mut Partial) => chunk_epoch
+}
+
+/// Decision values of the rows `start..start + out.len()`.
+#[inline(always)]
+fn chunk_scores(data: DataView<'_>, w: &[f32], start: usize, out: &mut [f32]) {
+    for (k, s) in out.iter_mut().enumerate() {
+        let i = start + k;
+        *s = decision(w, &data.x[i * data.d..(i + 1) * data.d], data.bias);
+    }
+}
+
+simd_dispatch! {
+    fn chunk_scores_simd(data: DataView<'_>, w: &[f32], start: usize, out: &mut [f32]) => chunk_scores
 }
 
 /// Training data bound to the CPU, with the per-chunk buffers of the batch epoch.
@@ -101,23 +140,9 @@ impl<'a> CpuBound<'a> {
     fn accumulate(&mut self, w: &[f32]) -> (u64, f64) {
         let v = self.v;
         let rows = self.rows;
-        let d = v.d;
         self.partials.par_iter_mut().enumerate().for_each(|(c, p)| {
-            p.sum.fill(0.0);
-            p.mistakes = 0;
-            p.criterion = 0.0;
             let end = ((c + 1) * rows).min(v.n);
-            for i in c * rows..end {
-                let row = &v.x[i * d..(i + 1) * d];
-                let y = v.y[i];
-                let m = y * decision(w, row, v.bias);
-                if m <= 0.0 {
-                    p.mistakes += 1;
-                    p.criterion -= m as f64;
-                    axpy(y, row, &mut p.sum[..d]);
-                    p.sum[d] += y * v.bias;
-                }
-            }
+            chunk_epoch_simd(v, w, c * rows, end, p);
         });
         self.total.fill(0.0);
         let (mut mistakes, mut criterion) = (0u64, 0f64);

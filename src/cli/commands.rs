@@ -2,8 +2,10 @@
 
 use rosenblatt::algo::{self, TrainReport};
 use rosenblatt::backend::cpu::CpuBackend;
-use rosenblatt::backend::gpu::list_adapters;
+use rosenblatt::backend::gpu::context::AdapterQuery;
+use rosenblatt::backend::gpu::{list_adapters, GpuOptions};
 use rosenblatt::backend::{Backend, BackendChoice, BackendKind};
+use rosenblatt::bench::{self, BackendBench, BenchSpec};
 use rosenblatt::data::synth::{self, SynthSpec};
 use rosenblatt::data::Format;
 use rosenblatt::model::{Evaluation, Model};
@@ -11,8 +13,8 @@ use rosenblatt::params::Algo;
 use rosenblatt::params::TrainParams;
 
 use super::{
-    load_data, select_backend, write_atomic, write_output, Bar, EvalArgs, GenArgs, InfoArgs,
-    PredictArgs, TrainArgs,
+    load_data, select_backend, write_atomic, write_output, Bar, BenchArgs, EvalArgs, GenArgs,
+    InfoArgs, PredictArgs, TrainArgs,
 };
 
 pub fn train(a: TrainArgs) -> anyhow::Result<()> {
@@ -209,4 +211,98 @@ pub fn info(a: InfoArgs) -> anyhow::Result<()> {
     }
     println!("CPU backend: {} threads", rayon::current_num_threads());
     Ok(())
+}
+
+pub fn bench(a: BenchArgs) -> anyhow::Result<()> {
+    let spec = BenchSpec {
+        n: a.n,
+        d: a.d,
+        epochs: a.epochs.max(1),
+        cpu: a.backend != "gpu",
+        gpu: a.backend != "cpu",
+        peak_gbs: a.peak_gbs,
+        gpu_opts: GpuOptions {
+            adapter: AdapterQuery {
+                hardware_only: a.backend == "all" && a.adapter.is_none(),
+                name: a.adapter.clone(),
+            },
+            ..Default::default()
+        },
+        seed: a.seed,
+        converge: !a.no_converge,
+    };
+    if !a.json {
+        eprintln!(
+            "generating {} x {} ({:.1} MB of f32) and timing {} epochs per backend...",
+            a.n,
+            a.d,
+            (a.n * a.d * 4) as f64 / 1e6,
+            spec.epochs
+        );
+    }
+    let r = bench::run(&spec)?;
+    if a.backend == "gpu" && r.gpu.is_none() {
+        anyhow::bail!(rosenblatt::Error::NoGpu(
+            r.gpu_skipped.clone().unwrap_or_default()
+        ));
+    }
+    if a.json {
+        println!("{}", serde_json::to_string(&r)?);
+        return Ok(());
+    }
+    println!(
+        "batch epoch, n = {}, d = {}: {:.1} MB of X per epoch",
+        r.n,
+        r.d,
+        r.bytes_per_epoch as f64 / 1e6
+    );
+    for b in [&r.cpu, &r.gpu].into_iter().flatten() {
+        print_bench(b);
+    }
+    if let Some(why) = &r.gpu_skipped {
+        println!("gpu: not measured ({why})");
+    }
+    if let Some(s) = r.gpu_speedup {
+        println!("GPU / CPU speed: {s:.2}x (ms per epoch, same data)");
+    }
+    Ok(())
+}
+
+fn print_bench(b: &BackendBench) {
+    println!("{} ({}):", b.backend, b.device);
+    println!(
+        "  {:.3} ms/epoch median ({:.3} min), {:.1} epochs/s, {} epochs timed, {} per call",
+        b.ms_per_epoch, b.ms_per_epoch_min, b.epochs_per_second, b.epochs_timed, b.epochs_per_call
+    );
+    match (b.roofline_gbs, b.roofline_fraction) {
+        (Some(r), Some(f)) => println!(
+            "  {:.2} GB/s effective; roofline {:.2} GB/s ({}): {:.0}% of it",
+            b.gbs,
+            r,
+            b.roofline_source,
+            100.0 * f
+        ),
+        _ => println!(
+            "  {:.2} GB/s effective; roofline {}",
+            b.gbs, b.roofline_source
+        ),
+    }
+    print!(
+        "  setup {:.3} s, upload {:.3} s",
+        b.setup_seconds, b.upload_seconds
+    );
+    if let Some(o) = b.submit_overhead_ms {
+        print!(", per-submit overhead {o:.3} ms");
+    }
+    println!();
+    if let (Some(s), Some(e), Some(c)) = (b.converge_seconds, b.converge_epochs, b.converged) {
+        println!(
+            "  train to convergence (separable, margin 0.05): {s:.3} s, {e} epochs{}",
+            if c {
+                ""
+            } else {
+                " (did not converge within 1000)"
+            }
+        );
+    }
 }

@@ -41,6 +41,39 @@ enum Command {
     Demo(DemoArgs),
     /// List GPU adapters, their limits, and which one `--backend auto` picks.
     Info(InfoArgs),
+    /// Time batch epochs on generated data: ms/epoch, GB/s against the roofline, GPU vs CPU.
+    Bench(BenchArgs),
+}
+
+#[derive(Args, Debug)]
+struct BenchArgs {
+    /// Rows.
+    #[arg(long, default_value_t = 1_000_000)]
+    n: usize,
+    /// Features.
+    #[arg(long, default_value_t = 64)]
+    d: usize,
+    /// Epochs to time (after a warm-up).
+    #[arg(long, default_value_t = 20)]
+    epochs: usize,
+    /// Backends: all (CPU, and a hardware GPU if present), cpu, or gpu (software adapters too).
+    #[arg(long, default_value = "all", value_parser = ["all", "cpu", "gpu"])]
+    backend: String,
+    /// GPU adapter: a case-insensitive part of its name.
+    #[arg(long, value_name = "NAME")]
+    adapter: Option<String>,
+    /// GPU peak memory bandwidth in GB/s (default: a table of known devices).
+    #[arg(long, value_name = "F")]
+    peak_gbs: Option<f64>,
+    /// Skip timing training to convergence.
+    #[arg(long)]
+    no_converge: bool,
+    /// Seed of the generated data.
+    #[arg(long, default_value_t = 7)]
+    seed: u64,
+    /// Print one JSON object on stdout.
+    #[arg(long)]
+    json: bool,
 }
 
 #[derive(Args, Debug)]
@@ -206,6 +239,7 @@ pub fn run() -> i32 {
         Command::Gen(a) => commands::gen(a),
         Command::Demo(a) => demo::run(a),
         Command::Info(a) => commands::info(a),
+        Command::Bench(a) => commands::bench(a),
     };
     match result {
         Ok(()) => 0,

@@ -1,0 +1,337 @@
+//! Measurements behind `rosenblatt bench`: milliseconds per batch epoch (median, warm-up
+//! excluded), effective bandwidth against a roofline (the CPU's measured in the same run by
+//! a plain all-cores read of X; the GPU's from `--peak-gbs` or a table of known devices),
+//! setup and upload time, time to converge, and the GPU/CPU ratio. Returns figures; the CLI
+//! prints them.
+
+use std::time::Instant;
+
+use rayon::prelude::*;
+use serde::Serialize;
+
+use crate::algo;
+use crate::backend::cpu::{chunk_rows, CpuBackend};
+use crate::backend::gpu::{GpuBackend, GpuOptions};
+use crate::backend::{sum_simd, Backend, BatchRule, Bound, TrainView};
+use crate::data::synth::{generate, SynthSpec};
+use crate::error::Result;
+use crate::params::TrainParams;
+
+/// What to measure.
+#[derive(Debug, Clone)]
+pub struct BenchSpec {
+    /// Rows.
+    pub n: usize,
+    /// Features.
+    pub d: usize,
+    /// Epochs to time (after one warm-up).
+    pub epochs: usize,
+    /// Measure the CPU backend.
+    pub cpu: bool,
+    /// Measure the GPU backend.
+    pub gpu: bool,
+    /// GPU peak memory bandwidth in GB/s, overriding the built-in table.
+    pub peak_gbs: Option<f64>,
+    /// GPU adapter options.
+    pub gpu_opts: GpuOptions,
+    /// Seed for the generated data.
+    pub seed: u64,
+    /// Also time training to convergence on separable data of the same shape.
+    pub converge: bool,
+}
+
+/// Figures for one backend.
+#[derive(Debug, Clone, Serialize)]
+pub struct BackendBench {
+    /// "cpu" or "gpu".
+    pub backend: String,
+    /// Device name.
+    pub device: String,
+    /// Median milliseconds per epoch.
+    pub ms_per_epoch: f64,
+    /// Fastest epoch, milliseconds.
+    pub ms_per_epoch_min: f64,
+    /// 1000 / ms_per_epoch.
+    pub epochs_per_second: f64,
+    /// Bytes of X per epoch / median epoch time, in GB/s (1e9 bytes).
+    pub gbs: f64,
+    /// Roofline in GB/s, when known.
+    pub roofline_gbs: Option<f64>,
+    /// Where the roofline comes from.
+    pub roofline_source: String,
+    /// gbs / roofline_gbs.
+    pub roofline_fraction: Option<f64>,
+    /// Backend creation (device, pipelines), seconds.
+    pub setup_seconds: f64,
+    /// Binding the data (upload for the GPU), seconds.
+    pub upload_seconds: f64,
+    /// GPU: one submit of a single epoch minus the median epoch, milliseconds (dispatch,
+    /// submit and read-back cost).
+    pub submit_overhead_ms: Option<f64>,
+    /// Epochs per call used for timing (GPU: per submit).
+    pub epochs_per_call: usize,
+    /// Epochs timed.
+    pub epochs_timed: usize,
+    /// Seconds to train to convergence on separable data (bind + epochs + scoring).
+    pub converge_seconds: Option<f64>,
+    /// Epochs that took.
+    pub converge_epochs: Option<usize>,
+    /// Whether it converged within the epoch limit.
+    pub converged: Option<bool>,
+}
+
+/// The whole measurement.
+#[derive(Debug, Clone, Serialize)]
+pub struct BenchReport {
+    /// Rows.
+    pub n: usize,
+    /// Features.
+    pub d: usize,
+    /// Bytes of X read per epoch (n * d * 4).
+    pub bytes_per_epoch: u64,
+    /// CPU figures.
+    pub cpu: Option<BackendBench>,
+    /// GPU figures.
+    pub gpu: Option<BackendBench>,
+    /// Why the GPU was not measured.
+    pub gpu_skipped: Option<String>,
+    /// CPU ms per epoch / GPU ms per epoch.
+    pub gpu_speedup: Option<f64>,
+}
+
+/// Known peak memory bandwidths (GB/s) by adapter-name fragment, most specific first.
+pub const KNOWN_PEAKS: [(&str, f64); 10] = [
+    ("H100 PCIe", 2000.0),
+    ("H100 NVL", 3900.0),
+    ("H100", 3350.0),
+    ("H200", 4800.0),
+    ("A100-SXM4-80GB", 2039.0),
+    ("A100", 1555.0),
+    ("RTX 4090", 1008.0),
+    ("RTX 3090", 936.0),
+    ("L40S", 864.0),
+    ("L4", 300.0),
+];
+
+/// Peak bandwidth for an adapter name from [`KNOWN_PEAKS`].
+pub fn known_peak(name: &str) -> Option<(f64, &'static str)> {
+    let lower = name.to_lowercase();
+    KNOWN_PEAKS
+        .iter()
+        .find(|(k, _)| lower.contains(&k.to_lowercase()))
+        .map(|(k, v)| (*v, *k))
+}
+
+fn median(v: &mut [f64]) -> f64 {
+    v.sort_by(|a, b| a.total_cmp(b));
+    let m = v.len() / 2;
+    if v.len() % 2 == 1 {
+        v[m]
+    } else {
+        (v[m - 1] + v[m]) / 2.0
+    }
+}
+
+/// One plain all-cores read of X (a sum with 16 lanes, AVX2 where the CPU has it), with the
+/// CPU backend's chunking and threads: the CPU roofline's kernel. Returns seconds.
+pub fn cpu_read_pass(x: &[f32], d: usize) -> f64 {
+    let rows = chunk_rows(x.len() / d.max(1), d);
+    let s = Instant::now();
+    std::hint::black_box(x.par_chunks(rows * d).map(sum_simd).sum::<f32>());
+    s.elapsed().as_secs_f64()
+}
+
+/// Times `epochs` epochs on `bound`, `per_call` per call, after one warm-up call; returns
+/// the per-epoch seconds of each call, and the seconds of `probe` run just before each call
+/// (so a roofline and the epochs are measured under the same conditions).
+fn time_epochs(
+    bound: &mut dyn Bound,
+    d: usize,
+    epochs: usize,
+    per_call: usize,
+    probe: Option<&dyn Fn() -> f64>,
+) -> Result<(Vec<f64>, Vec<f64>)> {
+    let rule = BatchRule { eta: 1.0, tol: 0.0 };
+    let mut w = vec![0f32; d + 1];
+    bound.batch_epochs(&mut w, &rule, per_call)?;
+    let calls = epochs.div_ceil(per_call).max(3);
+    let (mut out, mut probes) = (Vec::with_capacity(calls), Vec::new());
+    for _ in 0..calls {
+        if let Some(p) = probe {
+            probes.push(p());
+        }
+        let s = Instant::now();
+        let stats = bound.batch_epochs(&mut w, &rule, per_call)?;
+        out.push(s.elapsed().as_secs_f64() / stats.len().max(1) as f64);
+    }
+    Ok((out, probes))
+}
+
+/// Where a backend's roofline comes from.
+enum Roof<'a> {
+    /// Measured by this read pass, interleaved with the epochs.
+    Measured(&'a dyn Fn() -> f64),
+    /// Given, with its source.
+    Given(Option<f64>, String),
+}
+
+#[allow(clippy::too_many_arguments)]
+fn measure(
+    backend: &dyn Backend,
+    setup_seconds: f64,
+    view: TrainView<'_>,
+    spec: &BenchSpec,
+    per_call: usize,
+    roof: Roof<'_>,
+    separable: Option<&crate::data::Dataset>,
+    overhead: bool,
+) -> Result<BackendBench> {
+    let t = Instant::now();
+    let mut bound = backend.bind(view)?;
+    let upload_seconds = t.elapsed().as_secs_f64();
+    let probe = match roof {
+        Roof::Measured(p) => {
+            p();
+            Some(p)
+        }
+        Roof::Given(..) => None,
+    };
+    let (mut times, mut probes) = time_epochs(&mut *bound, view.d, spec.epochs, per_call, probe)?;
+    let epochs_timed = times.len() * per_call;
+    let min = times.iter().cloned().fold(f64::INFINITY, f64::min);
+    let med = median(&mut times);
+    let submit_overhead_ms = if overhead {
+        let (mut one, _) = time_epochs(&mut *bound, view.d, 3, 1, None)?;
+        Some(((median(&mut one) - med) * 1e3).max(0.0))
+    } else {
+        None
+    };
+    drop(bound);
+    let bytes = (view.n * view.d * 4) as f64;
+    let gbs = bytes / med / 1e9;
+    let roofline = match roof {
+        Roof::Measured(_) => (
+            Some(bytes / median(&mut probes) / 1e9),
+            "measured: all-cores read of X, interleaved with the epochs".to_string(),
+        ),
+        Roof::Given(r, src) => (r, src),
+    };
+    let (converge_seconds, converge_epochs, converged) = match separable {
+        Some(ds) => {
+            let p = TrainParams::default().epochs(1000).validate()?;
+            let tr = algo::train(ds, &p, backend, None, &mut ())?;
+            (
+                Some(tr.report.seconds),
+                Some(tr.report.epochs),
+                Some(tr.report.converged),
+            )
+        }
+        None => (None, None, None),
+    };
+    Ok(BackendBench {
+        backend: backend.kind().name().into(),
+        device: backend.device(),
+        ms_per_epoch: med * 1e3,
+        ms_per_epoch_min: min * 1e3,
+        epochs_per_second: 1.0 / med,
+        gbs,
+        roofline_gbs: roofline.0,
+        roofline_source: roofline.1,
+        roofline_fraction: roofline.0.map(|r| gbs / r),
+        setup_seconds,
+        upload_seconds,
+        submit_overhead_ms,
+        epochs_per_call: per_call,
+        epochs_timed,
+        converge_seconds,
+        converge_epochs,
+        converged,
+    })
+}
+
+/// Generates the data and measures the requested backends.
+pub fn run(spec: &BenchSpec) -> Result<BenchReport> {
+    // Non-separable (10% label noise), so every epoch has mistakes and none stops early.
+    let noisy = generate(&SynthSpec {
+        n: spec.n,
+        d: spec.d,
+        margin: 0.0,
+        noise: 0.1,
+        seed: spec.seed,
+    })?;
+    let y = noisy.data.binary_signs()?;
+    let view = TrainView {
+        x: &noisy.data.x,
+        y: &y,
+        n: spec.n,
+        d: spec.d,
+        bias: 1.0,
+    };
+    let separable = if spec.converge {
+        Some(
+            generate(&SynthSpec {
+                n: spec.n,
+                d: spec.d,
+                margin: 0.05,
+                noise: 0.0,
+                seed: spec.seed + 1,
+            })?
+            .data,
+        )
+    } else {
+        None
+    };
+    let mut report = BenchReport {
+        n: spec.n,
+        d: spec.d,
+        bytes_per_epoch: (spec.n * spec.d * 4) as u64,
+        cpu: None,
+        gpu: None,
+        gpu_skipped: None,
+        gpu_speedup: None,
+    };
+    if spec.cpu {
+        let cpu = CpuBackend::new();
+        let x = &noisy.data.x;
+        let probe = || cpu_read_pass(x, spec.d);
+        report.cpu = Some(measure(
+            &cpu,
+            0.0,
+            view,
+            spec,
+            1,
+            Roof::Measured(&probe),
+            separable.as_ref(),
+            false,
+        )?);
+    }
+    if spec.gpu {
+        let t = Instant::now();
+        match GpuBackend::new(&spec.gpu_opts) {
+            Ok(g) => {
+                let setup = t.elapsed().as_secs_f64();
+                let roof = match (spec.peak_gbs, known_peak(&g.context().info.name)) {
+                    (Some(p), _) => Roof::Given(Some(p), "--peak-gbs".to_string()),
+                    (None, Some((p, k))) => Roof::Given(Some(p), format!("table: {k}")),
+                    (None, None) => Roof::Given(None, "unknown (give --peak-gbs)".to_string()),
+                };
+                let per_call = spec.epochs.clamp(1, 64);
+                report.gpu = Some(measure(
+                    &g,
+                    setup,
+                    view,
+                    spec,
+                    per_call,
+                    roof,
+                    separable.as_ref(),
+                    true,
+                )?);
+            }
+            Err(e) => report.gpu_skipped = Some(e.to_string()),
+        }
+    }
+    if let (Some(c), Some(g)) = (&report.cpu, &report.gpu) {
+        report.gpu_speedup = Some(c.ms_per_epoch / g.ms_per_epoch);
+    }
+    Ok(report)
+}

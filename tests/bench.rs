@@ -1,0 +1,134 @@
+//! The `bench` command and module report what they promise (behaviour only: no timing is
+//! asserted), and the AVX2 and baseline CPU code paths give bit-identical models.
+
+mod common;
+
+use rosenblatt::bench::{self, known_peak, BenchSpec};
+
+#[test]
+fn cpu_bench_reports_every_figure() {
+    let spec = BenchSpec {
+        n: 20_000,
+        d: 16,
+        epochs: 4,
+        cpu: true,
+        gpu: false,
+        peak_gbs: None,
+        gpu_opts: Default::default(),
+        seed: 1,
+        converge: true,
+    };
+    let r = bench::run(&spec).unwrap();
+    assert_eq!(r.bytes_per_epoch, 20_000 * 16 * 4);
+    let c = r.cpu.expect("cpu measured");
+    assert!(c.ms_per_epoch > 0.0 && c.ms_per_epoch_min <= c.ms_per_epoch);
+    assert!((c.epochs_per_second * c.ms_per_epoch / 1e3 - 1.0).abs() < 1e-9);
+    assert!(c.roofline_gbs.unwrap() > 0.0);
+    assert!((c.roofline_fraction.unwrap() - c.gbs / c.roofline_gbs.unwrap()).abs() < 1e-12);
+    assert!(c.epochs_timed >= 4);
+    assert_eq!(c.converged, Some(true));
+    assert!(c.converge_epochs.unwrap() >= 1);
+    assert!(r.gpu.is_none() && r.gpu_speedup.is_none());
+}
+
+#[test]
+fn known_devices_have_peaks() {
+    assert_eq!(known_peak("NVIDIA H100 80GB HBM3").unwrap().0, 3350.0);
+    assert_eq!(known_peak("NVIDIA H100 PCIe").unwrap().0, 2000.0);
+    assert_eq!(known_peak("NVIDIA H200").unwrap().0, 4800.0);
+    assert!(known_peak("llvmpipe (LLVM 15.0.6, 256 bits)").is_none());
+}
+
+#[test]
+fn bench_json_has_the_figures() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = common::run(
+        dir.path(),
+        &[
+            "bench",
+            "--n",
+            "5000",
+            "--d",
+            "8",
+            "--epochs",
+            "3",
+            "--backend",
+            "cpu",
+            "--json",
+        ],
+    );
+    assert!(o.status.success(), "{}", common::stderr(&o));
+    let v: serde_json::Value = serde_json::from_str(common::stdout(&o).trim()).unwrap();
+    for key in [
+        "ms_per_epoch",
+        "epochs_per_second",
+        "gbs",
+        "roofline_gbs",
+        "roofline_fraction",
+        "setup_seconds",
+        "upload_seconds",
+        "converge_seconds",
+        "converge_epochs",
+    ] {
+        assert!(v["cpu"].get(key).is_some(), "missing cpu.{key}: {v}");
+    }
+    assert_eq!(v["n"], 5000);
+    // Text output names the roofline and the ratio.
+    let o = common::run(
+        dir.path(),
+        &[
+            "bench",
+            "--n",
+            "5000",
+            "--d",
+            "8",
+            "--epochs",
+            "3",
+            "--backend",
+            "cpu",
+        ],
+    );
+    let out = common::stdout(&o);
+    assert!(
+        out.contains("ms/epoch") && out.contains("GB/s") && out.contains("% of it"),
+        "{out}"
+    );
+}
+
+#[test]
+fn simd_and_baseline_cpu_paths_agree_bit_for_bit() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path();
+    assert!(common::run(
+        p,
+        &["gen", "--n", "3000", "--d", "37", "--noise", "0.05", "-o", "d.csv"]
+    )
+    .status
+    .success());
+    let train = |simd: bool, out: &str| {
+        let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_rosenblatt"));
+        c.args([
+            "train",
+            "d.csv",
+            "--backend",
+            "cpu",
+            "--epochs",
+            "40",
+            "-o",
+            out,
+        ])
+        .current_dir(p);
+        if !simd {
+            c.env("ROSENBLATT_NO_SIMD", "1");
+        }
+        assert!(c.output().unwrap().status.success());
+        let v: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(p.join(out)).unwrap()).unwrap();
+        (
+            v["weights"].clone(),
+            v["bias"].clone(),
+            v["training"]["mistakes_per_epoch"].clone(),
+        )
+    };
+    assert_eq!(train(true, "a.json"), train(false, "b.json"));
+}
