@@ -5,6 +5,7 @@
 //! value is numeric (features are always numeric; only the label column may hold text),
 //! or, in a one-line file, when no field is numeric. `#` starts a comment line.
 
+use std::io::Read;
 use std::path::Path;
 
 use csv::{ByteRecord, ReaderBuilder, Trim};
@@ -41,12 +42,24 @@ pub(crate) fn parse_value(field: &[u8]) -> std::result::Result<f32, &'static str
 
 /// Parses CSV bytes from `path` into a dataset.
 pub fn parse(path: &Path, bytes: &[u8], opts: &LoadOptions) -> Result<Dataset> {
+    parse_reader(path, bytes, bytes.len() as u64, opts)
+}
+
+/// Parses CSV streamed from `reader` (`size_hint`: its length in bytes, to size X once).
+/// Only X and one record are held in memory, never the whole text.
+pub fn parse_reader<R: Read>(
+    path: &Path,
+    reader: R,
+    size_hint: u64,
+    opts: &LoadOptions,
+) -> Result<Dataset> {
     let mut rdr = ReaderBuilder::new()
         .has_headers(false)
         .flexible(true)
         .trim(Trim::All)
         .comment(Some(b'#'))
-        .from_reader(bytes);
+        .buffer_capacity(1 << 20)
+        .from_reader(reader);
     let perr = |line: Option<u64>, column: Option<usize>, text: &[u8], msg: &str| Error::Parse {
         path: path.to_path_buf(),
         line: line.map(|l| l as usize),
@@ -54,10 +67,15 @@ pub fn parse(path: &Path, bytes: &[u8], opts: &LoadOptions) -> Result<Dataset> {
         text: String::from_utf8_lossy(text).into_owned(),
         msg: msg.to_string(),
     };
-    let read = |rdr: &mut csv::Reader<&[u8]>, rec: &mut ByteRecord| -> Result<bool> {
-        rdr.read_byte_record(rec).map_err(|e| {
-            let line = e.position().map(|p| p.line());
-            perr(line, None, b"", &format!("malformed CSV: {e}"))
+    let read = |rdr: &mut csv::Reader<R>, rec: &mut ByteRecord| -> Result<bool> {
+        rdr.read_byte_record(rec).map_err(|e| match e.kind() {
+            csv::ErrorKind::Io(io) => {
+                Error::io(path, std::io::Error::new(io.kind(), io.to_string()))
+            }
+            _ => {
+                let line = e.position().map(|p| p.line());
+                perr(line, None, b"", &format!("malformed CSV: {e}"))
+            }
         })
     };
 
@@ -104,7 +122,11 @@ pub fn parse(path: &Path, bytes: &[u8], opts: &LoadOptions) -> Result<Dataset> {
     }
 
     let first_line = first.position().map_or(1, |p| p.line());
-    let mut x: Vec<f32> = Vec::with_capacity(d * (bytes.len() / (ncols * 4 + 1)).max(1));
+    // Rows estimated from the first data row's length, plus 10%: X is reserved about once.
+    let sample = if header { &second } else { &first };
+    let row_bytes = (sample.as_slice().len() + ncols) as u64;
+    let est_rows = (size_hint / row_bytes.max(1)) as usize;
+    let mut x: Vec<f32> = Vec::with_capacity(d * (est_rows + est_rows / 10 + 1).min(1 << 30));
     let mut labels = LabelBuilder::default();
     let mut n = 0usize;
     let mut push_row = |rec: &ByteRecord| -> Result<()> {

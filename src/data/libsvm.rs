@@ -2,7 +2,11 @@
 //! `#` comments and ignored `qid:` tokens, densified into the same [`Dataset`].
 //! d is the largest index seen, or `LoadOptions::features` when given (then a larger index
 //! is an error). Columns in error messages are 1-based byte offsets within the line.
+//!
+//! Two passes over the text, so that only the dense X is ever held: a quick scan for the
+//! number of rows and the largest index, then the full parse straight into X.
 
+use std::io::BufRead;
 use std::path::Path;
 
 use super::csv::parse_value;
@@ -11,6 +15,43 @@ use crate::error::{Error, Result};
 
 /// Parses LIBSVM bytes from `path` into a dense dataset.
 pub fn parse(path: &Path, bytes: &[u8], opts: &LoadOptions) -> Result<Dataset> {
+    parse_with(path, || Ok(bytes), opts)
+}
+
+/// Parses LIBSVM text that `open` provides (called once per pass).
+pub fn parse_with<R: BufRead>(
+    path: &Path,
+    mut open: impl FnMut() -> std::io::Result<R>,
+    opts: &LoadOptions,
+) -> Result<Dataset> {
+    let io = |e| Error::io(path, e);
+    // Pass 1: rows and largest index (malformed tokens are reported by pass 2).
+    let (mut n, mut max_index) = (0usize, 0usize);
+    for_each_line(open().map_err(io)?, |_, content| {
+        let mut tokens = Tokens::new(content);
+        if tokens.next().is_some() {
+            n += 1;
+            for (_, tok) in tokens {
+                if let Some(c) = tok.iter().position(|&b| b == b':') {
+                    if let Some(i) = std::str::from_utf8(&tok[..c])
+                        .ok()
+                        .and_then(|k| k.parse::<usize>().ok())
+                    {
+                        max_index = max_index.max(i);
+                    }
+                }
+            }
+        }
+        Ok(())
+    })
+    .map_err(io)??;
+    if n == 0 {
+        return Err(Error::data(path, "empty file: no rows"));
+    }
+    // d = 0 is refused after pass 2, which names a malformed token (such as index 0) first.
+    let d = opts.features.unwrap_or(max_index);
+
+    // Pass 2: parse and check every token, straight into the dense X.
     let perr = |line: usize, col: usize, text: &[u8], msg: String| Error::Parse {
         path: path.to_path_buf(),
         line: Some(line),
@@ -18,22 +59,17 @@ pub fn parse(path: &Path, bytes: &[u8], opts: &LoadOptions) -> Result<Dataset> {
         text: String::from_utf8_lossy(text).into_owned(),
         msg,
     };
-    let mut row_end: Vec<usize> = Vec::new();
-    let mut idx: Vec<u32> = Vec::new();
-    let mut val: Vec<f32> = Vec::new();
+    let mut x = vec![0f32; n * d];
     let mut labels = LabelBuilder::default();
-    let mut max_index = 0u32;
-
-    for (ln, raw) in bytes.split(|&b| b == b'\n').enumerate() {
-        let line_no = ln + 1;
-        let content = match raw.iter().position(|&b| b == b'#') {
-            Some(p) => &raw[..p],
-            None => raw,
-        };
+    let mut row = 0usize;
+    for_each_line(open().map_err(io)?, |line_no, content| {
         let mut tokens = Tokens::new(content);
         let Some((lcol, label)) = tokens.next() else {
-            continue;
+            return Ok(());
         };
+        if row == n {
+            return Err(Error::data(path, "the file changed while it was read"));
+        }
         if label.contains(&b':') {
             return Err(perr(
                 line_no,
@@ -45,7 +81,8 @@ pub fn parse(path: &Path, bytes: &[u8], opts: &LoadOptions) -> Result<Dataset> {
         let label = std::str::from_utf8(label)
             .map_err(|_| perr(line_no, lcol, label, "label is not valid UTF-8".into()))?;
         labels.push(label);
-        let mut prev = 0u32;
+        let dense = &mut x[row * d..(row + 1) * d];
+        let mut prev = 0usize;
         for (col, tok) in tokens {
             let Some(colon) = tok.iter().position(|&b| b == b':') else {
                 return Err(perr(
@@ -59,7 +96,7 @@ pub fn parse(path: &Path, bytes: &[u8], opts: &LoadOptions) -> Result<Dataset> {
             if key == b"qid" {
                 continue;
             }
-            let index: u32 = std::str::from_utf8(key)
+            let index: usize = std::str::from_utf8(key)
                 .ok()
                 .and_then(|k| k.parse().ok())
                 .ok_or_else(|| {
@@ -89,41 +126,27 @@ pub fn parse(path: &Path, bytes: &[u8], opts: &LoadOptions) -> Result<Dataset> {
                     format!("indices not ascending: {index} after {prev}"),
                 ));
             }
-            if let Some(d) = opts.features {
-                if index as usize > d {
-                    return Err(perr(
-                        line_no,
-                        col,
-                        tok,
-                        format!("index {index} is past the {d} features expected"),
-                    ));
-                }
+            if index > d {
+                return Err(perr(
+                    line_no,
+                    col,
+                    tok,
+                    format!("index {index} is past the {d} features expected"),
+                ));
             }
-            let v = parse_value(value)
+            dense[index - 1] = parse_value(value)
                 .map_err(|m| perr(line_no, col + colon + 1, value, m.to_string()))?;
             prev = index;
-            max_index = max_index.max(index);
-            idx.push(index - 1);
-            val.push(v);
         }
-        row_end.push(idx.len());
+        row += 1;
+        Ok(())
+    })
+    .map_err(io)??;
+    if row != n {
+        return Err(Error::data(path, "the file changed while it was read"));
     }
-    let n = row_end.len();
-    if n == 0 {
-        return Err(Error::data(path, "empty file: no rows"));
-    }
-    let d = opts.features.unwrap_or(max_index as usize);
     if d == 0 {
         return Err(Error::data(path, "no features: every row has only a label"));
-    }
-    let mut x = vec![0f32; n * d];
-    let mut start = 0;
-    for (i, &end) in row_end.iter().enumerate() {
-        let row = &mut x[i * d..(i + 1) * d];
-        for k in start..end {
-            row[idx[k] as usize] = val[k];
-        }
-        start = end;
     }
     Ok(Dataset {
         x,
@@ -132,6 +155,27 @@ pub fn parse(path: &Path, bytes: &[u8], opts: &LoadOptions) -> Result<Dataset> {
         labels: Some(labels.finish()),
         source: path.to_path_buf(),
     })
+}
+
+/// Calls `f(line_number, content)` for each line, with any `#` comment and the line end
+/// removed. The outer error is an I/O error, the inner one `f`'s.
+fn for_each_line<R: BufRead>(
+    mut r: R,
+    mut f: impl FnMut(usize, &[u8]) -> Result<()>,
+) -> std::io::Result<Result<()>> {
+    let mut buf = Vec::with_capacity(4096);
+    let mut line_no = 0usize;
+    loop {
+        buf.clear();
+        if r.read_until(b'\n', &mut buf)? == 0 {
+            return Ok(Ok(()));
+        }
+        line_no += 1;
+        let end = buf.iter().position(|&b| b == b'#').unwrap_or(buf.len());
+        if let Err(e) = f(line_no, &buf[..end]) {
+            return Ok(Err(e));
+        }
+    }
 }
 
 /// Whitespace-separated tokens with their 1-based byte column.
@@ -177,7 +221,7 @@ mod tests {
 
     #[test]
     fn densifies_with_comments_and_qid() {
-        let ds = load("# header\n+1 qid:3 1:0.5 3:2 # tail\n\n-1 2:-1\n", None).unwrap();
+        let ds = load("# header\n+1 qid:3 1:0.5 3:2 # tail\n\n-1 2:-1\r\n", None).unwrap();
         assert_eq!((ds.n, ds.d), (2, 3));
         assert_eq!(ds.x, vec![0.5, 0.0, 2.0, 0.0, -1.0, 0.0]);
         assert_eq!(ds.labels.unwrap().classes, vec!["-1", "+1"]);
@@ -195,6 +239,7 @@ mod tests {
             ("1 x:1\n", "malformed pair"),
             ("1 1:abc\n", "not a number"),
             ("1 1:inf\n", "infinity"),
+            ("1:2 1:3\n", "expected a label"),
         ] {
             let e = load(text, None).unwrap_err().to_string();
             assert!(e.contains("line 1") && e.contains(want), "{text:?}: {e}");
@@ -204,5 +249,7 @@ mod tests {
             e.contains("line 2, column 4") && e.contains("past the 3"),
             "{e}"
         );
+        let e = load("\n# only comments\n", None).unwrap_err().to_string();
+        assert!(e.contains("empty"), "{e}");
     }
 }

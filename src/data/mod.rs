@@ -6,6 +6,8 @@ pub mod csv;
 pub mod libsvm;
 pub mod synth;
 
+use std::fs::File;
+use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Result};
@@ -179,16 +181,29 @@ pub struct LoadOptions {
     pub features: Option<usize>,
 }
 
-/// Loads a dataset from a file, choosing the loader by `opts.format`.
+/// Loads a dataset from a file, choosing the loader by `opts.format`. The file is streamed:
+/// only X (and a buffer) is held in memory, never the whole text.
 pub fn load(path: &Path, opts: &LoadOptions) -> Result<Dataset> {
-    let bytes = std::fs::read(path).map_err(|e| Error::io(path, e))?;
+    let open = || -> std::io::Result<BufReader<File>> {
+        Ok(BufReader::with_capacity(1 << 20, File::open(path)?))
+    };
+    let mut first = open().map_err(|e| Error::io(path, e))?;
     let format = match opts.format {
-        Format::Auto => detect_format(path, &bytes),
+        Format::Auto => {
+            let head = first.fill_buf().map_err(|e| Error::io(path, e))?;
+            detect_format(path, head)
+        }
         f => f,
     };
     match format {
-        Format::Libsvm => libsvm::parse(path, &bytes, opts),
-        _ => csv::parse(path, &bytes, opts),
+        Format::Libsvm => {
+            let mut first = Some(first);
+            libsvm::parse_with(path, || first.take().map_or_else(open, Ok), opts)
+        }
+        _ => {
+            let size = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
+            csv::parse_reader(path, first, size, opts)
+        }
     }
 }
 
