@@ -55,7 +55,7 @@ fn gpu() -> Option<GpuBackend> {
 fn epoch(c: &mut Criterion) {
     let cpu = CpuBackend::new();
     let gpu = gpu();
-    let rule = BatchRule { eta: 1.0, tol: 0.0 };
+    let rule = BatchRule::new(1.0, 0.0);
     let mut group = c.benchmark_group("batch_epoch");
     group
         .sample_size(10)
@@ -78,6 +78,7 @@ fn epoch(c: &mut Criterion) {
             n,
             d,
             bias: 1.0,
+            heads: 1,
         };
         group.throughput(Throughput::Bytes((n * d * 4) as u64));
         let id = format!("{n}x{d}");

@@ -1,18 +1,31 @@
-// rosenblatt: batch-perceptron kernels (margins, accumulate, apply, finalize) and scoring.
+// rosenblatt: batch-perceptron kernels (margins, accumulate, apply, finalize) and scoring,
+// for K weight vectors ("heads": K = 1 for a binary perceptron, K classes for multiclass or
+// one-vs-rest). Weights are stored head after head, each d + 1 long (the last is the bias).
 //
 // One epoch is four dispatches: `margins` and `accumulate` once per X segment, then `apply`
 // and `finalize` once. Many epochs are recorded in one submit; `finalize` takes the stop
 // decision (the twin of BatchRule::stop in src/backend/mod.rs) and every kernel returns at
 // once when `ctl.done` is set, so epochs after convergence cost only empty dispatches.
+// The CPU twin of `margins` + `accumulate` is chunk_epoch_heads in src/backend/cpu.rs.
 //
 // Rows are row-major f32 with an implicit last column of value `P.bias` (1 with a bias,
-// 0 without). A mistake is y * (w . x) <= 0.
+// 0 without).
 //
-// Keep the structs in sync with src/backend/gpu/kernels.rs.
+// Keep the structs and rule codes in sync with src/backend/gpu/kernels.rs and HeadRule::code.
 
 override WG: u32 = 256u;   // workgroup size (checked against the device limits by the host)
 override TPR: u32 = 32u;   // threads per row in `margins` and `scores`: a power of two <= WG
 override TC: u32 = 64u;    // columns per tile in `accumulate`: a power of two <= WG
+
+const MAX_HEADS: u32 = 64u;  // the host refuses more heads on the GPU
+
+const RULE_BINARY: u32 = 0u;      // y in {-1,+1}: mistake when y s <= tau, the head gets y x
+const RULE_OVR: u32 = 1u;         // head k: +1 for class k, -1 otherwise, each head on its own
+const RULE_MC_ALL: u32 = 2u;      // s_t - max_{k!=t} s_k <= tau: +x to t, -x to every other
+const RULE_MC_ARGMAX: u32 = 3u;   // as above, -x only to the highest wrong class
+
+const FLAG_POCKET: u32 = 1u;
+const FLAG_AVERAGE: u32 = 2u;
 
 struct Params {
     d: u32,            // features
@@ -22,6 +35,10 @@ struct Params {
     tol: f32,          // stop when ||eta * sum|| < tol (0: off)
     total_chunks: u32, // rows of `partials` over all segments
     total_wgs: u32,    // entries of `wg_stats` over all segments
+    heads: u32,        // K
+    rule: u32,         // RULE_*
+    tau: f32,          // margin threshold
+    flags: u32,        // FLAG_*
     _pad: u32,
 }
 
@@ -35,6 +52,8 @@ struct Segment {
 struct Control {
     done: u32,         // 0 running, 1 converged (no mistake), 2 update under tol
     epoch: u32,        // epochs run in this submit
+    best: u32,         // fewest mistakes seen (pocket); persists across submits
+    _pad: u32,
 }
 
 struct WgStat {
@@ -56,11 +75,13 @@ struct EpochOut {
 @group(0) @binding(4) var<storage, read_write> wg_stats: array<WgStat>;
 @group(0) @binding(5) var<storage, read_write> sq: array<f32>;
 @group(0) @binding(6) var<storage, read_write> stats: array<EpochOut>;
+// [prev | pocket | average sum], each heads * d_aug long (1 element when unused).
+@group(0) @binding(7) var<storage, read_write> aux: array<f32>;
 
 @group(1) @binding(0) var<uniform> S: Segment;
 @group(1) @binding(1) var<storage, read> x: array<f32>;
 @group(1) @binding(2) var<storage, read> y: array<f32>;
-// Per-row output: y_i on a mistake, else 0 (`margins`); the decision value (`scores`).
+// Per row and head: the coefficient of x in the update (`margins`), or the score (`scores`).
 @group(1) @binding(3) var<storage, read_write> coef: array<f32>;
 
 var<workgroup> red: array<f32, WG>;
@@ -76,15 +97,16 @@ fn stopped(lid: u32) -> bool {
     return workgroupUniformLoad(&flag) != 0u;
 }
 
-// w[..d] . x[r] summed by the TPR threads of a row group; the result is valid in lane 0.
-// Must be called by the whole workgroup (it has barriers); rows past S.n contribute 0.
-fn row_dot(lid: u32, r: u32) -> f32 {
+// w_k . [x_r, bias] summed by the TPR threads of a row group; the result is valid in lane 0.
+// Must be called by the whole workgroup (it has barriers); rows past S.n give the bias term.
+fn row_score(lid: u32, r: u32, k: u32) -> f32 {
     let lane = lid % TPR;
+    let wo = k * P.d_aug;
     var acc = 0.0;
     if (r < S.n) {
         let off = r * P.d;
         for (var j = lane; j < P.d; j += TPR) {
-            acc += x[off + j] * w[j];
+            acc += x[off + j] * w[wo + j];
         }
     }
     red[lid] = acc;
@@ -95,7 +117,7 @@ fn row_dot(lid: u32, r: u32) -> f32 {
         }
         workgroupBarrier();
     }
-    let v = red[lid];
+    let v = red[lid] + w[wo + P.d] * P.bias;
     workgroupBarrier();
     return v;
 }
@@ -111,20 +133,58 @@ fn margins(
     }
     let lane = lid % TPR;
     let groups = WG / TPR;
+    let K = P.heads;
     var count = 0u;
     var crit = 0.0;
     for (var base = wid.x * groups; base < S.n; base += nwg.x * groups) {
         let r = base + lid / TPR;
-        let s = row_dot(lid, r);
+        var s: array<f32, MAX_HEADS>;
+        for (var k = 0u; k < K; k++) {
+            s[k] = row_score(lid, r, k);
+        }
         if (lane == 0u && r < S.n) {
-            let yr = y[r];
-            let m = yr * (s + w[P.d] * P.bias);
-            if (m <= 0.0) {
-                coef[r] = yr;
-                count += 1u;
-                crit -= m;
+            let o = r * K;
+            if (P.rule == RULE_BINARY || P.rule == RULE_OVR) {
+                let t = u32(y[r]);
+                for (var k = 0u; k < K; k++) {
+                    var yk = y[r];
+                    if (P.rule == RULE_OVR) {
+                        yk = select(-1.0, 1.0, k == t);
+                    }
+                    let m = yk * s[k];
+                    if (m <= P.tau) {
+                        coef[o + k] = yk;
+                        count += 1u;
+                        crit -= m;
+                    } else {
+                        coef[o + k] = 0.0;
+                    }
+                }
             } else {
-                coef[r] = 0.0;
+                let t = u32(y[r]);
+                var best = select(0u, 1u, t == 0u);
+                for (var k = 0u; k < K; k++) {
+                    if (k != t && s[k] > s[best]) {
+                        best = k;
+                    }
+                }
+                let m = s[t] - s[best];
+                let miss = m <= P.tau;
+                if (miss) {
+                    count += 1u;
+                    crit -= m;
+                }
+                for (var k = 0u; k < K; k++) {
+                    var c = 0.0;
+                    if (miss) {
+                        if (k == t) {
+                            c = 1.0;
+                        } else if (P.rule == RULE_MC_ALL || k == best) {
+                            c = -1.0;
+                        }
+                    }
+                    coef[o + k] = c;
+                }
             }
         }
     }
@@ -143,8 +203,8 @@ fn margins(
     }
 }
 
-// Grid: x = column tile (TC columns), y = row chunk. Sums coef[r] * x[r, j] over the chunk's
-// mistake rows; rows with coef 0 are not read.
+// Grid: x = tile of TC "columns" over heads * d_aug (head k, column j), y = row chunk. Sums
+// coef[r, k] * x[r, j] over the chunk's rows; rows whose coefficient is 0 are not read.
 @compute @workgroup_size(WG)
 fn accumulate(
     @builtin(local_invocation_index) lid: u32,
@@ -156,18 +216,21 @@ fn accumulate(
     let c = lid % TC;
     let lane = lid / TC;
     let lanes = WG / TC;
-    let j = wid.x * TC + c;
+    let col = wid.x * TC + c;
+    let K = P.heads;
+    let k = col / P.d_aug;
+    let j = col % P.d_aug;
     let r0 = wid.y * S.chunk_rows;
     let r1 = min(r0 + S.chunk_rows, S.n);
     var acc = 0.0;
-    if (j < P.d_aug) {
+    if (k < K) {
         for (var r = r0 + lane; r < r1; r += lanes) {
-            let k = coef[r];
-            if (k != 0.0) {
+            let a = coef[r * K + k];
+            if (a != 0.0) {
                 if (j < P.d) {
-                    acc += k * x[r * P.d + j];
+                    acc += a * x[r * P.d + j];
                 } else {
-                    acc += k * P.bias;
+                    acc += a * P.bias;
                 }
             }
         }
@@ -180,12 +243,13 @@ fn accumulate(
         }
         workgroupBarrier();
     }
-    if (lane == 0u && j < P.d_aug) {
-        partials[(S.chunk_base + wid.y) * P.d_aug + j] = red[lid];
+    if (lane == 0u && k < K) {
+        partials[(S.chunk_base + wid.y) * K * P.d_aug + col] = red[lid];
     }
 }
 
-// One thread per weight: sum the chunk partials in chunk order, w += eta * sum.
+// One thread per weight: sum the chunk partials in chunk order, w += eta * sum; keep the
+// weights before the update (pocket) and the running sum after it (average) when asked.
 @compute @workgroup_size(WG)
 fn apply(
     @builtin(local_invocation_index) lid: u32,
@@ -194,26 +258,35 @@ fn apply(
     if (stopped(lid)) {
         return;
     }
+    let len = P.heads * P.d_aug;
     let j = gid.x;
-    if (j < P.d_aug) {
+    if (j < len) {
         var s = 0.0;
         for (var c = 0u; c < P.total_chunks; c++) {
-            s += partials[c * P.d_aug + j];
+            s += partials[c * len + j];
+        }
+        if ((P.flags & FLAG_POCKET) != 0u) {
+            aux[j] = w[j];
         }
         let step = P.eta * s;
         w[j] += step;
         sq[j] = step * step;
+        if ((P.flags & FLAG_AVERAGE) != 0u) {
+            aux[2u * len + j] += w[j];
+        }
     }
 }
 
-// One workgroup: the epoch's mistakes, criterion and update norm, and the stop decision.
+// One workgroup: the epoch's mistakes, criterion and update norm, the pocket, and the stop
+// decision.
 @compute @workgroup_size(WG)
 fn finalize(@builtin(local_invocation_index) lid: u32) {
     if (stopped(lid)) {
         return;
     }
+    let len = P.heads * P.d_aug;
     var q = 0.0;
-    for (var j = lid; j < P.d_aug; j += WG) {
+    for (var j = lid; j < len; j += WG) {
         q += sq[j];
     }
     var cnt = 0u;
@@ -234,12 +307,23 @@ fn finalize(@builtin(local_invocation_index) lid: u32) {
         }
         workgroupBarrier();
     }
+    let total = redu[0];
+    let better = (P.flags & FLAG_POCKET) != 0u && total < ctl.best;
+    workgroupBarrier();
+    if (better) {
+        for (var j = lid; j < len; j += WG) {
+            aux[len + j] = aux[j];
+        }
+    }
     if (lid == 0u) {
+        if (better) {
+            ctl.best = total;
+        }
         let norm = sqrt(red[0]);
         let e = ctl.epoch;
-        stats[e] = EpochOut(redu[0], red2[0], norm, 0u);
+        stats[e] = EpochOut(total, red2[0], norm, 0u);
         ctl.epoch = e + 1u;
-        if (redu[0] == 0u) {
+        if (total == 0u) {
             ctl.done = 1u;
         } else if (norm < P.tol) {
             ctl.done = 2u;
@@ -247,7 +331,8 @@ fn finalize(@builtin(local_invocation_index) lid: u32) {
     }
 }
 
-// Decision values w . [x_r, bias] into coef, for prediction and the training summary.
+// Scores w_k . [x_r, bias] into coef (row-major, heads per row), for prediction and the
+// training summary.
 @compute @workgroup_size(WG)
 fn scores(
     @builtin(local_invocation_index) lid: u32,
@@ -257,9 +342,11 @@ fn scores(
     let groups = WG / TPR;
     for (var base = wid.x * groups; base < S.n; base += nwg.x * groups) {
         let r = base + lid / TPR;
-        let s = row_dot(lid, r);
-        if (lid % TPR == 0u && r < S.n) {
-            coef[r] = s + w[P.d] * P.bias;
+        for (var k = 0u; k < P.heads; k++) {
+            let s = row_score(lid, r, k);
+            if (lid % TPR == 0u && r < S.n) {
+                coef[r * P.heads + k] = s;
+            }
         }
     }
 }

@@ -151,7 +151,7 @@ fn time_epochs(
     per_call: usize,
     probe: Option<&dyn Fn() -> f64>,
 ) -> Result<(Vec<f64>, Vec<f64>)> {
-    let rule = BatchRule { eta: 1.0, tol: 0.0 };
+    let rule = BatchRule::new(1.0, 0.0);
     let mut w = vec![0f32; d + 1];
     bound.batch_epochs(&mut w, &rule, per_call)?;
     let calls = epochs.div_ceil(per_call).max(3);
@@ -266,6 +266,7 @@ pub fn run(spec: &BenchSpec) -> Result<BenchReport> {
         n: spec.n,
         d: spec.d,
         bias: 1.0,
+        heads: 1,
     };
     let separable = if spec.converge {
         Some(

@@ -195,7 +195,7 @@ fn data_split_over_many_bindings_matches_cpu() {
             d,
             bias: 1.0,
         };
-        let r = g.resident(view, Some(&y)).unwrap();
+        let r = g.resident(view, Some(&y), 1).unwrap();
         assert!(r.segments() > 1, "n={n} d={d}: expected several segments");
         drop(r);
         let c = train(&ds, &cpu, 20);
@@ -481,4 +481,105 @@ fn no_adapter_gives_the_documented_fallback_and_errors() {
         "{}",
         common::stdout(&o)
     );
+}
+
+/// Integer features and class labels 0..k from k seeded integer prototypes (nearest wins),
+/// with a little label noise.
+fn integer_classes(n: usize, d: usize, k: usize, seed: u64) -> (Vec<f32>, Vec<f32>) {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let protos: Vec<Vec<i32>> = (0..k)
+        .map(|_| (0..d).map(|_| rng.random_range(-2..=2)).collect())
+        .collect();
+    let mut x = Vec::with_capacity(n * d);
+    let mut y = Vec::with_capacity(n);
+    for _ in 0..n {
+        let row: Vec<i32> = (0..d).map(|_| rng.random_range(-2..=2)).collect();
+        let best = (0..k)
+            .max_by_key(|&c| protos[c].iter().zip(&row).map(|(a, b)| a * b).sum::<i32>())
+            .unwrap();
+        let label = if rng.random_bool(0.05) {
+            rng.random_range(0..k)
+        } else {
+            best
+        };
+        x.extend(row.iter().map(|&v| v as f32));
+        y.push(label as f32);
+    }
+    (x, y)
+}
+
+#[test]
+fn multiclass_ovr_tau_pocket_and_average_are_bit_identical_to_cpu() {
+    use rosenblatt::backend::{BatchRule, HeadRule, TrainView};
+    let Some(g) = gpu() else { return };
+    let cpu = CpuBackend::new();
+    let split = GpuOptions {
+        resident: ResidentOptions {
+            max_binding: Some(2048),
+            epochs_per_submit: Some(3),
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    let Some(gs) = open(&split) else { return };
+    let rules = [
+        HeadRule::MulticlassAll,
+        HeadRule::MulticlassArgmax,
+        HeadRule::OneVsRest,
+    ];
+    for (case, &(n, d, k)) in [
+        (257usize, 3usize, 3usize),
+        (1000, 17, 5),
+        (63, 64, 10),
+        (300, 5, 2),
+    ]
+    .iter()
+    .enumerate()
+    {
+        let (x, y) = integer_classes(n, d, k, 40 + case as u64);
+        let view = TrainView {
+            x: &x,
+            y: &y,
+            n,
+            d,
+            bias: 1.0,
+            heads: k,
+        };
+        for (ri, rule) in rules.iter().enumerate() {
+            let br = BatchRule {
+                tau: (ri % 2) as f32,
+                rule: *rule,
+                pocket: true,
+                average: ri != 1,
+                ..BatchRule::new(1.0, 0.0)
+            };
+            let run = |b: &dyn Backend| {
+                let mut bound = b.bind(view).unwrap();
+                let mut w = vec![0f32; k * (d + 1)];
+                let mut stats = bound.batch_epochs(&mut w, &br, 7).unwrap();
+                stats.extend(bound.batch_epochs(&mut w, &br, 5).unwrap());
+                let scores = bound.scores(&w).unwrap();
+                let extras = bound.extras().unwrap();
+                (stats, w, scores, extras)
+            };
+            let what = format!("n={n} d={d} k={k} {rule:?}");
+            let c = run(&cpu);
+            for (name, gpu_backend) in [("gpu", g), ("gpu split", &gs)] {
+                let gp = run(gpu_backend);
+                let mistakes = |s: &[rosenblatt::backend::EpochStats]| {
+                    s.iter().map(|e| e.mistakes).collect::<Vec<_>>()
+                };
+                assert_eq!(mistakes(&c.0), mistakes(&gp.0), "{what} {name}: mistakes");
+                assert_eq!(c.1, gp.1, "{what} {name}: weights");
+                assert_eq!(c.2, gp.2, "{what} {name}: scores");
+                assert_eq!(c.3, gp.3, "{what} {name}: pocket/average");
+            }
+            let max = c.1.iter().fold(0f32, |a, v| a.max(v.abs()));
+            assert!(
+                max * (d as f32 + 1.0) * 2.0 < (1 << 24) as f32,
+                "exact range"
+            );
+            assert!(c.3.pocket.is_some());
+        }
+    }
 }

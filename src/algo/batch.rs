@@ -10,10 +10,7 @@ use crate::params::Params;
 
 /// The rule the backends apply for `params`.
 pub fn rule(params: &Params) -> BatchRule {
-    BatchRule {
-        eta: params.lr,
-        tol: params.tol.unwrap_or(0.0),
-    }
+    BatchRule::new(params.lr, params.tol.unwrap_or(0.0))
 }
 
 /// Continues training from `w` until a stop, appending to `stats` after every call to the

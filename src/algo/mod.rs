@@ -129,6 +129,7 @@ pub fn train(
         n: ds.n,
         d: ds.d,
         bias,
+        heads: 1,
     };
     let t0 = Instant::now();
     let mut w = initial_weights(ds.d, params);

@@ -1,14 +1,15 @@
 //! CPU backend: the reference implementation of the batch epoch and of scoring, and a fast
 //! fallback. Rows are split into fixed chunks that depend only on (n, d), never on the thread
-//! count; each chunk accumulates its own partial sum, and partials are added in chunk order,
+//! count; each chunk accumulates its own partial sums, and partials are added in chunk order,
 //! so results are identical on any number of threads. One pass over X per epoch; all
-//! buffers are allocated once in `bind`.
+//! buffers are allocated once in `bind`. The binary rule has its own loop (the hot path the
+//! performance targets are measured on); the K-head rules share one.
 
 use rayon::prelude::*;
 
 use super::{
     axpy, decision, simd_dispatch, Backend, BackendKind, BatchRule, Bound, DataView, EpochStats,
-    TrainView,
+    Extras, HeadRule, TrainView,
 };
 use crate::error::Result;
 
@@ -48,31 +49,52 @@ impl Backend for CpuBackend {
 }
 
 fn cpu_scores(data: DataView<'_>, w: &[f32]) -> Vec<f32> {
-    let mut out = vec![0f32; data.n];
-    if data.n == 0 {
+    let heads = w.len() / (data.d + 1);
+    let mut out = vec![0f32; data.n * heads];
+    if data.n == 0 || heads == 0 {
         return out;
     }
     let rows = chunk_rows(data.n, data.d);
-    out.par_chunks_mut(rows).enumerate().for_each(|(c, o)| {
-        let start = c * rows;
-        chunk_scores_simd(data, w, start, o);
-    });
+    out.par_chunks_mut(rows * heads)
+        .enumerate()
+        .for_each(|(c, o)| {
+            chunk_scores_simd(data, w, c * rows, o);
+        });
     out
+}
+
+/// Decision values of the rows `start..`, `heads` per row, into `out`.
+#[inline(always)]
+fn chunk_scores(data: DataView<'_>, w: &[f32], start: usize, out: &mut [f32]) {
+    let da = data.d + 1;
+    let heads = w.len() / da;
+    for (k, o) in out.chunks_exact_mut(heads).enumerate() {
+        let i = start + k;
+        let row = &data.x[i * data.d..(i + 1) * data.d];
+        for (h, s) in o.iter_mut().enumerate() {
+            *s = decision(&w[h * da..(h + 1) * da], row, data.bias);
+        }
+    }
+}
+
+simd_dispatch! {
+    fn chunk_scores_simd(data: DataView<'_>, w: &[f32], start: usize, out: &mut [f32]) => chunk_scores
 }
 
 /// One chunk's share of an epoch.
 #[derive(Debug, Clone)]
 struct Partial {
     sum: Vec<f32>,
+    scratch: Vec<f32>,
     mistakes: u64,
     criterion: f64,
 }
 
-/// The fused epoch over one chunk of rows: margins, mistakes, criterion, and the sum of y*x
-/// over the mistakes, reading each row once (a mistake row is added while it is in L1).
+/// The fused binary epoch over one chunk of rows: margins, mistakes, criterion, and the sum
+/// of y*x over the mistakes, reading each row once (a mistake row is added while it is in L1).
 /// Counters live in locals so that stores into `p.sum` cannot force them back to memory.
 #[inline(always)]
-fn chunk_epoch(v: TrainView<'_>, w: &[f32], start: usize, end: usize, p: &mut Partial) {
+fn chunk_epoch(v: TrainView<'_>, w: &[f32], tau: f32, start: usize, end: usize, p: &mut Partial) {
     let d = v.d;
     let sum = &mut p.sum[..=d];
     sum.fill(0.0);
@@ -81,7 +103,7 @@ fn chunk_epoch(v: TrainView<'_>, w: &[f32], start: usize, end: usize, p: &mut Pa
         let row = &v.x[i * d..(i + 1) * d];
         let y = v.y[i];
         let m = y * decision(w, row, v.bias);
-        if m <= 0.0 {
+        if m <= tau {
             mistakes += 1;
             criterion -= m as f64;
             axpy(y, row, &mut sum[..d]);
@@ -93,20 +115,85 @@ fn chunk_epoch(v: TrainView<'_>, w: &[f32], start: usize, end: usize, p: &mut Pa
 }
 
 simd_dispatch! {
-    fn chunk_epoch_simd(v: TrainView<'_>, w: &[f32], start: usize, end: usize, p: &mut Partial) => chunk_epoch
+    fn chunk_epoch_simd(v: TrainView<'_>, w: &[f32], tau: f32, start: usize, end: usize, p: &mut Partial) => chunk_epoch
 }
 
-/// Decision values of the rows `start..start + out.len()`.
+/// The K-head epoch over one chunk: K scores per row, the rule's coefficients, and the sums.
+/// The twin of `margins` + `accumulate` in shaders/batch.wgsl.
 #[inline(always)]
-fn chunk_scores(data: DataView<'_>, w: &[f32], start: usize, out: &mut [f32]) {
-    for (k, s) in out.iter_mut().enumerate() {
-        let i = start + k;
-        *s = decision(w, &data.x[i * data.d..(i + 1) * data.d], data.bias);
+fn chunk_epoch_heads(
+    v: TrainView<'_>,
+    w: &[f32],
+    rule: &BatchRule,
+    start: usize,
+    end: usize,
+    p: &mut Partial,
+) {
+    let d = v.d;
+    let da = d + 1;
+    let k = v.heads;
+    p.sum.fill(0.0);
+    let (mut mistakes, mut criterion) = (0u64, 0f64);
+    for i in start..end {
+        let row = &v.x[i * d..(i + 1) * d];
+        let s = &mut p.scratch;
+        for (h, sh) in s.iter_mut().enumerate() {
+            *sh = decision(&w[h * da..(h + 1) * da], row, v.bias);
+        }
+        let t = v.y[i] as usize;
+        let add = |h: usize, c: f32, sum: &mut [f32]| {
+            axpy(c, row, &mut sum[h * da..h * da + d]);
+            sum[h * da + d] += c * v.bias;
+        };
+        match rule.rule {
+            HeadRule::Binary | HeadRule::OneVsRest => {
+                for (h, &sh) in s.iter().enumerate() {
+                    let y = if rule.rule == HeadRule::Binary {
+                        v.y[i]
+                    } else if h == t {
+                        1.0
+                    } else {
+                        -1.0
+                    };
+                    let m = y * sh;
+                    if m <= rule.tau {
+                        mistakes += 1;
+                        criterion -= m as f64;
+                        add(h, y, &mut p.sum);
+                    }
+                }
+            }
+            HeadRule::MulticlassAll | HeadRule::MulticlassArgmax => {
+                let mut best = usize::MAX;
+                for h in 0..k {
+                    if h != t && (best == usize::MAX || s[h] > s[best]) {
+                        best = h;
+                    }
+                }
+                let m = s[t] - s[best];
+                if m <= rule.tau {
+                    mistakes += 1;
+                    criterion -= m as f64;
+                    for h in 0..k {
+                        let c = if h == t {
+                            1.0
+                        } else if rule.rule == HeadRule::MulticlassAll || h == best {
+                            -1.0
+                        } else {
+                            continue;
+                        };
+                        add(h, c, &mut p.sum);
+                    }
+                }
+            }
+        }
     }
+    p.mistakes = mistakes;
+    p.criterion = criterion;
 }
 
 simd_dispatch! {
-    fn chunk_scores_simd(data: DataView<'_>, w: &[f32], start: usize, out: &mut [f32]) => chunk_scores
+    fn chunk_epoch_heads_simd(v: TrainView<'_>, w: &[f32], rule: &BatchRule, start: usize, end: usize, p: &mut Partial) => chunk_epoch_heads
 }
 
 /// Training data bound to the CPU, with the per-chunk buffers of the batch epoch.
@@ -115,6 +202,8 @@ pub struct CpuBound<'a> {
     rows: usize,
     partials: Vec<Partial>,
     total: Vec<f32>,
+    pocket: Option<(Vec<f32>, u64)>,
+    average_sum: Option<Vec<f32>>,
 }
 
 impl<'a> CpuBound<'a> {
@@ -122,8 +211,10 @@ impl<'a> CpuBound<'a> {
     pub fn new(v: TrainView<'a>) -> Self {
         let rows = chunk_rows(v.n, v.d);
         let chunks = v.n.div_ceil(rows).max(1);
+        let len = v.heads.max(1) * (v.d + 1);
         let p = Partial {
-            sum: vec![0.0; v.d + 1],
+            sum: vec![0.0; len],
+            scratch: vec![0.0; v.heads.max(1)],
             mistakes: 0,
             criterion: 0.0,
         };
@@ -131,18 +222,25 @@ impl<'a> CpuBound<'a> {
             v,
             rows,
             partials: vec![p; chunks],
-            total: vec![0.0; v.d + 1],
+            total: vec![0.0; len],
+            pocket: None,
+            average_sum: None,
         }
     }
 
-    /// One fused epoch with the weights `w`: fills `self.total` with the sum of y*x over the
+    /// One fused epoch with the weights `w`: fills `self.total` with the sums over the
     /// mistakes and returns (mistakes, criterion).
-    fn accumulate(&mut self, w: &[f32]) -> (u64, f64) {
+    fn accumulate(&mut self, w: &[f32], rule: &BatchRule) -> (u64, f64) {
         let v = self.v;
         let rows = self.rows;
+        let binary = rule.rule == HeadRule::Binary && v.heads == 1;
         self.partials.par_iter_mut().enumerate().for_each(|(c, p)| {
             let end = ((c + 1) * rows).min(v.n);
-            chunk_epoch_simd(v, w, c * rows, end, p);
+            if binary {
+                chunk_epoch_simd(v, w, rule.tau, c * rows, end, p);
+            } else {
+                chunk_epoch_heads_simd(v, w, rule, c * rows, end, p);
+            }
         });
         self.total.fill(0.0);
         let (mut mistakes, mut criterion) = (0u64, 0f64);
@@ -166,7 +264,21 @@ impl Bound for CpuBound<'_> {
     ) -> Result<Vec<EpochStats>> {
         let mut out = Vec::with_capacity(max_epochs);
         for _ in 0..max_epochs {
-            let (mistakes, criterion) = self.accumulate(w);
+            let (mistakes, criterion) = self.accumulate(w, rule);
+            if rule.pocket
+                && self
+                    .pocket
+                    .as_ref()
+                    .is_none_or(|(_, best)| mistakes < *best)
+            {
+                match &mut self.pocket {
+                    Some((pw, best)) => {
+                        pw.copy_from_slice(w);
+                        *best = mistakes;
+                    }
+                    None => self.pocket = Some((w.to_vec(), mistakes)),
+                }
+            }
             let mut norm2 = 0f64;
             if mistakes > 0 {
                 for (wj, sj) in w.iter_mut().zip(&self.total) {
@@ -174,6 +286,10 @@ impl Bound for CpuBound<'_> {
                     norm2 += (step as f64) * (step as f64);
                     *wj += step;
                 }
+            }
+            if rule.average {
+                let sum = self.average_sum.get_or_insert_with(|| vec![0.0; w.len()]);
+                axpy(1.0, w, sum);
             }
             let e = EpochStats {
                 mistakes,
@@ -190,6 +306,13 @@ impl Bound for CpuBound<'_> {
 
     fn scores(&mut self, w: &[f32]) -> Result<Vec<f32>> {
         Ok(cpu_scores(self.v.data(), w))
+    }
+
+    fn extras(&mut self) -> Result<Extras> {
+        Ok(Extras {
+            pocket: self.pocket.clone(),
+            average_sum: self.average_sum.clone(),
+        })
     }
 }
 
@@ -208,11 +331,12 @@ mod tests {
             n: 2,
             d: 2,
             bias: 1.0,
+            heads: 1,
         };
         let cpu = CpuBackend::new();
         let mut b = cpu.bind(v).unwrap();
         let mut w = vec![0.0; 3];
-        let rule = BatchRule { eta: 0.5, tol: 0.0 };
+        let rule = BatchRule::new(0.5, 0.0);
         let e = b.batch_epochs(&mut w, &rule, 1).unwrap();
         // sum = (+1)(1,0,1) + (-1)(0,1,1) = (1,-1,0); w = 0.5 * sum.
         assert_eq!(w, vec![0.5, -0.5, 0.0]);
@@ -225,6 +349,82 @@ mod tests {
         assert_eq!(e[0].mistakes, 0);
         assert_eq!(w, vec![0.5, -0.5, 0.0]);
         assert_eq!(b.scores(&w).unwrap(), vec![0.5, -0.5]);
+    }
+
+    #[test]
+    fn hand_computed_multiclass_rules() {
+        // Three classes, one row x = (1, 2) of class 1, W = 0: every score is 0, a tie, so a
+        // mistake. `all`: class 1 gets +x, classes 0 and 2 get -x. `argmax`: only the first
+        // highest wrong class (0) gets -x.
+        let x = [1.0, 2.0];
+        let y = [1.0];
+        let v = TrainView {
+            x: &x,
+            y: &y,
+            n: 1,
+            d: 2,
+            bias: 1.0,
+            heads: 3,
+        };
+        let cpu = CpuBackend::new();
+        for (rule, want) in [
+            (
+                HeadRule::MulticlassAll,
+                vec![-1.0, -2.0, -1.0, 1.0, 2.0, 1.0, -1.0, -2.0, -1.0],
+            ),
+            (
+                HeadRule::MulticlassArgmax,
+                vec![-1.0, -2.0, -1.0, 1.0, 2.0, 1.0, 0.0, 0.0, 0.0],
+            ),
+        ] {
+            let mut b = cpu.bind(v).unwrap();
+            let mut w = vec![0.0; 9];
+            let r = BatchRule {
+                rule,
+                ..BatchRule::new(1.0, 0.0)
+            };
+            let e = b.batch_epochs(&mut w, &r, 1).unwrap();
+            assert_eq!(e[0].mistakes, 1);
+            assert_eq!(w, want, "{rule:?}");
+        }
+        // One-vs-rest: head 1 wants +, heads 0 and 2 want -; all three err at 0.
+        let mut b = cpu.bind(v).unwrap();
+        let mut w = vec![0.0; 9];
+        let r = BatchRule {
+            rule: HeadRule::OneVsRest,
+            ..BatchRule::new(1.0, 0.0)
+        };
+        let e = b.batch_epochs(&mut w, &r, 1).unwrap();
+        assert_eq!(e[0].mistakes, 3);
+        assert_eq!(w, vec![-1.0, -2.0, -1.0, 1.0, 2.0, 1.0, -1.0, -2.0, -1.0]);
+    }
+
+    #[test]
+    fn pocket_and_average_are_kept() {
+        let x = [1.0, 0.0, 0.0, 1.0];
+        let y = [1.0, -1.0];
+        let v = TrainView {
+            x: &x,
+            y: &y,
+            n: 2,
+            d: 2,
+            bias: 1.0,
+            heads: 1,
+        };
+        let cpu = CpuBackend::new();
+        let mut b = cpu.bind(v).unwrap();
+        let mut w = vec![0.0; 3];
+        let r = BatchRule {
+            pocket: true,
+            average: true,
+            ..BatchRule::new(1.0, 0.0)
+        };
+        let e = b.batch_epochs(&mut w, &r, 10).unwrap();
+        assert_eq!(e.len(), 2);
+        let ex = b.extras().unwrap();
+        assert_eq!(ex.pocket, Some((vec![1.0, -1.0, 0.0], 0)));
+        // Weights after epoch 1 and 2 are both (1, -1, 0).
+        assert_eq!(ex.average_sum, Some(vec![2.0, -2.0, 0.0]));
     }
 
     #[test]

@@ -2,10 +2,14 @@
 //! and [`Bound`] (run batch epochs on bound data); the CPU and GPU implement these primitive
 //! steps and know nothing about which algorithm calls them.
 //!
-//! The batch epoch is one fused pass over X: for every row the margin m_i = y_i w^T x_i, a
-//! mistake when m_i <= 0, the mistake count, the criterion J = sum over mistakes of -m_i, and
-//! the sum of y_i x_i over mistakes; then w += eta * sum. [`BatchRule::stop`] is the stop
-//! decision both backends apply after each epoch (the GPU twin is in shaders/batch.wgsl).
+//! The batch epoch is one fused pass over X with K weight vectors ("heads", K = 1 for a
+//! binary perceptron): for every row the K scores s_k = w_k^T x, a per-row rule
+//! ([`HeadRule`]) that decides whether the row is a mistake and how much of x each head
+//! gets (binary: y on y s <= tau), the mistake count, the criterion J, and the sums over the
+//! mistakes; then W += eta * sums. Optionally the backend keeps the pocket (the weights with
+//! the fewest mistakes seen) and the running sum of the per-epoch weights (for averaging).
+//! [`BatchRule::stop`] is the stop decision both backends apply after each epoch (the GPU twin
+//! is in shaders/batch.wgsl).
 
 pub mod cpu;
 pub mod gpu;
@@ -14,13 +18,15 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::Result;
 
-/// Host view of a binary training set. The bias column is implicit: row i is treated as
-/// `[x_i, bias]`, and weight vectors have `d + 1` entries, the last one for the bias.
+/// Host view of a training set. The bias column is implicit: row i is treated as
+/// `[x_i, bias]`, and each of the `heads` weight vectors has `d + 1` entries, the last one for
+/// the bias; weights are stored head after head (`heads * (d + 1)` values).
 #[derive(Debug, Clone, Copy)]
 pub struct TrainView<'a> {
     /// Row-major features, `n * d`.
     pub x: &'a [f32],
-    /// Labels in {-1, +1}, `n` of them.
+    /// Labels, `n` of them: -1 or +1 for [`HeadRule::Binary`], else the class index (exact in
+    /// f32 below 2^24).
     pub y: &'a [f32],
     /// Rows.
     pub n: usize,
@@ -28,6 +34,8 @@ pub struct TrainView<'a> {
     pub d: usize,
     /// Value of the implicit last column: 1 with a bias, 0 without.
     pub bias: f32,
+    /// Number of weight vectors K (1 for binary; the number of classes otherwise).
+    pub heads: usize,
 }
 
 /// Host view of unlabelled features, for scoring.
@@ -55,6 +63,35 @@ impl<'a> TrainView<'a> {
     }
 }
 
+/// How a row's K scores decide a mistake and the update of each head.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum HeadRule {
+    /// K = 1, y in {-1, +1}: a mistake when y s <= tau; the head gets y x.
+    #[default]
+    Binary,
+    /// K independent binary heads, head k taking class k as +1 and the rest as -1; each
+    /// (row, head) error counts as a mistake.
+    OneVsRest,
+    /// Multiclass (the lecture notes' Algorithm 2): a mistake when s_true - max_{k != true} s_k
+    /// <= tau; the true class gets +x and every other class -x.
+    MulticlassAll,
+    /// Multiclass: as `MulticlassAll`, but only the highest-scoring wrong class gets -x.
+    MulticlassArgmax,
+}
+
+impl HeadRule {
+    /// GPU code of the rule (keep in sync with shaders/batch.wgsl).
+    pub fn code(self) -> u32 {
+        match self {
+            HeadRule::Binary => 0,
+            HeadRule::OneVsRest => 1,
+            HeadRule::MulticlassAll => 2,
+            HeadRule::MulticlassArgmax => 3,
+        }
+    }
+}
+
 /// The batch update rule and its stop tests.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct BatchRule {
@@ -62,6 +99,37 @@ pub struct BatchRule {
     pub eta: f32,
     /// Stop when ||eta * sum|| < tol; 0 disables the test.
     pub tol: f32,
+    /// Margin threshold tau >= 0: a mistake is a margin <= tau (0: the classic rule).
+    pub tau: f32,
+    /// How scores decide mistakes and updates.
+    pub rule: HeadRule,
+    /// Keep the pocket: the weights with the fewest mistakes seen.
+    pub pocket: bool,
+    /// Keep the running sum of the weights after each epoch.
+    pub average: bool,
+}
+
+impl BatchRule {
+    /// The classic binary rule with learning rate `eta` and tolerance `tol`.
+    pub fn new(eta: f32, tol: f32) -> Self {
+        BatchRule {
+            eta,
+            tol,
+            tau: 0.0,
+            rule: HeadRule::Binary,
+            pocket: false,
+            average: false,
+        }
+    }
+}
+
+/// What a backend kept besides the current weights, when asked by [`BatchRule`].
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Extras {
+    /// The pocket weights and their mistake count.
+    pub pocket: Option<(Vec<f32>, u64)>,
+    /// Sum of the weights after each epoch run so far.
+    pub average_sum: Option<Vec<f32>>,
 }
 
 /// Why training stopped.
@@ -140,23 +208,27 @@ pub trait Backend {
     fn device(&self) -> String;
     /// Makes a training set resident (uploads it, for a GPU) for repeated epochs.
     fn bind<'a>(&'a self, data: TrainView<'a>) -> Result<Box<dyn Bound + 'a>>;
-    /// Decision values w^T [x_i, bias] for every row; `w` has `d + 1` entries.
+    /// Decision values w_k^T [x_i, bias] for every row and each of the `w.len() / (d + 1)`
+    /// weight vectors, row-major (`n * heads`).
     fn scores(&self, data: DataView<'_>, w: &[f32]) -> Result<Vec<f32>>;
 }
 
 /// A training set made resident on a backend.
 pub trait Bound {
-    /// Runs up to `max_epochs` batch epochs starting from `w` (`d + 1` entries), updating it
-    /// in place, and stops after the first epoch for which [`BatchRule::stop`] says so.
-    /// Returns one [`EpochStats`] per epoch run. On error `w` is left as it was.
+    /// Runs up to `max_epochs` batch epochs starting from `w` (`heads * (d + 1)` entries),
+    /// updating it in place, and stops after the first epoch for which [`BatchRule::stop`]
+    /// says so. Returns one [`EpochStats`] per epoch run. On error `w` is left as it was.
+    /// The pocket and the average sum persist across calls on the same bound data.
     fn batch_epochs(
         &mut self,
         w: &mut [f32],
         rule: &BatchRule,
         max_epochs: usize,
     ) -> Result<Vec<EpochStats>>;
-    /// Decision values w^T [x_i, bias] for the bound rows.
+    /// Decision values w_k^T [x_i, bias] for the bound rows, row-major `n * heads`.
     fn scores(&mut self, w: &[f32]) -> Result<Vec<f32>>;
+    /// The pocket and the average sum kept so far (as asked by the rules used).
+    fn extras(&mut self) -> Result<Extras>;
     /// How many epochs a call to `batch_epochs` should ask for: 1 where a call costs nothing
     /// extra (the CPU), more where each call has a fixed cost (a GPU submit and read-back).
     fn epochs_per_call(&self) -> usize {

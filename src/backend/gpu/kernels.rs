@@ -27,8 +27,19 @@ pub struct Params {
     pub tol: f32,
     pub total_chunks: u32,
     pub total_wgs: u32,
+    pub heads: u32,
+    pub rule: u32,
+    pub tau: f32,
+    pub flags: u32,
     pub _pad: u32,
 }
+
+/// `Params::flags` bit: keep the pocket.
+pub const FLAG_POCKET: u32 = 1;
+/// `Params::flags` bit: keep the average sum.
+pub const FLAG_AVERAGE: u32 = 2;
+/// Most heads the kernels handle (`MAX_HEADS` in batch.wgsl).
+pub const MAX_HEADS: usize = 64;
 
 /// Mirrors `Segment` in batch.wgsl.
 #[repr(C)]
@@ -46,6 +57,8 @@ pub struct Segment {
 pub struct Control {
     pub done: u32,
     pub epoch: u32,
+    pub best: u32,
+    pub _pad: u32,
 }
 
 /// Mirrors `WgStat` in batch.wgsl.
@@ -105,9 +118,10 @@ pub struct Shape {
 }
 
 impl Shape {
-    /// The shape for `d` features with workgroup size `wg`: about 4 columns per thread in the
-    /// row dot product, and a column tile covering the augmented row (both powers of two).
-    pub fn for_features(d: usize, wg: u32) -> Shape {
+    /// The shape for `d` features and `heads` weight vectors with workgroup size `wg`: about
+    /// 4 columns per thread in the row dot product, and a column tile covering the augmented
+    /// rows of all heads (both powers of two).
+    pub fn for_features(d: usize, heads: usize, wg: u32) -> Shape {
         let prev_pow2 = |v: usize| {
             if v <= 1 {
                 1
@@ -116,7 +130,9 @@ impl Shape {
             }
         };
         let tpr = prev_pow2(d / 4).min(wg as usize) as u32;
-        let tc = (d + 1).next_power_of_two().min(wg as usize) as u32;
+        let tc = (heads.max(1) * (d + 1))
+            .next_power_of_two()
+            .min(wg as usize) as u32;
         Shape { wg, tpr, tc }
     }
 }
@@ -206,6 +222,7 @@ impl Kernels {
                             storage(4, false),
                             storage(5, false),
                             storage(6, false),
+                            storage(7, false),
                         ],
                     });
             let segment_layout =
@@ -296,20 +313,21 @@ mod tests {
     #[test]
     fn shapes_are_powers_of_two_within_the_workgroup() {
         for d in [1, 2, 3, 63, 64, 65, 257, 5000, 100_000] {
-            let s = Shape::for_features(d, 256);
+            let s = Shape::for_features(d, 1 + d % 3, 256);
             assert!(s.tpr.is_power_of_two() && s.tpr <= 256, "{d}: {s:?}");
             assert!(s.tc.is_power_of_two() && s.tc <= 256, "{d}: {s:?}");
         }
-        assert_eq!(Shape::for_features(1, 256).tc, 2);
+        assert_eq!(Shape::for_features(1, 1, 256).tc, 2);
+        assert_eq!(Shape::for_features(1, 3, 256).tc, 8);
         assert_eq!(
-            Shape::for_features(64, 256),
+            Shape::for_features(64, 1, 256),
             Shape {
                 wg: 256,
                 tpr: 16,
                 tc: 128
             }
         );
-        assert_eq!(Shape::for_features(5000, 256).tpr, 256);
+        assert_eq!(Shape::for_features(5000, 1, 256).tpr, 256);
     }
 
     #[test]

@@ -6,7 +6,7 @@ pub mod context;
 pub mod kernels;
 pub mod resident;
 
-use super::{Backend, BackendKind, BatchRule, Bound, DataView, EpochStats, TrainView};
+use super::{Backend, BackendKind, BatchRule, Bound, DataView, EpochStats, Extras, TrainView};
 use crate::error::Result;
 use context::{AdapterQuery, GpuContext};
 use kernels::Kernels;
@@ -48,8 +48,13 @@ impl GpuBackend {
     }
 
     /// Uploads a data set; exposed for benchmarks and tests that inspect the plan.
-    pub fn resident(&self, data: DataView<'_>, y: Option<&[f32]>) -> Result<Resident<'_>> {
-        Resident::new(&self.ctx, &self.kernels, data, y, &self.opts)
+    pub fn resident(
+        &self,
+        data: DataView<'_>,
+        y: Option<&[f32]>,
+        heads: usize,
+    ) -> Result<Resident<'_>> {
+        Resident::new(&self.ctx, &self.kernels, data, y, heads, &self.opts)
     }
 }
 
@@ -63,7 +68,7 @@ impl Backend for GpuBackend {
     }
 
     fn bind<'a>(&'a self, data: TrainView<'a>) -> Result<Box<dyn Bound + 'a>> {
-        let r = self.resident(data.data(), Some(data.y))?;
+        let r = self.resident(data.data(), Some(data.y), data.heads)?;
         Ok(Box::new(GpuBound { r }))
     }
 
@@ -71,7 +76,8 @@ impl Backend for GpuBackend {
         if data.n == 0 {
             return Ok(Vec::new());
         }
-        self.resident(data, None)?.scores(w)
+        let heads = w.len() / (data.d + 1);
+        self.resident(data, None, heads)?.scores(w)
     }
 }
 
@@ -92,6 +98,10 @@ impl Bound for GpuBound<'_> {
 
     fn scores(&mut self, w: &[f32]) -> Result<Vec<f32>> {
         self.r.scores(w)
+    }
+
+    fn extras(&mut self) -> Result<Extras> {
+        self.r.extras()
     }
 
     fn epochs_per_call(&self) -> usize {

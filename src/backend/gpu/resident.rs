@@ -8,8 +8,9 @@ use wgpu::util::DeviceExt;
 use super::context::GpuContext;
 use super::kernels::{
     workgroup_size, Control, Entry, EpochOut, Kernels, Params, Segment, Shape, WgStat,
+    FLAG_AVERAGE, FLAG_POCKET, MAX_HEADS,
 };
-use crate::backend::{BatchRule, DataView, EpochStats};
+use crate::backend::{BatchRule, DataView, EpochStats, Extras};
 use crate::error::{Error, Result};
 
 /// Sizes chosen for one data set on one device.
@@ -30,30 +31,42 @@ const PARTIALS_BUDGET: u64 = 64 << 20;
 
 /// Plans the buffers for n rows of d features under the device limits, or explains why the
 /// data does not fit. `max_binding` overrides the binding limit (tests force it small).
-pub fn plan(n: usize, d: usize, limits: &wgpu::Limits, max_binding: Option<u64>) -> Result<Plan> {
+pub fn plan(
+    n: usize,
+    d: usize,
+    heads: usize,
+    limits: &wgpu::Limits,
+    max_binding: Option<u64>,
+) -> Result<Plan> {
+    if heads > MAX_HEADS {
+        return Err(Error::TooLarge(format!(
+            "{heads} classes: the GPU kernels handle at most {MAX_HEADS}; use --backend cpu"
+        )));
+    }
     let binding = limits
         .max_storage_buffer_binding_size
         .min(limits.max_buffer_size)
         .min(max_binding.unwrap_or(u64::MAX))
         .min(1 << 31);
-    let d_aug = d as u64 + 1;
-    let row_bytes = d as u64 * 4;
-    if row_bytes > binding || d_aug * 4 > binding.max(limits.max_storage_buffer_binding_size) {
+    let len = heads.max(1) as u64 * (d as u64 + 1);
+    // Per row, a segment binds d features and `heads` outputs.
+    let row_bytes = d.max(heads) as u64 * 4;
+    if row_bytes > binding || len * 4 > binding.max(limits.max_storage_buffer_binding_size) {
         return Err(Error::TooLarge(format!(
             "one row of {d} features is {row_bytes} bytes, more than the GPU binds at once \
              ({binding} bytes); use --backend cpu"
         )));
     }
     let wg = workgroup_size(limits, 256)?;
-    let shape = Shape::for_features(d, wg);
+    let shape = Shape::for_features(d, heads, wg);
     let per_dim = limits.max_compute_workgroups_per_dimension as u64;
-    if d_aug.div_ceil(shape.tc as u64) > per_dim || d_aug.div_ceil(wg as u64) > per_dim {
+    if len.div_ceil(shape.tc as u64) > per_dim || len.div_ceil(wg as u64) > per_dim {
         return Err(Error::TooLarge(format!(
             "{d} features need more workgroups than the GPU dispatches per dimension ({per_dim})"
         )));
     }
     let seg_rows = ((binding / row_bytes) as usize).min(n).max(1);
-    let max_chunks = (PARTIALS_BUDGET.min(binding) / (d_aug * 4)).max(1) as usize;
+    let max_chunks = (PARTIALS_BUDGET.min(binding) / (len * 4)).max(1) as usize;
     let chunk_rows = 64usize
         .max(n.div_ceil(max_chunks))
         .max(seg_rows.div_ceil(per_dim as usize));
@@ -94,6 +107,10 @@ pub struct Resident<'c> {
     w_buf: wgpu::Buffer,
     ctl_buf: wgpu::Buffer,
     stats_buf: wgpu::Buffer,
+    aux: wgpu::Buffer,
+    heads: usize,
+    kept_pocket: bool,
+    kept_average: bool,
     global: wgpu::BindGroup,
     segs: Vec<SegBuf>,
     pipes: Pipes,
@@ -148,15 +165,17 @@ impl<'c> Resident<'c> {
         kernels: &Kernels,
         data: DataView<'_>,
         y: Option<&[f32]>,
+        heads: usize,
         opts: &ResidentOptions,
     ) -> Result<Self> {
         let DataView { x, n, d, bias } = data;
+        let heads = heads.max(1);
         if n == 0 || d == 0 {
             return Err(Error::Gpu(
                 "the GPU backend needs at least one row and one feature".into(),
             ));
         }
-        let plan = plan(n, d, &ctx.limits, opts.max_binding)?;
+        let plan = plan(n, d, heads, &ctx.limits, opts.max_binding)?;
         let shape = plan.shape;
         let pipes = Pipes {
             margins: kernels.pipeline(ctx, Entry::Margins, shape)?,
@@ -167,6 +186,7 @@ impl<'c> Resident<'c> {
         };
         let epochs_per_submit = opts.epochs_per_submit.unwrap_or(64).max(1);
         let d_aug = d + 1;
+        let len = heads * d_aug;
         let groups = (shape.wg / shape.tpr) as usize;
         let bytes = (n * d * 4) as u64;
         ctx.scoped(
@@ -186,6 +206,10 @@ impl<'c> Resident<'c> {
                 let params = Params {
                     d: d as u32,
                     d_aug: d_aug as u32,
+                    heads: heads as u32,
+                    rule: 0,
+                    tau: 0.0,
+                    flags: 0,
                     bias,
                     eta: 1.0,
                     tol: 0.0,
@@ -200,16 +224,28 @@ impl<'c> Resident<'c> {
                     bytemuck::bytes_of(&params),
                     uniform,
                 );
-                let w_buf = storage_buf(ctx, "rosenblatt.w", (d_aug * 4) as u64);
-                let ctl_buf = storage_buf(ctx, "rosenblatt.control", 8);
+                let w_buf = storage_buf(ctx, "rosenblatt.w", (len * 4) as u64);
+                let ctl_init = Control {
+                    best: u32::MAX,
+                    ..Control::default()
+                };
+                let ctl_buf = init_buf(
+                    ctx,
+                    "rosenblatt.control",
+                    bytemuck::bytes_of(&ctl_init),
+                    wgpu::BufferUsages::STORAGE
+                        | wgpu::BufferUsages::COPY_SRC
+                        | wgpu::BufferUsages::COPY_DST,
+                );
                 let partials =
-                    storage_buf(ctx, "rosenblatt.partials", (chunk_base * d_aug * 4) as u64);
+                    storage_buf(ctx, "rosenblatt.partials", (chunk_base * len * 4) as u64);
                 let wg_stats = storage_buf(
                     ctx,
                     "rosenblatt.wg_stats",
                     (wg_base * size_of::<WgStat>()) as u64,
                 );
-                let sq = storage_buf(ctx, "rosenblatt.sq", (d_aug * 4) as u64);
+                let sq = storage_buf(ctx, "rosenblatt.sq", (len * 4) as u64);
+                let aux = storage_buf(ctx, "rosenblatt.pocket_average", (3 * len * 4) as u64);
                 let stats_buf = storage_buf(
                     ctx,
                     "rosenblatt.epoch_stats",
@@ -226,6 +262,7 @@ impl<'c> Resident<'c> {
                         entire(4, &wg_stats),
                         entire(5, &sq),
                         entire(6, &stats_buf),
+                        entire(7, &aux),
                     ],
                 });
                 let dummy_y = [0f32];
@@ -266,7 +303,7 @@ impl<'c> Resident<'c> {
                             let coef = storage_buf(
                                 ctx,
                                 &format!("rosenblatt.coef[{k}]"),
-                                (rows * 4) as u64,
+                                (rows * heads * 4) as u64,
                             );
                             let bind = ctx.device.create_bind_group(&wgpu::BindGroupDescriptor {
                                 label: Some("rosenblatt.segment"),
@@ -297,6 +334,10 @@ impl<'c> Resident<'c> {
                     params_buf,
                     w_buf,
                     ctl_buf,
+                    aux,
+                    heads,
+                    kept_pocket: false,
+                    kept_average: false,
                     stats_buf,
                     global,
                     segs,
@@ -387,19 +428,25 @@ impl<'c> Resident<'c> {
         }
         self.submits += 1;
         let ctx = self.ctx;
-        let d_aug = self.d + 1;
+        let len = self.heads * (self.d + 1);
         let stats_bytes = (k * size_of::<EpochOut>()) as u64;
-        let w_bytes = (d_aug * 4) as u64;
-        let staging = self.staging("rosenblatt.readback", 8 + stats_bytes + w_bytes);
+        let w_bytes = (len * 4) as u64;
+        let staging = self.staging("rosenblatt.readback", 16 + stats_bytes + w_bytes);
+        self.kept_pocket |= rule.pocket;
+        self.kept_average |= rule.average;
         ctx.scoped("running batch epochs", || {
             self.params.eta = rule.eta;
             self.params.tol = rule.tol;
+            self.params.tau = rule.tau;
+            self.params.rule = rule.rule.code();
+            self.params.flags = if rule.pocket { FLAG_POCKET } else { 0 }
+                | if rule.average { FLAG_AVERAGE } else { 0 };
             ctx.queue
                 .write_buffer(&self.params_buf, 0, bytemuck::bytes_of(&self.params));
             ctx.queue
                 .write_buffer(&self.w_buf, 0, bytemuck::cast_slice(w));
             ctx.queue
-                .write_buffer(&self.ctl_buf, 0, bytemuck::bytes_of(&Control::default()));
+                .write_buffer(&self.ctl_buf, 0, bytemuck::cast_slice(&[0u32, 0u32]));
             let mut enc = ctx
                 .device
                 .create_command_encoder(&wgpu::CommandEncoderDescriptor {
@@ -411,8 +458,8 @@ impl<'c> Resident<'c> {
                     timestamp_writes: None,
                 });
                 pass.set_bind_group(0, &self.global, &[]);
-                let tiles = d_aug.div_ceil(self.plan.shape.tc as usize) as u32;
-                let apply_wgs = d_aug.div_ceil(self.plan.shape.wg as usize) as u32;
+                let tiles = len.div_ceil(self.plan.shape.tc as usize) as u32;
+                let apply_wgs = len.div_ceil(self.plan.shape.wg as usize) as u32;
                 for _ in 0..k {
                     for seg in &self.segs {
                         pass.set_bind_group(1, &seg.bind, &[]);
@@ -427,19 +474,19 @@ impl<'c> Resident<'c> {
                     pass.dispatch_workgroups(1, 1, 1);
                 }
             }
-            enc.copy_buffer_to_buffer(&self.ctl_buf, 0, &staging, 0, 8);
-            enc.copy_buffer_to_buffer(&self.stats_buf, 0, &staging, 8, stats_bytes);
-            enc.copy_buffer_to_buffer(&self.w_buf, 0, &staging, 8 + stats_bytes, w_bytes);
+            enc.copy_buffer_to_buffer(&self.ctl_buf, 0, &staging, 0, 16);
+            enc.copy_buffer_to_buffer(&self.stats_buf, 0, &staging, 16, stats_bytes);
+            enc.copy_buffer_to_buffer(&self.w_buf, 0, &staging, 16 + stats_bytes, w_bytes);
             ctx.queue.submit([enc.finish()]);
         })?;
         let bytes = self.read(&staging)?;
         ctx.check("running batch epochs")?;
-        let ctl: Control = bytemuck::pod_read_unaligned(&bytes[..8]);
+        let ctl: Control = bytemuck::pod_read_unaligned(&bytes[..16]);
         let run = (ctl.epoch as usize).min(k);
         let stats = (0..run)
             .map(|e| {
                 let o: EpochOut =
-                    bytemuck::pod_read_unaligned(&bytes[8 + e * 16..8 + (e + 1) * 16]);
+                    bytemuck::pod_read_unaligned(&bytes[16 + e * 16..16 + (e + 1) * 16]);
                 EpochStats {
                     mistakes: o.mistakes as u64,
                     criterion: o.criterion as f64,
@@ -447,15 +494,47 @@ impl<'c> Resident<'c> {
                 }
             })
             .collect();
-        let wb = &bytes[(8 + stats_bytes) as usize..];
-        w.copy_from_slice(bytemuck::cast_slice(&wb[..d_aug * 4]));
+        let wb = &bytes[(16 + stats_bytes) as usize..];
+        w.copy_from_slice(bytemuck::cast_slice(&wb[..len * 4]));
         Ok((stats, ctl.done != 0))
     }
 
-    /// Decision values w . [x_i, bias] for every resident row.
+    /// The pocket (with its mistake count) and the average sum, as kept by the rules used.
+    pub fn extras(&mut self) -> Result<Extras> {
+        if !self.kept_pocket && !self.kept_average {
+            return Ok(Extras::default());
+        }
+        let ctx = self.ctx;
+        let len = (self.heads * (self.d + 1) * 4) as u64;
+        let staging = self.staging("rosenblatt.extras_readback", 16 + 2 * len);
+        ctx.scoped("reading the pocket and average", || {
+            let mut enc = ctx
+                .device
+                .create_command_encoder(&wgpu::CommandEncoderDescriptor {
+                    label: Some("rosenblatt.extras"),
+                });
+            enc.copy_buffer_to_buffer(&self.ctl_buf, 0, &staging, 0, 16);
+            enc.copy_buffer_to_buffer(&self.aux, len, &staging, 16, 2 * len);
+            ctx.queue.submit([enc.finish()]);
+        })?;
+        let bytes = self.read(&staging)?;
+        let ctl: Control = bytemuck::pod_read_unaligned(&bytes[..16]);
+        let floats: &[f32] = bytemuck::cast_slice(&bytes[16..]);
+        let (pocket, avg) = floats.split_at(floats.len() / 2);
+        Ok(Extras {
+            pocket: (self.kept_pocket && ctl.best != u32::MAX)
+                .then(|| (pocket.to_vec(), ctl.best as u64)),
+            average_sum: self.kept_average.then(|| avg.to_vec()),
+        })
+    }
+
+    /// Scores w_k . [x_i, bias] for every resident row, `heads` per row.
     pub fn scores(&mut self, w: &[f32]) -> Result<Vec<f32>> {
         let ctx = self.ctx;
-        let staging = self.staging("rosenblatt.scores_readback", (self.n * 4) as u64);
+        let staging = self.staging(
+            "rosenblatt.scores_readback",
+            (self.n * self.heads * 4) as u64,
+        );
         ctx.scoped("scoring", || {
             ctx.queue
                 .write_buffer(&self.w_buf, 0, bytemuck::cast_slice(w));
@@ -478,7 +557,7 @@ impl<'c> Resident<'c> {
             }
             let mut off = 0u64;
             for seg in &self.segs {
-                let len = (seg.n * 4) as u64;
+                let len = (seg.n * self.heads * 4) as u64;
                 enc.copy_buffer_to_buffer(&seg.coef, 0, &staging, off, len);
                 off += len;
             }
