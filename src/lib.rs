@@ -21,6 +21,7 @@ pub mod backend;
 pub mod bench;
 pub mod data;
 pub mod error;
+pub mod experiment;
 pub mod model;
 pub mod params;
 

@@ -17,7 +17,22 @@ pub const FORMAT: &str = "rosenblatt-model";
 /// The model-file version this build writes and the newest it reads.
 pub const VERSION: u32 = 1;
 
-/// A binary linear classifier: predicts `classes[1]` when w.x + bias >= 0, else `classes[0]`.
+/// What a model computes from its weight rows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum ModelKind {
+    /// One weight vector: `classes[1]` when w.x + bias >= 0, else `classes[0]`.
+    #[default]
+    Binary,
+    /// One weight vector per class: the class with the highest score (first on ties).
+    Multiclass,
+    /// One binary perceptron per class (class against the rest): the highest score.
+    Ovr,
+    /// Voted perceptron: sign of the sum over kept vectors of count * sgn(w_k.x + b_k).
+    Voted,
+}
+
+/// A trained linear classifier (binary, multiclass, one-vs-rest or voted).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Model {
     /// Always [`FORMAT`].
@@ -26,14 +41,28 @@ pub struct Model {
     pub version: u32,
     /// Training algorithm.
     pub algorithm: String,
-    /// Class names: index 0 is the -1 class, index 1 the +1 class.
+    /// How predictions are made.
+    #[serde(default)]
+    pub kind: ModelKind,
+    /// Class names. Binary and voted: index 0 is the -1 class, index 1 the +1 class.
     pub classes: Vec<String>,
     /// Number of input features.
     pub n_features: usize,
-    /// Feature weights, `n_features` of them.
+    /// Binary: the feature weights, `n_features` of them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub weights: Vec<f32>,
-    /// Bias (0 when trained with `--no-bias`).
+    /// Binary: the bias (0 when trained with `--no-bias`).
+    #[serde(default)]
     pub bias: f32,
+    /// Multiclass and one-vs-rest: one weight row per class; voted: one per kept vector.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub class_weights: Option<Vec<Vec<f32>>>,
+    /// The bias of each row of `class_weights`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub class_bias: Option<Vec<f32>>,
+    /// Voted: the survival count of each kept vector.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub counts: Option<Vec<u64>>,
     /// The parameters used.
     pub params: TrainParams,
     /// The training report.
@@ -60,8 +89,35 @@ pub struct Confusion {
     pub matrix: Vec<Vec<u64>>,
 }
 
+/// Most weight rows scored in one backend call (the GPU kernels' head limit).
+const HEADS_PER_CALL: usize = 64;
+
 impl Model {
-    /// Builds a model from augmented weights `w` (`d + 1` entries, the last the bias).
+    fn base(
+        classes: Vec<String>,
+        d: usize,
+        params: &Params,
+        report: TrainReport,
+        kind: ModelKind,
+    ) -> Self {
+        Model {
+            format: FORMAT.into(),
+            version: VERSION,
+            algorithm: params.algo.name().into(),
+            kind,
+            classes,
+            n_features: d,
+            weights: Vec::new(),
+            bias: 0.0,
+            class_weights: None,
+            class_bias: None,
+            counts: None,
+            params: (**params).clone(),
+            training: Some(report),
+        }
+    }
+
+    /// A binary model from augmented weights `w` (`d + 1` entries, the last the bias).
     pub fn new(
         classes: Vec<String>,
         d: usize,
@@ -69,24 +125,53 @@ impl Model {
         params: &Params,
         report: TrainReport,
     ) -> Self {
-        Model {
-            format: FORMAT.into(),
-            version: VERSION,
-            algorithm: params.algo.name().into(),
-            classes,
-            n_features: d,
-            weights: w[..d].to_vec(),
-            bias: if params.fit_bias { w[d] } else { 0.0 },
-            params: (**params).clone(),
-            training: Some(report),
+        let mut m = Self::base(classes, d, params, report, ModelKind::Binary);
+        m.weights = w[..d].to_vec();
+        m.bias = if params.fit_bias { w[d] } else { 0.0 };
+        m
+    }
+
+    /// A model with one augmented weight row per head (`rows * (d + 1)` values).
+    pub fn with_rows(
+        kind: ModelKind,
+        classes: Vec<String>,
+        d: usize,
+        w: &[f32],
+        counts: Option<Vec<u64>>,
+        params: &Params,
+        report: TrainReport,
+    ) -> Self {
+        let mut m = Self::base(classes, d, params, report, kind);
+        let rows: Vec<&[f32]> = w.chunks_exact(d + 1).collect();
+        m.class_weights = Some(rows.iter().map(|r| r[..d].to_vec()).collect());
+        m.class_bias = Some(
+            rows.iter()
+                .map(|r| if params.fit_bias { r[d] } else { 0.0 })
+                .collect(),
+        );
+        m.counts = counts;
+        m
+    }
+
+    /// Augmented weight rows `[w_k, b_k]`, head after head (bias column value 1).
+    pub fn augmented(&self) -> Vec<f32> {
+        match (&self.class_weights, &self.class_bias) {
+            (Some(rows), Some(bias)) => rows
+                .iter()
+                .zip(bias)
+                .flat_map(|(r, b)| r.iter().copied().chain(std::iter::once(*b)))
+                .collect(),
+            _ => {
+                let mut w = self.weights.clone();
+                w.push(self.bias);
+                w
+            }
         }
     }
 
-    /// Augmented weights `[w, bias]` for the backends (bias column value 1).
-    pub fn augmented(&self) -> Vec<f32> {
-        let mut w = self.weights.clone();
-        w.push(self.bias);
-        w
+    /// Number of weight rows scored per data row.
+    pub fn heads(&self) -> usize {
+        self.class_weights.as_ref().map_or(1, Vec::len)
     }
 
     /// Checks that `ds` has the model's number of features.
@@ -103,8 +188,9 @@ impl Model {
         Ok(())
     }
 
-    /// Decision values w.x + bias for every row of `ds`, computed on `backend`.
-    pub fn decision_function(&self, ds: &Dataset, backend: &dyn Backend) -> Result<Vec<f32>> {
+    /// Raw scores w_k.x + b_k of every weight row for every data row (`n * heads`,
+    /// row-major), computed on `backend` in blocks of at most 64 rows of weights.
+    pub fn raw_scores(&self, ds: &Dataset, backend: &dyn Backend) -> Result<Vec<f32>> {
         self.check_features(ds)?;
         let view = DataView {
             x: &ds.x,
@@ -112,10 +198,73 @@ impl Model {
             d: ds.d,
             bias: 1.0,
         };
-        backend.scores(view, &self.augmented())
+        let w = self.augmented();
+        let da = ds.d + 1;
+        let heads = self.heads();
+        if heads <= HEADS_PER_CALL {
+            return backend.scores(view, &w);
+        }
+        let mut out = vec![0f32; ds.n * heads];
+        for h0 in (0..heads).step_by(HEADS_PER_CALL) {
+            let h1 = (h0 + HEADS_PER_CALL).min(heads);
+            let part = backend.scores(view, &w[h0 * da..h1 * da])?;
+            let k = h1 - h0;
+            for i in 0..ds.n {
+                out[i * heads + h0..i * heads + h1].copy_from_slice(&part[i * k..(i + 1) * k]);
+            }
+        }
+        Ok(out)
     }
 
-    /// Predicted class index per decision value (sgn(0) = +1, i.e. class 1).
+    /// One decision value per row: binary w.x + b; voted, the count-weighted vote; for
+    /// multiclass and one-vs-rest, the winning class's score.
+    pub fn decision_values(&self, raw: &[f32]) -> Vec<f32> {
+        let h = self.heads();
+        match self.kind {
+            ModelKind::Binary => raw.to_vec(),
+            ModelKind::Voted => {
+                let counts = self.counts.as_deref().unwrap_or(&[]);
+                raw.chunks_exact(h)
+                    .map(|r| {
+                        r.iter()
+                            .zip(counts)
+                            .map(|(s, c)| if *s >= 0.0 { *c as f32 } else { -(*c as f32) })
+                            .sum()
+                    })
+                    .collect()
+            }
+            ModelKind::Multiclass | ModelKind::Ovr => raw
+                .chunks_exact(h)
+                .map(|r| r.iter().copied().fold(f32::NEG_INFINITY, f32::max))
+                .collect(),
+        }
+    }
+
+    /// Predicted class index per row from raw scores (sgn(0) = +1; the first class on ties).
+    pub fn predict(&self, raw: &[f32]) -> Vec<u32> {
+        match self.kind {
+            ModelKind::Binary | ModelKind::Voted => Self::predict_index(&self.decision_values(raw)),
+            ModelKind::Multiclass | ModelKind::Ovr => raw
+                .chunks_exact(self.heads())
+                .map(|r| {
+                    let mut best = 0;
+                    for (k, v) in r.iter().enumerate() {
+                        if *v > r[best] {
+                            best = k;
+                        }
+                    }
+                    best as u32
+                })
+                .collect(),
+        }
+    }
+
+    /// Decision values for every row of `ds` (see [`Model::decision_values`]).
+    pub fn decision_function(&self, ds: &Dataset, backend: &dyn Backend) -> Result<Vec<f32>> {
+        Ok(self.decision_values(&self.raw_scores(ds, backend)?))
+    }
+
+    /// Binary class index per decision value (sgn(0) = +1, i.e. class 1).
     pub fn predict_index(scores: &[f32]) -> Vec<u32> {
         scores.iter().map(|&s| u32::from(s >= 0.0)).collect()
     }
@@ -140,8 +289,7 @@ impl Model {
                 })?;
             map.push(idx);
         }
-        let scores = self.decision_function(ds, backend)?;
-        let pred = Self::predict_index(&scores);
+        let pred = self.predict(&self.raw_scores(ds, backend)?);
         let mut matrix = vec![vec![0u64; k]; k];
         let mut correct = 0usize;
         for (p, t) in pred.iter().zip(&labels.index) {
@@ -175,6 +323,46 @@ impl Model {
         Self::from_json(path, &text)
     }
 
+    /// Checks that the fields agree with the kind.
+    fn check(&self) -> std::result::Result<(), String> {
+        let k = self.classes.len();
+        match self.kind {
+            ModelKind::Binary | ModelKind::Voted if k != 2 => {
+                return Err(
+                    format!("a {:?} model needs 2 classes, found {k}", self.kind).to_lowercase(),
+                )
+            }
+            ModelKind::Multiclass | ModelKind::Ovr if k < 2 => return Err(format!("{k} classes")),
+            _ => {}
+        }
+        let rows: Vec<&Vec<f32>> = match (&self.kind, &self.class_weights) {
+            (ModelKind::Binary, _) => vec![&self.weights],
+            (_, Some(r)) => r.iter().collect(),
+            (_, None) => return Err("no class_weights".into()),
+        };
+        if let Some(r) = rows.iter().find(|r| r.len() != self.n_features) {
+            return Err(format!(
+                "{} weights for {} features",
+                r.len(),
+                self.n_features
+            ));
+        }
+        let heads = rows.len();
+        if matches!(self.kind, ModelKind::Multiclass | ModelKind::Ovr) && heads != k {
+            return Err(format!("{heads} weight rows for {k} classes"));
+        }
+        if self.kind != ModelKind::Binary && self.class_bias.as_ref().map(Vec::len) != Some(heads) {
+            return Err("class_bias does not match class_weights".into());
+        }
+        if self.kind == ModelKind::Voted && self.counts.as_ref().map(Vec::len) != Some(heads) {
+            return Err("counts do not match the voted vectors".into());
+        }
+        if !self.augmented().iter().all(|w| w.is_finite()) {
+            return Err("non-finite weight".into());
+        }
+        Ok(())
+    }
+
     /// Parses and checks model JSON; `path` is used in error messages.
     pub fn from_json(path: &Path, text: &str) -> Result<Model> {
         let bad = |msg: String| Error::Model {
@@ -206,27 +394,8 @@ impl Model {
             None => return Err(bad("corrupt model: missing or non-integer \"version\"".into())),
         }
         let m: Model = serde_json::from_value(v).map_err(|e| bad(format!("corrupt model: {e}")))?;
-        if m.weights.len() != m.n_features {
-            return Err(bad(format!(
-                "corrupt model: {} weights for {} features",
-                m.weights.len(),
-                m.n_features
-            )));
-        }
-        if m.classes.len() != 2 {
-            return Err(bad(format!(
-                "corrupt model: a binary model needs 2 classes, found {}",
-                m.classes.len()
-            )));
-        }
-        if !m
-            .weights
-            .iter()
-            .chain(std::iter::once(&m.bias))
-            .all(|w| w.is_finite())
-        {
-            return Err(bad("corrupt model: non-finite weight".into()));
-        }
+        m.check()
+            .map_err(|msg| bad(format!("corrupt model: {msg}")))?;
         Ok(m)
     }
 }

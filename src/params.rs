@@ -14,6 +14,19 @@ pub enum Algo {
     /// Batch rule: per epoch add eta times the sum of y*x over all mistakes.
     #[default]
     Batch,
+    /// One weight vector per class, prediction argmax_k w_k.x (chosen automatically for
+    /// more than two classes).
+    Multiclass,
+    /// Batch rule that returns the weights with the fewest training mistakes seen (Gallant).
+    Pocket,
+    /// Average of all intermediate weight vectors (online, lazy sums) or of the per-epoch
+    /// weights (batch).
+    Averaged,
+    /// Freund and Schapire's voted perceptron: every intermediate weight vector votes with
+    /// its survival count (online).
+    Voted,
+    /// Littlestone's Winnow: multiplicative updates beta_j *= exp(eta y x_j) (online).
+    Winnow,
 }
 
 impl Algo {
@@ -22,6 +35,19 @@ impl Algo {
         match self {
             Algo::Online => "online",
             Algo::Batch => "batch",
+            Algo::Multiclass => "multiclass",
+            Algo::Pocket => "pocket",
+            Algo::Averaged => "averaged",
+            Algo::Voted => "voted",
+            Algo::Winnow => "winnow",
+        }
+    }
+
+    /// The form used when `--mode` is not given.
+    pub fn default_mode(self) -> Mode {
+        match self {
+            Algo::Online | Algo::Averaged | Algo::Voted | Algo::Winnow => Mode::Online,
+            Algo::Batch | Algo::Multiclass | Algo::Pocket => Mode::Batch,
         }
     }
 }
@@ -29,11 +55,87 @@ impl Algo {
 impl std::str::FromStr for Algo {
     type Err = String;
     fn from_str(s: &str) -> std::result::Result<Self, String> {
+        Ok(match s {
+            "online" => Algo::Online,
+            "batch" => Algo::Batch,
+            "multiclass" => Algo::Multiclass,
+            "pocket" => Algo::Pocket,
+            "averaged" => Algo::Averaged,
+            "voted" => Algo::Voted,
+            "winnow" => Algo::Winnow,
+            _ => {
+                return Err(format!(
+                    "unknown algorithm {s:?} (expected online, batch, multiclass, pocket, averaged, voted or winnow)"
+                ))
+            }
+        })
+    }
+}
+
+/// Online (point by point, on the CPU) or batch (per epoch, on any backend) form.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Mode {
+    /// Update after each mistake.
+    Online,
+    /// Update once per epoch with the sum over the mistakes.
+    Batch,
+}
+
+impl std::str::FromStr for Mode {
+    type Err = String;
+    fn from_str(s: &str) -> std::result::Result<Self, String> {
         match s {
-            "online" => Ok(Algo::Online),
-            "batch" => Ok(Algo::Batch),
+            "online" => Ok(Mode::Online),
+            "batch" => Ok(Mode::Batch),
+            _ => Err(format!("unknown mode {s:?} (expected online or batch)")),
+        }
+    }
+}
+
+/// Multiclass update on a mistake.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum MulticlassUpdate {
+    /// +x to the true class, -x to every other class (the lecture notes' Algorithm 2).
+    All,
+    /// +x to the true class, -x to the highest-scoring wrong class only.
+    #[default]
+    Argmax,
+}
+
+impl std::str::FromStr for MulticlassUpdate {
+    type Err = String;
+    fn from_str(s: &str) -> std::result::Result<Self, String> {
+        match s {
+            "all" => Ok(MulticlassUpdate::All),
+            "argmax" => Ok(MulticlassUpdate::Argmax),
             _ => Err(format!(
-                "unknown algorithm {s:?} (expected online or batch)"
+                "unknown multiclass update {s:?} (expected all or argmax)"
+            )),
+        }
+    }
+}
+
+/// How more than two classes are learnt.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum MulticlassStrategy {
+    /// One weight vector per class trained jointly (argmax rule).
+    #[default]
+    Direct,
+    /// One binary perceptron per class (class k against the rest), trained in parallel.
+    Ovr,
+}
+
+impl std::str::FromStr for MulticlassStrategy {
+    type Err = String;
+    fn from_str(s: &str) -> std::result::Result<Self, String> {
+        match s {
+            "direct" => Ok(MulticlassStrategy::Direct),
+            "ovr" => Ok(MulticlassStrategy::Ovr),
+            _ => Err(format!(
+                "unknown multiclass strategy {s:?} (expected direct or ovr)"
             )),
         }
     }
@@ -69,6 +171,25 @@ pub struct TrainParams {
     pub init: Init,
     /// Online only: visit points in a fresh seeded random order each epoch.
     pub shuffle: bool,
+    /// Online or batch form; `None` takes the algorithm's default.
+    #[serde(default)]
+    pub mode: Option<Mode>,
+    /// A mistake is a margin <= tau (0: the classic rule).
+    #[serde(default)]
+    pub margin_threshold: f32,
+    /// Multiclass update rule.
+    #[serde(default)]
+    pub multiclass_update: MulticlassUpdate,
+    /// Multiclass strategy.
+    #[serde(default)]
+    pub multiclass: MulticlassStrategy,
+    /// Voted perceptron: most weight vectors kept.
+    #[serde(default = "default_max_vectors")]
+    pub max_vectors: usize,
+}
+
+fn default_max_vectors() -> usize {
+    100_000
 }
 
 impl Default for TrainParams {
@@ -82,6 +203,11 @@ impl Default for TrainParams {
             fit_bias: true,
             init: Init::Zero,
             shuffle: true,
+            mode: None,
+            margin_threshold: 0.0,
+            multiclass_update: MulticlassUpdate::default(),
+            multiclass: MulticlassStrategy::default(),
+            max_vectors: default_max_vectors(),
         }
     }
 }
@@ -139,6 +265,32 @@ impl TrainParams {
         self
     }
 
+    /// Sets the form.
+    pub fn mode(mut self, m: Mode) -> Self {
+        self.mode = Some(m);
+        self
+    }
+    /// Sets the margin threshold tau.
+    pub fn margin_threshold(mut self, t: f32) -> Self {
+        self.margin_threshold = t;
+        self
+    }
+    /// Sets the multiclass update rule.
+    pub fn multiclass_update(mut self, u: MulticlassUpdate) -> Self {
+        self.multiclass_update = u;
+        self
+    }
+    /// Sets the multiclass strategy.
+    pub fn multiclass(mut self, s: MulticlassStrategy) -> Self {
+        self.multiclass = s;
+        self
+    }
+
+    /// The form in effect.
+    pub fn effective_mode(&self) -> Mode {
+        self.mode.unwrap_or(self.algo.default_mode())
+    }
+
     /// Checks every value and returns the validated form.
     pub fn validate(self) -> Result<Params> {
         if self.epochs == 0 {
@@ -163,6 +315,38 @@ impl TrainParams {
                     reason: "should be finite and non-negative",
                 });
             }
+        }
+        if !(self.margin_threshold.is_finite() && self.margin_threshold >= 0.0) {
+            return Err(Error::InvalidParam {
+                name: "--margin-threshold",
+                value: self.margin_threshold.to_string(),
+                reason: "should be finite and >= 0",
+            });
+        }
+        if self.max_vectors == 0 {
+            return Err(Error::InvalidParam {
+                name: "--max-vectors",
+                value: "0".into(),
+                reason: "must be at least 1",
+            });
+        }
+        let mode = self.effective_mode();
+        let ok = match self.algo {
+            Algo::Online | Algo::Voted | Algo::Winnow => mode == Mode::Online,
+            Algo::Batch | Algo::Pocket => mode == Mode::Batch,
+            Algo::Multiclass | Algo::Averaged => true,
+        };
+        if !ok {
+            return Err(Error::InvalidParam {
+                name: "--mode",
+                value: format!("{mode:?}").to_lowercase(),
+                reason: match self.algo {
+                    Algo::Online | Algo::Voted | Algo::Winnow => {
+                        "is not available: this algorithm has an online form only"
+                    }
+                    _ => "is not available: this algorithm has a batch form only",
+                },
+            });
         }
         Ok(Params(self))
     }

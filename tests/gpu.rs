@@ -583,3 +583,53 @@ fn multiclass_ovr_tau_pocket_and_average_are_bit_identical_to_cpu() {
         }
     }
 }
+
+#[test]
+fn family_batch_forms_train_the_same_models_on_the_gpu() {
+    use rosenblatt::params::{Algo, Mode, MulticlassStrategy, MulticlassUpdate};
+    let Some(g) = gpu() else { return };
+    let cpu = CpuBackend::new();
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/digits.csv");
+    let digits = rosenblatt::data::load(&path, &Default::default()).unwrap();
+    let binary = integer_data(3000, 12, 5);
+    let cases: Vec<(&Dataset, TrainParams)> = vec![
+        (&digits, TrainParams::default().algo(Algo::Multiclass)),
+        (
+            &digits,
+            TrainParams::default()
+                .algo(Algo::Multiclass)
+                .multiclass_update(MulticlassUpdate::All),
+        ),
+        (
+            &digits,
+            TrainParams::default().multiclass(MulticlassStrategy::Ovr),
+        ),
+        (&digits, TrainParams::default().algo(Algo::Pocket)),
+        (&binary, TrainParams::default().algo(Algo::Pocket)),
+        (
+            &binary,
+            TrainParams::default()
+                .algo(Algo::Averaged)
+                .mode(Mode::Batch),
+        ),
+        (&binary, TrainParams::default().margin_threshold(3.0)),
+    ];
+    for (ds, p) in cases {
+        let what = format!(
+            "{:?} {:?} {:?} tau {}",
+            p.algo, p.multiclass, p.multiclass_update, p.margin_threshold
+        );
+        let p = p.epochs(15).validate().unwrap();
+        let c = algo::train(ds, &p, &cpu, None, &mut ()).unwrap();
+        let gp = algo::train(ds, &p, g, None, &mut ()).unwrap();
+        assert_eq!(gp.report.backend, "gpu", "{what}");
+        assert_eq!(
+            c.report.mistakes_per_epoch, gp.report.mistakes_per_epoch,
+            "{what}"
+        );
+        assert_eq!(c.model.weights, gp.model.weights, "{what}");
+        assert_eq!(c.model.class_weights, gp.model.class_weights, "{what}");
+        assert_eq!(c.model.class_bias, gp.model.class_bias, "{what}");
+        assert_eq!(c.report.train_accuracy, gp.report.train_accuracy, "{what}");
+    }
+}

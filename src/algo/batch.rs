@@ -4,13 +4,19 @@
 //! runs many epochs per submit and takes the stop decision itself).
 
 use super::Progress;
-use crate::backend::{BatchRule, Bound, EpochStats, StopReason};
+use crate::backend::{BatchRule, Bound, EpochStats, HeadRule, StopReason};
 use crate::error::Result;
 use crate::params::Params;
 
-/// The rule the backends apply for `params`.
-pub fn rule(params: &Params) -> BatchRule {
-    BatchRule::new(params.lr, params.tol.unwrap_or(0.0))
+/// The rule the backends apply for `params` with the per-row rule `head_rule`.
+pub fn rule(params: &Params, head_rule: HeadRule) -> BatchRule {
+    BatchRule {
+        tau: params.margin_threshold,
+        rule: head_rule,
+        pocket: params.algo == crate::params::Algo::Pocket,
+        average: params.algo == crate::params::Algo::Averaged,
+        ..BatchRule::new(params.lr, params.tol.unwrap_or(0.0))
+    }
 }
 
 /// Continues training from `w` until a stop, appending to `stats` after every call to the
@@ -19,15 +25,15 @@ pub fn rule(params: &Params) -> BatchRule {
 pub fn train(
     bound: &mut dyn Bound,
     params: &Params,
+    rule: &BatchRule,
     w: &mut [f32],
     stats: &mut Vec<EpochStats>,
     epochs_per_call: usize,
     progress: &mut dyn Progress,
 ) -> Result<StopReason> {
-    let rule = rule(params);
     while stats.len() < params.epochs {
         let k = epochs_per_call.max(1).min(params.epochs - stats.len());
-        let got = bound.batch_epochs(w, &rule, k)?;
+        let got = bound.batch_epochs(w, rule, k)?;
         stats.extend_from_slice(&got);
         let last = stats.last().copied().unwrap_or_default();
         progress.update(stats.len(), params.epochs, last.mistakes);

@@ -3,6 +3,7 @@
 
 pub mod batch;
 pub mod online;
+pub mod winnow;
 
 use std::time::Instant;
 
@@ -11,11 +12,13 @@ use rand_chacha::ChaCha8Rng;
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
-use crate::backend::{cpu::CpuBackend, Backend, BackendKind, EpochStats, StopReason, TrainView};
+use crate::backend::{
+    cpu::CpuBackend, Backend, BackendKind, EpochStats, HeadRule, StopReason, TrainView,
+};
 use crate::data::Dataset;
 use crate::error::{Error, Result};
-use crate::model::Model;
-use crate::params::{Algo, Init, Params};
+use crate::model::{Model, ModelKind};
+use crate::params::{Algo, Init, Mode, MulticlassStrategy, MulticlassUpdate, Params};
 
 /// Receives progress from the training loop (the CLI draws a bar; the library never prints).
 pub trait Progress {
@@ -93,26 +96,78 @@ pub fn radius(x: &[f32], d: usize, bias: f32) -> f64 {
     (max2 + (bias as f64).powi(2)).sqrt()
 }
 
-/// Initial weights for `params` (`d + 1` entries).
-pub fn initial_weights(d: usize, params: &Params) -> Vec<f32> {
-    let mut w = vec![0f32; d + 1];
+/// Initial weights for `params`: `heads * (d + 1)` values.
+pub fn initial_weights(d: usize, heads: usize, params: &Params) -> Vec<f32> {
+    let mut w = vec![0f32; heads * (d + 1)];
     if params.init == Init::Random {
         let mut rng = ChaCha8Rng::seed_from_u64(params.seed ^ 0x5EED_1417);
         w.iter_mut()
             .for_each(|v| *v = rng.random_range(-0.01..=0.01));
         if !params.fit_bias {
-            w[d] = 0.0;
+            for h in 0..heads {
+                w[h * (d + 1) + d] = 0.0;
+            }
         }
     }
     w
 }
 
-/// Trains a binary perceptron on `ds` with `params`.
+/// The problem as the backends see it: rule, number of heads, labels in internal form.
+struct Problem {
+    rule: HeadRule,
+    heads: usize,
+    y: Vec<f32>,
+    kind: ModelKind,
+}
+
+fn problem(ds: &Dataset, params: &Params) -> Result<Problem> {
+    let labels = ds.require_labels()?;
+    let k = labels.classes.len();
+    if k < 2 {
+        ds.binary_signs()?;
+    }
+    let multi = k > 2 || params.algo == Algo::Multiclass;
+    if !multi {
+        return Ok(Problem {
+            rule: HeadRule::Binary,
+            heads: 1,
+            y: labels.signs(),
+            kind: if params.algo == Algo::Voted {
+                ModelKind::Voted
+            } else {
+                ModelKind::Binary
+            },
+        });
+    }
+    if matches!(params.algo, Algo::Voted | Algo::Winnow) {
+        return Err(Error::data(
+            &ds.source,
+            format!(
+                "--algo {} is binary, but the labels have {k} classes; use --algo multiclass (or online, batch, pocket, averaged)",
+                params.algo.name()
+            ),
+        ));
+    }
+    let (rule, kind) = match (params.multiclass, params.multiclass_update) {
+        (MulticlassStrategy::Ovr, _) => (HeadRule::OneVsRest, ModelKind::Ovr),
+        (_, MulticlassUpdate::All) => (HeadRule::MulticlassAll, ModelKind::Multiclass),
+        (_, MulticlassUpdate::Argmax) => (HeadRule::MulticlassArgmax, ModelKind::Multiclass),
+    };
+    Ok(Problem {
+        rule,
+        heads: k,
+        y: labels.index.iter().map(|&c| c as f32).collect(),
+        kind,
+    })
+}
+
+/// Trains the algorithm `params.algo` on `ds`: binary for two classes, multiclass (or
+/// one-vs-rest) for more, in the online or batch form.
 ///
 /// Batch epochs run on `backend`; if it is a GPU that fails mid-training and `fallback` is
 /// given, training resumes from the last completed epoch on `fallback` and the report says
-/// so. The online algorithm is sequential and always runs on the host CPU; the report's
-/// `backend` says "cpu" then.
+/// so. Online forms are sequential and always run on the host CPU; the report's `backend`
+/// says "cpu" then.
 pub fn train(
     ds: &Dataset,
     params: &Params,
@@ -120,40 +175,69 @@ pub fn train(
     fallback: Option<&dyn Backend>,
     progress: &mut dyn Progress,
 ) -> Result<Trained> {
-    let y = ds.binary_signs()?;
+    let pb = problem(ds, params)?;
     let classes = ds.require_labels()?.classes.clone();
-    let bias = if params.fit_bias { 1.0 } else { 0.0 };
+    let bias = if params.fit_bias && params.algo != Algo::Winnow {
+        1.0
+    } else {
+        0.0
+    };
     let view = TrainView {
         x: &ds.x,
-        y: &y,
+        y: &pb.y,
         n: ds.n,
         d: ds.d,
         bias,
-        heads: 1,
+        heads: pb.heads,
     };
     let t0 = Instant::now();
-    let mut w = initial_weights(ds.d, params);
     let cpu = CpuBackend::new();
+    let mut w = initial_weights(ds.d, pb.heads, params);
     let mut note = None;
-    let (stats, stop, used, scores): (Vec<EpochStats>, StopReason, &dyn Backend, Vec<f32>) =
-        match params.algo {
-            Algo::Online => {
-                let (stats, stop) = online::train(view, params, &mut w, progress);
-                let scores = cpu.scores(view.data(), &w)?;
-                (stats, stop, &cpu, scores)
+    let mut voted = None;
+    let (stats, stop, used, scores): (Vec<EpochStats>, StopReason, &dyn Backend, Option<Vec<f32>>) =
+        match (params.algo, params.effective_mode()) {
+            (Algo::Winnow, _) => {
+                let (wn, stats, stop) = winnow::train(view, params, progress);
+                w = wn;
+                (stats, stop, &cpu, None)
             }
-            Algo::Batch => {
+            (_, Mode::Online) => {
+                let keep = online::Keep {
+                    average: params.algo == Algo::Averaged,
+                    voted: (params.algo == Algo::Voted).then_some(params.max_vectors),
+                };
+                let out = online::train(view, params, pb.rule, keep, &mut w, progress)?;
+                if let Some(avg) = out.average {
+                    w = avg;
+                }
+                voted = out.voted;
+                (out.stats, out.stop, &cpu, None)
+            }
+            (_, Mode::Batch) => {
+                let rule = batch::rule(params, pb.rule);
                 let mut stats = Vec::new();
-                let attempt = (|| {
-                    let mut bound = backend.bind(view)?;
+                let run = |b: &dyn Backend,
+                           w: &mut Vec<f32>,
+                           stats: &mut Vec<EpochStats>,
+                           progress: &mut dyn Progress| {
+                    let mut bound = b.bind(view)?;
                     let per_call = bound.epochs_per_call();
                     let stop =
-                        batch::train(&mut *bound, params, &mut w, &mut stats, per_call, progress)?;
-                    let scores = bound.scores(&w)?;
+                        batch::train(&mut *bound, params, &rule, w, stats, per_call, progress)?;
+                    let ex = bound.extras()?;
+                    if let Some((pw, _)) = ex.pocket.filter(|_| rule.pocket) {
+                        *w = pw;
+                    }
+                    if let Some(sum) = ex.average_sum.filter(|_| rule.average) {
+                        let t = stats.len().max(1) as f32;
+                        *w = sum.iter().map(|v| v / t).collect();
+                    }
+                    let scores = bound.scores(w)?;
                     Ok::<_, Error>((stop, scores))
-                })();
-                match (attempt, fallback) {
-                    (Ok((stop, scores)), _) => (stats, stop, backend, scores),
+                };
+                match (run(backend, &mut w, &mut stats, progress), fallback) {
+                    (Ok((stop, scores)), _) => (stats, stop, backend, Some(scores)),
                     (Err(e @ (Error::Gpu(_) | Error::TooLarge(_))), Some(fb))
                         if backend.kind() == BackendKind::Gpu =>
                     {
@@ -162,58 +246,103 @@ pub fn train(
                             stats.len(),
                             fb.device()
                         ));
-                        let mut bound = fb.bind(view)?;
-                        let per_call = bound.epochs_per_call();
-                        let stop = batch::train(
-                            &mut *bound,
-                            params,
-                            &mut w,
-                            &mut stats,
-                            per_call,
-                            progress,
-                        )?;
-                        let scores = bound.scores(&w)?;
-                        (stats, stop, fb, scores)
+                        // Pocket and average are kept by the bound data, so a resumed run
+                        // restarts them; the weights and the trace carry on.
+                        let (stop, scores) = run(fb, &mut w, &mut stats, progress)?;
+                        (stats, stop, fb, Some(scores))
                     }
                     (Err(e), _) => return Err(e),
                 }
             }
         };
     let seconds = t0.elapsed().as_secs_f64();
+    let placeholder = TrainReport::empty();
+    let mut model = match (pb.kind, voted) {
+        (ModelKind::Voted, Some((vecs, counts))) => {
+            let flat: Vec<f32> = vecs.concat();
+            Model::with_rows(
+                ModelKind::Voted,
+                classes,
+                ds.d,
+                &flat,
+                Some(counts),
+                params,
+                placeholder,
+            )
+        }
+        (ModelKind::Binary, _) => Model::new(classes, ds.d, &w, params, placeholder),
+        (kind, _) => Model::with_rows(kind, classes, ds.d, &w, None, params, placeholder),
+    };
+    let raw = match scores {
+        Some(s) if model.kind != ModelKind::Voted => s,
+        _ => model.raw_scores(ds, &cpu)?,
+    };
     let report = summarize(
-        ds, params, &y, &w, bias, stats, stop, used, scores, seconds, note,
+        ds, params, &model, &raw, bias, stats, stop, used, seconds, note,
     );
-    let model = Model::new(classes, ds.d, &w, params, report.clone());
+    model.training = Some(report.clone());
     Ok(Trained { model, report })
+}
+
+impl TrainReport {
+    fn empty() -> Self {
+        TrainReport {
+            algo: String::new(),
+            backend: String::new(),
+            device: String::new(),
+            n: 0,
+            d: 0,
+            epochs: 0,
+            converged: false,
+            stop_reason: StopReason::MaxEpochs,
+            train_accuracy: 0.0,
+            mistakes_per_epoch: Vec::new(),
+            criterion_per_epoch: Vec::new(),
+            update_norm_per_epoch: Vec::new(),
+            total_mistakes: 0,
+            radius: 0.0,
+            margin: None,
+            mistake_bound: None,
+            seconds: 0.0,
+            fallback: None,
+        }
+    }
 }
 
 #[allow(clippy::too_many_arguments)]
 fn summarize(
     ds: &Dataset,
     params: &Params,
-    y: &[f32],
-    w: &[f32],
+    model: &Model,
+    raw: &[f32],
     bias: f32,
     stats: Vec<EpochStats>,
     stop: StopReason,
     used: &dyn Backend,
-    scores: Vec<f32>,
     seconds: f64,
     fallback: Option<String>,
 ) -> TrainReport {
-    let correct = scores
+    let labels = ds.labels.as_ref().expect("checked by problem()");
+    let pred = model.predict(raw);
+    let correct = pred
         .iter()
-        .zip(y)
-        .filter(|(s, y)| (**s >= 0.0) == (**y > 0.0))
+        .zip(&labels.index)
+        .filter(|(p, t)| p == t)
         .count();
-    let wnorm = w.iter().map(|&v| (v as f64).powi(2)).sum::<f64>().sqrt();
-    let min_margin = scores
-        .iter()
-        .zip(y)
-        .map(|(s, y)| (*s as f64) * (*y as f64))
-        .fold(f64::INFINITY, f64::min);
     let radius = radius(&ds.x, ds.d, bias);
-    let margin = (wnorm > 0.0 && min_margin > 0.0).then(|| min_margin / wnorm);
+    // The margin and Novikoff's bound are defined for one separating hyperplane.
+    let margin = (model.kind == ModelKind::Binary)
+        .then(|| {
+            let w = model.augmented();
+            let wnorm = w.iter().map(|&v| (v as f64).powi(2)).sum::<f64>().sqrt();
+            let min_margin = raw
+                .iter()
+                .zip(&labels.index)
+                .map(|(s, &c)| (*s as f64) * if c == 1 { 1.0 } else { -1.0 })
+                .fold(f64::INFINITY, f64::min);
+            (wnorm > 0.0 && min_margin > 0.0).then(|| min_margin / wnorm)
+        })
+        .flatten();
     TrainReport {
         algo: params.algo.name().to_string(),
         backend: used.kind().name().to_string(),

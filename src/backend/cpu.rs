@@ -8,8 +8,8 @@
 use rayon::prelude::*;
 
 use super::{
-    axpy, decision, simd_dispatch, Backend, BackendKind, BatchRule, Bound, DataView, EpochStats,
-    Extras, HeadRule, TrainView,
+    axpy, decision, row_rule, simd_dispatch, Backend, BackendKind, BatchRule, Bound, DataView,
+    EpochStats, Extras, HeadRule, TrainView,
 };
 use crate::error::Result;
 
@@ -131,7 +131,6 @@ fn chunk_epoch_heads(
 ) {
     let d = v.d;
     let da = d + 1;
-    let k = v.heads;
     p.sum.fill(0.0);
     let (mut mistakes, mut criterion) = (0u64, 0f64);
     for i in start..end {
@@ -140,53 +139,13 @@ fn chunk_epoch_heads(
         for (h, sh) in s.iter_mut().enumerate() {
             *sh = decision(&w[h * da..(h + 1) * da], row, v.bias);
         }
-        let t = v.y[i] as usize;
-        let add = |h: usize, c: f32, sum: &mut [f32]| {
+        let sum = &mut p.sum;
+        let (m, c) = row_rule(rule.rule, rule.tau, s, v.y[i], |h, c| {
             axpy(c, row, &mut sum[h * da..h * da + d]);
             sum[h * da + d] += c * v.bias;
-        };
-        match rule.rule {
-            HeadRule::Binary | HeadRule::OneVsRest => {
-                for (h, &sh) in s.iter().enumerate() {
-                    let y = if rule.rule == HeadRule::Binary {
-                        v.y[i]
-                    } else if h == t {
-                        1.0
-                    } else {
-                        -1.0
-                    };
-                    let m = y * sh;
-                    if m <= rule.tau {
-                        mistakes += 1;
-                        criterion -= m as f64;
-                        add(h, y, &mut p.sum);
-                    }
-                }
-            }
-            HeadRule::MulticlassAll | HeadRule::MulticlassArgmax => {
-                let mut best = usize::MAX;
-                for h in 0..k {
-                    if h != t && (best == usize::MAX || s[h] > s[best]) {
-                        best = h;
-                    }
-                }
-                let m = s[t] - s[best];
-                if m <= rule.tau {
-                    mistakes += 1;
-                    criterion -= m as f64;
-                    for h in 0..k {
-                        let c = if h == t {
-                            1.0
-                        } else if rule.rule == HeadRule::MulticlassAll || h == best {
-                            -1.0
-                        } else {
-                            continue;
-                        };
-                        add(h, c, &mut p.sum);
-                    }
-                }
-            }
-        }
+        });
+        mistakes += m;
+        criterion += c;
     }
     p.mistakes = mistakes;
     p.criterion = criterion;

@@ -123,6 +123,60 @@ impl BatchRule {
     }
 }
 
+/// Applies `rule` to one row's scores `s` (one per head) with label `y` (±1 for binary, the
+/// class index otherwise): calls `add(head, coefficient)` for every head the row updates and
+/// returns (mistakes, criterion) for the row. The CPU's twin of the rule in `margins`
+/// (shaders/batch.wgsl); the online and batch CPU paths both use it.
+#[inline(always)]
+pub fn row_rule(
+    rule: HeadRule,
+    tau: f32,
+    s: &[f32],
+    y: f32,
+    mut add: impl FnMut(usize, f32),
+) -> (u64, f64) {
+    let t = y as usize;
+    match rule {
+        HeadRule::Binary | HeadRule::OneVsRest => {
+            let (mut mistakes, mut crit) = (0u64, 0f64);
+            for (h, &sh) in s.iter().enumerate() {
+                let yh = match rule {
+                    HeadRule::Binary => y,
+                    _ if h == t => 1.0,
+                    _ => -1.0,
+                };
+                let m = yh * sh;
+                if m <= tau {
+                    mistakes += 1;
+                    crit -= m as f64;
+                    add(h, yh);
+                }
+            }
+            (mistakes, crit)
+        }
+        HeadRule::MulticlassAll | HeadRule::MulticlassArgmax => {
+            let mut best = usize::MAX;
+            for (h, &sh) in s.iter().enumerate() {
+                if h != t && (best == usize::MAX || sh > s[best]) {
+                    best = h;
+                }
+            }
+            let m = s[t] - s[best];
+            if m > tau {
+                return (0, 0.0);
+            }
+            for h in 0..s.len() {
+                if h == t {
+                    add(h, 1.0);
+                } else if rule == HeadRule::MulticlassAll || h == best {
+                    add(h, -1.0);
+                }
+            }
+            (1, -(m as f64))
+        }
+    }
+}
+
 /// What a backend kept besides the current weights, when asked by [`BatchRule`].
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Extras {

@@ -8,13 +8,14 @@ use rosenblatt::backend::{Backend, BackendChoice, BackendKind};
 use rosenblatt::bench::{self, BackendBench, BenchSpec};
 use rosenblatt::data::synth::{self, SynthSpec};
 use rosenblatt::data::Format;
+use rosenblatt::model::ModelKind;
 use rosenblatt::model::{Evaluation, Model};
-use rosenblatt::params::Algo;
+use rosenblatt::params::Mode;
 use rosenblatt::params::TrainParams;
 
 use super::{
-    load_data, select_backend, write_atomic, write_output, Bar, BenchArgs, EvalArgs, GenArgs,
-    InfoArgs, PredictArgs, TrainArgs,
+    load_data, select_backend, write_atomic, write_output, Bar, BenchArgs, CommitteeArgs, EvalArgs,
+    GenArgs, InfoArgs, PredictArgs, TrainArgs,
 };
 
 pub fn train(a: TrainArgs) -> anyhow::Result<()> {
@@ -27,13 +28,19 @@ pub fn train(a: TrainArgs) -> anyhow::Result<()> {
         fit_bias: !a.no_bias,
         init: a.init,
         shuffle: !a.no_shuffle,
+        mode: a.mode,
+        margin_threshold: a.margin_threshold,
+        multiclass_update: a.multiclass_update,
+        multiclass: a.multiclass,
+        max_vectors: a.max_vectors,
     }
     .validate()?;
     let ds = load_data(&a.data, &a.data_args, None)?;
     let sel = select_backend(&a.backend, a.json)?;
-    if a.algo == Algo::Online && sel.backend.kind() == BackendKind::Gpu {
+    if params.effective_mode() == Mode::Online && sel.backend.kind() == BackendKind::Gpu {
         eprintln!(
-            "note: online training is sequential (one update per mistake); it runs on the CPU"
+            "note: --algo {} is online (one update per mistake, sequential); it runs on the CPU",
+            params.algo.name()
         );
     }
     let cpu = CpuBackend::new();
@@ -105,13 +112,21 @@ pub fn predict(a: PredictArgs) -> anyhow::Result<()> {
     let ds = load_data(&a.data, &a.data_args, Some(model.n_features))?;
     model.check_features(&ds)?;
     let sel = select_backend(&a.backend, true)?;
-    let scores = model.decision_function(&ds, &*sel.backend)?;
-    let pred = Model::predict_index(&scores);
+    let raw = model.raw_scores(&ds, &*sel.backend)?;
+    let pred = model.predict(&raw);
+    let per_class = matches!(model.kind, ModelKind::Multiclass | ModelKind::Ovr);
+    let values = if per_class {
+        raw
+    } else {
+        model.decision_values(&raw)
+    };
+    let width = if per_class { model.heads() } else { 1 };
     write_output(a.output.as_deref(), |w| {
-        for (p, s) in pred.iter().zip(&scores) {
+        for (p, s) in pred.iter().zip(values.chunks_exact(width)) {
             let name = &model.classes[*p as usize];
             if a.margins {
-                writeln!(w, "{name}\t{s}")?;
+                let s: Vec<String> = s.iter().map(f32::to_string).collect();
+                writeln!(w, "{name}\t{}", s.join("\t"))?;
             } else {
                 writeln!(w, "{name}")?;
             }
@@ -154,17 +169,21 @@ fn print_eval(ev: &Evaluation) {
 }
 
 pub fn gen(a: GenArgs) -> anyhow::Result<()> {
-    let spec = SynthSpec {
-        n: a.n,
-        d: a.d,
-        margin: a.margin,
-        noise: a.noise,
-        seed: a.seed,
+    let data = if a.kind == "committee" {
+        synth::committee(a.n, a.p.unwrap_or(0), a.k, a.seed)?.0
+    } else {
+        let spec = SynthSpec {
+            n: a.n,
+            d: a.d.unwrap_or(0),
+            margin: a.margin,
+            noise: a.noise,
+            seed: a.seed,
+        };
+        synth::generate(&spec)?.data
     };
-    let s = synth::generate(&spec)?;
     write_output(a.output.as_deref(), |w| match a.format {
-        Format::Libsvm => synth::write_libsvm(&s.data, w),
-        _ => synth::write_csv(&s.data, w),
+        Format::Libsvm => synth::write_libsvm(&data, w),
+        _ => synth::write_csv(&data, w),
     })
 }
 
@@ -305,4 +324,58 @@ fn print_bench(b: &BackendBench) {
             }
         );
     }
+}
+
+pub fn committee(a: CommitteeArgs) -> anyhow::Result<()> {
+    TrainParams::default().lr(a.lr).validate()?;
+    let rows = rosenblatt::experiment::committee_experiment(&a.p, a.k, a.n, a.lr, a.seed)?;
+    if a.json {
+        println!(
+            "{}",
+            serde_json::json!({ "k": a.k, "n": a.n, "lr": a.lr, "rows": rows })
+        );
+        return Ok(());
+    }
+    println!(
+        "committee: p experts vote ±1, the label is the majority of a hidden panel of k = {}; one pass over {} examples",
+        a.k, a.n
+    );
+    println!(
+        "{:>8} {:>20} {:>22} {:>16}",
+        "p", "perceptron mistakes", "bound (p+1)k", "Winnow mistakes"
+    );
+    for r in &rows {
+        println!(
+            "{:>8} {:>20} {:>22} {:>16}",
+            r.p, r.perceptron_mistakes, r.perceptron_bound, r.winnow_mistakes
+        );
+    }
+    if let (Some(first), Some(last)) = (rows.first(), rows.last()) {
+        if rows.len() > 1 {
+            let more = |a: u64, b: u64| b as i64 - a as i64;
+            let (dp, dw) = (
+                more(first.perceptron_mistakes, last.perceptron_mistakes),
+                more(first.winnow_mistakes, last.winnow_mistakes),
+            );
+            let holds = last.winnow_mistakes < last.perceptron_mistakes && dw < dp;
+            println!(
+                "from p = {} to p = {}: perceptron mistakes {:+} (x{:.1}), Winnow mistakes {:+} (x{:.1})",
+                first.p,
+                last.p,
+                dp,
+                last.perceptron_mistakes as f64 / first.perceptron_mistakes.max(1) as f64,
+                dw,
+                last.winnow_mistakes as f64 / first.winnow_mistakes.max(1) as f64,
+            );
+            println!(
+                "{}",
+                if holds {
+                    "-> Winnow makes fewer mistakes and they grow more slowly with p, as the lecture notes claim"
+                } else {
+                    "-> the claim that Winnow's mistakes grow more slowly with p does NOT hold here"
+                }
+            );
+        }
+    }
+    Ok(())
 }

@@ -17,7 +17,7 @@ use rosenblatt::backend::gpu::context::AdapterQuery;
 use rosenblatt::backend::gpu::GpuOptions;
 use rosenblatt::backend::{self, BackendChoice, Selected};
 use rosenblatt::data::{self, Dataset, Format, LabelCol, LoadOptions};
-use rosenblatt::params::{Algo, Init};
+use rosenblatt::params::{Algo, Init, Mode, MulticlassStrategy, MulticlassUpdate};
 
 /// Train perceptrons on a GPU (wgpu) or the CPU.
 #[derive(Parser, Debug)]
@@ -43,6 +43,37 @@ enum Command {
     Info(InfoArgs),
     /// Time batch epochs on generated data: ms/epoch, GB/s against the roofline, GPU vs CPU.
     Bench(BenchArgs),
+    /// Experiments that check what the theory says.
+    #[command(subcommand)]
+    Experiment(ExperimentCmd),
+}
+
+#[derive(Subcommand, Debug)]
+enum ExperimentCmd {
+    /// Online perceptron vs Winnow on committee streams: mistakes against the number of experts.
+    Committee(CommitteeArgs),
+}
+
+#[derive(Args, Debug)]
+struct CommitteeArgs {
+    /// Numbers of experts, comma-separated.
+    #[arg(long, value_delimiter = ',', default_value = "100,1000,10000")]
+    p: Vec<usize>,
+    /// Size of the hidden panel (odd).
+    #[arg(long, default_value_t = 5)]
+    k: usize,
+    /// Examples in each stream (one pass).
+    #[arg(long, default_value_t = 3000)]
+    n: usize,
+    /// Winnow's learning rate eta, in (0, 1].
+    #[arg(long, default_value_t = 1.0)]
+    lr: f32,
+    /// Seed.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Print one JSON object on stdout.
+    #[arg(long)]
+    json: bool,
 }
 
 #[derive(Args, Debug)]
@@ -115,7 +146,7 @@ struct TrainArgs {
     /// Write the model (JSON) here; without it nothing is written.
     #[arg(short, long, value_name = "MODEL")]
     output: Option<PathBuf>,
-    /// Algorithm: online or batch.
+    /// Algorithm: online, batch, multiclass, pocket, averaged, voted or winnow.
     #[arg(long, default_value = "batch")]
     algo: Algo,
     #[command(flatten)]
@@ -141,6 +172,21 @@ struct TrainArgs {
     /// Initial weights: zero or random (small seeded values).
     #[arg(long, default_value = "zero", value_parser = parse_init)]
     init: Init,
+    /// Online or batch form (default: the algorithm's own; see the README's table).
+    #[arg(long)]
+    mode: Option<Mode>,
+    /// A mistake is a margin <= TAU (>= 0), for a larger-margin separator.
+    #[arg(long, value_name = "TAU", default_value_t = 0.0)]
+    margin_threshold: f32,
+    /// Multiclass update: argmax (-x to the highest wrong class) or all (-x to every other).
+    #[arg(long, default_value = "argmax")]
+    multiclass_update: MulticlassUpdate,
+    /// More than two classes: direct (one joint multiclass perceptron) or ovr (one vs rest).
+    #[arg(long, default_value = "direct")]
+    multiclass: MulticlassStrategy,
+    /// Voted perceptron: most weight vectors kept (one per mistake).
+    #[arg(long, default_value_t = 100_000)]
+    max_vectors: usize,
     #[command(flatten)]
     data_args: DataArgs,
     /// Print one JSON object on stdout instead of the text report.
@@ -183,12 +229,22 @@ struct EvalArgs {
 
 #[derive(Args, Debug)]
 struct GenArgs {
+    /// What to generate: separable (a hyperplane with a margin) or committee (p experts
+    /// voting ±1, labelled by the majority of a hidden panel of k).
+    #[arg(long, default_value = "separable", value_parser = ["separable", "committee"])]
+    kind: String,
     /// Number of points.
     #[arg(long)]
     n: usize,
-    /// Number of features.
-    #[arg(long)]
-    d: usize,
+    /// Number of features (separable).
+    #[arg(long, required_if_eq("kind", "separable"))]
+    d: Option<usize>,
+    /// Committee: number of experts (features).
+    #[arg(long, required_if_eq("kind", "committee"))]
+    p: Option<usize>,
+    /// Committee: size of the hidden panel (odd).
+    #[arg(long, default_value_t = 5)]
+    k: usize,
     /// Geometric margin: no point is closer than this to the true hyperplane.
     #[arg(long, default_value_t = 0.1)]
     margin: f32,
@@ -240,6 +296,7 @@ pub fn run() -> i32 {
         Command::Demo(a) => demo::run(a),
         Command::Info(a) => commands::info(a),
         Command::Bench(a) => commands::bench(a),
+        Command::Experiment(ExperimentCmd::Committee(a)) => commands::committee(a),
     };
     match result {
         Ok(()) => 0,

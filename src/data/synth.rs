@@ -193,6 +193,50 @@ pub fn write_libsvm(ds: &Dataset, out: &mut (impl Write + ?Sized)) -> std::io::R
     Ok(())
 }
 
+/// The committee problem: `p` experts vote ±1 at random on each example, and the label is
+/// the majority vote of a hidden panel of `k` of them (k odd, so there is no tie). The best
+/// separator puts weight 1/sqrt(k) on the panel, so R^2 = p (+1 with a bias) and the margin
+/// is 1/sqrt(k): the perceptron's mistake bound is about p * k.
+pub fn committee(n: usize, p: usize, k: usize, seed: u64) -> Result<(Dataset, Vec<usize>)> {
+    if p == 0 || n == 0 {
+        return Err(Error::InvalidParam {
+            name: "--p",
+            value: p.to_string(),
+            reason: "and --n must be at least 1",
+        });
+    }
+    if k == 0 || k.is_multiple_of(2) || k > p {
+        return Err(Error::InvalidParam {
+            name: "--k",
+            value: k.to_string(),
+            reason: "must be odd and between 1 and --p",
+        });
+    }
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let mut experts: Vec<usize> = (0..p).collect();
+    experts.shuffle(&mut rng);
+    let mut panel = experts[..k].to_vec();
+    panel.sort_unstable();
+    let mut x = Vec::with_capacity(n * p);
+    let mut names = Vec::with_capacity(n);
+    for _ in 0..n {
+        let start = x.len();
+        x.extend((0..p).map(|_| if rng.random::<bool>() { 1.0f32 } else { -1.0 }));
+        let vote: f32 = panel.iter().map(|&j| x[start + j]).sum();
+        names.push(if vote > 0.0 { "1" } else { "-1" });
+    }
+    Ok((
+        Dataset {
+            x,
+            n,
+            d: p,
+            labels: Some(Labels::from_names(&names)),
+            source: PathBuf::from("<committee>"),
+        },
+        panel,
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,0 +1,70 @@
+//! Winnow (the lecture notes' Algorithm 3): positive weights beta, all 1 at the start; on a
+//! mistake (y beta.x <= tau) every beta_j is multiplied by exp(eta * y * x_j). Predictions are
+//! sgn(beta.x). Overflow and underflow are avoided by working in log space: the state is
+//! log beta, an update adds eta * y * x_j to it, and the weights used are
+//! exp(log beta - max log beta), which have the same signs of beta.x and lie in (0, 1].
+//! Winnow learns over the features only (no bias column).
+
+use rand::seq::SliceRandom;
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+
+use super::Progress;
+use crate::backend::{dot, EpochStats, StopReason, TrainView};
+use crate::params::Params;
+
+/// Trains online; returns the normalised weights (`d + 1` entries, the bias 0), the stats and
+/// why it stopped.
+pub fn train(
+    v: TrainView<'_>,
+    params: &Params,
+    progress: &mut dyn Progress,
+) -> (Vec<f32>, Vec<EpochStats>, StopReason) {
+    let d = v.d;
+    let eta = params.lr as f64;
+    let mut rng = ChaCha8Rng::seed_from_u64(params.seed);
+    let mut order: Vec<usize> = (0..v.n).collect();
+    let mut logb = vec![0f64; d];
+    let mut beta = vec![1f32; d];
+    let mut start = beta.clone();
+    let mut stats = Vec::new();
+    let mut stop = StopReason::MaxEpochs;
+    for epoch in 0..params.epochs {
+        if params.shuffle {
+            order.shuffle(&mut rng);
+        }
+        start.copy_from_slice(&beta);
+        let mut e = EpochStats::default();
+        for &i in &order {
+            let row = &v.x[i * d..(i + 1) * d];
+            let y = v.y[i];
+            let m = y * dot(&beta, row);
+            if m <= params.margin_threshold {
+                e.mistakes += 1;
+                e.criterion -= m as f64;
+                for (lb, &xj) in logb.iter_mut().zip(row) {
+                    *lb += eta * y as f64 * xj as f64;
+                }
+                let top = logb.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+                for (b, lb) in beta.iter_mut().zip(&logb) {
+                    *b = (lb - top).exp() as f32;
+                }
+            }
+        }
+        e.update_norm = beta
+            .iter()
+            .zip(&start)
+            .map(|(a, b)| ((a - b) as f64).powi(2))
+            .sum::<f64>()
+            .sqrt();
+        stats.push(e);
+        progress.update(epoch + 1, params.epochs, e.mistakes);
+        if e.mistakes == 0 {
+            stop = StopReason::Converged;
+            break;
+        }
+    }
+    let mut w = beta;
+    w.push(0.0);
+    (w, stats, stop)
+}

@@ -1,0 +1,506 @@
+//! The perceptron family learns what it should: multiclass on a real data set (scikit-learn's
+//! digits), pocket beats the last iterate on noisy data, averaged and voted generalise at
+//! least as well as the last iterate, a margin threshold widens the margin, Winnow beats the
+//! perceptron on committees with many experts, and every model kind survives save and load.
+
+mod common;
+
+use std::path::Path;
+
+use rosenblatt::algo::{self, Trained};
+use rosenblatt::backend::cpu::CpuBackend;
+use rosenblatt::data::{self, Dataset, LoadOptions};
+use rosenblatt::experiment::committee_experiment;
+use rosenblatt::model::{Model, ModelKind};
+use rosenblatt::params::{Algo, Mode, MulticlassStrategy, MulticlassUpdate, TrainParams};
+
+fn train(ds: &Dataset, p: TrainParams) -> Trained {
+    algo::train(
+        ds,
+        &p.validate().unwrap(),
+        &CpuBackend::new(),
+        None,
+        &mut (),
+    )
+    .unwrap()
+}
+
+fn accuracy(m: &Model, ds: &Dataset) -> f64 {
+    m.evaluate(ds, &CpuBackend::new()).unwrap().accuracy
+}
+
+/// Rows `i % 5 != 0` for training, the others held out.
+fn split(ds: &Dataset, test: bool) -> Dataset {
+    let keep: Vec<usize> = (0..ds.n).filter(|i| (i % 5 == 0) == test).collect();
+    let labels = ds.labels.as_ref().unwrap();
+    let names: Vec<&str> = keep
+        .iter()
+        .map(|&i| labels.classes[labels.index[i] as usize].as_str())
+        .collect();
+    Dataset {
+        x: keep.iter().flat_map(|&i| ds.row(i).to_vec()).collect(),
+        n: keep.len(),
+        d: ds.d,
+        labels: Some(data::Labels::from_names(&names)),
+        source: ds.source.clone(),
+    }
+}
+
+fn digits() -> (Dataset, Dataset) {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/digits.csv");
+    let ds = data::load(&path, &LoadOptions::default()).unwrap();
+    assert_eq!((ds.n, ds.d), (1797, 64));
+    assert_eq!(ds.labels.as_ref().unwrap().classes.len(), 10);
+    (split(&ds, false), split(&ds, true))
+}
+
+#[test]
+fn multiclass_reaches_high_accuracy_on_digits() {
+    let (tr, te) = digits();
+    // Picked automatically for 10 classes, with the default (argmax) update.
+    let t = train(&tr, TrainParams::default().algo(Algo::Online).epochs(200));
+    assert_eq!(t.model.kind, ModelKind::Multiclass);
+    assert_eq!(t.model.classes.len(), 10);
+    assert!(
+        accuracy(&t.model, &te) >= 0.95,
+        "online argmax held-out {}",
+        accuracy(&t.model, &te)
+    );
+    for (algo, mode, update, strategy, min) in [
+        (
+            Algo::Multiclass,
+            Mode::Batch,
+            MulticlassUpdate::Argmax,
+            MulticlassStrategy::Direct,
+            0.93,
+        ),
+        (
+            Algo::Multiclass,
+            Mode::Batch,
+            MulticlassUpdate::All,
+            MulticlassStrategy::Direct,
+            0.92,
+        ),
+        (
+            Algo::Multiclass,
+            Mode::Online,
+            MulticlassUpdate::All,
+            MulticlassStrategy::Direct,
+            0.90,
+        ),
+        (
+            Algo::Batch,
+            Mode::Batch,
+            MulticlassUpdate::Argmax,
+            MulticlassStrategy::Ovr,
+            0.92,
+        ),
+        (
+            Algo::Averaged,
+            Mode::Online,
+            MulticlassUpdate::Argmax,
+            MulticlassStrategy::Direct,
+            0.95,
+        ),
+        (
+            Algo::Pocket,
+            Mode::Batch,
+            MulticlassUpdate::Argmax,
+            MulticlassStrategy::Direct,
+            0.93,
+        ),
+    ] {
+        let p = TrainParams::default()
+            .algo(algo)
+            .mode(mode)
+            .multiclass_update(update)
+            .multiclass(strategy)
+            .epochs(200);
+        let t = train(&tr, p);
+        let acc = accuracy(&t.model, &te);
+        assert!(
+            acc >= min,
+            "{algo:?} {mode:?} {update:?} {strategy:?}: held-out {acc}"
+        );
+        let want = if strategy == MulticlassStrategy::Ovr {
+            ModelKind::Ovr
+        } else {
+            ModelKind::Multiclass
+        };
+        assert_eq!(t.model.kind, want);
+    }
+}
+
+/// 2,000 training and 2,000 held-out points with 10% label noise.
+fn noisy(seed: u64) -> (Dataset, Dataset) {
+    let s = rosenblatt::data::synth::generate(&rosenblatt::data::synth::SynthSpec {
+        n: 4000,
+        d: 20,
+        margin: 0.1,
+        noise: 0.1,
+        seed,
+    })
+    .unwrap();
+    let half = |lo: usize| {
+        let l = s.data.labels.as_ref().unwrap();
+        let names: Vec<&str> = (lo..lo + 2000)
+            .map(|i| l.classes[l.index[i] as usize].as_str())
+            .collect();
+        Dataset {
+            x: s.data.x[lo * 20..(lo + 2000) * 20].to_vec(),
+            n: 2000,
+            d: 20,
+            labels: Some(data::Labels::from_names(&names)),
+            source: "noisy".into(),
+        }
+    };
+    (half(0), half(2000))
+}
+
+#[test]
+fn pocket_beats_the_last_iterate_on_noisy_data() {
+    for seed in 1..=5 {
+        let (tr, _) = noisy(seed);
+        let last = train(
+            &tr,
+            TrainParams::default()
+                .algo(Algo::Batch)
+                .epochs(20)
+                .seed(seed),
+        );
+        let pocket = train(
+            &tr,
+            TrainParams::default()
+                .algo(Algo::Pocket)
+                .epochs(20)
+                .seed(seed),
+        );
+        assert!(!last.report.converged);
+        let fewest = *last.report.mistakes_per_epoch.iter().min().unwrap();
+        let pocket_mistakes = ((1.0 - pocket.report.train_accuracy) * 2000.0).round() as u64;
+        assert_eq!(
+            pocket_mistakes, fewest,
+            "seed {seed}: the pocket holds the best epoch's weights"
+        );
+        assert!(
+            pocket.report.train_accuracy >= last.report.train_accuracy,
+            "seed {seed}: pocket {} < last {}",
+            pocket.report.train_accuracy,
+            last.report.train_accuracy
+        );
+    }
+}
+
+#[test]
+fn averaged_and_voted_generalise_at_least_as_well_as_the_last_iterate() {
+    for seed in 1..=5 {
+        let (tr, te) = noisy(seed);
+        let p = |a| TrainParams::default().algo(a).epochs(20).seed(seed);
+        let last = accuracy(&train(&tr, p(Algo::Online)).model, &te);
+        let avg = train(&tr, p(Algo::Averaged));
+        let voted = train(&tr, p(Algo::Voted));
+        assert_eq!(voted.model.kind, ModelKind::Voted);
+        assert!(voted.model.counts.as_ref().unwrap().len() > 1);
+        let (a, v) = (accuracy(&avg.model, &te), accuracy(&voted.model, &te));
+        assert!(
+            a >= last && v >= last,
+            "seed {seed}: last {last}, averaged {a}, voted {v}"
+        );
+        // The batch form of averaging also improves on its last iterate.
+        let lb = accuracy(&train(&tr, p(Algo::Batch)).model, &te);
+        let ab = accuracy(&train(&tr, p(Algo::Averaged).mode(Mode::Batch)).model, &te);
+        assert!(
+            ab >= lb,
+            "seed {seed}: batch last {lb}, batch averaged {ab}"
+        );
+    }
+}
+
+#[test]
+fn averaged_and_voted_by_hand() {
+    // Rows (1, 0) -> +1 and (0, 1) -> -1, file order, eta 1, bias.
+    // Step 1: w = 0, tie -> mistake, w = (1, 0, 1). Step 2: w.x = 1 -> mistake, w = (1, -1, 0).
+    // Epoch 2: no mistakes; 4 steps in all. Averaged over the 4 steps' weights:
+    // ((1,0,1) + (1,-1,0) + (1,-1,0) + (1,-1,0)) / 4 = (1, -0.75, 0.25).
+    let ds = Dataset {
+        x: vec![1.0, 0.0, 0.0, 1.0],
+        n: 2,
+        d: 2,
+        labels: Some(data::Labels::from_names(&["b", "a"])),
+        source: "tiny".into(),
+    };
+    let t = train(
+        &ds,
+        TrainParams::default().algo(Algo::Averaged).shuffle(false),
+    );
+    assert_eq!(t.model.weights, vec![1.0, -0.75]);
+    assert_eq!(t.model.bias, 0.25);
+    // Voted: (1,0,1) survived 1 step, (1,-1,0) survived 3 (its own step and epoch 2).
+    let t = train(&ds, TrainParams::default().algo(Algo::Voted).shuffle(false));
+    assert_eq!(
+        t.model.class_weights,
+        Some(vec![vec![1.0, 0.0], vec![1.0, -1.0]])
+    );
+    assert_eq!(t.model.class_bias, Some(vec![1.0, 0.0]));
+    assert_eq!(t.model.counts, Some(vec![1, 3]));
+}
+
+#[test]
+fn a_margin_threshold_widens_the_margin() {
+    let s = common::separable(1000, 5, 0.1, 3);
+    let m0 = train(
+        &s.data,
+        TrainParams::default().algo(Algo::Online).epochs(5000),
+    );
+    let m1 = train(
+        &s.data,
+        TrainParams::default()
+            .algo(Algo::Online)
+            .epochs(5000)
+            .margin_threshold(2.0),
+    );
+    assert!(m0.report.converged && m1.report.converged);
+    let (g0, g1) = (m0.report.margin.unwrap(), m1.report.margin.unwrap());
+    assert!(g1 > g0, "tau = 2 margin {g1} <= tau = 0 margin {g0}");
+}
+
+#[test]
+fn winnow_beats_the_perceptron_with_many_experts() {
+    let rows = committee_experiment(&[100, 10_000], 5, 1500, 1.0, 7).unwrap();
+    let big = &rows[1];
+    assert_eq!(big.perceptron_bound, 10_001 * 5);
+    assert!(
+        big.winnow_mistakes < big.perceptron_mistakes,
+        "p = 10000: Winnow {} vs perceptron {}",
+        big.winnow_mistakes,
+        big.perceptron_mistakes
+    );
+    // From p = 100 to p = 10000, Winnow's mistakes grow by far less.
+    let more = |a: u64, b: u64| b as i64 - a as i64;
+    assert!(
+        more(rows[0].winnow_mistakes, big.winnow_mistakes) * 3
+            < more(rows[0].perceptron_mistakes, big.perceptron_mistakes),
+        "{rows:?}"
+    );
+}
+
+#[test]
+fn winnow_stays_finite_under_many_updates() {
+    // Non-separable committee-like data and many epochs: log-space weights never overflow.
+    let (ds, _) = rosenblatt::data::synth::committee(500, 50, 5, 2).unwrap();
+    let mut noisy = ds.clone();
+    let l = noisy.labels.as_mut().unwrap();
+    for i in (0..500).step_by(7) {
+        l.index[i] = 1 - l.index[i];
+    }
+    let t = train(
+        &noisy,
+        TrainParams::default().algo(Algo::Winnow).epochs(300),
+    );
+    assert!(t
+        .model
+        .weights
+        .iter()
+        .all(|w| w.is_finite() && *w >= 0.0 && *w <= 1.0));
+    assert_eq!(t.model.weights.iter().copied().fold(0f32, f32::max), 1.0);
+    assert_eq!(t.model.bias, 0.0);
+    assert!(t.report.total_mistakes > 1000);
+}
+
+#[test]
+fn every_model_kind_round_trips_through_its_file() {
+    let (tr, te) = digits();
+    let (ntr, nte) = noisy(9);
+    let (committee, _) = rosenblatt::data::synth::committee(300, 40, 3, 1).unwrap();
+    let cases: Vec<(&Dataset, &Dataset, TrainParams)> = vec![
+        (
+            &ntr,
+            &nte,
+            TrainParams::default().algo(Algo::Batch).epochs(5),
+        ),
+        (
+            &ntr,
+            &nte,
+            TrainParams::default().algo(Algo::Online).epochs(5),
+        ),
+        (
+            &ntr,
+            &nte,
+            TrainParams::default().algo(Algo::Pocket).epochs(5),
+        ),
+        (
+            &ntr,
+            &nte,
+            TrainParams::default().algo(Algo::Averaged).epochs(5),
+        ),
+        (
+            &ntr,
+            &nte,
+            TrainParams::default().algo(Algo::Voted).epochs(5),
+        ),
+        (
+            &committee,
+            &committee,
+            TrainParams::default().algo(Algo::Winnow).epochs(5),
+        ),
+        (
+            &tr,
+            &te,
+            TrainParams::default().algo(Algo::Multiclass).epochs(5),
+        ),
+        (
+            &tr,
+            &te,
+            TrainParams::default()
+                .algo(Algo::Batch)
+                .multiclass(MulticlassStrategy::Ovr)
+                .epochs(5),
+        ),
+    ];
+    let cpu = CpuBackend::new();
+    for (train_set, test_set, p) in cases {
+        let what = format!("{:?}", p.algo);
+        let t = train(train_set, p);
+        let mut buf = Vec::new();
+        t.model.write(&mut buf).unwrap();
+        let back =
+            Model::from_json(Path::new("m.json"), std::str::from_utf8(&buf).unwrap()).unwrap();
+        assert_eq!(back, t.model, "{what}");
+        assert_eq!(
+            back.predict(&back.raw_scores(test_set, &cpu).unwrap()),
+            t.model
+                .predict(&t.model.raw_scores(test_set, &cpu).unwrap()),
+            "{what}"
+        );
+        assert_eq!(
+            back.evaluate(test_set, &cpu).unwrap(),
+            t.model.evaluate(test_set, &cpu).unwrap()
+        );
+    }
+}
+
+#[test]
+fn cli_family_options_and_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path();
+    std::fs::copy(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/digits.csv"),
+        p.join("digits.csv"),
+    )
+    .unwrap();
+    let o = common::run(
+        p,
+        &[
+            "train",
+            "digits.csv",
+            "--algo",
+            "online",
+            "-o",
+            "m.json",
+            "--json",
+            "--epochs",
+            "30",
+        ],
+    );
+    assert!(o.status.success(), "{}", common::stderr(&o));
+    let v: serde_json::Value = serde_json::from_str(common::stdout(&o).trim()).unwrap();
+    assert!(v["train_accuracy"].as_f64().unwrap() > 0.95);
+    assert!(
+        v["margin"].is_null(),
+        "no single-hyperplane margin for multiclass"
+    );
+    let o = common::run(p, &["predict", "m.json", "digits.csv", "--margins"]);
+    assert!(o.status.success(), "{}", common::stderr(&o));
+    let first = common::stdout(&o).lines().next().unwrap().to_string();
+    assert_eq!(
+        first.split('\t').count(),
+        11,
+        "label and 10 class scores: {first}"
+    );
+    let o = common::run(p, &["eval", "m.json", "digits.csv", "--json"]);
+    let v: serde_json::Value = serde_json::from_str(common::stdout(&o).trim()).unwrap();
+    assert_eq!(v["confusion"]["matrix"].as_array().unwrap().len(), 10);
+
+    let o = common::run(p, &["train", "digits.csv", "--algo", "voted"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        common::stderr(&o).contains("10 classes"),
+        "{}",
+        common::stderr(&o)
+    );
+    let o = common::run(
+        p,
+        &["train", "digits.csv", "--algo", "voted", "--mode", "batch"],
+    );
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        common::stderr(&o).contains("--mode"),
+        "{}",
+        common::stderr(&o)
+    );
+    let o = common::run(p, &["train", "digits.csv", "--margin-threshold", "-1"]);
+    assert_eq!(o.status.code(), Some(2));
+
+    let o = common::run(
+        p,
+        &[
+            "gen",
+            "--kind",
+            "committee",
+            "--n",
+            "20",
+            "--p",
+            "9",
+            "--k",
+            "3",
+            "-o",
+            "c.csv",
+        ],
+    );
+    assert!(o.status.success(), "{}", common::stderr(&o));
+    let text = std::fs::read_to_string(p.join("c.csv")).unwrap();
+    assert_eq!(text.lines().count(), 21);
+    assert!(text
+        .lines()
+        .skip(1)
+        .all(|l| l.split(',').take(9).all(|v| v == "1" || v == "-1")));
+    let o = common::run(
+        p,
+        &[
+            "gen",
+            "--kind",
+            "committee",
+            "--n",
+            "20",
+            "--p",
+            "9",
+            "--k",
+            "4",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(2));
+    let o = common::run(p, &["train", "c.csv", "--algo", "winnow", "--json"]);
+    assert!(o.status.success(), "{}", common::stderr(&o));
+
+    let o = common::run(
+        p,
+        &["experiment", "committee", "--p", "50,500", "--n", "500"],
+    );
+    assert!(o.status.success(), "{}", common::stderr(&o));
+    let out = common::stdout(&o);
+    assert!(out.contains("Winnow") && out.contains("500"), "{out}");
+    let o = common::run(
+        p,
+        &[
+            "experiment",
+            "committee",
+            "--p",
+            "50,500",
+            "--n",
+            "500",
+            "--json",
+        ],
+    );
+    let v: serde_json::Value = serde_json::from_str(common::stdout(&o).trim()).unwrap();
+    assert_eq!(v["rows"].as_array().unwrap().len(), 2);
+}
