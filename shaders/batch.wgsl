@@ -26,6 +26,7 @@ const RULE_MC_ARGMAX: u32 = 3u;   // as above, -x only to the highest wrong clas
 
 const FLAG_POCKET: u32 = 1u;
 const FLAG_AVERAGE: u32 = 2u;
+const FLAG_MULTIPLICATIVE: u32 = 4u;  // Winnow: update log-weights, score with exp(lw - max)
 
 struct Params {
     d: u32,            // features
@@ -75,7 +76,7 @@ struct EpochOut {
 @group(0) @binding(4) var<storage, read_write> wg_stats: array<WgStat>;
 @group(0) @binding(5) var<storage, read_write> sq: array<f32>;
 @group(0) @binding(6) var<storage, read_write> stats: array<EpochOut>;
-// [prev | pocket | average sum], each heads * d_aug long (1 element when unused).
+// [prev | pocket | average sum | log-weights], each heads * d_aug long.
 @group(0) @binding(7) var<storage, read_write> aux: array<f32>;
 
 @group(1) @binding(0) var<uniform> S: Segment;
@@ -269,7 +270,11 @@ fn apply(
             aux[j] = w[j];
         }
         let step = P.eta * s;
-        w[j] += step;
+        if ((P.flags & FLAG_MULTIPLICATIVE) != 0u) {
+            aux[3u * len + j] += step;
+        } else {
+            w[j] += step;
+        }
         sq[j] = step * step;
         if ((P.flags & FLAG_AVERAGE) != 0u) {
             aux[2u * len + j] += w[j];
@@ -308,8 +313,29 @@ fn finalize(@builtin(local_invocation_index) lid: u32) {
         workgroupBarrier();
     }
     let total = redu[0];
+    let q_total = red[0];
+    let crit_total = red2[0];
     let better = (P.flags & FLAG_POCKET) != 0u && total < ctl.best;
     workgroupBarrier();
+    if ((P.flags & FLAG_MULTIPLICATIVE) != 0u) {
+        // Winnow: the weights used are exp(lw - max lw), in (0, 1], never overflowing.
+        var top = -3.0e38;
+        for (var j = lid; j < len; j += WG) {
+            top = max(top, aux[3u * len + j]);
+        }
+        red[lid] = top;
+        workgroupBarrier();
+        for (var s = WG / 2u; s > 0u; s >>= 1u) {
+            if (lid < s) {
+                red[lid] = max(red[lid], red[lid + s]);
+            }
+            workgroupBarrier();
+        }
+        let m = red[0];
+        for (var j = lid; j < len; j += WG) {
+            w[j] = exp(aux[3u * len + j] - m);
+        }
+    }
     if (better) {
         for (var j = lid; j < len; j += WG) {
             aux[len + j] = aux[j];
@@ -319,9 +345,9 @@ fn finalize(@builtin(local_invocation_index) lid: u32) {
         if (better) {
             ctl.best = total;
         }
-        let norm = sqrt(red[0]);
+        let norm = sqrt(q_total);
         let e = ctl.epoch;
-        stats[e] = EpochOut(total, red2[0], norm, 0u);
+        stats[e] = EpochOut(total, crit_total, norm, 0u);
         ctl.epoch = e + 1u;
         if (total == 0u) {
             ctl.done = 1u;

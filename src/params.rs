@@ -25,7 +25,7 @@ pub enum Algo {
     /// Freund and Schapire's voted perceptron: every intermediate weight vector votes with
     /// its survival count (online).
     Voted,
-    /// Littlestone's Winnow: multiplicative updates beta_j *= exp(eta y x_j) (online).
+    /// Littlestone's Winnow: multiplicative updates beta_j *= exp(eta y x_j) (online or batch).
     Winnow,
 }
 
@@ -332,16 +332,16 @@ impl TrainParams {
         }
         let mode = self.effective_mode();
         let ok = match self.algo {
-            Algo::Online | Algo::Voted | Algo::Winnow => mode == Mode::Online,
+            Algo::Online | Algo::Voted => mode == Mode::Online,
             Algo::Batch | Algo::Pocket => mode == Mode::Batch,
-            Algo::Multiclass | Algo::Averaged => true,
+            Algo::Multiclass | Algo::Averaged | Algo::Winnow => true,
         };
         if !ok {
             return Err(Error::InvalidParam {
                 name: "--mode",
                 value: format!("{mode:?}").to_lowercase(),
                 reason: match self.algo {
-                    Algo::Online | Algo::Voted | Algo::Winnow => {
+                    Algo::Online | Algo::Voted => {
                         "is not available: this algorithm has an online form only"
                     }
                     _ => "is not available: this algorithm has a batch form only",

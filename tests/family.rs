@@ -504,3 +504,30 @@ fn cli_family_options_and_errors() {
     let v: serde_json::Value = serde_json::from_str(common::stdout(&o).trim()).unwrap();
     assert_eq!(v["rows"].as_array().unwrap().len(), 2);
 }
+
+#[test]
+fn batch_winnow_learns_committees() {
+    let (ds, panel) = rosenblatt::data::synth::committee(2000, 60, 5, 4).unwrap();
+    let t = train(
+        &ds,
+        TrainParams::default()
+            .algo(Algo::Winnow)
+            .mode(Mode::Batch)
+            .lr(0.005)
+            .epochs(300),
+    );
+    assert!(
+        t.report.train_accuracy > 0.97,
+        "{}",
+        t.report.train_accuracy
+    );
+    assert_eq!(t.model.bias, 0.0);
+    let w = &t.model.weights;
+    assert!(w.iter().all(|v| *v > 0.0 && *v <= 1.0));
+    // The panel's experts end up with the largest weights.
+    let mut order: Vec<usize> = (0..w.len()).collect();
+    order.sort_by(|a, b| w[*b].total_cmp(&w[*a]));
+    let mut top: Vec<usize> = order[..panel.len()].to_vec();
+    top.sort_unstable();
+    assert_eq!(top, panel);
+}

@@ -633,3 +633,31 @@ fn family_batch_forms_train_the_same_models_on_the_gpu() {
         assert_eq!(c.report.train_accuracy, gp.report.train_accuracy, "{what}");
     }
 }
+
+#[test]
+fn batch_winnow_on_the_gpu_agrees_with_the_cpu() {
+    use rosenblatt::params::{Algo, Mode};
+    let Some(g) = gpu() else { return };
+    let cpu = CpuBackend::new();
+    let (ds, _) = rosenblatt::data::synth::committee(1500, 41, 5, 8).unwrap();
+    let p = TrainParams::default()
+        .algo(Algo::Winnow)
+        .mode(Mode::Batch)
+        .lr(0.005)
+        .epochs(40)
+        .validate()
+        .unwrap();
+    let c = algo::train(&ds, &p, &cpu, None, &mut ()).unwrap();
+    let gp = algo::train(&ds, &p, g, None, &mut ()).unwrap();
+    assert_eq!(gp.report.backend, "gpu");
+    // exp() differs in the last bits between CPU and GPU, so compare within tolerance.
+    assert_eq!(c.report.epochs, gp.report.epochs);
+    assert_eq!(
+        c.report.mistakes_per_epoch[..5],
+        gp.report.mistakes_per_epoch[..5]
+    );
+    for (a, b) in c.model.weights.iter().zip(&gp.model.weights) {
+        approx::assert_relative_eq!(*a, *b, epsilon = 1e-3, max_relative = 1e-2);
+    }
+    assert!((c.report.train_accuracy - gp.report.train_accuracy).abs() < 0.01);
+}

@@ -15,6 +15,7 @@ pub fn rule(params: &Params, head_rule: HeadRule) -> BatchRule {
         rule: head_rule,
         pocket: params.algo == crate::params::Algo::Pocket,
         average: params.algo == crate::params::Algo::Averaged,
+        multiplicative: params.algo == crate::params::Algo::Winnow,
         ..BatchRule::new(params.lr, params.tol.unwrap_or(0.0))
     }
 }

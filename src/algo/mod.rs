@@ -197,7 +197,7 @@ pub fn train(
     let mut voted = None;
     let (stats, stop, used, scores): (Vec<EpochStats>, StopReason, &dyn Backend, Option<Vec<f32>>) =
         match (params.algo, params.effective_mode()) {
-            (Algo::Winnow, _) => {
+            (Algo::Winnow, Mode::Online) => {
                 let (wn, stats, stop) = winnow::train(view, params, progress);
                 w = wn;
                 (stats, stop, &cpu, None)
@@ -232,6 +232,13 @@ pub fn train(
                     if let Some(sum) = ex.average_sum.filter(|_| rule.average) {
                         let t = stats.len().max(1) as f32;
                         *w = sum.iter().map(|v| v / t).collect();
+                    }
+                    if rule.multiplicative {
+                        // Log-weights to the weights used, exp(lw - max) in (0, 1]; no bias.
+                        let top = w.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+                        w.iter_mut().for_each(|v| *v = (*v - top).exp());
+                        let last = w.len() - 1;
+                        w[last] = 0.0;
                     }
                     let scores = bound.scores(w)?;
                     Ok::<_, Error>((stop, scores))

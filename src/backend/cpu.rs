@@ -163,6 +163,8 @@ pub struct CpuBound<'a> {
     total: Vec<f32>,
     pocket: Option<(Vec<f32>, u64)>,
     average_sum: Option<Vec<f32>>,
+    /// Winnow: the weights used, exp(log w - max log w).
+    beta: Vec<f32>,
 }
 
 impl<'a> CpuBound<'a> {
@@ -184,6 +186,7 @@ impl<'a> CpuBound<'a> {
             total: vec![0.0; len],
             pocket: None,
             average_sum: None,
+            beta: Vec::new(),
         }
     }
 
@@ -223,7 +226,18 @@ impl Bound for CpuBound<'_> {
     ) -> Result<Vec<EpochStats>> {
         let mut out = Vec::with_capacity(max_epochs);
         for _ in 0..max_epochs {
-            let (mistakes, criterion) = self.accumulate(w, rule);
+            let (mistakes, criterion) = if rule.multiplicative {
+                // Winnow: w holds log-weights; score with exp(w - max w), in (0, 1].
+                let top = w.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+                let mut beta = std::mem::take(&mut self.beta);
+                beta.clear();
+                beta.extend(w.iter().map(|v| (v - top).exp()));
+                let r = self.accumulate(&beta, rule);
+                self.beta = beta;
+                r
+            } else {
+                self.accumulate(w, rule)
+            };
             if rule.pocket
                 && self
                     .pocket

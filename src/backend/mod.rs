@@ -107,6 +107,9 @@ pub struct BatchRule {
     pub pocket: bool,
     /// Keep the running sum of the weights after each epoch.
     pub average: bool,
+    /// Winnow's multiplicative form: the weights passed in and out are log-weights; rows are
+    /// scored with exp(log w - max log w), and the update adds eta * sum to the log-weights.
+    pub multiplicative: bool,
 }
 
 impl BatchRule {
@@ -119,6 +122,7 @@ impl BatchRule {
             rule: HeadRule::Binary,
             pocket: false,
             average: false,
+            multiplicative: false,
         }
     }
 }

@@ -38,6 +38,8 @@ pub struct Params {
 pub const FLAG_POCKET: u32 = 1;
 /// `Params::flags` bit: keep the average sum.
 pub const FLAG_AVERAGE: u32 = 2;
+/// `Params::flags` bit: Winnow's multiplicative update on log-weights.
+pub const FLAG_MULTIPLICATIVE: u32 = 4;
 /// Most heads the kernels handle (`MAX_HEADS` in batch.wgsl).
 pub const MAX_HEADS: usize = 64;
 

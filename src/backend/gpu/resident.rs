@@ -8,7 +8,7 @@ use wgpu::util::DeviceExt;
 use super::context::GpuContext;
 use super::kernels::{
     workgroup_size, Control, Entry, EpochOut, Kernels, Params, Segment, Shape, WgStat,
-    FLAG_AVERAGE, FLAG_POCKET, MAX_HEADS,
+    FLAG_AVERAGE, FLAG_MULTIPLICATIVE, FLAG_POCKET, MAX_HEADS,
 };
 use crate::backend::{BatchRule, DataView, EpochStats, Extras};
 use crate::error::{Error, Result};
@@ -245,7 +245,7 @@ impl<'c> Resident<'c> {
                     (wg_base * size_of::<WgStat>()) as u64,
                 );
                 let sq = storage_buf(ctx, "rosenblatt.sq", (len * 4) as u64);
-                let aux = storage_buf(ctx, "rosenblatt.pocket_average", (3 * len * 4) as u64);
+                let aux = storage_buf(ctx, "rosenblatt.pocket_average", (4 * len * 4) as u64);
                 let stats_buf = storage_buf(
                     ctx,
                     "rosenblatt.epoch_stats",
@@ -439,12 +439,24 @@ impl<'c> Resident<'c> {
             self.params.tol = rule.tol;
             self.params.tau = rule.tau;
             self.params.rule = rule.rule.code();
-            self.params.flags = if rule.pocket { FLAG_POCKET } else { 0 }
-                | if rule.average { FLAG_AVERAGE } else { 0 };
+            let bit = |on: bool, f: u32| if on { f } else { 0 };
+            self.params.flags = bit(rule.pocket, FLAG_POCKET)
+                | bit(rule.average, FLAG_AVERAGE)
+                | bit(rule.multiplicative, FLAG_MULTIPLICATIVE);
             ctx.queue
                 .write_buffer(&self.params_buf, 0, bytemuck::bytes_of(&self.params));
-            ctx.queue
-                .write_buffer(&self.w_buf, 0, bytemuck::cast_slice(w));
+            if rule.multiplicative {
+                // w holds log-weights: they go to aux[3 len..], the weights used to w_buf.
+                let top = w.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+                let beta: Vec<f32> = w.iter().map(|v| (v - top).exp()).collect();
+                ctx.queue
+                    .write_buffer(&self.w_buf, 0, bytemuck::cast_slice(&beta));
+                ctx.queue
+                    .write_buffer(&self.aux, 3 * w_bytes, bytemuck::cast_slice(w));
+            } else {
+                ctx.queue
+                    .write_buffer(&self.w_buf, 0, bytemuck::cast_slice(w));
+            }
             ctx.queue
                 .write_buffer(&self.ctl_buf, 0, bytemuck::cast_slice(&[0u32, 0u32]));
             let mut enc = ctx
@@ -476,7 +488,17 @@ impl<'c> Resident<'c> {
             }
             enc.copy_buffer_to_buffer(&self.ctl_buf, 0, &staging, 0, 16);
             enc.copy_buffer_to_buffer(&self.stats_buf, 0, &staging, 16, stats_bytes);
-            enc.copy_buffer_to_buffer(&self.w_buf, 0, &staging, 16 + stats_bytes, w_bytes);
+            if rule.multiplicative {
+                enc.copy_buffer_to_buffer(
+                    &self.aux,
+                    3 * w_bytes,
+                    &staging,
+                    16 + stats_bytes,
+                    w_bytes,
+                );
+            } else {
+                enc.copy_buffer_to_buffer(&self.w_buf, 0, &staging, 16 + stats_bytes, w_bytes);
+            }
             ctx.queue.submit([enc.finish()]);
         })?;
         let bytes = self.read(&staging)?;
