@@ -7,7 +7,7 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use crate::algo::TrainReport;
-use crate::backend::{Backend, DataView};
+use crate::backend::{Backend, DataView, Kernel};
 use crate::data::{cmp_class, Dataset};
 use crate::error::{Error, Result};
 use crate::params::{Params, TrainParams};
@@ -30,6 +30,8 @@ pub enum ModelKind {
     Ovr,
     /// Voted perceptron: sign of the sum over kept vectors of count * sgn(w_k.x + b_k).
     Voted,
+    /// Kernel perceptron: sgn(sum over support vectors of coef_s (K(sv_s, x) + bias^2)).
+    Kernel,
 }
 
 /// A trained linear classifier (binary, multiclass, one-vs-rest or voted).
@@ -63,6 +65,15 @@ pub struct Model {
     /// Voted: the survival count of each kept vector.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub counts: Option<Vec<u64>>,
+    /// Kernel: the support vectors (training rows with alpha > 0).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub support_vectors: Option<Vec<Vec<f32>>>,
+    /// Kernel: eta * alpha * y of each support vector.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dual_coef: Option<Vec<f32>>,
+    /// Kernel: the kernel and its parameters.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kernel: Option<Kernel>,
     /// The parameters used.
     pub params: TrainParams,
     /// The training report.
@@ -112,6 +123,9 @@ impl Model {
             class_weights: None,
             class_bias: None,
             counts: None,
+            support_vectors: None,
+            dual_coef: None,
+            kernel: None,
             params: (**params).clone(),
             training: Some(report),
         }
@@ -150,6 +164,28 @@ impl Model {
                 .collect(),
         );
         m.counts = counts;
+        m
+    }
+
+    /// A kernel model from its support vectors (rows of `ds`) and dual coefficients.
+    pub fn kernel(
+        classes: Vec<String>,
+        ds: &Dataset,
+        support: &[u32],
+        coef: Vec<f32>,
+        kernel: Kernel,
+        params: &Params,
+        report: TrainReport,
+    ) -> Self {
+        let mut m = Self::base(classes, ds.d, params, report, ModelKind::Kernel);
+        m.support_vectors = Some(
+            support
+                .iter()
+                .map(|&j| ds.row(j as usize).to_vec())
+                .collect(),
+        );
+        m.dual_coef = Some(coef);
+        m.kernel = Some(kernel);
         m
     }
 
@@ -198,6 +234,23 @@ impl Model {
             d: ds.d,
             bias: 1.0,
         };
+        if let (Some(sv), Some(coef), Some(kernel)) =
+            (&self.support_vectors, &self.dual_coef, &self.kernel)
+        {
+            let flat: Vec<f32> = sv.concat();
+            let svv = DataView {
+                x: &flat,
+                n: sv.len(),
+                d: ds.d,
+                bias: 1.0,
+            };
+            let view = DataView {
+                bias: if self.params.fit_bias { 1.0 } else { 0.0 },
+                ..view
+            };
+            let idx: Vec<u32> = (0..sv.len() as u32).collect();
+            return backend.kernel_scores(view, svv, &idx, coef, kernel);
+        }
         let w = self.augmented();
         let da = ds.d + 1;
         let heads = self.heads();
@@ -221,7 +274,7 @@ impl Model {
     pub fn decision_values(&self, raw: &[f32]) -> Vec<f32> {
         let h = self.heads();
         match self.kind {
-            ModelKind::Binary => raw.to_vec(),
+            ModelKind::Binary | ModelKind::Kernel => raw.to_vec(),
             ModelKind::Voted => {
                 let counts = self.counts.as_deref().unwrap_or(&[]);
                 raw.chunks_exact(h)
@@ -243,7 +296,9 @@ impl Model {
     /// Predicted class index per row from raw scores (sgn(0) = +1; the first class on ties).
     pub fn predict(&self, raw: &[f32]) -> Vec<u32> {
         match self.kind {
-            ModelKind::Binary | ModelKind::Voted => Self::predict_index(&self.decision_values(raw)),
+            ModelKind::Binary | ModelKind::Voted | ModelKind::Kernel => {
+                Self::predict_index(&self.decision_values(raw))
+            }
             ModelKind::Multiclass | ModelKind::Ovr => raw
                 .chunks_exact(self.heads())
                 .map(|r| {
@@ -326,6 +381,23 @@ impl Model {
     /// Checks that the fields agree with the kind.
     fn check(&self) -> std::result::Result<(), String> {
         let k = self.classes.len();
+        if self.kind == ModelKind::Kernel {
+            if k != 2 {
+                return Err(format!("a kernel model needs 2 classes, found {k}"));
+            }
+            let (Some(sv), Some(coef), Some(_)) =
+                (&self.support_vectors, &self.dual_coef, &self.kernel)
+            else {
+                return Err("a kernel model needs support_vectors, dual_coef and kernel".into());
+            };
+            if sv.len() != coef.len() || sv.iter().any(|r| r.len() != self.n_features) {
+                return Err("support_vectors and dual_coef do not match".into());
+            }
+            if !sv.iter().flatten().chain(coef).all(|v| v.is_finite()) {
+                return Err("non-finite value".into());
+            }
+            return Ok(());
+        }
         match self.kind {
             ModelKind::Binary | ModelKind::Voted if k != 2 => {
                 return Err(

@@ -27,6 +27,8 @@ pub enum Algo {
     Voted,
     /// Littlestone's Winnow: multiplicative updates beta_j *= exp(eta y x_j) (online or batch).
     Winnow,
+    /// The dual (kernel) perceptron with batch updates of per-point counts.
+    Kernel,
 }
 
 impl Algo {
@@ -40,6 +42,7 @@ impl Algo {
             Algo::Averaged => "averaged",
             Algo::Voted => "voted",
             Algo::Winnow => "winnow",
+            Algo::Kernel => "kernel",
         }
     }
 
@@ -47,7 +50,7 @@ impl Algo {
     pub fn default_mode(self) -> Mode {
         match self {
             Algo::Online | Algo::Averaged | Algo::Voted | Algo::Winnow => Mode::Online,
-            Algo::Batch | Algo::Multiclass | Algo::Pocket => Mode::Batch,
+            Algo::Batch | Algo::Multiclass | Algo::Pocket | Algo::Kernel => Mode::Batch,
         }
     }
 }
@@ -63,9 +66,10 @@ impl std::str::FromStr for Algo {
             "averaged" => Algo::Averaged,
             "voted" => Algo::Voted,
             "winnow" => Algo::Winnow,
+            "kernel" => Algo::Kernel,
             _ => {
                 return Err(format!(
-                    "unknown algorithm {s:?} (expected online, batch, multiclass, pocket, averaged, voted or winnow)"
+                    "unknown algorithm {s:?} (expected online, batch, multiclass, pocket, averaged, voted, winnow or kernel)"
                 ))
             }
         })
@@ -186,6 +190,9 @@ pub struct TrainParams {
     /// Voted perceptron: most weight vectors kept.
     #[serde(default = "default_max_vectors")]
     pub max_vectors: usize,
+    /// Kernel perceptron: the kernel (default linear).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kernel: Option<crate::backend::Kernel>,
 }
 
 fn default_max_vectors() -> usize {
@@ -208,6 +215,7 @@ impl Default for TrainParams {
             multiclass_update: MulticlassUpdate::default(),
             multiclass: MulticlassStrategy::default(),
             max_vectors: default_max_vectors(),
+            kernel: None,
         }
     }
 }
@@ -330,10 +338,40 @@ impl TrainParams {
                 reason: "must be at least 1",
             });
         }
+        match self.kernel {
+            Some(crate::backend::Kernel::Poly {
+                degree,
+                gamma,
+                coef0,
+            }) => {
+                if degree == 0 || degree > 16 {
+                    return Err(Error::InvalidParam {
+                        name: "--degree",
+                        value: degree.to_string(),
+                        reason: "should be between 1 and 16",
+                    });
+                }
+                if !(gamma.is_finite() && gamma > 0.0 && coef0.is_finite()) {
+                    return Err(Error::InvalidParam {
+                        name: "--gamma",
+                        value: format!("{gamma} (coef0 {coef0})"),
+                        reason: "should be positive and finite, with a finite --coef0",
+                    });
+                }
+            }
+            Some(crate::backend::Kernel::Rbf { gamma }) if !(gamma.is_finite() && gamma > 0.0) => {
+                return Err(Error::InvalidParam {
+                    name: "--gamma",
+                    value: gamma.to_string(),
+                    reason: "should be positive and finite",
+                });
+            }
+            _ => {}
+        }
         let mode = self.effective_mode();
         let ok = match self.algo {
             Algo::Online | Algo::Voted => mode == Mode::Online,
-            Algo::Batch | Algo::Pocket => mode == Mode::Batch,
+            Algo::Batch | Algo::Pocket | Algo::Kernel => mode == Mode::Batch,
             Algo::Multiclass | Algo::Averaged | Algo::Winnow => true,
         };
         if !ok {

@@ -531,3 +531,160 @@ fn batch_winnow_learns_committees() {
     top.sort_unstable();
     assert_eq!(top, panel);
 }
+
+fn two_d(points: &[(f32, f32, &'static str)]) -> Dataset {
+    let names: Vec<&str> = points.iter().map(|p| p.2).collect();
+    Dataset {
+        x: points.iter().flat_map(|p| [p.0, p.1]).collect(),
+        n: points.len(),
+        d: 2,
+        labels: Some(data::Labels::from_names(&names)),
+        source: "2d".into(),
+    }
+}
+
+/// XOR-like quadrants and two concentric rings, seeded.
+fn xor_and_circles() -> (Dataset, Dataset) {
+    use rand::{Rng, SeedableRng};
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(5);
+    let mut xor = Vec::new();
+    while xor.len() < 200 {
+        let (x, y): (f32, f32) = (rng.random_range(-1.0..1.0), rng.random_range(-1.0..1.0));
+        if x.abs() > 0.1 && y.abs() > 0.1 {
+            xor.push((x, y, if x * y > 0.0 { "1" } else { "-1" }));
+        }
+    }
+    let circles: Vec<(f32, f32, &str)> = (0..300)
+        .map(|i| {
+            let a: f32 = rng.random_range(0.0..std::f32::consts::TAU);
+            let r: f32 = if i % 2 == 1 {
+                rng.random_range(0.0..0.4)
+            } else {
+                rng.random_range(0.7..1.0)
+            };
+            (
+                r * a.cos(),
+                r * a.sin(),
+                if i % 2 == 1 { "-1" } else { "1" },
+            )
+        })
+        .collect();
+    (two_d(&xor), two_d(&circles))
+}
+
+#[test]
+fn rbf_kernel_separates_what_no_linear_rule_can() {
+    use rosenblatt::backend::Kernel;
+    let (xor, circles) = xor_and_circles();
+    for (name, ds) in [("xor", &xor), ("circles", &circles)] {
+        let lin = train(ds, TrainParams::default().epochs(300));
+        assert!(
+            lin.report.train_accuracy < 0.8,
+            "{name}: a linear rule got {}",
+            lin.report.train_accuracy
+        );
+        let mut p = TrainParams::default().algo(Algo::Kernel).epochs(300);
+        p.kernel = Some(Kernel::Rbf { gamma: 2.0 });
+        let k = train(ds, p);
+        assert!(k.report.converged, "{name}");
+        assert_eq!(k.report.train_accuracy, 1.0, "{name}");
+        assert_eq!(k.model.kind, ModelKind::Kernel);
+        // Feature-space Novikoff: rbf gives K(x, x) = 1, so R^2 = 1 + bias^2 = 2.
+        assert!((k.report.radius - 2f64.sqrt()).abs() < 1e-6);
+        assert!(k.report.margin.unwrap() > 0.0);
+        let sv = k.model.support_vectors.as_ref().unwrap();
+        // The batch dual starts from alpha = 0, where every f is 0, so epoch 1 makes every
+        // point a support vector.
+        assert!(
+            !sv.is_empty() && sv.len() <= ds.n,
+            "{name}: {} support vectors",
+            sv.len()
+        );
+    }
+}
+
+#[test]
+fn linear_kernel_dual_is_the_primal_batch_perceptron() {
+    // Integer data keeps every sum exact, so the two forms agree epoch by epoch.
+    let mut rng_rows = Vec::new();
+    for i in 0..300i32 {
+        let (a, b, c) = ((i * 7) % 5 - 2, (i * 11) % 7 - 3, (i * 13) % 3 - 1);
+        rng_rows.push((
+            a as f32,
+            b as f32,
+            c as f32,
+            if 2 * a - b + c + 1 >= 0 { "pos" } else { "neg" },
+        ));
+    }
+    let names: Vec<&str> = rng_rows.iter().map(|r| r.3).collect();
+    let ds = Dataset {
+        x: rng_rows.iter().flat_map(|r| [r.0, r.1, r.2]).collect(),
+        n: 300,
+        d: 3,
+        labels: Some(data::Labels::from_names(&names)),
+        source: "int".into(),
+    };
+    let primal = train(&ds, TrainParams::default().epochs(50));
+    let dual = train(&ds, TrainParams::default().algo(Algo::Kernel).epochs(50));
+    assert_eq!(
+        primal.report.mistakes_per_epoch,
+        dual.report.mistakes_per_epoch
+    );
+    assert_eq!(primal.report.train_accuracy, dual.report.train_accuracy);
+    let cpu = CpuBackend::new();
+    assert_eq!(
+        primal.model.decision_function(&ds, &cpu).unwrap(),
+        dual.model.decision_function(&ds, &cpu).unwrap()
+    );
+}
+
+#[test]
+fn kernel_models_round_trip_and_bad_kernel_parameters_are_refused() {
+    use rosenblatt::backend::Kernel;
+    let (_, circles) = xor_and_circles();
+    for kernel in [
+        Kernel::Rbf { gamma: 2.0 },
+        Kernel::Poly {
+            degree: 2,
+            gamma: 1.0,
+            coef0: 1.0,
+        },
+        Kernel::Linear,
+    ] {
+        let mut p = TrainParams::default().algo(Algo::Kernel).epochs(30);
+        p.kernel = Some(kernel);
+        let t = train(&circles, p);
+        let mut buf = Vec::new();
+        t.model.write(&mut buf).unwrap();
+        let back =
+            Model::from_json(Path::new("k.json"), std::str::from_utf8(&buf).unwrap()).unwrap();
+        assert_eq!(back, t.model);
+        let cpu = CpuBackend::new();
+        assert_eq!(
+            back.evaluate(&circles, &cpu).unwrap(),
+            t.model.evaluate(&circles, &cpu).unwrap()
+        );
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path();
+    common::write(p, "c.csv", "a,b,label\n0,1,1\n1,0,-1\n");
+    for args in [
+        ["--kernel", "poly", "--degree", "0"],
+        ["--kernel", "rbf", "--gamma", "-1"],
+    ] {
+        let mut a = vec!["train", "c.csv", "--algo", "kernel"];
+        a.extend(args);
+        let o = common::run(p, &a);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", common::stderr(&o));
+    }
+    let o = common::run(
+        p,
+        &[
+            "train", "c.csv", "--algo", "kernel", "--kernel", "rbf", "-o", "k.json", "--json",
+        ],
+    );
+    assert!(o.status.success(), "{}", common::stderr(&o));
+    let o = common::run(p, &["predict", "k.json", "c.csv", "--margins"]);
+    assert!(o.status.success(), "{}", common::stderr(&o));
+    assert_eq!(common::stdout(&o).lines().count(), 2);
+}

@@ -661,3 +661,60 @@ fn batch_winnow_on_the_gpu_agrees_with_the_cpu() {
     }
     assert!((c.report.train_accuracy - gp.report.train_accuracy).abs() < 0.01);
 }
+
+#[test]
+fn kernel_scores_on_the_gpu_match_the_cpu() {
+    use rosenblatt::backend::Kernel;
+    use rosenblatt::params::Algo;
+    let Some(g) = gpu() else { return };
+    let cpu = CpuBackend::new();
+    // Integer data: linear and poly scores are exact on both, so bit-identical; rbf within
+    // tolerance (exp differs in the last bits). Sizes cross the 16 x 64 tile edges.
+    for (n, d) in [(1usize, 1usize), (63, 3), (257, 70), (130, 129)] {
+        let ds = integer_data(n.max(2), d, 3);
+        let n = ds.n;
+        let view = DataView {
+            x: &ds.x,
+            n,
+            d,
+            bias: 1.0,
+        };
+        let idx: Vec<u32> = (0..n as u32).filter(|i| i % 3 != 1).collect();
+        let coef: Vec<f32> = idx
+            .iter()
+            .map(|&i| if i % 2 == 0 { 1.0 } else { -2.0 })
+            .collect();
+        for kernel in [
+            Kernel::Linear,
+            Kernel::Poly {
+                degree: 2,
+                gamma: 1.0,
+                coef0: 1.0,
+            },
+        ] {
+            let a = cpu.kernel_scores(view, view, &idx, &coef, &kernel).unwrap();
+            let b = g.kernel_scores(view, view, &idx, &coef, &kernel).unwrap();
+            assert_eq!(a, b, "n={n} d={d} {kernel:?}");
+        }
+        let k = Kernel::Rbf { gamma: 0.05 };
+        let a = cpu.kernel_scores(view, view, &idx, &coef, &k).unwrap();
+        let b = g.kernel_scores(view, view, &idx, &coef, &k).unwrap();
+        for (x, y) in a.iter().zip(&b) {
+            approx::assert_relative_eq!(*x, *y, epsilon = 1e-3, max_relative = 1e-3);
+        }
+    }
+    // End to end: kernel training on the GPU gives the CPU's model on integer data.
+    let ds = integer_data(400, 5, 9);
+    let mut p = TrainParams::default().algo(Algo::Kernel).epochs(20);
+    p.kernel = Some(Kernel::Poly {
+        degree: 2,
+        gamma: 1.0,
+        coef0: 1.0,
+    });
+    let p = p.validate().unwrap();
+    let c = algo::train(&ds, &p, &cpu, None, &mut ()).unwrap();
+    let gp = algo::train(&ds, &p, g, None, &mut ()).unwrap();
+    assert_eq!(gp.report.backend, "gpu");
+    assert_eq!(c.report.mistakes_per_epoch, gp.report.mistakes_per_epoch);
+    assert_eq!(c.model.dual_coef, gp.model.dual_coef);
+}

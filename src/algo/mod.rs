@@ -2,6 +2,7 @@
 //! runs one and measures the result (accuracy, R, achieved margin, Novikoff bound).
 
 pub mod batch;
+pub mod kernel;
 pub mod online;
 pub mod winnow;
 
@@ -13,7 +14,7 @@ use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
 use crate::backend::{
-    cpu::CpuBackend, Backend, BackendKind, EpochStats, HeadRule, StopReason, TrainView,
+    cpu::CpuBackend, Backend, BackendKind, EpochStats, HeadRule, Kernel, StopReason, TrainView,
 };
 use crate::data::Dataset;
 use crate::error::{Error, Result};
@@ -132,14 +133,14 @@ fn problem(ds: &Dataset, params: &Params) -> Result<Problem> {
             rule: HeadRule::Binary,
             heads: 1,
             y: labels.signs(),
-            kind: if params.algo == Algo::Voted {
-                ModelKind::Voted
-            } else {
-                ModelKind::Binary
+            kind: match params.algo {
+                Algo::Voted => ModelKind::Voted,
+                Algo::Kernel => ModelKind::Kernel,
+                _ => ModelKind::Binary,
             },
         });
     }
-    if matches!(params.algo, Algo::Voted | Algo::Winnow) {
+    if matches!(params.algo, Algo::Voted | Algo::Winnow | Algo::Kernel) {
         return Err(Error::data(
             &ds.source,
             format!(
@@ -195,8 +196,29 @@ pub fn train(
     let mut w = initial_weights(ds.d, pb.heads, params);
     let mut note = None;
     let mut voted = None;
+    let mut dual = None;
     let (stats, stop, used, scores): (Vec<EpochStats>, StopReason, &dyn Backend, Option<Vec<f32>>) =
         match (params.algo, params.effective_mode()) {
+            (Algo::Kernel, _) => {
+                let kernel = params.kernel.unwrap_or(Kernel::Linear);
+                let run = |b: &dyn Backend, progress: &mut dyn Progress| {
+                    kernel::train(b, view.data(), &pb.y, &kernel, params, progress)
+                };
+                let (out, used): (kernel::Dual, &dyn Backend) =
+                    match (run(backend, progress), fallback) {
+                        (Ok(out), _) => (out, backend),
+                        (Err(e @ (Error::Gpu(_) | Error::TooLarge(_))), Some(fb))
+                            if backend.kind() == BackendKind::Gpu =>
+                        {
+                            note = Some(format!("GPU failed ({e}); trained on {}", fb.device()));
+                            (run(fb, progress)?, fb)
+                        }
+                        (Err(e), _) => return Err(e),
+                    };
+                let (stats, stop, scores) = (out.stats.clone(), out.stop, out.scores.clone());
+                dual = Some((out, kernel));
+                (stats, stop, used, Some(scores))
+            }
             (Algo::Winnow, Mode::Online) => {
                 let (wn, stats, stop) = winnow::train(view, params, progress);
                 w = wn;
@@ -265,6 +287,18 @@ pub fn train(
     let seconds = t0.elapsed().as_secs_f64();
     let placeholder = TrainReport::empty();
     let mut model = match (pb.kind, voted) {
+        (ModelKind::Kernel, _) => {
+            let (out, kernel) = dual.take().expect("kernel training ran");
+            Model::kernel(
+                classes,
+                ds,
+                &out.support,
+                out.coef,
+                kernel,
+                params,
+                placeholder,
+            )
+        }
         (ModelKind::Voted, Some((vecs, counts))) => {
             let flat: Vec<f32> = vecs.concat();
             Model::with_rows(
@@ -337,6 +371,11 @@ fn summarize(
         .filter(|(p, t)| p == t)
         .count();
     let radius = radius(&ds.x, ds.d, bias);
+    if model.kind == ModelKind::Kernel {
+        return summarize_kernel(
+            ds, params, model, raw, bias, stats, stop, used, seconds, fallback, correct,
+        );
+    }
     // The margin and Novikoff's bound are defined for one separating hyperplane.
     let margin = (model.kind == ModelKind::Binary)
         .then(|| {
@@ -350,6 +389,81 @@ fn summarize(
             (wnorm > 0.0 && min_margin > 0.0).then(|| min_margin / wnorm)
         })
         .flatten();
+    TrainReport {
+        algo: params.algo.name().to_string(),
+        backend: used.kind().name().to_string(),
+        device: used.device(),
+        n: ds.n,
+        d: ds.d,
+        epochs: stats.len(),
+        converged: stop == StopReason::Converged,
+        stop_reason: stop,
+        train_accuracy: correct as f64 / ds.n as f64,
+        mistakes_per_epoch: stats.iter().map(|e| e.mistakes).collect(),
+        criterion_per_epoch: stats.iter().map(|e| e.criterion).collect(),
+        update_norm_per_epoch: stats.iter().map(|e| e.update_norm).collect(),
+        total_mistakes: stats.iter().map(|e| e.mistakes).sum(),
+        radius,
+        margin,
+        mistake_bound: margin.map(|g| (radius / g).powi(2)),
+        seconds,
+        fallback,
+    }
+}
+
+/// The report of a kernel run: R and the margin are taken in the kernel's feature space,
+/// R^2 = max_i K(x_i, x_i) + bias^2 and gamma = min_i y_i f(x_i) / ||f||, with
+/// ||f||^2 = sum over support vectors of coef_s f(sv_s).
+#[allow(clippy::too_many_arguments)]
+fn summarize_kernel(
+    ds: &Dataset,
+    params: &Params,
+    model: &Model,
+    raw: &[f32],
+    bias: f32,
+    stats: Vec<EpochStats>,
+    stop: StopReason,
+    used: &dyn Backend,
+    seconds: f64,
+    fallback: Option<String>,
+    correct: usize,
+) -> TrainReport {
+    let labels = ds.labels.as_ref().expect("checked by problem()");
+    let kernel = model.kernel.unwrap_or(Kernel::Linear);
+    let b2 = (bias * bias) as f64;
+    let r2 = (0..ds.n)
+        .map(|i| {
+            let r = ds.row(i);
+            let xx = crate::backend::dot(r, r);
+            kernel.eval(xx, xx, xx) as f64 + b2
+        })
+        .fold(0f64, f64::max);
+    let coef = model.dual_coef.clone().unwrap_or_default();
+    let sv = model.support_vectors.clone().unwrap_or_default();
+    let flat: Vec<f32> = sv.concat();
+    let svv = crate::backend::DataView {
+        x: &flat,
+        n: sv.len(),
+        d: ds.d,
+        bias,
+    };
+    let idx: Vec<u32> = (0..sv.len() as u32).collect();
+    let norm2: f64 = CpuBackend::new()
+        .kernel_scores(svv, svv, &idx, &coef, &kernel)
+        .map(|f| {
+            f.iter()
+                .zip(&coef)
+                .map(|(f, c)| (*f as f64) * (*c as f64))
+                .sum()
+        })
+        .unwrap_or(0.0);
+    let min_margin = raw
+        .iter()
+        .zip(&labels.index)
+        .map(|(s, &c)| (*s as f64) * if c == 1 { 1.0 } else { -1.0 })
+        .fold(f64::INFINITY, f64::min);
+    let radius = r2.sqrt();
+    let margin = (norm2 > 0.0 && min_margin > 0.0).then(|| min_margin / norm2.sqrt());
     TrainReport {
         algo: params.algo.name().to_string(),
         backend: used.kind().name().to_string(),

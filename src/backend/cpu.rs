@@ -8,8 +8,8 @@
 use rayon::prelude::*;
 
 use super::{
-    axpy, decision, row_rule, simd_dispatch, Backend, BackendKind, BatchRule, Bound, DataView,
-    EpochStats, Extras, HeadRule, TrainView,
+    axpy, decision, dot, row_rule, simd_dispatch, Backend, BackendKind, BatchRule, Bound, DataView,
+    EpochStats, Extras, HeadRule, Kernel, TrainView,
 };
 use crate::error::Result;
 
@@ -45,6 +45,34 @@ impl Backend for CpuBackend {
 
     fn scores(&self, data: DataView<'_>, w: &[f32]) -> Result<Vec<f32>> {
         Ok(cpu_scores(data, w))
+    }
+
+    fn kernel_scores(
+        &self,
+        eval: DataView<'_>,
+        sv: DataView<'_>,
+        idx: &[u32],
+        coef: &[f32],
+        kernel: &Kernel,
+    ) -> Result<Vec<f32>> {
+        let d = eval.d;
+        let b2 = eval.bias * eval.bias;
+        let sq =
+            |v: DataView<'_>, i: usize| dot(&v.x[i * d..(i + 1) * d], &v.x[i * d..(i + 1) * d]);
+        let sv_sq: Vec<f32> = idx.iter().map(|&j| sq(sv, j as usize)).collect();
+        let mut out = vec![0f32; eval.n];
+        out.par_iter_mut().enumerate().for_each(|(i, f)| {
+            let xi = &eval.x[i * d..(i + 1) * d];
+            let xx = sq(eval, i);
+            let mut acc = 0f32;
+            for ((&j, &a), &zz) in idx.iter().zip(coef).zip(&sv_sq) {
+                let j = j as usize;
+                let xz = dot(xi, &sv.x[j * d..(j + 1) * d]);
+                acc += a * (kernel.eval(xz, xx, zz) + b2);
+            }
+            *f = acc;
+        });
+        Ok(out)
     }
 }
 

@@ -238,6 +238,54 @@ impl BatchRule {
     }
 }
 
+/// A kernel for the dual (kernel) perceptron. The bias column adds `bias^2` to every value,
+/// as the augmented input [x, bias] does for the linear kernel.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kernel", rename_all = "lowercase")]
+pub enum Kernel {
+    /// x . z
+    Linear,
+    /// (gamma x . z + coef0)^degree
+    Poly {
+        /// Degree (>= 1).
+        degree: u32,
+        /// Scale of the dot product.
+        gamma: f32,
+        /// Additive constant.
+        coef0: f32,
+    },
+    /// exp(-gamma ||x - z||^2)
+    Rbf {
+        /// Width (> 0).
+        gamma: f32,
+    },
+}
+
+impl Kernel {
+    /// GPU code (keep in sync with shaders/kernel.wgsl).
+    pub fn code(&self) -> u32 {
+        match self {
+            Kernel::Linear => 0,
+            Kernel::Poly { .. } => 1,
+            Kernel::Rbf { .. } => 2,
+        }
+    }
+
+    /// The kernel from the dot product `xz` and the squared norms `xx`, `zz`.
+    #[inline(always)]
+    pub fn eval(&self, xz: f32, xx: f32, zz: f32) -> f32 {
+        match *self {
+            Kernel::Linear => xz,
+            Kernel::Poly {
+                degree,
+                gamma,
+                coef0,
+            } => (gamma * xz + coef0).powi(degree as i32),
+            Kernel::Rbf { gamma } => (-gamma * (xx + zz - 2.0 * xz).max(0.0)).exp(),
+        }
+    }
+}
+
 /// Which kind of hardware a backend drives.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -269,6 +317,17 @@ pub trait Backend {
     /// Decision values w_k^T [x_i, bias] for every row and each of the `w.len() / (d + 1)`
     /// weight vectors, row-major (`n * heads`).
     fn scores(&self, data: DataView<'_>, w: &[f32]) -> Result<Vec<f32>>;
+    /// Dual decision values f_i = sum over s of coef[s] * (K(sv[idx[s]], x_i) + bias^2) for
+    /// every row of `eval`, computed on the fly (no Gram matrix), `idx` in ascending order.
+    /// `eval.bias` is the bias column's value.
+    fn kernel_scores(
+        &self,
+        eval: DataView<'_>,
+        sv: DataView<'_>,
+        idx: &[u32],
+        coef: &[f32],
+        kernel: &Kernel,
+    ) -> Result<Vec<f32>>;
 }
 
 /// A training set made resident on a backend.

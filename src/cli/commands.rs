@@ -4,7 +4,7 @@ use rosenblatt::algo::{self, TrainReport};
 use rosenblatt::backend::cpu::CpuBackend;
 use rosenblatt::backend::gpu::context::AdapterQuery;
 use rosenblatt::backend::gpu::{list_adapters, GpuOptions};
-use rosenblatt::backend::{Backend, BackendChoice, BackendKind};
+use rosenblatt::backend::{Backend, BackendChoice, BackendKind, Kernel};
 use rosenblatt::bench::{self, BackendBench, BenchSpec};
 use rosenblatt::data::synth::{self, SynthSpec};
 use rosenblatt::data::Format;
@@ -33,6 +33,15 @@ pub fn train(a: TrainArgs) -> anyhow::Result<()> {
         multiclass_update: a.multiclass_update,
         multiclass: a.multiclass,
         max_vectors: a.max_vectors,
+        kernel: (a.algo == rosenblatt::params::Algo::Kernel).then_some(match a.kernel.as_str() {
+            "poly" => Kernel::Poly {
+                degree: a.degree,
+                gamma: a.gamma,
+                coef0: a.coef0,
+            },
+            "rbf" => Kernel::Rbf { gamma: a.gamma },
+            _ => Kernel::Linear,
+        }),
     }
     .validate()?;
     let ds = load_data(&a.data, &a.data_args, None)?;

@@ -146,7 +146,7 @@ struct TrainArgs {
     /// Write the model (JSON) here; without it nothing is written.
     #[arg(short, long, value_name = "MODEL")]
     output: Option<PathBuf>,
-    /// Algorithm: online, batch, multiclass, pocket, averaged, voted or winnow.
+    /// Algorithm: online, batch, multiclass, pocket, averaged, voted, winnow or kernel.
     #[arg(long, default_value = "batch")]
     algo: Algo,
     #[command(flatten)]
@@ -187,6 +187,18 @@ struct TrainArgs {
     /// Voted perceptron: most weight vectors kept (one per mistake).
     #[arg(long, default_value_t = 100_000)]
     max_vectors: usize,
+    /// Kernel perceptron: linear, poly or rbf.
+    #[arg(long, default_value = "linear", value_parser = ["linear", "poly", "rbf"])]
+    kernel: String,
+    /// Kernel poly: degree.
+    #[arg(long, default_value_t = 3)]
+    degree: u32,
+    /// Kernel poly and rbf: gamma.
+    #[arg(long, default_value_t = 1.0)]
+    gamma: f32,
+    /// Kernel poly: coef0.
+    #[arg(long, default_value_t = 1.0)]
+    coef0: f32,
     #[command(flatten)]
     data_args: DataArgs,
     /// Print one JSON object on stdout instead of the text report.

@@ -13,8 +13,9 @@ use csv::{ByteRecord, ReaderBuilder, Trim};
 use super::{Dataset, LabelBuilder, LabelCol, LoadOptions};
 use crate::error::{Error, Result};
 
-/// Column names recognised as the label when `--label-col` is not given.
-pub const LABEL_NAMES: [&str; 4] = ["label", "y", "target", "class"];
+/// Column names recognised as the label when `--label-col` is not given, in order of
+/// preference (so in `x,y,label` the label is `label`, not the feature `y`).
+pub const LABEL_NAMES: [&str; 4] = ["label", "target", "class", "y"];
 
 fn is_numeric(field: &[u8]) -> bool {
     std::str::from_utf8(field).is_ok_and(|s| s.parse::<f64>().is_ok())
@@ -192,9 +193,9 @@ fn resolve_label_col(
                 return Ok(None);
             }
             let by_name = names.and_then(|names| {
-                names
+                LABEL_NAMES
                     .iter()
-                    .position(|n| LABEL_NAMES.iter().any(|l| n.eq_ignore_ascii_case(l)))
+                    .find_map(|l| names.iter().position(|n| n.eq_ignore_ascii_case(l)))
             });
             Ok(Some(by_name.unwrap_or(ncols - 1)))
         }
@@ -257,6 +258,15 @@ mod tests {
         let l = ds.labels.unwrap();
         assert_eq!(l.classes, vec!["x", "y"]);
         assert_eq!(l.index, vec![0, 1]);
+    }
+
+    #[test]
+    fn label_beats_a_feature_named_y() {
+        let ds = load("x,y,label\n1,2,a\n3,4,b\n", LabelCol::Auto).unwrap();
+        assert_eq!(ds.d, 2);
+        assert_eq!(ds.labels.unwrap().classes, vec!["a", "b"]);
+        let ds = load("f,Y\n1,a\n2,b\n", LabelCol::Auto).unwrap();
+        assert_eq!(ds.labels.unwrap().classes, vec!["a", "b"]);
     }
 
     #[test]

@@ -342,3 +342,97 @@ mod tests {
         assert!(workgroup_size(&l, 256).is_err());
     }
 }
+
+/// The dual-perceptron shader's WGSL source.
+pub const KERNEL_WGSL: &str = include_str!("../../../shaders/kernel.wgsl");
+
+/// Mirrors `KParams` in kernel.wgsl.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Pod, Zeroable)]
+pub struct KParams {
+    pub n: u32,
+    pub m: u32,
+    pub d: u32,
+    pub kind: u32,
+    pub gamma: f32,
+    pub coef0: f32,
+    pub degree: u32,
+    pub bias2: f32,
+}
+
+/// Workgroup memory of kscores: the 16 x 64 support-vector tile.
+pub const KERNEL_TILE_BYTES: u32 = 16 * 64 * 4;
+
+/// The dual-perceptron scoring pipeline and its layout, built once.
+pub struct DualKernels {
+    /// Layout of its one bind group.
+    pub layout: wgpu::BindGroupLayout,
+    /// The `kscores` pipeline.
+    pub pipeline: wgpu::ComputePipeline,
+    /// Its workgroup size.
+    pub wg: u32,
+}
+
+impl DualKernels {
+    /// Compiles shaders/kernel.wgsl for the device's limits.
+    pub fn new(ctx: &GpuContext) -> Result<Self> {
+        let l = &ctx.limits;
+        if KERNEL_TILE_BYTES > l.max_compute_workgroup_storage_size {
+            return Err(Error::Gpu(format!(
+                "the kernel perceptron needs {KERNEL_TILE_BYTES} bytes of workgroup memory; the device has {}",
+                l.max_compute_workgroup_storage_size
+            )));
+        }
+        let wg = 256u32
+            .min(l.max_compute_invocations_per_workgroup)
+            .min(l.max_compute_workgroup_size_x);
+        ctx.scoped("compiling shaders/kernel.wgsl", || {
+            let module = ctx
+                .device
+                .create_shader_module(wgpu::ShaderModuleDescriptor {
+                    label: Some("rosenblatt.kernel"),
+                    source: wgpu::ShaderSource::Wgsl(KERNEL_WGSL.into()),
+                });
+            let layout = ctx
+                .device
+                .create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
+                    label: Some("rosenblatt.kernel_layout"),
+                    entries: &[
+                        uniform(0),
+                        storage(1, true),
+                        storage(2, true),
+                        storage(3, true),
+                        storage(4, true),
+                        storage(5, true),
+                        storage(6, false),
+                    ],
+                });
+            let pl = ctx
+                .device
+                .create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
+                    label: Some("rosenblatt.kernel_pipeline_layout"),
+                    bind_group_layouts: &[Some(&layout)],
+                    immediate_size: 0,
+                });
+            let constants = [("WG", wg as f64)];
+            let pipeline = ctx
+                .device
+                .create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+                    label: Some("rosenblatt.kscores"),
+                    layout: Some(&pl),
+                    module: &module,
+                    entry_point: Some("kscores"),
+                    compilation_options: wgpu::PipelineCompilationOptions {
+                        constants: &constants,
+                        ..Default::default()
+                    },
+                    cache: None,
+                });
+            DualKernels {
+                layout,
+                pipeline,
+                wg,
+            }
+        })
+    }
+}

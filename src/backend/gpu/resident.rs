@@ -139,7 +139,7 @@ fn init_buf(ctx: &GpuContext, label: &str, data: &[u8], usage: wgpu::BufferUsage
         })
 }
 
-fn entire(binding: u32, b: &wgpu::Buffer) -> wgpu::BindGroupEntry<'_> {
+pub(crate) fn entire(binding: u32, b: &wgpu::Buffer) -> wgpu::BindGroupEntry<'_> {
     wgpu::BindGroupEntry {
         binding,
         resource: b.as_entire_binding(),
@@ -375,24 +375,7 @@ impl<'c> Resident<'c> {
     }
 
     fn read(&self, staging: &wgpu::Buffer) -> Result<Vec<u8>> {
-        let slice = staging.slice(..);
-        let (tx, rx) = std::sync::mpsc::channel();
-        slice.map_async(wgpu::MapMode::Read, move |r| {
-            let _ = tx.send(r);
-        });
-        self.ctx
-            .device
-            .poll(wgpu::PollType::wait_indefinitely())
-            .map_err(|e| Error::Gpu(format!("waiting for the GPU: {e}")))?;
-        rx.recv()
-            .map_err(|_| Error::Gpu("the GPU never answered the read-back".into()))?
-            .map_err(|e| Error::Gpu(format!("reading back from the GPU: {e}")))?;
-        let bytes = slice
-            .get_mapped_range()
-            .map_err(|e| Error::Gpu(format!("reading back from the GPU: {e}")))?
-            .to_vec();
-        staging.unmap();
-        Ok(bytes)
+        read_back(self.ctx, staging)
     }
 
     /// Runs up to `k` epochs from `w`, stopping on the GPU per `rule`; updates `w` and returns
@@ -589,4 +572,25 @@ impl<'c> Resident<'c> {
         ctx.check("scoring")?;
         Ok(bytemuck::cast_slice(&bytes).to_vec())
     }
+}
+
+/// Maps a staging buffer, waits for the GPU and returns its bytes.
+pub fn read_back(ctx: &GpuContext, staging: &wgpu::Buffer) -> Result<Vec<u8>> {
+    let slice = staging.slice(..);
+    let (tx, rx) = std::sync::mpsc::channel();
+    slice.map_async(wgpu::MapMode::Read, move |r| {
+        let _ = tx.send(r);
+    });
+    ctx.device
+        .poll(wgpu::PollType::wait_indefinitely())
+        .map_err(|e| Error::Gpu(format!("waiting for the GPU: {e}")))?;
+    rx.recv()
+        .map_err(|_| Error::Gpu("the GPU never answered the read-back".into()))?
+        .map_err(|e| Error::Gpu(format!("reading back from the GPU: {e}")))?;
+    let bytes = slice
+        .get_mapped_range()
+        .map_err(|e| Error::Gpu(format!("reading back from the GPU: {e}")))?
+        .to_vec();
+    staging.unmap();
+    Ok(bytes)
 }
