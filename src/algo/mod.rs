@@ -350,6 +350,50 @@ impl TrainReport {
     }
 }
 
+/// The report from the run's figures (shared by the linear and kernel summaries).
+#[allow(clippy::too_many_arguments)]
+fn report(
+    ds: &Dataset,
+    params: &Params,
+    stats: Vec<EpochStats>,
+    stop: StopReason,
+    used: &dyn Backend,
+    seconds: f64,
+    fallback: Option<String>,
+    correct: usize,
+    radius: f64,
+    margin: Option<f64>,
+) -> TrainReport {
+    TrainReport {
+        algo: params.algo.name().to_string(),
+        backend: used.kind().name().to_string(),
+        device: used.device(),
+        n: ds.n,
+        d: ds.d,
+        epochs: stats.len(),
+        converged: stop == StopReason::Converged,
+        stop_reason: stop,
+        train_accuracy: correct as f64 / ds.n as f64,
+        mistakes_per_epoch: stats.iter().map(|e| e.mistakes).collect(),
+        criterion_per_epoch: stats.iter().map(|e| e.criterion).collect(),
+        update_norm_per_epoch: stats.iter().map(|e| e.update_norm).collect(),
+        total_mistakes: stats.iter().map(|e| e.mistakes).sum(),
+        radius,
+        margin,
+        mistake_bound: margin.map(|g| (radius / g).powi(2)),
+        seconds,
+        fallback,
+    }
+}
+
+/// Smallest y_i f(x_i) over the training rows (labels as class 1 = +1).
+fn min_margin(raw: &[f32], labels: &crate::data::Labels) -> f64 {
+    raw.iter()
+        .zip(&labels.index)
+        .map(|(s, &c)| (*s as f64) * if c == 1 { 1.0 } else { -1.0 })
+        .fold(f64::INFINITY, f64::min)
+}
+
 #[allow(clippy::too_many_arguments)]
 fn summarize(
     ds: &Dataset,
@@ -381,34 +425,13 @@ fn summarize(
         .then(|| {
             let w = model.augmented();
             let wnorm = w.iter().map(|&v| (v as f64).powi(2)).sum::<f64>().sqrt();
-            let min_margin = raw
-                .iter()
-                .zip(&labels.index)
-                .map(|(s, &c)| (*s as f64) * if c == 1 { 1.0 } else { -1.0 })
-                .fold(f64::INFINITY, f64::min);
+            let min_margin = min_margin(raw, labels);
             (wnorm > 0.0 && min_margin > 0.0).then(|| min_margin / wnorm)
         })
         .flatten();
-    TrainReport {
-        algo: params.algo.name().to_string(),
-        backend: used.kind().name().to_string(),
-        device: used.device(),
-        n: ds.n,
-        d: ds.d,
-        epochs: stats.len(),
-        converged: stop == StopReason::Converged,
-        stop_reason: stop,
-        train_accuracy: correct as f64 / ds.n as f64,
-        mistakes_per_epoch: stats.iter().map(|e| e.mistakes).collect(),
-        criterion_per_epoch: stats.iter().map(|e| e.criterion).collect(),
-        update_norm_per_epoch: stats.iter().map(|e| e.update_norm).collect(),
-        total_mistakes: stats.iter().map(|e| e.mistakes).sum(),
-        radius,
-        margin,
-        mistake_bound: margin.map(|g| (radius / g).powi(2)),
-        seconds,
-        fallback,
-    }
+    report(
+        ds, params, stats, stop, used, seconds, fallback, correct, radius, margin,
+    )
 }
 
 /// The report of a kernel run: R and the margin are taken in the kernel's feature space,
@@ -457,31 +480,10 @@ fn summarize_kernel(
                 .sum()
         })
         .unwrap_or(0.0);
-    let min_margin = raw
-        .iter()
-        .zip(&labels.index)
-        .map(|(s, &c)| (*s as f64) * if c == 1 { 1.0 } else { -1.0 })
-        .fold(f64::INFINITY, f64::min);
+    let min_margin = min_margin(raw, labels);
     let radius = r2.sqrt();
     let margin = (norm2 > 0.0 && min_margin > 0.0).then(|| min_margin / norm2.sqrt());
-    TrainReport {
-        algo: params.algo.name().to_string(),
-        backend: used.kind().name().to_string(),
-        device: used.device(),
-        n: ds.n,
-        d: ds.d,
-        epochs: stats.len(),
-        converged: stop == StopReason::Converged,
-        stop_reason: stop,
-        train_accuracy: correct as f64 / ds.n as f64,
-        mistakes_per_epoch: stats.iter().map(|e| e.mistakes).collect(),
-        criterion_per_epoch: stats.iter().map(|e| e.criterion).collect(),
-        update_norm_per_epoch: stats.iter().map(|e| e.update_norm).collect(),
-        total_mistakes: stats.iter().map(|e| e.mistakes).sum(),
-        radius,
-        margin,
-        mistake_bound: margin.map(|g| (radius / g).powi(2)),
-        seconds,
-        fallback,
-    }
+    report(
+        ds, params, stats, stop, used, seconds, fallback, correct, radius, margin,
+    )
 }

@@ -9,7 +9,9 @@ use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
 use super::Progress;
-use crate::backend::{axpy, decision, row_rule, EpochStats, HeadRule, StopReason, TrainView};
+use crate::backend::{
+    axpy, decision, row_rule, update_norm, EpochStats, HeadRule, StopReason, TrainView,
+};
 use crate::error::{Error, Result};
 use crate::params::Params;
 
@@ -110,12 +112,7 @@ pub fn train(
             }
             c += 1.0;
         }
-        e.update_norm = w
-            .iter()
-            .zip(&start)
-            .map(|(a, b)| ((a - b) as f64).powi(2))
-            .sum::<f64>()
-            .sqrt();
+        e.update_norm = update_norm(w, &start);
         stats.push(e);
         progress.update(epoch + 1, params.epochs, e.mistakes);
         if e.mistakes == 0 {

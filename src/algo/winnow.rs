@@ -10,7 +10,7 @@ use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
 use super::Progress;
-use crate::backend::{dot, EpochStats, StopReason, TrainView};
+use crate::backend::{dot, update_norm, EpochStats, StopReason, TrainView};
 use crate::params::Params;
 
 /// Trains online; returns the normalised weights (`d + 1` entries, the bias 0), the stats and
@@ -51,12 +51,7 @@ pub fn train(
                 }
             }
         }
-        e.update_norm = beta
-            .iter()
-            .zip(&start)
-            .map(|(a, b)| ((a - b) as f64).powi(2))
-            .sum::<f64>()
-            .sqrt();
+        e.update_norm = update_norm(&beta, &start);
         stats.push(e);
         progress.update(epoch + 1, params.epochs, e.mistakes);
         if e.mistakes == 0 {

@@ -433,6 +433,15 @@ simd_dispatch! {
     pub fn sum_simd(a: &[f32]) -> f32 => sum
 }
 
+/// ||a - b|| in f64: the size of an epoch's weight change.
+pub fn update_norm(a: &[f32], b: &[f32]) -> f64 {
+    a.iter()
+        .zip(b)
+        .map(|(x, y)| ((x - y) as f64).powi(2))
+        .sum::<f64>()
+        .sqrt()
+}
+
 /// `acc += alpha * x`.
 #[inline(always)]
 pub fn axpy(alpha: f32, x: &[f32], acc: &mut [f32]) {
