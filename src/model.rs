@@ -10,6 +10,7 @@ use crate::algo::TrainReport;
 use crate::backend::{Backend, DataView, Kernel};
 use crate::data::{cmp_class, Dataset};
 use crate::error::{Error, Result};
+use crate::metrics::{self, ClassMetrics};
 use crate::params::{Params, TrainParams};
 
 /// The `format` field of every model file.
@@ -80,7 +81,7 @@ pub struct Model {
     pub training: Option<TrainReport>,
 }
 
-/// Accuracy and confusion matrix of a model on labelled data.
+/// Accuracy, confusion matrix and per-class metrics of a model on labelled data.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Evaluation {
     /// Rows evaluated.
@@ -89,6 +90,23 @@ pub struct Evaluation {
     pub accuracy: f64,
     /// Confusion matrix.
     pub confusion: Confusion,
+    /// Binary models: area under the ROC curve of the decision values (null when the data has
+    /// one class only, and for multiclass models).
+    pub auc: Option<f64>,
+    /// Binary models: precision of the positive class (`classes[1]`).
+    pub precision: Option<f64>,
+    /// Binary models: recall of the positive class.
+    pub recall: Option<f64>,
+    /// Binary models: F1 of the positive class.
+    pub f1: Option<f64>,
+    /// Precision, recall, F1 and support of every class.
+    pub per_class: Vec<ClassMetrics>,
+    /// Macro averages over the classes.
+    pub macro_precision: f64,
+    /// Macro average recall.
+    pub macro_recall: f64,
+    /// Macro average F1.
+    pub macro_f1: f64,
 }
 
 /// Confusion matrix: `matrix[true][predicted]` over `classes`.
@@ -344,7 +362,8 @@ impl Model {
                 })?;
             map.push(idx);
         }
-        let pred = self.predict(&self.raw_scores(ds, backend)?);
+        let raw = self.raw_scores(ds, backend)?;
+        let pred = self.predict(&raw);
         let mut matrix = vec![vec![0u64; k]; k];
         let mut correct = 0usize;
         for (p, t) in pred.iter().zip(&labels.index) {
@@ -352,6 +371,18 @@ impl Model {
             matrix[t][*p as usize] += 1;
             correct += usize::from(t == *p as usize);
         }
+        let binary = matches!(
+            self.kind,
+            ModelKind::Binary | ModelKind::Voted | ModelKind::Kernel
+        );
+        let auc = if binary {
+            let positive: Vec<bool> = labels.index.iter().map(|t| map[*t as usize] == 1).collect();
+            metrics::auc(&self.decision_values(&raw), &positive)
+        } else {
+            None
+        };
+        let (per_class, macros) = metrics::per_class(&self.classes, &matrix);
+        let pos = per_class.get(1).filter(|_| binary);
         Ok(Evaluation {
             n: ds.n,
             accuracy: if ds.n == 0 {
@@ -363,6 +394,14 @@ impl Model {
                 classes: self.classes.clone(),
                 matrix,
             },
+            auc,
+            precision: pos.map(|m| m.precision),
+            recall: pos.map(|m| m.recall),
+            f1: pos.map(|m| m.f1),
+            per_class,
+            macro_precision: macros[0],
+            macro_recall: macros[1],
+            macro_f1: macros[2],
         })
     }
 

@@ -346,3 +346,70 @@ fn demo_runs_without_files() {
         "demo writes no file"
     );
 }
+
+#[test]
+fn eval_reports_auc_and_per_class_metrics() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path();
+    assert!(run(
+        p,
+        &["gen", "--n", "400", "--d", "3", "--noise", "0.1", "-o", "d.csv"]
+    )
+    .status
+    .success());
+    assert!(
+        run(p, &["train", "d.csv", "--algo", "averaged", "-o", "m.json"])
+            .status
+            .success()
+    );
+    let o = run(p, &["eval", "m.json", "d.csv", "--json"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: Value = serde_json::from_str(stdout(&o).trim()).unwrap();
+    let auc = v["auc"].as_f64().unwrap();
+    assert!(auc > 0.8 && auc < 1.0, "noisy labels: AUC {auc}");
+    assert_eq!(v["per_class"].as_array().unwrap().len(), 2);
+    let pc = &v["per_class"][1];
+    assert_eq!(v["precision"], pc["precision"]);
+    assert_eq!(v["recall"], pc["recall"]);
+    let support: u64 = v["per_class"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["support"].as_u64().unwrap())
+        .sum();
+    assert_eq!(support, 400);
+    let o = run(p, &["eval", "m.json", "d.csv"]);
+    assert!(
+        stdout(&o).contains("AUC") && stdout(&o).contains("F1"),
+        "{}",
+        stdout(&o)
+    );
+
+    std::fs::copy(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/digits.csv"),
+        p.join("digits.csv"),
+    )
+    .unwrap();
+    assert!(run(
+        p,
+        &[
+            "train",
+            "digits.csv",
+            "--algo",
+            "online",
+            "--epochs",
+            "20",
+            "-o",
+            "mc.json"
+        ]
+    )
+    .status
+    .success());
+    let o = run(p, &["eval", "mc.json", "digits.csv", "--json"]);
+    let v: Value = serde_json::from_str(stdout(&o).trim()).unwrap();
+    assert!(v["auc"].is_null());
+    assert_eq!(v["per_class"].as_array().unwrap().len(), 10);
+    assert!(v["macro_f1"].as_f64().unwrap() > 0.9);
+    let o = run(p, &["eval", "mc.json", "digits.csv"]);
+    assert!(stdout(&o).contains("macro"), "{}", stdout(&o));
+}

@@ -160,6 +160,17 @@ pub fn eval(a: EvalArgs) -> anyhow::Result<()> {
 
 fn print_eval(ev: &Evaluation) {
     println!("n = {}, accuracy = {:.2}%", ev.n, 100.0 * ev.accuracy);
+    if let (Some(p), Some(r), Some(f)) = (ev.precision, ev.recall, ev.f1) {
+        println!(
+            "positive class {:?}: precision {:.4}, recall {:.4}, F1 {:.4}",
+            ev.confusion.classes[1], p, r, f
+        );
+    }
+    match ev.auc {
+        Some(a) => println!("AUC (from the decision values) = {a:.4}"),
+        None if ev.precision.is_some() => println!("AUC: undefined (the data has one class only)"),
+        None => {}
+    }
     println!("confusion matrix (rows: true class, columns: predicted):");
     let c = &ev.confusion.classes;
     let w = c.iter().map(String::len).max().unwrap_or(1).max(8);
@@ -174,6 +185,37 @@ fn print_eval(ev: &Evaluation) {
             print!(" {v:>w$}");
         }
         println!();
+    }
+    if ev.precision.is_none() {
+        println!("per class:");
+        println!(
+            "  {:>w$} {:>9} {:>9} {:>9} {:>8}",
+            "class",
+            "precision",
+            "recall",
+            "F1",
+            "support",
+            w = w
+        );
+        for m in &ev.per_class {
+            println!(
+                "  {:>w$} {:>9.4} {:>9.4} {:>9.4} {:>8}",
+                m.class,
+                m.precision,
+                m.recall,
+                m.f1,
+                m.support,
+                w = w
+            );
+        }
+        println!(
+            "  {:>w$} {:>9.4} {:>9.4} {:>9.4}",
+            "macro",
+            ev.macro_precision,
+            ev.macro_recall,
+            ev.macro_f1,
+            w = w
+        );
     }
 }
 
