@@ -121,12 +121,15 @@ struct DataArgs {
     /// Default: a column named label, y, target or class, else the last column.
     #[arg(long, value_name = "C", default_value = "auto")]
     label_col: LabelCol,
-    /// File format: auto (by extension, else sniffed), csv or libsvm.
+    /// File format: auto (by extension, else sniffed), csv, libsvm, npy or npz.
     #[arg(long, value_name = "F", default_value = "auto")]
     format: Format,
     /// LIBSVM: number of features (default: the largest index in the file).
     #[arg(long, value_name = "D")]
     features: Option<usize>,
+    /// NumPy features (.npy): the .npy file with the labels.
+    #[arg(long, value_name = "FILE")]
+    labels: Option<PathBuf>,
 }
 
 #[derive(Args, Debug)]
@@ -332,6 +335,7 @@ fn load_data(path: &Path, a: &DataArgs, features: Option<usize>) -> anyhow::Resu
         format: a.format,
         label_col: a.label_col.clone(),
         features: a.features.or(features),
+        labels: a.labels.clone(),
     };
     Ok(data::load(path, &opts)?)
 }

@@ -4,6 +4,7 @@
 
 pub mod csv;
 pub mod libsvm;
+pub mod npy;
 pub mod synth;
 
 use std::fs::File;
@@ -122,6 +123,10 @@ pub enum Format {
     Csv,
     /// LIBSVM / svmlight sparse text.
     Libsvm,
+    /// A NumPy `.npy` array of features (labels from `LoadOptions::labels`).
+    Npy,
+    /// A NumPy `.npz` archive with arrays `X` and `y`.
+    Npz,
 }
 
 impl std::str::FromStr for Format {
@@ -179,30 +184,37 @@ pub struct LoadOptions {
     /// Number of features. LIBSVM: d (indices above it are an error). CSV with `LabelCol::Auto`:
     /// a file with exactly this many columns is read as unlabelled (used at predict time).
     pub features: Option<usize>,
+    /// `.npy` features: the `.npy` file holding the labels.
+    pub labels: Option<PathBuf>,
 }
 
-/// Loads a dataset from a file, choosing the loader by `opts.format`. The file is streamed:
-/// only X (and a buffer) is held in memory, never the whole text.
+/// Loads a dataset from a file, choosing the loader by `opts.format`. Text files are
+/// streamed: only X (and a buffer) is held in memory, never the whole text.
 pub fn load(path: &Path, opts: &LoadOptions) -> Result<Dataset> {
     let open = || -> std::io::Result<BufReader<File>> {
         Ok(BufReader::with_capacity(1 << 20, File::open(path)?))
     };
-    let mut first = open().map_err(|e| Error::io(path, e))?;
-    let format = match opts.format {
-        Format::Auto => {
-            let head = first.fill_buf().map_err(|e| Error::io(path, e))?;
+    let ext = path
+        .extension()
+        .and_then(|e| e.to_str())
+        .map(|e| e.to_ascii_lowercase());
+    let format = match (opts.format, ext.as_deref()) {
+        (Format::Auto, Some("npy")) => Format::Npy,
+        (Format::Auto, Some("npz")) => Format::Npz,
+        (Format::Auto, _) => {
+            let mut r = open().map_err(|e| Error::io(path, e))?;
+            let head = r.fill_buf().map_err(|e| Error::io(path, e))?;
             detect_format(path, head)
         }
-        f => f,
+        (f, _) => f,
     };
     match format {
-        Format::Libsvm => {
-            let mut first = Some(first);
-            libsvm::parse_with(path, || first.take().map_or_else(open, Ok), opts)
-        }
-        _ => {
+        Format::Npy => npy::load_npy(path, opts.labels.as_deref()),
+        Format::Npz => npy::load_npz(path),
+        Format::Libsvm => libsvm::parse_with(path, open, opts),
+        Format::Csv | Format::Auto => {
             let size = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
-            csv::parse_reader(path, first, size, opts)
+            csv::parse_reader(path, open().map_err(|e| Error::io(path, e))?, size, opts)
         }
     }
 }

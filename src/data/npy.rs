@@ -1,0 +1,305 @@
+//! NumPy input: `.npy` arrays (version 1-3 headers) and `.npz` archives. Features are a 2-D
+//! float32 or float64 array in C or Fortran order; labels come from a 1-D array of any integer,
+//! float, bool or string dtype (a second `.npy` given with `--labels`, or `y` inside a `.npz`
+//! next to `X`). Wrong dtype, shape or a missing array is an error naming the file and array.
+
+use std::io::Read;
+use std::path::Path;
+
+use super::{Dataset, LabelBuilder};
+use crate::error::{Error, Result};
+
+/// A parsed `.npy` array: its dtype string, shape, order, and the raw data bytes.
+struct Npy {
+    descr: String,
+    fortran: bool,
+    shape: Vec<usize>,
+    data: Vec<u8>,
+}
+
+fn bad(path: &Path, what: &str, msg: impl Into<String>) -> Error {
+    Error::Data {
+        path: path.to_path_buf(),
+        msg: format!("{what}: {}", msg.into()),
+    }
+}
+
+/// Parses the `.npy` bytes of array `what` (the file name or the array name in an archive).
+fn parse(path: &Path, what: &str, bytes: Vec<u8>) -> Result<Npy> {
+    if bytes.len() < 10 || &bytes[..6] != b"\x93NUMPY" {
+        return Err(bad(
+            path,
+            what,
+            "not a NumPy .npy array (no \\x93NUMPY magic)",
+        ));
+    }
+    let major = bytes[6];
+    let (hlen, start) = match major {
+        1 => (u16::from_le_bytes([bytes[8], bytes[9]]) as usize, 10),
+        2 | 3 if bytes.len() >= 12 => (
+            u32::from_le_bytes([bytes[8], bytes[9], bytes[10], bytes[11]]) as usize,
+            12,
+        ),
+        v => return Err(bad(path, what, format!("unsupported .npy version {v}"))),
+    };
+    let header = bytes
+        .get(start..start + hlen)
+        .ok_or_else(|| bad(path, what, "truncated header"))?;
+    let header = String::from_utf8_lossy(header).into_owned();
+    let field = |key: &str| -> Result<String> {
+        let k = format!("'{key}':");
+        let i = header
+            .find(&k)
+            .ok_or_else(|| bad(path, what, format!("header has no {key:?}: {header}")))?;
+        Ok(header[i + k.len()..].trim_start().to_string())
+    };
+    let descr = field("descr")?;
+    let descr = descr
+        .strip_prefix('\'')
+        .and_then(|r| r.split('\'').next())
+        .ok_or_else(|| bad(path, what, format!("unreadable descr in {header}")))?
+        .to_string();
+    let fortran = field("fortran_order")?.starts_with("True");
+    let shape_text = field("shape")?;
+    let inner = shape_text
+        .strip_prefix('(')
+        .and_then(|r| r.split(')').next())
+        .ok_or_else(|| bad(path, what, format!("unreadable shape in {header}")))?;
+    let shape = inner
+        .split(',')
+        .map(str::trim)
+        .filter(|t| !t.is_empty())
+        .map(|t| {
+            t.parse::<usize>()
+                .map_err(|_| bad(path, what, format!("bad shape {inner:?}")))
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let mut data = bytes;
+    data.drain(..start + hlen);
+    Ok(Npy {
+        descr,
+        fortran,
+        shape,
+        data,
+    })
+}
+
+/// Element size and kind of a dtype string such as `<f4`, `|u1`, `<U7`.
+fn dtype(path: &Path, what: &str, descr: &str) -> Result<(char, char, usize)> {
+    let mut c = descr.chars();
+    let (order, kind) = (c.next().unwrap_or('?'), c.next().unwrap_or('?'));
+    let size: usize = c
+        .as_str()
+        .parse()
+        .map_err(|_| bad(path, what, format!("unsupported dtype {descr:?}")))?;
+    if order == '>' && size > 1 && kind != 'S' {
+        return Err(bad(
+            path,
+            what,
+            format!("big-endian dtype {descr:?} is not supported; save with '<' byte order"),
+        ));
+    }
+    Ok((order, kind, size))
+}
+
+/// The features: a 2-D float32/float64 array, returned row-major with every value finite.
+fn features(path: &Path, what: &str, a: &Npy) -> Result<(Vec<f32>, usize, usize)> {
+    let (_, kind, size) = dtype(path, what, &a.descr)?;
+    if kind != 'f' || !(size == 4 || size == 8) {
+        return Err(bad(
+            path,
+            what,
+            format!(
+                "features must be float32 or float64, found dtype {:?}",
+                a.descr
+            ),
+        ));
+    }
+    let (n, d) = match a.shape[..] {
+        [n, d] => (n, d),
+        _ => {
+            return Err(bad(
+                path,
+                what,
+                format!(
+                    "features must be 2-D (rows, features), found shape {:?}",
+                    a.shape
+                ),
+            ))
+        }
+    };
+    if n == 0 || d == 0 {
+        return Err(bad(path, what, format!("empty array of shape ({n}, {d})")));
+    }
+    if a.data.len() < n * d * size {
+        return Err(bad(
+            path,
+            what,
+            format!(
+                "truncated data: {} bytes for shape ({n}, {d})",
+                a.data.len()
+            ),
+        ));
+    }
+    let get = |k: usize| -> f64 {
+        let b = &a.data[k * size..(k + 1) * size];
+        if size == 4 {
+            f32::from_le_bytes([b[0], b[1], b[2], b[3]]) as f64
+        } else {
+            f64::from_le_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]])
+        }
+    };
+    let mut x = vec![0f32; n * d];
+    for i in 0..n {
+        for j in 0..d {
+            let v = get(if a.fortran { j * n + i } else { i * d + j });
+            let f = v as f32;
+            if !f.is_finite() {
+                return Err(bad(
+                    path,
+                    what,
+                    format!(
+                        "row {}, column {}: {v} is not a finite f32 value",
+                        i + 1,
+                        j + 1
+                    ),
+                ));
+            }
+            x[i * d + j] = f;
+        }
+    }
+    Ok((x, n, d))
+}
+
+/// The labels: a 1-D array (or n x 1) of integers, floats, bools or strings, as class names.
+fn labels(path: &Path, what: &str, a: &Npy, n: usize) -> Result<super::Labels> {
+    let len = match a.shape[..] {
+        [m] | [m, 1] => m,
+        _ => {
+            return Err(bad(
+                path,
+                what,
+                format!("labels must be 1-D, found shape {:?}", a.shape),
+            ))
+        }
+    };
+    if len != n {
+        return Err(bad(
+            path,
+            what,
+            format!("{len} labels for {n} rows of features"),
+        ));
+    }
+    let (_, kind, count) = dtype(path, what, &a.descr)?;
+    // Unicode strings count characters of 4 bytes each; every other dtype counts bytes.
+    let size = if kind == 'U' { 4 * count } else { count };
+    if a.data.len() < n * size {
+        return Err(bad(path, what, "truncated data"));
+    }
+    let mut b = LabelBuilder::default();
+    for i in 0..n {
+        let e = &a.data[i * size..(i + 1) * size];
+        let mut le = [0u8; 8];
+        le[..size.min(8)].copy_from_slice(&e[..size.min(8)]);
+        let name = match (kind, size) {
+            ('b', 1) => (e[0] != 0).to_string(),
+            ('i', 1 | 2 | 4 | 8) => {
+                let shift = 64 - 8 * size as u32;
+                ((i64::from_le_bytes(le) << shift) >> shift).to_string()
+            }
+            ('u', 1 | 2 | 4 | 8) => u64::from_le_bytes(le).to_string(),
+            ('f', 4) => f32::from_le_bytes([e[0], e[1], e[2], e[3]]).to_string(),
+            ('f', 8) => f64::from_le_bytes(le).to_string(),
+            ('U', _) => e
+                .chunks_exact(4)
+                .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+                .take_while(|&c| c != 0)
+                .filter_map(char::from_u32)
+                .collect(),
+            ('S', _) => String::from_utf8_lossy(e)
+                .trim_end_matches('\0')
+                .to_string(),
+            _ => {
+                return Err(bad(
+                    path,
+                    what,
+                    format!("unsupported label dtype {:?}", a.descr),
+                ))
+            }
+        };
+        if name.is_empty() || name == "NaN" {
+            return Err(bad(path, what, format!("label {} is empty or NaN", i + 1)));
+        }
+        b.push(&name);
+    }
+    Ok(b.finish())
+}
+
+fn read_file(path: &Path) -> Result<Vec<u8>> {
+    std::fs::read(path).map_err(|e| Error::io(path, e))
+}
+
+/// Loads features from a `.npy` file, with labels from `labels` (another `.npy`) if given.
+pub fn load_npy(path: &Path, labels_path: Option<&Path>) -> Result<Dataset> {
+    let name = path
+        .file_name()
+        .map(|f| f.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let a = parse(path, &name, read_file(path)?)?;
+    let (x, n, d) = features(path, &name, &a)?;
+    let labels = match labels_path {
+        Some(lp) => {
+            let lname = lp
+                .file_name()
+                .map(|f| f.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            Some(labels(lp, &lname, &parse(lp, &lname, read_file(lp)?)?, n)?)
+        }
+        None => None,
+    };
+    Ok(Dataset {
+        x,
+        n,
+        d,
+        labels,
+        source: path.to_path_buf(),
+    })
+}
+
+/// Loads `X` and, when present, `y` from a `.npz` archive (saved by `numpy.savez` or
+/// `numpy.savez_compressed`).
+pub fn load_npz(path: &Path) -> Result<Dataset> {
+    let file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
+    let mut zip = zip::ZipArchive::new(std::io::BufReader::new(file))
+        .map_err(|e| bad(path, "archive", format!("not a .npz (zip) archive: {e}")))?;
+    let mut member = |name: &str| -> Result<Option<Vec<u8>>> {
+        let Ok(mut f) = zip.by_name(&format!("{name}.npy")) else {
+            return Ok(None);
+        };
+        let mut v = Vec::new();
+        f.read_to_end(&mut v)
+            .map_err(|e| bad(path, name, format!("cannot read: {e}")))?;
+        Ok(Some(v))
+    };
+    let xb = member("X")?.ok_or_else(|| {
+        bad(
+            path,
+            "X",
+            "the archive has no array named X (save with np.savez(f, X=..., y=...))",
+        )
+    })?;
+    let yb = member("y")?;
+    let a = parse(path, "X", xb)?;
+    let (x, n, d) = features(path, "X", &a)?;
+    let labels = match yb {
+        Some(b) => Some(labels(path, "y", &parse(path, "y", b)?, n)?),
+        None => None,
+    };
+    Ok(Dataset {
+        x,
+        n,
+        d,
+        labels,
+        source: path.to_path_buf(),
+    })
+}
