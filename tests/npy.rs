@@ -168,7 +168,9 @@ fn bad_numpy_input_is_named() {
     let p = dir.path();
     let x = npy("<f4", false, &[2, 2], &f32s(&[1., 2., 3., 4.]));
     std::fs::write(p.join("x.npy"), &x).unwrap();
-    let cases: Vec<(&str, Vec<u8>, Option<Vec<u8>>, &str)> = vec![
+    // (file name, its bytes, a labels file's bytes, the words the error must contain)
+    type Case<'a> = (&'a str, Vec<u8>, Option<Vec<u8>>, &'a str);
+    let cases: Vec<Case> = vec![
         (
             "ints.npy",
             npy("<i4", false, &[2, 2], &[0u8; 16]),
