@@ -84,6 +84,10 @@ pub enum Error {
     /// The data is larger than the device can hold.
     #[error("{0}")]
     TooLarge(String),
+
+    /// A plot could not be drawn or written.
+    #[error("plot: {0}")]
+    Plot(String),
 }
 
 fn fmt_parse(line: Option<usize>, column: Option<usize>, text: &str, msg: &str) -> String {

@@ -24,6 +24,8 @@ pub mod error;
 pub mod experiment;
 pub mod metrics;
 pub mod model;
+pub mod output;
 pub mod params;
+pub mod plot;
 
 pub use error::{Error, Result};

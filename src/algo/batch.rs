@@ -34,8 +34,12 @@ pub fn train(
 ) -> Result<StopReason> {
     while stats.len() < params.epochs {
         let k = epochs_per_call.max(1).min(params.epochs - stats.len());
+        let k = if progress.wants_snapshots() { 1 } else { k };
         let got = bound.batch_epochs(w, rule, k)?;
         stats.extend_from_slice(&got);
+        if progress.wants_snapshots() {
+            progress.snapshot(stats.len(), w);
+        }
         let last = stats.last().copied().unwrap_or_default();
         progress.update(stats.len(), params.epochs, last.mistakes);
         if let Some(reason) = rule.stop(&last) {

@@ -25,6 +25,13 @@ use crate::params::{Algo, Init, Mode, MulticlassStrategy, MulticlassUpdate, Para
 pub trait Progress {
     /// Called after each backend call with the epochs done so far and the last epoch's mistakes.
     fn update(&mut self, _epochs_done: usize, _max_epochs: usize, _mistakes: u64) {}
+    /// True to receive [`Progress::snapshot`] calls (batch training then runs one epoch per
+    /// backend call).
+    fn wants_snapshots(&self) -> bool {
+        false
+    }
+    /// The augmented weights after an epoch (batch) or an update (online), with the epoch.
+    fn snapshot(&mut self, _epoch: usize, _w: &[f32]) {}
 }
 
 impl Progress for () {}

@@ -62,6 +62,7 @@ pub fn train(
     let mut votes: Option<(Vec<Vec<f32>>, Vec<u64>)> = keep.voted.map(|_| (Vec::new(), Vec::new()));
     let mut survived = 0u64;
     let mut stop = StopReason::MaxEpochs;
+    let snapshots = progress.wants_snapshots();
     for epoch in 0..params.epochs {
         if params.shuffle {
             order.shuffle(&mut rng);
@@ -89,6 +90,9 @@ pub fn train(
             });
             e.mistakes += m;
             e.criterion += crit;
+            if m > 0 && snapshots {
+                progress.snapshot(epoch + 1, w);
+            }
             if let (Some((vecs, counts)), Some(cap)) = (votes.as_mut(), keep.voted) {
                 match before {
                     // A mistake: the vector before the update retires with its count.

@@ -10,12 +10,12 @@ use rosenblatt::data::synth::{self, SynthSpec};
 use rosenblatt::data::Format;
 use rosenblatt::model::ModelKind;
 use rosenblatt::model::{Evaluation, Model};
-use rosenblatt::params::Mode;
 use rosenblatt::params::TrainParams;
+use rosenblatt::params::{Algo, Mode};
 
 use super::{
     load_data, select_backend, write_atomic, write_output, Bar, BenchArgs, CommitteeArgs, EvalArgs,
-    GenArgs, InfoArgs, PredictArgs, TrainArgs,
+    GenArgs, InfoArgs, PlotModelArgs, PlotTrainingArgs, PredictArgs, TrainArgs,
 };
 
 pub fn train(a: TrainArgs) -> anyhow::Result<()> {
@@ -45,6 +45,29 @@ pub fn train(a: TrainArgs) -> anyhow::Result<()> {
     }
     .validate()?;
     let ds = load_data(&a.data, &a.data_args, None)?;
+    for p in [&a.plot, &a.animate].into_iter().flatten() {
+        rosenblatt::plot::image_kind(p)?;
+    }
+    if let Some(anim) = &a.animate {
+        let why = if rosenblatt::plot::image_kind(anim)? != rosenblatt::plot::ImageKind::Gif {
+            Some("must end in .gif")
+        } else if ds.d != 2 {
+            Some("needs 2-D data")
+        } else if matches!(params.algo, Algo::Voted | Algo::Kernel | Algo::Multiclass)
+            || ds.labels.as_ref().is_some_and(|l| l.classes.len() != 2)
+        {
+            Some("needs a binary linear model (not voted, kernel or multiclass)")
+        } else {
+            None
+        };
+        if let Some(reason) = why {
+            anyhow::bail!(rosenblatt::Error::InvalidParam {
+                name: "--animate",
+                value: anim.display().to_string(),
+                reason,
+            });
+        }
+    }
     let sel = select_backend(&a.backend, a.json)?;
     if params.effective_mode() == Mode::Online && sel.backend.kind() == BackendKind::Gpu {
         eprintln!(
@@ -54,6 +77,12 @@ pub fn train(a: TrainArgs) -> anyhow::Result<()> {
     }
     let cpu = CpuBackend::new();
     let mut bar = Bar::new(!a.json);
+    if a.animate.is_some() {
+        bar.snapshots = Some(vec![(
+            0,
+            rosenblatt::algo::initial_weights(ds.d, 1, &params),
+        )]);
+    }
     // Under auto, a GPU failure mid-training finishes on the CPU; an explicit gpu fails.
     let fallback: Option<&dyn Backend> = (a.backend.backend == BackendChoice::Auto).then_some(&cpu);
     let trained = algo::train(&ds, &params, &*sel.backend, fallback, &mut bar);
@@ -65,12 +94,24 @@ pub fn train(a: TrainArgs) -> anyhow::Result<()> {
     if let Some(out) = &a.output {
         write_atomic(out, |w| trained.model.write(w))?;
     }
+    if let Some(p) = &a.plot {
+        rosenblatt::plot::training(&trained.report, p, (800, 600))?;
+    }
+    if let (Some(p), Some(frames)) = (&a.animate, bar.snapshots.take()) {
+        rosenblatt::plot::animate(&ds, &frames, params.effective_mode() == Mode::Online, p)?;
+    }
     if a.json {
         println!("{}", serde_json::to_string(&trained.report)?);
     } else {
         print_report(&trained.report);
-        if let Some(out) = &a.output {
-            println!("model written to {}", out.display());
+        for (what, f) in [
+            ("model", &a.output),
+            ("training plot", &a.plot),
+            ("animation", &a.animate),
+        ] {
+            if let Some(f) = f {
+                println!("{what} written to {}", f.display());
+            }
         }
     }
     Ok(())
@@ -428,5 +469,59 @@ pub fn committee(a: CommitteeArgs) -> anyhow::Result<()> {
             );
         }
     }
+    Ok(())
+}
+
+fn plot_inputs(a: &PlotModelArgs) -> anyhow::Result<(Model, rosenblatt::data::Dataset)> {
+    rosenblatt::plot::image_kind(&a.output)?;
+    let model = Model::load(&a.model)?;
+    let ds = load_data(&a.data, &a.data_args.clone().into(), Some(model.n_features))?;
+    model.check_features(&ds)?;
+    Ok((model, ds))
+}
+
+pub fn plot_boundary(a: PlotModelArgs) -> anyhow::Result<()> {
+    let (model, ds) = plot_inputs(&a)?;
+    let features = match a.features.as_deref() {
+        Some([i, j]) if *i >= 1 && *j >= 1 => Some((i - 1, j - 1)),
+        Some(f) => anyhow::bail!(rosenblatt::Error::InvalidParam {
+            name: "--features",
+            value: format!("{f:?}"),
+            reason: "must be two 1-based feature numbers, e.g. --features 1,3",
+        }),
+        None => None,
+    };
+    let sel = select_backend(&a.backend, true)?;
+    rosenblatt::plot::boundary(
+        &model,
+        &ds,
+        &*sel.backend,
+        features,
+        &a.output,
+        (a.size.width, a.size.height),
+    )?;
+    println!("boundary plot written to {}", a.output.display());
+    Ok(())
+}
+
+pub fn plot_training(a: PlotTrainingArgs) -> anyhow::Result<()> {
+    rosenblatt::plot::image_kind(&a.output)?;
+    let report = rosenblatt::plot::load_report(&a.run)?;
+    rosenblatt::plot::training(&report, &a.output, (a.size.width, a.size.height))?;
+    println!("training plot written to {}", a.output.display());
+    Ok(())
+}
+
+pub fn plot_roc(a: PlotModelArgs) -> anyhow::Result<()> {
+    let (model, ds) = plot_inputs(&a)?;
+    let sel = select_backend(&a.backend, true)?;
+    rosenblatt::plot::roc(
+        &model,
+        &ds,
+        &*sel.backend,
+        &a.output,
+        (a.size.width, a.size.height),
+    )?;
+    println!("ROC plot written to {}", a.output.display());
     Ok(())
 }

@@ -46,6 +46,85 @@ enum Command {
     /// Experiments that check what the theory says.
     #[command(subcommand)]
     Experiment(ExperimentCmd),
+    /// Pictures: decision boundary, training curves, ROC (PNG or SVG by the extension).
+    #[command(subcommand)]
+    Plot(PlotCmd),
+}
+
+#[derive(Subcommand, Debug)]
+enum PlotCmd {
+    /// The decision boundary over 2-D data (or a slice through two features).
+    Boundary(PlotModelArgs),
+    /// Mistakes per epoch, cumulative mistakes against the Novikoff bound, and J.
+    Training(PlotTrainingArgs),
+    /// The ROC curve of a binary model, with its AUC.
+    Roc(PlotModelArgs),
+}
+
+#[derive(Args, Debug)]
+struct PlotSize {
+    /// Width in pixels.
+    #[arg(long, default_value_t = 800)]
+    width: u32,
+    /// Height in pixels.
+    #[arg(long, default_value_t = 600)]
+    height: u32,
+}
+
+#[derive(Args, Debug)]
+struct PlotModelArgs {
+    /// Model file.
+    model: PathBuf,
+    /// Labelled data.
+    data: PathBuf,
+    /// Output image (.png or .svg).
+    #[arg(short, long, value_name = "FILE")]
+    output: PathBuf,
+    /// For d > 2: the two features (1-based) to plot, others held at their mean.
+    #[arg(long, value_name = "I,J", value_delimiter = ',')]
+    features: Option<Vec<usize>>,
+    #[command(flatten)]
+    size: PlotSize,
+    #[command(flatten)]
+    backend: BackendArgs,
+    #[command(flatten)]
+    data_args: PlotDataArgs,
+}
+
+/// How to read the data of a plot (the feature count comes from the model).
+#[derive(Args, Debug, Clone)]
+struct PlotDataArgs {
+    /// Label column: a header name, a 0-based index (negative from the end), or none.
+    #[arg(long, value_name = "C", default_value = "auto")]
+    label_col: LabelCol,
+    /// File format: auto, csv, libsvm, npy or npz.
+    #[arg(long, value_name = "F", default_value = "auto")]
+    format: Format,
+    /// NumPy features (.npy): the .npy file with the labels.
+    #[arg(long, value_name = "FILE")]
+    labels: Option<PathBuf>,
+}
+
+impl From<PlotDataArgs> for DataArgs {
+    fn from(a: PlotDataArgs) -> Self {
+        DataArgs {
+            label_col: a.label_col,
+            format: a.format,
+            features: None,
+            labels: a.labels,
+        }
+    }
+}
+
+#[derive(Args, Debug)]
+struct PlotTrainingArgs {
+    /// A `train --json` output or a model file.
+    run: PathBuf,
+    /// Output image (.png or .svg).
+    #[arg(short, long, value_name = "FILE")]
+    output: PathBuf,
+    #[command(flatten)]
+    size: PlotSize,
 }
 
 #[derive(Subcommand, Debug)]
@@ -207,6 +286,13 @@ struct TrainArgs {
     /// Print one JSON object on stdout instead of the text report.
     #[arg(long)]
     json: bool,
+    /// Also draw the training curves to this image (.png or .svg).
+    #[arg(long, value_name = "FILE")]
+    plot: Option<PathBuf>,
+    /// 2-D binary data: animate the boundary epoch by epoch (online: update by update) to
+    /// this .gif (at most 150 frames, 640 x 480).
+    #[arg(long, value_name = "FILE.gif")]
+    animate: Option<PathBuf>,
 }
 
 #[derive(Args, Debug)]
@@ -312,6 +398,9 @@ pub fn run() -> i32 {
         Command::Info(a) => commands::info(a),
         Command::Bench(a) => commands::bench(a),
         Command::Experiment(ExperimentCmd::Committee(a)) => commands::committee(a),
+        Command::Plot(PlotCmd::Boundary(a)) => commands::plot_boundary(a),
+        Command::Plot(PlotCmd::Training(a)) => commands::plot_training(a),
+        Command::Plot(PlotCmd::Roc(a)) => commands::plot_roc(a),
     };
     match result {
         Ok(()) => 0,
@@ -362,19 +451,15 @@ fn write_atomic(
     path: &Path,
     f: impl FnOnce(&mut dyn Write) -> std::io::Result<()>,
 ) -> anyhow::Result<()> {
-    let dir = match path.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p,
-        _ => Path::new("."),
-    };
-    let mut tmp = tempfile::NamedTempFile::new_in(dir)
-        .with_context(|| format!("cannot create a file in {}", dir.display()))?;
+    let mut tmp = rosenblatt::output::temp_beside(path, ".tmp")
+        .with_context(|| format!("cannot create {}", path.display()))?;
     {
         let mut w = std::io::BufWriter::new(tmp.as_file_mut());
         f(&mut w).with_context(|| format!("writing {}", path.display()))?;
         w.flush()
             .with_context(|| format!("writing {}", path.display()))?;
     }
-    tmp.persist(path)
+    rosenblatt::output::persist(tmp, path)
         .with_context(|| format!("cannot write {}", path.display()))?;
     Ok(())
 }
@@ -403,6 +488,8 @@ struct Bar {
     enabled: bool,
     start: Instant,
     bar: Option<ProgressBar>,
+    /// Weight snapshots for `--animate` (kept only when asked for).
+    snapshots: Option<Vec<(usize, Vec<f32>)>>,
 }
 
 impl Bar {
@@ -411,6 +498,7 @@ impl Bar {
             enabled: enabled && std::io::stderr().is_terminal(),
             start: Instant::now(),
             bar: None,
+            snapshots: None,
         }
     }
 
@@ -421,7 +509,22 @@ impl Bar {
     }
 }
 
+/// Most snapshots kept for an animation (they are subsampled to 150 frames when drawn).
+const MAX_SNAPSHOTS: usize = 100_000;
+
 impl Progress for Bar {
+    fn wants_snapshots(&self) -> bool {
+        self.snapshots.is_some()
+    }
+
+    fn snapshot(&mut self, epoch: usize, w: &[f32]) {
+        if let Some(s) = self.snapshots.as_mut() {
+            if s.len() < MAX_SNAPSHOTS {
+                s.push((epoch, w.to_vec()));
+            }
+        }
+    }
+
     fn update(&mut self, done: usize, max: usize, mistakes: u64) {
         if !self.enabled || self.start.elapsed() < Duration::from_millis(300) {
             return;
@@ -439,5 +542,15 @@ impl Progress for Bar {
         });
         bar.set_position(done as u64);
         bar.set_message(format!("mistakes {mistakes}"));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    #[test]
+    fn the_command_line_definition_is_consistent() {
+        super::Cli::command().debug_assert();
     }
 }

@@ -1,0 +1,819 @@
+//! Pictures: the decision boundary of a model over 2-D data (or a 2-D slice), the training
+//! curves of a run, the ROC curve, and an animation of the boundary during training. PNG or
+//! SVG by the file's extension (GIF for animations); text uses the bundled DejaVu Sans, so no
+//! system font library is needed. Files are drawn to a temporary and renamed into place.
+
+use std::path::Path;
+
+use plotters::coord::types::RangedCoordf64;
+use plotters::coord::Shift;
+use plotters::prelude::*;
+
+use crate::algo::TrainReport;
+use crate::backend::cpu::CpuBackend;
+use crate::backend::Backend;
+use crate::data::{Dataset, Labels};
+use crate::error::{Error, Result};
+use crate::metrics;
+use crate::model::{Model, ModelKind};
+use crate::output;
+
+const FONT: &str = "sans-serif";
+static FONT_BYTES: &[u8] = include_bytes!("../assets/DejaVuSans.ttf");
+
+/// Class colours (colour-blind friendly: Okabe-Ito), cycled past eight classes.
+const PALETTE: [RGBColor; 8] = [
+    RGBColor(0, 114, 178),
+    RGBColor(230, 159, 0),
+    RGBColor(0, 158, 115),
+    RGBColor(204, 121, 167),
+    RGBColor(86, 180, 233),
+    RGBColor(213, 94, 0),
+    RGBColor(240, 228, 66),
+    RGBColor(0, 0, 0),
+];
+
+fn colour(c: usize) -> RGBColor {
+    PALETTE[c % PALETTE.len()]
+}
+
+fn register_font() -> Result<()> {
+    static ONCE: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    let ok = *ONCE.get_or_init(|| {
+        plotters::style::register_font(FONT, FontStyle::Normal, FONT_BYTES).is_ok()
+    });
+    if ok {
+        Ok(())
+    } else {
+        Err(Error::Plot("the bundled font could not be loaded".into()))
+    }
+}
+
+fn perr<E: std::fmt::Debug>(e: E) -> Error {
+    Error::Plot(format!("{e:?}"))
+}
+
+/// Image kinds chosen by extension.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ImageKind {
+    /// PNG bitmap.
+    Png,
+    /// SVG vector image.
+    Svg,
+    /// Animated GIF.
+    Gif,
+}
+
+/// The image kind for `path`'s extension, or an input error naming it.
+pub fn image_kind(path: &Path) -> Result<ImageKind> {
+    match path
+        .extension()
+        .and_then(|e| e.to_str())
+        .map(|e| e.to_ascii_lowercase())
+        .as_deref()
+    {
+        Some("png") => Ok(ImageKind::Png),
+        Some("svg") => Ok(ImageKind::Svg),
+        Some("gif") => Ok(ImageKind::Gif),
+        _ => Err(Error::InvalidParam {
+            name: "-o",
+            value: path.display().to_string(),
+            reason: "must end in .png or .svg (.gif for --animate)",
+        }),
+    }
+}
+
+/// Something that can draw itself on any plotters backend.
+trait Painter {
+    fn paint<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<()>;
+}
+
+/// Draws `p` into a PNG or SVG at `out` (through a temporary file in the same folder).
+fn render(out: &Path, size: (u32, u32), p: &impl Painter) -> Result<()> {
+    register_font()?;
+    let kind = image_kind(out)?;
+    let ext = if kind == ImageKind::Svg {
+        ".svg"
+    } else {
+        ".png"
+    };
+    let tmp = output::temp_beside(out, ext)
+        .map_err(|e| Error::Plot(format!("cannot create {}: {e}", out.display())))?;
+    match kind {
+        ImageKind::Svg => {
+            let root = SVGBackend::new(tmp.path(), size).into_drawing_area();
+            p.paint(&root)?;
+            root.present().map_err(perr)?;
+        }
+        ImageKind::Png => {
+            let root = BitMapBackend::new(tmp.path(), size).into_drawing_area();
+            p.paint(&root)?;
+            root.present().map_err(perr)?;
+        }
+        ImageKind::Gif => {
+            return Err(Error::InvalidParam {
+                name: "-o",
+                value: out.display().to_string(),
+                reason: "must end in .png or .svg (GIF is for train --animate)",
+            })
+        }
+    }
+    output::persist(tmp, out)
+        .map_err(|e| Error::Plot(format!("cannot write {}: {e}", out.display())))
+}
+
+/// What the boundary plot shows: two features of the data, the others fixed at their mean.
+struct Slice {
+    i: usize,
+    j: usize,
+    means: Vec<f32>,
+    x_range: (f32, f32),
+    y_range: (f32, f32),
+}
+
+fn slice(ds: &Dataset, features: Option<(usize, usize)>) -> Result<Slice> {
+    let (i, j) = match (ds.d, features) {
+        (_, Some((i, j))) => {
+            if i >= ds.d || j >= ds.d || i == j {
+                return Err(Error::InvalidParam {
+                    name: "--features",
+                    value: format!("{},{}", i + 1, j + 1),
+                    reason: "must name two different features between 1 and d",
+                });
+            }
+            (i, j)
+        }
+        (2, None) => (0, 1),
+        (d, None) => {
+            return Err(Error::Data {
+                path: ds.source.clone(),
+                msg: format!(
+                    "the data has {d} features; a boundary plot needs 2, or --features i,j to draw \
+                     the slice through two of them with the others at their mean"
+                ),
+            })
+        }
+    };
+    let mut means = vec![0f64; ds.d];
+    for r in 0..ds.n {
+        for (m, v) in means.iter_mut().zip(ds.row(r)) {
+            *m += *v as f64;
+        }
+    }
+    let means: Vec<f32> = means
+        .iter()
+        .map(|m| (m / ds.n.max(1) as f64) as f32)
+        .collect();
+    let range = |k: usize| {
+        let (lo, hi) = (0..ds.n)
+            .map(|r| ds.row(r)[k])
+            .fold((f32::INFINITY, f32::NEG_INFINITY), |(a, b), v| {
+                (a.min(v), b.max(v))
+            });
+        let pad = ((hi - lo) * 0.06).max(1e-3);
+        (lo - pad, hi + pad)
+    };
+    Ok(Slice {
+        i,
+        j,
+        x_range: range(i),
+        y_range: range(j),
+        means,
+    })
+}
+
+/// Predicted class of every cell centre of a `gw x gh` grid over the slice.
+fn grid_classes(model: &Model, s: &Slice, gw: usize, gh: usize) -> Result<Vec<u32>> {
+    let d = s.means.len();
+    let mut x = Vec::with_capacity(gw * gh * d);
+    for r in 0..gh {
+        for c in 0..gw {
+            let mut p = s.means.clone();
+            p[s.i] = s.x_range.0 + (c as f32 + 0.5) / gw as f32 * (s.x_range.1 - s.x_range.0);
+            p[s.j] = s.y_range.0 + (r as f32 + 0.5) / gh as f32 * (s.y_range.1 - s.y_range.0);
+            x.extend(p);
+        }
+    }
+    let grid = Dataset {
+        x,
+        n: gw * gh,
+        d,
+        labels: None,
+        source: "<grid>".into(),
+    };
+    Ok(model.predict(&model.raw_scores(&grid, &CpuBackend::new())?))
+}
+
+fn light(c: RGBColor) -> RGBColor {
+    let mix = |v: u8| (v as u16 + 3 * 255) as f32 / 4.0;
+    RGBColor(mix(c.0) as u8, mix(c.1) as u8, mix(c.2) as u8)
+}
+
+/// Maps a data row's label to the model's class index (None when unknown).
+fn class_of(model: &Model, labels: &Labels, r: usize) -> Option<usize> {
+    let name = &labels.classes[labels.index[r] as usize];
+    model
+        .classes
+        .iter()
+        .position(|c| c == name || crate::data::cmp_class(c, name) == std::cmp::Ordering::Equal)
+}
+
+/// The decision boundary of `model` over `ds` (2-D, or the slice through `features`).
+pub fn boundary(
+    model: &Model,
+    ds: &Dataset,
+    backend: &dyn Backend,
+    features: Option<(usize, usize)>,
+    out: &Path,
+    size: (u32, u32),
+) -> Result<()> {
+    model.check_features(ds)?;
+    let s = slice(ds, features)?;
+    // The regions are cells of a grid; coarser in SVG, where each cell is an element.
+    let (gw, gh) = if image_kind(out)? == ImageKind::Svg {
+        (64usize, 48usize)
+    } else {
+        (160, 120)
+    };
+    let cells = grid_classes(model, &s, gw, gh)?;
+    let pred = model.predict(&model.raw_scores(ds, backend)?);
+    // Binary linear models: the line w.x + b = 0 in the slice, and the closest point.
+    let line = match model.kind {
+        ModelKind::Binary => {
+            let w = &model.weights;
+            let off: f32 = model.bias
+                + (0..ds.d)
+                    .filter(|k| *k != s.i && *k != s.j)
+                    .map(|k| w[k] * s.means[k])
+                    .sum::<f32>();
+            Some((w[s.i], w[s.j], off))
+        }
+        _ => None,
+    };
+    let closest = line.map(|_| {
+        let raw = model.raw_scores(ds, &CpuBackend::new()).unwrap_or_default();
+        let norm = model
+            .weights
+            .iter()
+            .map(|v| v * v)
+            .sum::<f32>()
+            .sqrt()
+            .max(f32::MIN_POSITIVE);
+        let (k, v) = raw
+            .iter()
+            .enumerate()
+            .fold((0usize, f32::INFINITY), |(bk, bv), (k, v)| {
+                if v.abs() < bv {
+                    (k, v.abs())
+                } else {
+                    (bk, bv)
+                }
+            });
+        (k, v / norm)
+    });
+    let title = format!(
+        "{} perceptron ({:?}){}",
+        model.algorithm,
+        model.kind,
+        if ds.d > 2 {
+            ", slice: other features at their mean"
+        } else {
+            ""
+        }
+    )
+    .to_lowercase();
+    let plot = BoundaryPlot {
+        model,
+        ds,
+        s: &s,
+        cells: &cells,
+        grid: (gw, gh),
+        line,
+        closest,
+        pred: &pred,
+        title: &title,
+    };
+    render(out, size, &plot)
+}
+
+struct BoundaryPlot<'a> {
+    model: &'a Model,
+    ds: &'a Dataset,
+    s: &'a Slice,
+    cells: &'a [u32],
+    grid: (usize, usize),
+    line: Option<(f32, f32, f32)>,
+    closest: Option<(usize, f32)>,
+    pred: &'a [u32],
+    title: &'a str,
+}
+
+impl Painter for BoundaryPlot<'_> {
+    fn paint<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<()> {
+        let BoundaryPlot {
+            model,
+            ds,
+            s,
+            cells,
+            grid: (gw, gh),
+            line,
+            closest,
+            pred,
+            title,
+        } = *self;
+        let labels = ds.labels.as_ref();
+        root.fill(&WHITE).map_err(perr)?;
+        let mut chart = ChartBuilder::on(root)
+            .caption(title, (FONT, 20))
+            .margin(12)
+            .x_label_area_size(40)
+            .y_label_area_size(50)
+            .build_cartesian_2d(s.x_range.0..s.x_range.1, s.y_range.0..s.y_range.1)
+            .map_err(perr)?;
+        chart
+            .configure_mesh()
+            .disable_mesh()
+            .x_desc(format!("feature {}", s.i + 1))
+            .y_desc(format!("feature {}", s.j + 1))
+            .label_style((FONT, 14))
+            .light_line_style(WHITE)
+            .draw()
+            .map_err(perr)?;
+        let (cw, ch) = (
+            (s.x_range.1 - s.x_range.0) / gw as f32,
+            (s.y_range.1 - s.y_range.0) / gh as f32,
+        );
+        chart
+            .draw_series(cells.iter().enumerate().map(|(k, c)| {
+                let (x0, y0) = (
+                    s.x_range.0 + (k % gw) as f32 * cw,
+                    s.y_range.0 + (k / gw) as f32 * ch,
+                );
+                Rectangle::new(
+                    [(x0, y0), (x0 + cw, y0 + ch)],
+                    light(colour(*c as usize)).filled(),
+                )
+            }))
+            .map_err(perr)?;
+        if let Some((a, b, c)) = line {
+            let (x0, x1) = s.x_range;
+            let pts: Vec<(f32, f32)> = if b.abs() > 1e-12 {
+                vec![(x0, -(a * x0 + c) / b), (x1, -(a * x1 + c) / b)]
+            } else if a.abs() > 1e-12 {
+                vec![(-c / a, s.y_range.0), (-c / a, s.y_range.1)]
+            } else {
+                vec![]
+            };
+            chart
+                .draw_series(LineSeries::new(pts, BLACK.stroke_width(2)))
+                .map_err(perr)?
+                .label("w.x + b = 0")
+                .legend(|(x, y)| {
+                    PathElement::new(vec![(x, y), (x + 18, y)], BLACK.stroke_width(2))
+                });
+        }
+        for (ci, name) in model.classes.iter().enumerate() {
+            let pts: Vec<(f32, f32)> = (0..ds.n)
+                .filter(|&r| {
+                    labels
+                        .and_then(|l| class_of(model, l, r))
+                        .unwrap_or(pred[r] as usize)
+                        == ci
+                })
+                .map(|r| (ds.row(r)[s.i], ds.row(r)[s.j]))
+                .collect();
+            chart
+                .draw_series(
+                    pts.into_iter()
+                        .map(|p| Circle::new(p, 3, colour(ci).filled())),
+                )
+                .map_err(perr)?
+                .label(format!("class {name}"))
+                .legend(move |(x, y)| Circle::new((x + 9, y), 4, colour(ci).filled()));
+        }
+        if let Some(l) = labels {
+            let wrong: Vec<(f32, f32)> = (0..ds.n)
+                .filter(|&r| class_of(model, l, r) != Some(pred[r] as usize))
+                .map(|r| (ds.row(r)[s.i], ds.row(r)[s.j]))
+                .collect();
+            let n_wrong = wrong.len();
+            chart
+                .draw_series(
+                    wrong
+                        .into_iter()
+                        .map(|p| Circle::new(p, 8, RED.stroke_width(2))),
+                )
+                .map_err(perr)?
+                .label(format!("misclassified ({n_wrong})"))
+                .legend(|(x, y)| Circle::new((x + 9, y), 6, RED.stroke_width(2)));
+        }
+        if let Some((k, dist)) = closest {
+            let p = (ds.row(k)[s.i], ds.row(k)[s.j]);
+            chart
+                .draw_series(std::iter::once(TriangleMarker::new(p, 9, BLACK.filled())))
+                .map_err(perr)?
+                .label(format!("closest point, distance {dist:.3}"))
+                .legend(|(x, y)| TriangleMarker::new((x + 9, y), 6, BLACK.filled()));
+        }
+        chart
+            .configure_series_labels()
+            .background_style(WHITE.mix(0.85))
+            .border_style(BLACK)
+            .label_font((FONT, 13))
+            .draw()
+            .map_err(perr)?;
+        Ok(())
+    }
+}
+
+/// Reads a training report from `train --json` output or from a model file.
+pub fn load_report(path: &Path) -> Result<TrainReport> {
+    let text = std::fs::read_to_string(path).map_err(|e| Error::Io {
+        path: path.to_path_buf(),
+        source: e,
+    })?;
+    let bad = |m: String| Error::Data {
+        path: path.to_path_buf(),
+        msg: m,
+    };
+    let v: serde_json::Value =
+        serde_json::from_str(text.trim()).map_err(|e| bad(format!("not JSON ({e})")))?;
+    let r = if v.get("format").is_some() {
+        v.get("training").cloned().unwrap_or_default()
+    } else {
+        v
+    };
+    serde_json::from_value(r).map_err(|e| {
+        bad(format!(
+            "not a training report (train --json output or a model file): {e}"
+        ))
+    })
+}
+
+/// Mistakes per epoch (log scale when they span decades), the cumulative mistakes next to
+/// Novikoff's bound when known, and the perceptron criterion J.
+pub fn training(r: &TrainReport, out: &Path, size: (u32, u32)) -> Result<()> {
+    if r.mistakes_per_epoch.is_empty() {
+        return Err(Error::Data {
+            path: out.to_path_buf(),
+            msg: "the report has no epochs".into(),
+        });
+    }
+    let m: Vec<f64> = r.mistakes_per_epoch.iter().map(|&v| v as f64).collect();
+    let cum: Vec<f64> = m
+        .iter()
+        .scan(0.0, |s, v| {
+            *s += v;
+            Some(*s)
+        })
+        .collect();
+    let top = cum
+        .last()
+        .copied()
+        .unwrap_or(1.0)
+        .max(r.mistake_bound.unwrap_or(0.0))
+        .max(1.0);
+    let nonzero_min = m
+        .iter()
+        .copied()
+        .filter(|v| *v > 0.0)
+        .fold(f64::INFINITY, f64::min);
+    let plot = TrainingPlot {
+        title: format!(
+            "{} on {} ({}), n = {}, d = {}",
+            r.algo,
+            r.backend,
+            r.stop_reason.name(),
+            r.n,
+            r.d
+        ),
+        log: top / nonzero_min.max(1.0) >= 100.0,
+        top,
+        bound: r.mistake_bound,
+        j: r.criterion_per_epoch.clone(),
+        m,
+        cum,
+        split: size.1 * 3 / 5,
+    };
+    render(out, size, &plot)
+}
+
+struct TrainingPlot {
+    title: String,
+    m: Vec<f64>,
+    cum: Vec<f64>,
+    bound: Option<f64>,
+    log: bool,
+    top: f64,
+    j: Vec<f64>,
+    split: u32,
+}
+
+impl Painter for TrainingPlot {
+    fn paint<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<()> {
+        root.fill(&WHITE).map_err(perr)?;
+        let (up, down) = root.split_vertically(self.split);
+        let e = (self.m.len() as f64).max(2.0);
+        if self.log {
+            let mut c = ChartBuilder::on(&up)
+                .caption(&self.title, (FONT, 18))
+                .margin(10)
+                .x_label_area_size(35)
+                .y_label_area_size(60)
+                .build_cartesian_2d(1f64..e, (0.5f64..self.top * 2.0).log_scale())
+                .map_err(perr)?;
+            c.configure_mesh()
+                .x_desc("epoch")
+                .y_desc("mistakes + 1 (log scale)")
+                .label_style((FONT, 13))
+                .light_line_style(WHITE)
+                .draw()
+                .map_err(perr)?;
+            self.top_series(&mut c, 1.0)?;
+        } else {
+            let mut c = ChartBuilder::on(&up)
+                .caption(&self.title, (FONT, 18))
+                .margin(10)
+                .x_label_area_size(35)
+                .y_label_area_size(60)
+                .build_cartesian_2d(1f64..e, 0f64..self.top * 1.08)
+                .map_err(perr)?;
+            c.configure_mesh()
+                .x_desc("epoch")
+                .y_desc("mistakes")
+                .label_style((FONT, 13))
+                .light_line_style(WHITE)
+                .draw()
+                .map_err(perr)?;
+            self.top_series(&mut c, 0.0)?;
+        }
+        let jmax = self.j.iter().copied().fold(0f64, f64::max).max(1e-9);
+        let mut c = ChartBuilder::on(&down)
+            .margin(10)
+            .x_label_area_size(35)
+            .y_label_area_size(60)
+            .build_cartesian_2d(1f64..e, 0f64..jmax * 1.08)
+            .map_err(perr)?;
+        c.configure_mesh()
+            .x_desc("epoch")
+            .y_desc("criterion J")
+            .label_style((FONT, 13))
+            .light_line_style(WHITE)
+            .draw()
+            .map_err(perr)?;
+        let j = self.j.iter().enumerate().map(|(k, v)| ((k + 1) as f64, *v));
+        c.draw_series(LineSeries::new(j, colour(2).stroke_width(2)))
+            .map_err(perr)?
+            .label("J = sum over mistakes of -y w.x")
+            .legend(|(x, y)| {
+                PathElement::new(vec![(x, y), (x + 18, y)], colour(2).stroke_width(2))
+            });
+        c.configure_series_labels()
+            .background_style(WHITE.mix(0.85))
+            .border_style(BLACK)
+            .label_font((FONT, 13))
+            .draw()
+            .map_err(perr)?;
+        Ok(())
+    }
+}
+
+impl TrainingPlot {
+    /// Mistakes per epoch, cumulative mistakes and the bound, shifted by `shift` (1 on a log
+    /// axis, so that epochs with no mistake still show).
+    fn top_series<'a, DB, Y>(
+        &self,
+        c: &mut ChartContext<'a, DB, Cartesian2d<RangedCoordf64, Y>>,
+        shift: f64,
+    ) -> Result<()>
+    where
+        DB: DrawingBackend + 'a,
+        Y: Ranged<ValueType = f64>,
+    {
+        let e = (self.m.len() as f64).max(2.0);
+        let per = self
+            .m
+            .iter()
+            .enumerate()
+            .map(|(k, v)| ((k + 1) as f64, v + shift));
+        c.draw_series(LineSeries::new(per, colour(0).stroke_width(2)))
+            .map_err(perr)?
+            .label("mistakes per epoch")
+            .legend(|(x, y)| {
+                PathElement::new(vec![(x, y), (x + 18, y)], colour(0).stroke_width(2))
+            });
+        let cum = self
+            .cum
+            .iter()
+            .enumerate()
+            .map(|(k, v)| ((k + 1) as f64, v + shift));
+        c.draw_series(LineSeries::new(cum, colour(1).stroke_width(2)))
+            .map_err(perr)?
+            .label("cumulative mistakes")
+            .legend(|(x, y)| {
+                PathElement::new(vec![(x, y), (x + 18, y)], colour(1).stroke_width(2))
+            });
+        if let Some(b) = self.bound {
+            c.draw_series(LineSeries::new(
+                vec![(1.0, b + shift), (e, b + shift)],
+                RED.stroke_width(2),
+            ))
+            .map_err(perr)?
+            .label(format!("Novikoff bound (R/gamma)^2 = {b:.0}"))
+            .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], RED.stroke_width(2)));
+        }
+        c.configure_series_labels()
+            .background_style(WHITE.mix(0.85))
+            .border_style(BLACK)
+            .label_font((FONT, 13))
+            .draw()
+            .map_err(perr)?;
+        Ok(())
+    }
+}
+
+/// The ROC curve of a binary model on labelled data, with the AUC in the legend.
+pub fn roc(
+    model: &Model,
+    ds: &Dataset,
+    backend: &dyn Backend,
+    out: &Path,
+    size: (u32, u32),
+) -> Result<()> {
+    if !matches!(
+        model.kind,
+        ModelKind::Binary | ModelKind::Voted | ModelKind::Kernel
+    ) {
+        return Err(Error::Data {
+            path: ds.source.clone(),
+            msg: format!(
+                "a ROC curve needs a binary model; this one is {:?} with {} classes",
+                model.kind,
+                model.classes.len()
+            )
+            .to_lowercase(),
+        });
+    }
+    let labels = ds.require_labels()?;
+    let positive: Vec<bool> = (0..ds.n)
+        .map(|r| class_of(model, labels, r) == Some(1))
+        .collect();
+    let scores = model.decision_function(ds, backend)?;
+    let auc = metrics::auc(&scores, &positive).ok_or_else(|| Error::Data {
+        path: ds.source.clone(),
+        msg: "a ROC curve needs both classes in the data".into(),
+    })?;
+    let plot = RocPlot {
+        title: format!("ROC: {} perceptron, n = {}", model.algorithm, ds.n),
+        pts: metrics::roc_curve(&scores, &positive),
+        auc,
+    };
+    render(out, size, &plot)
+}
+
+struct RocPlot {
+    title: String,
+    pts: Vec<(f64, f64)>,
+    auc: f64,
+}
+
+impl Painter for RocPlot {
+    fn paint<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<()> {
+        root.fill(&WHITE).map_err(perr)?;
+        let mut c = ChartBuilder::on(root)
+            .caption(&self.title, (FONT, 20))
+            .margin(12)
+            .x_label_area_size(40)
+            .y_label_area_size(50)
+            .build_cartesian_2d(0f64..1f64, 0f64..1.0001f64)
+            .map_err(perr)?;
+        c.configure_mesh()
+            .x_desc("false positive rate")
+            .y_desc("true positive rate")
+            .label_style((FONT, 14))
+            .light_line_style(WHITE)
+            .draw()
+            .map_err(perr)?;
+        c.draw_series(LineSeries::new(
+            vec![(0.0, 0.0), (1.0, 1.0)],
+            BLACK.mix(0.4).stroke_width(1),
+        ))
+        .map_err(perr)?
+        .label("chance")
+        .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], BLACK.mix(0.4)));
+        c.draw_series(LineSeries::new(self.pts.clone(), colour(0).stroke_width(3)))
+            .map_err(perr)?
+            .label(format!("ROC (AUC = {:.4})", self.auc))
+            .legend(|(x, y)| {
+                PathElement::new(vec![(x, y), (x + 18, y)], colour(0).stroke_width(3))
+            });
+        c.configure_series_labels()
+            .position(SeriesLabelPosition::LowerRight)
+            .background_style(WHITE.mix(0.85))
+            .border_style(BLACK)
+            .label_font((FONT, 14))
+            .draw()
+            .map_err(perr)?;
+        Ok(())
+    }
+}
+
+/// Most frames in an animation; longer runs are subsampled evenly (first and last kept).
+pub const MAX_FRAMES: usize = 150;
+
+/// An animated GIF of the boundary moving as training goes: `frames` are (epoch, augmented
+/// weights) snapshots of a binary model on 2-D data; at most [`MAX_FRAMES`] are drawn,
+/// 640 x 480, 80 ms apart.
+pub fn animate(ds: &Dataset, frames: &[(usize, Vec<f32>)], online: bool, out: &Path) -> Result<()> {
+    register_font()?;
+    if image_kind(out)? != ImageKind::Gif {
+        return Err(Error::InvalidParam {
+            name: "--animate",
+            value: out.display().to_string(),
+            reason: "must end in .gif",
+        });
+    }
+    if ds.d != 2 {
+        return Err(Error::Data {
+            path: ds.source.clone(),
+            msg: format!("--animate needs 2-D data; this has {} features", ds.d),
+        });
+    }
+    if frames.is_empty() {
+        return Err(Error::Plot("no training steps to animate".into()));
+    }
+    let pick: Vec<usize> = if frames.len() <= MAX_FRAMES {
+        (0..frames.len()).collect()
+    } else {
+        (0..MAX_FRAMES)
+            .map(|k| k * (frames.len() - 1) / (MAX_FRAMES - 1))
+            .collect()
+    };
+    let s = slice(ds, None)?;
+    let labels = ds.require_labels()?;
+    let tmp = output::temp_beside(out, ".gif")
+        .map_err(|e| Error::Plot(format!("cannot create {}: {e}", out.display())))?;
+    {
+        let root = BitMapBackend::gif(tmp.path(), (640, 480), 80)
+            .map_err(perr)?
+            .into_drawing_area();
+        for (n, &k) in pick.iter().enumerate() {
+            let (epoch, w) = &frames[k];
+            root.fill(&WHITE).map_err(perr)?;
+            let what = if online {
+                format!("update {} (epoch {epoch})", k + 1)
+            } else {
+                format!("epoch {epoch}")
+            };
+            let mut chart = ChartBuilder::on(&root)
+                .caption(
+                    format!("{what}, frame {}/{}", n + 1, pick.len()),
+                    (FONT, 18),
+                )
+                .margin(10)
+                .x_label_area_size(30)
+                .y_label_area_size(40)
+                .build_cartesian_2d(s.x_range.0..s.x_range.1, s.y_range.0..s.y_range.1)
+                .map_err(perr)?;
+            chart
+                .configure_mesh()
+                .disable_mesh()
+                .label_style((FONT, 12))
+                .draw()
+                .map_err(perr)?;
+            let (a, b, c) = (w[0], w[1], w[2]);
+            let (x0, x1) = s.x_range;
+            if b.abs() > 1e-12 {
+                chart
+                    .draw_series(LineSeries::new(
+                        vec![(x0, -(a * x0 + c) / b), (x1, -(a * x1 + c) / b)],
+                        BLACK.stroke_width(2),
+                    ))
+                    .map_err(perr)?;
+            } else if a.abs() > 1e-12 {
+                chart
+                    .draw_series(LineSeries::new(
+                        vec![(-c / a, s.y_range.0), (-c / a, s.y_range.1)],
+                        BLACK.stroke_width(2),
+                    ))
+                    .map_err(perr)?;
+            }
+            chart
+                .draw_series((0..ds.n).map(|r| {
+                    let p = (ds.row(r)[0], ds.row(r)[1]);
+                    let y = labels.index[r] as usize;
+                    let wrong = (a * p.0 + b * p.1 + c >= 0.0) != (y == 1);
+                    let style = if wrong {
+                        RED.stroke_width(2)
+                    } else {
+                        colour(y).filled()
+                    };
+                    Circle::new(p, if wrong { 5 } else { 3 }, style)
+                }))
+                .map_err(perr)?;
+            root.present().map_err(perr)?;
+        }
+    }
+    output::persist(tmp, out)
+        .map_err(|e| Error::Plot(format!("cannot write {}: {e}", out.display())))
+}
