@@ -450,6 +450,25 @@ pub fn load_report(path: &Path) -> Result<TrainReport> {
     })
 }
 
+/// Draws a line series with its legend entry (a short segment in the same style).
+fn line<'a, DB, X, Y>(
+    c: &mut ChartContext<'a, DB, Cartesian2d<X, Y>>,
+    pts: impl IntoIterator<Item = (f64, f64)>,
+    style: ShapeStyle,
+    label: String,
+) -> Result<()>
+where
+    DB: DrawingBackend + 'a,
+    X: Ranged<ValueType = f64>,
+    Y: Ranged<ValueType = f64>,
+{
+    c.draw_series(LineSeries::new(pts, style))
+        .map_err(perr)?
+        .label(label)
+        .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], style));
+    Ok(())
+}
+
 /// Mistakes per epoch (log scale when they span decades), the cumulative mistakes next to
 /// Novikoff's bound when known, and the perceptron criterion J.
 pub fn training(r: &TrainReport, out: &Path, size: (u32, u32)) -> Result<()> {
@@ -562,12 +581,12 @@ impl Painter for TrainingPlot {
             .draw()
             .map_err(perr)?;
         let j = self.j.iter().enumerate().map(|(k, v)| ((k + 1) as f64, *v));
-        c.draw_series(LineSeries::new(j, colour(2).stroke_width(2)))
-            .map_err(perr)?
-            .label("J = sum over mistakes of -y w.x")
-            .legend(|(x, y)| {
-                PathElement::new(vec![(x, y), (x + 18, y)], colour(2).stroke_width(2))
-            });
+        line(
+            &mut c,
+            j,
+            colour(2).stroke_width(2),
+            "J = sum over mistakes of -y w.x".into(),
+        )?;
         c.configure_series_labels()
             .background_style(WHITE.mix(0.85))
             .border_style(BLACK)
@@ -591,36 +610,29 @@ impl TrainingPlot {
         Y: Ranged<ValueType = f64>,
     {
         let e = (self.m.len() as f64).max(2.0);
-        let per = self
-            .m
-            .iter()
-            .enumerate()
-            .map(|(k, v)| ((k + 1) as f64, v + shift));
-        c.draw_series(LineSeries::new(per, colour(0).stroke_width(2)))
-            .map_err(perr)?
-            .label("mistakes per epoch")
-            .legend(|(x, y)| {
-                PathElement::new(vec![(x, y), (x + 18, y)], colour(0).stroke_width(2))
-            });
-        let cum = self
-            .cum
-            .iter()
-            .enumerate()
-            .map(|(k, v)| ((k + 1) as f64, v + shift));
-        c.draw_series(LineSeries::new(cum, colour(1).stroke_width(2)))
-            .map_err(perr)?
-            .label("cumulative mistakes")
-            .legend(|(x, y)| {
-                PathElement::new(vec![(x, y), (x + 18, y)], colour(1).stroke_width(2))
-            });
+        let at = |k: usize, v: &f64| ((k + 1) as f64, v + shift);
+        let per = self.m.iter().enumerate().map(|(k, v)| at(k, v));
+        line(
+            c,
+            per,
+            colour(0).stroke_width(2),
+            "mistakes per epoch".into(),
+        )?;
+        let cum = self.cum.iter().enumerate().map(|(k, v)| at(k, v));
+        line(
+            c,
+            cum,
+            colour(1).stroke_width(2),
+            "cumulative mistakes".into(),
+        )?;
         if let Some(b) = self.bound {
-            c.draw_series(LineSeries::new(
-                vec![(1.0, b + shift), (e, b + shift)],
+            let label = format!("Novikoff bound (R/gamma)^2 = {b:.0}");
+            line(
+                c,
+                [(1.0, b + shift), (e, b + shift)],
                 RED.stroke_width(2),
-            ))
-            .map_err(perr)?
-            .label(format!("Novikoff bound (R/gamma)^2 = {b:.0}"))
-            .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], RED.stroke_width(2)));
+                label,
+            )?;
         }
         c.configure_series_labels()
             .background_style(WHITE.mix(0.85))
@@ -694,19 +706,19 @@ impl Painter for RocPlot {
             .light_line_style(WHITE)
             .draw()
             .map_err(perr)?;
-        c.draw_series(LineSeries::new(
-            vec![(0.0, 0.0), (1.0, 1.0)],
+        line(
+            &mut c,
+            [(0.0, 0.0), (1.0, 1.0)],
             BLACK.mix(0.4).stroke_width(1),
-        ))
-        .map_err(perr)?
-        .label("chance")
-        .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], BLACK.mix(0.4)));
-        c.draw_series(LineSeries::new(self.pts.clone(), colour(0).stroke_width(3)))
-            .map_err(perr)?
-            .label(format!("ROC (AUC = {:.4})", self.auc))
-            .legend(|(x, y)| {
-                PathElement::new(vec![(x, y), (x + 18, y)], colour(0).stroke_width(3))
-            });
+            "chance".into(),
+        )?;
+        let label = format!("ROC (AUC = {:.4})", self.auc);
+        line(
+            &mut c,
+            self.pts.iter().copied(),
+            colour(0).stroke_width(3),
+            label,
+        )?;
         c.configure_series_labels()
             .position(SeriesLabelPosition::LowerRight)
             .background_style(WHITE.mix(0.85))
