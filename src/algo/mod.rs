@@ -421,76 +421,66 @@ fn summarize(
         .zip(&labels.index)
         .filter(|(p, t)| p == t)
         .count();
-    let radius = radius(&ds.x, ds.d, bias);
-    if model.kind == ModelKind::Kernel {
-        return summarize_kernel(
-            ds, params, model, raw, bias, stats, stop, used, seconds, fallback, correct,
-        );
-    }
-    // The margin and Novikoff's bound are defined for one separating hyperplane.
-    let margin = (model.kind == ModelKind::Binary)
-        .then(|| {
-            let w = model.augmented();
-            let wnorm = w.iter().map(|&v| (v as f64).powi(2)).sum::<f64>().sqrt();
-            let min_margin = min_margin(raw, labels);
-            (wnorm > 0.0 && min_margin > 0.0).then(|| min_margin / wnorm)
-        })
-        .flatten();
+    let (radius, margin) = geometry(ds, model, raw, labels, bias);
     report(
         ds, params, stats, stop, used, seconds, fallback, correct, radius, margin,
     )
 }
 
-/// The report of a kernel run: R and the margin are taken in the kernel's feature space,
-/// R^2 = max_i K(x_i, x_i) + bias^2 and gamma = min_i y_i f(x_i) / ||f||, with
-/// ||f||^2 = sum over support vectors of coef_s f(sv_s).
-#[allow(clippy::too_many_arguments)]
-fn summarize_kernel(
+/// R and the achieved margin for Novikoff's bound. Binary linear models: R = max ||[x, bias]||
+/// and gamma = min y f(x) / ||w||. Kernel models, in the kernel's feature space:
+/// R^2 = max K(x, x) + bias^2 and gamma = min y f(x) / ||f||, with ||f||^2 = sum_s c_s f(sv_s).
+/// Other kinds have no single hyperplane: R only.
+fn geometry(
     ds: &Dataset,
-    params: &Params,
     model: &Model,
     raw: &[f32],
+    labels: &crate::data::Labels,
     bias: f32,
-    stats: Vec<EpochStats>,
-    stop: StopReason,
-    used: &dyn Backend,
-    seconds: f64,
-    fallback: Option<String>,
-    correct: usize,
-) -> TrainReport {
-    let labels = ds.labels.as_ref().expect("checked by problem()");
-    let kernel = model.kernel.unwrap_or(Kernel::Linear);
-    let b2 = (bias * bias) as f64;
-    let r2 = (0..ds.n)
-        .map(|i| {
-            let r = ds.row(i);
-            let xx = crate::backend::dot(r, r);
-            kernel.eval(xx, xx, xx) as f64 + b2
-        })
-        .fold(0f64, f64::max);
-    let coef = model.dual_coef.clone().unwrap_or_default();
-    let sv = model.support_vectors.clone().unwrap_or_default();
-    let flat: Vec<f32> = sv.concat();
-    let svv = crate::backend::DataView {
-        x: &flat,
-        n: sv.len(),
-        d: ds.d,
-        bias,
-    };
-    let idx: Vec<u32> = (0..sv.len() as u32).collect();
-    let norm2: f64 = CpuBackend::new()
-        .kernel_scores(svv, svv, &idx, &coef, &kernel)
-        .map(|f| {
-            f.iter()
-                .zip(&coef)
-                .map(|(f, c)| (*f as f64) * (*c as f64))
-                .sum()
-        })
-        .unwrap_or(0.0);
-    let min_margin = min_margin(raw, labels);
-    let radius = r2.sqrt();
-    let margin = (norm2 > 0.0 && min_margin > 0.0).then(|| min_margin / norm2.sqrt());
-    report(
-        ds, params, stats, stop, used, seconds, fallback, correct, radius, margin,
-    )
+) -> (f64, Option<f64>) {
+    let positive = |g: f64, norm2: f64| (norm2 > 0.0 && g > 0.0).then(|| g / norm2.sqrt());
+    match model.kind {
+        ModelKind::Binary => {
+            let norm2 = model
+                .augmented()
+                .iter()
+                .map(|&v| (v as f64).powi(2))
+                .sum::<f64>();
+            (
+                radius(&ds.x, ds.d, bias),
+                positive(min_margin(raw, labels), norm2),
+            )
+        }
+        ModelKind::Kernel => {
+            let kernel = model.kernel.unwrap_or(Kernel::Linear);
+            let r2 = (0..ds.n)
+                .map(|i| {
+                    let xx = crate::backend::dot(ds.row(i), ds.row(i));
+                    kernel.eval(xx, xx, xx) as f64
+                })
+                .fold(0f64, f64::max)
+                + (bias * bias) as f64;
+            let coef = model.dual_coef.clone().unwrap_or_default();
+            let sv = model.support_vectors.clone().unwrap_or_default();
+            let flat: Vec<f32> = sv.concat();
+            let svv = crate::backend::DataView {
+                x: &flat,
+                n: sv.len(),
+                d: ds.d,
+                bias,
+            };
+            let idx: Vec<u32> = (0..sv.len() as u32).collect();
+            let norm2: f64 = CpuBackend::new()
+                .kernel_scores(svv, svv, &idx, &coef, &kernel)
+                .map(|f| {
+                    f.iter()
+                        .zip(&coef)
+                        .map(|(f, c)| (*f as f64) * (*c as f64))
+                        .sum()
+                })
+                .unwrap_or(0.0);
+            (r2.sqrt(), positive(min_margin(raw, labels), norm2))
+        }
+        _ => (radius(&ds.x, ds.d, bias), None),
+    }
 }

@@ -109,6 +109,8 @@ pub struct Resident<'c> {
     stats_buf: wgpu::Buffer,
     aux: wgpu::Buffer,
     heads: usize,
+    /// Read-back buffer for a submit: control, the epochs' stats, w (sized for the largest).
+    readback: wgpu::Buffer,
     kept_pocket: bool,
     kept_average: bool,
     global: wgpu::BindGroup,
@@ -336,6 +338,12 @@ impl<'c> Resident<'c> {
                     ctl_buf,
                     aux,
                     heads,
+                    readback: ctx.device.create_buffer(&wgpu::BufferDescriptor {
+                        label: Some("rosenblatt.readback"),
+                        size: (16 + epochs_per_submit * size_of::<EpochOut>() + len * 4) as u64,
+                        usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+                        mapped_at_creation: false,
+                    }),
                     kept_pocket: false,
                     kept_average: false,
                     stats_buf,
@@ -414,7 +422,7 @@ impl<'c> Resident<'c> {
         let len = self.heads * (self.d + 1);
         let stats_bytes = (k * size_of::<EpochOut>()) as u64;
         let w_bytes = (len * 4) as u64;
-        let staging = self.staging("rosenblatt.readback", 16 + stats_bytes + w_bytes);
+
         self.kept_pocket |= rule.pocket;
         self.kept_average |= rule.average;
         ctx.scoped("running batch epochs", || {
@@ -469,22 +477,28 @@ impl<'c> Resident<'c> {
                     pass.dispatch_workgroups(1, 1, 1);
                 }
             }
-            enc.copy_buffer_to_buffer(&self.ctl_buf, 0, &staging, 0, 16);
-            enc.copy_buffer_to_buffer(&self.stats_buf, 0, &staging, 16, stats_bytes);
+            enc.copy_buffer_to_buffer(&self.ctl_buf, 0, &self.readback, 0, 16);
+            enc.copy_buffer_to_buffer(&self.stats_buf, 0, &self.readback, 16, stats_bytes);
             if rule.multiplicative {
                 enc.copy_buffer_to_buffer(
                     &self.aux,
                     3 * w_bytes,
-                    &staging,
+                    &self.readback,
                     16 + stats_bytes,
                     w_bytes,
                 );
             } else {
-                enc.copy_buffer_to_buffer(&self.w_buf, 0, &staging, 16 + stats_bytes, w_bytes);
+                enc.copy_buffer_to_buffer(
+                    &self.w_buf,
+                    0,
+                    &self.readback,
+                    16 + stats_bytes,
+                    w_bytes,
+                );
             }
             ctx.queue.submit([enc.finish()]);
         })?;
-        let bytes = self.read(&staging)?;
+        let bytes = self.read(&self.readback)?;
         ctx.check("running batch epochs")?;
         let ctl: Control = bytemuck::pod_read_unaligned(&bytes[..16]);
         let run = (ctl.epoch as usize).min(k);
