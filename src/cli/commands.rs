@@ -103,7 +103,7 @@ pub fn train(a: TrainArgs) -> anyhow::Result<()> {
     if a.json {
         println!("{}", serde_json::to_string(&trained.report)?);
     } else {
-        print_report(&trained.report);
+        print_report(&trained.report, trained.model.kind);
         for (what, f) in [
             ("model", &a.output),
             ("training plot", &a.plot),
@@ -127,7 +127,7 @@ pub fn epoch_list(m: &[u64]) -> String {
     }
 }
 
-pub fn print_report(r: &TrainReport) {
+pub fn print_report(r: &TrainReport, kind: ModelKind) {
     println!(
         "{} perceptron on {} ({}): n = {}, d = {}",
         r.algo, r.backend, r.device, r.n, r.d
@@ -149,9 +149,14 @@ pub fn print_report(r: &TrainReport) {
             "  Novikoff:          R = {:.4}, achieved margin gamma = {:.4e}, (R/gamma)^2 = {:.4e}",
             r.radius, g, b
         ),
-        _ => println!(
+        _ if matches!(kind, ModelKind::Binary | ModelKind::Kernel) => println!(
             "  Novikoff:          R = {:.4}; no positive margin (the data is not separated), so no bound",
             r.radius
+        ),
+        _ => println!(
+            "  Novikoff:          R = {:.4}; a {} model has no single separating hyperplane, so no margin or bound",
+            r.radius,
+            format!("{kind:?}").to_lowercase()
         ),
     }
     println!("  time:              {:.3} s", r.seconds);
