@@ -718,3 +718,29 @@ fn kernel_scores_on_the_gpu_match_the_cpu() {
     assert_eq!(c.report.mistakes_per_epoch, gp.report.mistakes_per_epoch);
     assert_eq!(c.model.dual_coef, gp.model.dual_coef);
 }
+
+#[test]
+fn voted_models_with_many_vectors_score_on_the_gpu_in_blocks() {
+    use rosenblatt::params::Algo;
+    let Some(g) = gpu() else { return };
+    let cpu = CpuBackend::new();
+    // Noisy integer data: the voted perceptron keeps one vector per mistake, far more than the
+    // GPU's 64 heads per call, so scoring goes in blocks.
+    let ds = integer_data(600, 6, 31);
+    let p = TrainParams::default()
+        .algo(Algo::Voted)
+        .epochs(3)
+        .validate()
+        .unwrap();
+    let t = algo::train(&ds, &p, &cpu, None, &mut ()).unwrap();
+    let vectors = t.model.counts.as_ref().unwrap().len();
+    assert!(vectors > 130, "only {vectors} vectors");
+    assert_eq!(
+        t.model.raw_scores(&ds, g).unwrap(),
+        t.model.raw_scores(&ds, &cpu).unwrap()
+    );
+    assert_eq!(
+        t.model.evaluate(&ds, g).unwrap(),
+        t.model.evaluate(&ds, &cpu).unwrap()
+    );
+}
