@@ -241,6 +241,12 @@ fn bad_input_exits_2_and_names_the_place() {
         &["malformed pair"],
     );
     assert_input_error(&train("missing.csv"), &[], &["missing.csv"]);
+    // A huge index would need tens of GiB stored densely: refused with the sizes, no abort.
+    assert_input_error(
+        &train("h.svm"),
+        &[("h.svm", "1 1:1\n-1 4000000000:1\n")],
+        &["h.svm", "4000000000 features", "GiB"],
+    );
     assert_input_error(
         &["train", "a.csv", "--lr", "2"],
         &[("a.csv", "1,1\n2,-1\n")],

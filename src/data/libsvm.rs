@@ -59,7 +59,7 @@ pub fn parse_with<R: BufRead>(
         text: String::from_utf8_lossy(text).into_owned(),
         msg,
     };
-    let mut x = vec![0f32; n * d];
+    let mut x = super::dense_zeros(path, n, d)?;
     let mut labels = LabelBuilder::default();
     let mut row = 0usize;
     for_each_line(open().map_err(io)?, |line_no, content| {

@@ -219,6 +219,26 @@ pub fn load(path: &Path, opts: &LoadOptions) -> Result<Dataset> {
     }
 }
 
+/// Allocates a dense n x d feature matrix of zeros, or explains why it cannot (the size
+/// overflows, or the memory is not there) instead of aborting.
+pub fn dense_zeros(path: &Path, n: usize, d: usize) -> Result<Vec<f32>> {
+    let too_large = |bytes: String| {
+        Error::TooLarge(format!(
+            "{}: {n} rows x {d} features stored densely need {bytes} of memory, more than can be allocated",
+            path.display()
+        ))
+    };
+    let len = n
+        .checked_mul(d)
+        .ok_or_else(|| too_large("more than 2^64 bytes".into()))?;
+    let bytes = len as f64 * 4.0;
+    let mut v: Vec<f32> = Vec::new();
+    v.try_reserve_exact(len)
+        .map_err(|_| too_large(format!("{:.1} GiB", bytes / (1u64 << 30) as f64)))?;
+    v.resize(len, 0.0);
+    Ok(v)
+}
+
 /// Picks a format by extension (.csv; .svm, .libsvm, .svmlight), else by the first data line:
 /// a `idx:val` token after the first field means LIBSVM.
 pub fn detect_format(path: &Path, bytes: &[u8]) -> Format {

@@ -131,7 +131,10 @@ fn features(path: &Path, what: &str, a: &Npy) -> Result<(Vec<f32>, usize, usize)
     if n == 0 || d == 0 {
         return Err(bad(path, what, format!("empty array of shape ({n}, {d})")));
     }
-    if a.data.len() < n * d * size {
+    if n.checked_mul(d)
+        .and_then(|v| v.checked_mul(size))
+        .is_none_or(|need| a.data.len() < need)
+    {
         return Err(bad(
             path,
             what,
@@ -149,7 +152,7 @@ fn features(path: &Path, what: &str, a: &Npy) -> Result<(Vec<f32>, usize, usize)
             f64::from_le_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]])
         }
     };
-    let mut x = vec![0f32; n * d];
+    let mut x = super::dense_zeros(path, n, d)?;
     for i in 0..n {
         for j in 0..d {
             let v = get(if a.fortran { j * n + i } else { i * d + j });
@@ -193,7 +196,7 @@ fn labels(path: &Path, what: &str, a: &Npy, n: usize) -> Result<super::Labels> {
     let (_, kind, count) = dtype(path, what, &a.descr)?;
     // Unicode strings count characters of 4 bytes each; every other dtype counts bytes.
     let size = if kind == 'U' { 4 * count } else { count };
-    if a.data.len() < n * size {
+    if n.checked_mul(size).is_none_or(|need| a.data.len() < need) {
         return Err(bad(path, what, "truncated data"));
     }
     let mut b = LabelBuilder::default();

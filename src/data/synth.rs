@@ -4,7 +4,7 @@
 //! optional exact fraction of flipped labels for non-separable data.
 
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
@@ -105,7 +105,8 @@ pub fn generate(spec: &SynthSpec) -> Result<Synthetic> {
     let b: f64 = rng.random_range(-0.25..=0.25);
     let gamma = spec.margin as f64;
 
-    let mut x = Vec::with_capacity(spec.n * d);
+    let mut x = super::dense_zeros(Path::new("<generated>"), spec.n, d)?;
+    x.clear();
     let mut y = Vec::with_capacity(spec.n);
     let mut row = vec![0f32; d];
     let max_tries = 1000 * spec.n as u64 + 100_000;
