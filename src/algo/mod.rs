@@ -292,6 +292,21 @@ pub fn train(
             }
         };
     let seconds = t0.elapsed().as_secs_f64();
+    let finite = |v: &[f32]| v.iter().all(|x| x.is_finite());
+    if !finite(&w)
+        || voted
+            .as_ref()
+            .is_some_and(|(vs, _)| !vs.iter().all(|v| finite(v)))
+    {
+        let top = ds.x.iter().fold(0f32, |m, v| m.max(v.abs()));
+        return Err(Error::data(
+            &ds.source,
+            format!(
+                "training overflowed: the weights left the f32 range (the largest feature is {top:e}); \
+                 rescale the features or lower --lr"
+            ),
+        ));
+    }
     let placeholder = TrainReport::empty();
     let mut model = match (pb.kind, voted) {
         (ModelKind::Kernel, _) => {
