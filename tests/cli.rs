@@ -244,7 +244,10 @@ fn bad_input_exits_2_and_names_the_place() {
     // Features near the f32 limit overflow the weights: a clear error, no unreadable model.
     assert_input_error(
         &train("big.csv"),
-        &[("big.csv", "a,b,label\n3e38,1,1\n3e38,-1,-1\n-3e38,0,-1\n")],
+        &[(
+            "big.csv",
+            "a,b,label\n3e38,1,1\n3e38,-1,-1\n2e38,2,1\n-3e38,0,-1\n",
+        )],
         &["overflowed", "rescale"],
     );
     // A huge index would need tens of GiB stored densely: refused with the sizes, no abort.
