@@ -236,7 +236,8 @@ pub fn boundary(
         (160, 120)
     };
     let cells = grid_classes(model, &s, gw, gh)?;
-    let pred = model.predict(&model.raw_scores(ds, backend)?);
+    let raw = model.raw_scores(ds, backend)?;
+    let pred = model.predict(&raw);
     // Binary linear models: the line w.x + b = 0 in the slice, and the closest point.
     let line = match model.kind {
         ModelKind::Binary => {
@@ -251,7 +252,6 @@ pub fn boundary(
         _ => None,
     };
     let closest = line.map(|_| {
-        let raw = model.raw_scores(ds, &CpuBackend::new()).unwrap_or_default();
         let norm = model
             .weights
             .iter()
@@ -415,13 +415,7 @@ impl Painter for BoundaryPlot<'_> {
                 .label(format!("closest point, distance {dist:.3}"))
                 .legend(|(x, y)| TriangleMarker::new((x + 9, y), 6, BLACK.filled()));
         }
-        chart
-            .configure_series_labels()
-            .background_style(WHITE.mix(0.85))
-            .border_style(BLACK)
-            .label_font((FONT, 13))
-            .draw()
-            .map_err(perr)?;
+        legend(&mut chart, 13, SeriesLabelPosition::MiddleRight)?;
         Ok(())
     }
 }
@@ -448,6 +442,26 @@ pub fn load_report(path: &Path) -> Result<TrainReport> {
             "not a training report (train --json output or a model file): {e}"
         ))
     })
+}
+
+/// Draws the legend of the series drawn so far: framed, on a mostly opaque white box.
+fn legend<'a, DB, CT>(
+    c: &mut ChartContext<'a, DB, CT>,
+    font: u32,
+    pos: SeriesLabelPosition,
+) -> Result<()>
+where
+    DB: DrawingBackend + 'a,
+    CT: CoordTranslate,
+{
+    c.configure_series_labels()
+        .position(pos)
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK)
+        .label_font((FONT, font))
+        .draw()
+        .map_err(perr)?;
+    Ok(())
 }
 
 /// Draws a line series with its legend entry (a short segment in the same style).
@@ -587,12 +601,7 @@ impl Painter for TrainingPlot {
             colour(2).stroke_width(2),
             "J = sum over mistakes of -y w.x".into(),
         )?;
-        c.configure_series_labels()
-            .background_style(WHITE.mix(0.85))
-            .border_style(BLACK)
-            .label_font((FONT, 13))
-            .draw()
-            .map_err(perr)?;
+        legend(&mut c, 13, SeriesLabelPosition::MiddleRight)?;
         Ok(())
     }
 }
@@ -634,12 +643,7 @@ impl TrainingPlot {
                 label,
             )?;
         }
-        c.configure_series_labels()
-            .background_style(WHITE.mix(0.85))
-            .border_style(BLACK)
-            .label_font((FONT, 13))
-            .draw()
-            .map_err(perr)?;
+        legend(c, 13, SeriesLabelPosition::MiddleRight)?;
         Ok(())
     }
 }
@@ -719,13 +723,7 @@ impl Painter for RocPlot {
             colour(0).stroke_width(3),
             label,
         )?;
-        c.configure_series_labels()
-            .position(SeriesLabelPosition::LowerRight)
-            .background_style(WHITE.mix(0.85))
-            .border_style(BLACK)
-            .label_font((FONT, 14))
-            .draw()
-            .map_err(perr)?;
+        legend(&mut c, 14, SeriesLabelPosition::LowerRight)?;
         Ok(())
     }
 }

@@ -358,11 +358,6 @@ impl<'c> Resident<'c> {
         )
     }
 
-    /// The plan in use.
-    pub fn plan(&self) -> &Plan {
-        &self.plan
-    }
-
     /// Number of X segments (storage bindings).
     pub fn segments(&self) -> usize {
         self.segs.len()
