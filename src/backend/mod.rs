@@ -13,6 +13,10 @@
 
 pub mod cpu;
 pub mod gpu;
+pub mod simd;
+
+pub(crate) use simd::simd_dispatch;
+pub use simd::{axpy, decision, dot, prefetch_ahead, simd_enabled, sum_simd, Lanes};
 
 use serde::{Deserialize, Serialize};
 
@@ -353,86 +357,6 @@ pub trait Bound {
     }
 }
 
-/// Dot product with 16 independent f32 lanes (two 8-wide vectors, so additions are not one
-/// long dependency chain), then a scalar tail; lanes are combined in a fixed order, so the
-/// result depends only on the inputs, not on the vector width the compiler uses. 16 lanes
-/// measured faster than 8 or 32 at d = 64 (examples are in the README's Performance section).
-#[inline(always)]
-pub fn dot(a: &[f32], b: &[f32]) -> f32 {
-    debug_assert_eq!(a.len(), b.len());
-    let n16 = a.len() - a.len() % 16;
-    let mut acc = [0f32; 16];
-    for (x, y) in a[..n16].chunks_exact(16).zip(b[..n16].chunks_exact(16)) {
-        for k in 0..16 {
-            acc[k] += x[k] * y[k];
-        }
-    }
-    let mut tail = 0f32;
-    for (x, y) in a[n16..].iter().zip(&b[n16..]) {
-        tail += x * y;
-    }
-    let mut h = [0f32; 8];
-    for k in 0..8 {
-        h[k] = acc[k] + acc[k + 8];
-    }
-    ((h[0] + h[4]) + (h[1] + h[5])) + ((h[2] + h[6]) + (h[3] + h[7])) + tail
-}
-
-/// Sum of a slice with the same lane structure as [`dot`] (the read roofline's kernel).
-#[inline(always)]
-pub fn sum(a: &[f32]) -> f32 {
-    let n32 = a.len() - a.len() % 32;
-    let mut acc = [0f32; 32];
-    for x in a[..n32].chunks_exact(32) {
-        for k in 0..32 {
-            acc[k] += x[k];
-        }
-    }
-    acc.iter().sum::<f32>() + a[n32..].iter().sum::<f32>()
-}
-
-/// Defines `$name`, which runs the `#[inline(always)]` function `$body` compiled for AVX2
-/// when the CPU has it, else as built. The same source gives the same results either way
-/// (fixed lane structure, and Rust never contracts a * b + c into an FMA).
-macro_rules! simd_dispatch {
-    ($(#[$m:meta])* $vis:vis fn $name:ident($($arg:ident: $ty:ty),*) $(-> $ret:ty)? => $body:path) => {
-        $(#[$m])*
-        $vis fn $name($($arg: $ty),*) $(-> $ret)? {
-            #[cfg(target_arch = "x86_64")]
-            {
-                #[target_feature(enable = "avx2")]
-                unsafe fn avx2($($arg: $ty),*) $(-> $ret)? {
-                    $body($($arg),*)
-                }
-                if $crate::backend::simd_enabled() {
-                    // SAFETY: simd_enabled() is true only when the CPU supports AVX2.
-                    return unsafe { avx2($($arg),*) };
-                }
-            }
-            $body($($arg),*)
-        }
-    };
-}
-pub(crate) use simd_dispatch;
-
-/// True when the CPU kernels use AVX2: the CPU has it and `ROSENBLATT_NO_SIMD` is not set
-/// (setting it gives the baseline build's code path, for checking that both agree).
-pub fn simd_enabled() -> bool {
-    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *ON.get_or_init(|| {
-        #[cfg(target_arch = "x86_64")]
-        let has = std::arch::is_x86_feature_detected!("avx2");
-        #[cfg(not(target_arch = "x86_64"))]
-        let has = false;
-        has && std::env::var_os("ROSENBLATT_NO_SIMD").is_none()
-    })
-}
-
-simd_dispatch! {
-    /// Sum of a slice (the read-roofline kernel), AVX2 where available.
-    pub fn sum_simd(a: &[f32]) -> f32 => sum
-}
-
 /// ||a - b|| in f64: the size of an epoch's weight change.
 pub fn update_norm(a: &[f32], b: &[f32]) -> f64 {
     a.iter()
@@ -440,21 +364,6 @@ pub fn update_norm(a: &[f32], b: &[f32]) -> f64 {
         .map(|(x, y)| ((x - y) as f64).powi(2))
         .sum::<f64>()
         .sqrt()
-}
-
-/// `acc += alpha * x`.
-#[inline(always)]
-pub fn axpy(alpha: f32, x: &[f32], acc: &mut [f32]) {
-    for (a, v) in acc.iter_mut().zip(x) {
-        *a += alpha * v;
-    }
-}
-
-/// Decision value of one row: w[..d] . x + w[d] * bias.
-#[inline(always)]
-pub fn decision(w: &[f32], row: &[f32], bias: f32) -> f32 {
-    let d = row.len();
-    dot(&w[..d], row) + w[d] * bias
 }
 
 /// What the user asked for with `--backend`.
