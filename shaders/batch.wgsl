@@ -4,14 +4,17 @@
 //
 // One epoch is four dispatches: `margins` and `accumulate` once per X segment, then `apply`
 // and `finalize` once. Many epochs are recorded in one submit; `finalize` takes the stop
-// decision (the twin of BatchRule::stop in src/backend/mod.rs) and every kernel returns at
-// once when `ctl.done` is set, so epochs after convergence cost only empty dispatches.
-// The CPU twin of `margins` + `accumulate` is chunk_epoch_heads in src/backend/cpu.rs.
+// decision (BatchRule::stop in src/backend/mod.rs) and every entry point returns at once when
+// `ctl.done` is set, so epochs after convergence cost only empty dispatches.
+// Every entry point has a plain CPU twin of the same name in src/backend/reference.rs
+// (`row_score`, `margins`, `accumulate`, `apply`, `finalize`, `scores`); tests keep the GPU
+// bit-identical to them on integer data.
 //
 // Rows are row-major f32 with an implicit last column of value `P.bias` (1 with a bias,
 // 0 without).
 //
-// Keep the structs and rule codes in sync with src/backend/gpu/kernels.rs and HeadRule::code.
+// The structs, rule and flag codes and MAX_HEADS are checked against src/backend/gpu/mirror.rs,
+// HeadRule::code and backend::MAX_HEADS by the tests in mirror.rs (naga's layouter).
 
 override WG: u32 = 256u;   // workgroup size (checked against the device limits by the host)
 override TPR: u32 = 32u;   // threads per row in `margins` and `scores`: a power of two <= WG
@@ -98,7 +101,7 @@ fn stopped(lid: u32) -> bool {
     return workgroupUniformLoad(&flag) != 0u;
 }
 
-// w_k . [x_r, bias] summed by the TPR threads of a row group; the result is valid in lane 0.
+// CPU twin: reference::row_score. w_k . [x_r, bias] summed by the TPR threads of a row group; the result is valid in lane 0.
 // Must be called by the whole workgroup (it has barriers); rows past S.n give the bias term.
 fn row_score(lid: u32, r: u32, k: u32) -> f32 {
     let lane = lid % TPR;
@@ -123,6 +126,7 @@ fn row_score(lid: u32, r: u32, k: u32) -> f32 {
     return v;
 }
 
+// CPU twin: reference::margins (src/backend/reference.rs).
 @compute @workgroup_size(WG)
 fn margins(
     @builtin(local_invocation_index) lid: u32,
@@ -206,6 +210,7 @@ fn margins(
 
 // Grid: x = tile of TC "columns" over heads * d_aug (head k, column j), y = row chunk. Sums
 // coef[r, k] * x[r, j] over the chunk's rows; rows whose coefficient is 0 are not read.
+// CPU twin: reference::accumulate (src/backend/reference.rs).
 @compute @workgroup_size(WG)
 fn accumulate(
     @builtin(local_invocation_index) lid: u32,
@@ -251,6 +256,7 @@ fn accumulate(
 
 // One thread per weight: sum the chunk partials in chunk order, w += eta * sum; keep the
 // weights before the update (pocket) and the running sum after it (average) when asked.
+// CPU twin: reference::apply (src/backend/reference.rs).
 @compute @workgroup_size(WG)
 fn apply(
     @builtin(local_invocation_index) lid: u32,
@@ -284,6 +290,7 @@ fn apply(
 
 // One workgroup: the epoch's mistakes, criterion and update norm, the pocket, and the stop
 // decision.
+// CPU twin: reference::finalize (src/backend/reference.rs).
 @compute @workgroup_size(WG)
 fn finalize(@builtin(local_invocation_index) lid: u32) {
     if (stopped(lid)) {
@@ -359,6 +366,7 @@ fn finalize(@builtin(local_invocation_index) lid: u32) {
 
 // Scores w_k . [x_r, bias] into coef (row-major, heads per row), for prediction and the
 // training summary.
+// CPU twin: reference::scores (src/backend/reference.rs).
 @compute @workgroup_size(WG)
 fn scores(
     @builtin(local_invocation_index) lid: u32,

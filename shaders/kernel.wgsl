@@ -3,9 +3,10 @@
 // f_i = sum over s < m of coef[s] * (K(xs[idx[s]], xe[i]) + bias2), for every eval row i.
 // Each workgroup takes WG eval rows (one per thread, striding over the rows); the support
 // vectors are streamed through workgroup memory in tiles of TJ vectors x TD features shared
-// by the whole workgroup. The CPU twin is CpuBackend::kernel_scores in src/backend/cpu.rs.
+// by the whole workgroup. svsq holds the squared norm of every row of xs.
 //
-// Keep KParams and the kernel codes in sync with src/backend/gpu/kernels.rs and Kernel::code.
+// CPU twin: `kscores` in src/backend/reference.rs. KParams, the kernel codes and the tile size
+// are checked against src/backend/gpu/mirror.rs and Kernel::code by its tests.
 
 override WG: u32 = 256u;
 const TJ: u32 = 16u;   // support vectors per tile
@@ -51,6 +52,7 @@ fn kern(xz: f32, xx: f32, zz: f32) -> f32 {
     return xz;
 }
 
+// CPU twin: reference::kscores (src/backend/reference.rs).
 @compute @workgroup_size(WG)
 fn kscores(
     @builtin(local_invocation_index) lid: u32,
@@ -96,7 +98,7 @@ fn kscores(
                 for (var s = 0u; s < TJ; s++) {
                     let sg = s0 + s;
                     if (sg < K.m) {
-                        f += coef[sg] * (kern(acc[s], xx, svsq[sg]) + K.bias2);
+                        f += coef[sg] * (kern(acc[s], xx, svsq[idx[sg]]) + K.bias2);
                     }
                 }
             }

@@ -45,14 +45,14 @@ pub enum Error {
     },
 
     /// A parameter is out of range.
-    #[error("{name} {reason}, but is {value}")]
+    #[error("{} {reason}, but is {value}", .name.name())]
     InvalidParam {
-        /// Parameter name as the user knows it (e.g. `--lr`).
-        name: &'static str,
+        /// Which parameter.
+        name: Param,
         /// The value given.
         value: String,
         /// The rule it breaks.
-        reason: &'static str,
+        reason: String,
     },
 
     /// A model file is corrupt, of another format, or of a newer version.
@@ -81,9 +81,24 @@ pub enum Error {
     #[error("GPU error: {0}")]
     Gpu(String),
 
-    /// The data is larger than the device can hold.
+    /// The data is larger than the device can hold (the CPU backend has no such limit).
     #[error("{0}")]
     TooLarge(String),
+
+    /// The voted perceptron kept as many vectors as it may (one per mistake).
+    #[error("the voted perceptron reached its limit of {0} vectors (it keeps one per mistake)")]
+    VotedLimit(usize),
+
+    /// The algorithm learns two classes only, and the labels have more.
+    #[error("{}: the {algo} perceptron is binary, but the labels have {classes} classes", .path.display())]
+    BinaryOnly {
+        /// The data file.
+        path: PathBuf,
+        /// The algorithm.
+        algo: &'static str,
+        /// How many classes the labels have.
+        classes: usize,
+    },
 
     /// A plot could not be drawn or written.
     #[error("plot: {0}")]
@@ -122,6 +137,8 @@ impl Error {
                 | Error::Model { .. }
                 | Error::Mismatch { .. }
                 | Error::TooLarge(_)
+                | Error::VotedLimit(_)
+                | Error::BinaryOnly { .. }
         )
     }
 
@@ -132,10 +149,92 @@ impl Error {
         }
     }
 
+    pub(crate) fn param(name: Param, value: impl ToString, reason: impl Into<String>) -> Self {
+        Error::InvalidParam {
+            name,
+            value: value.to_string(),
+            reason: reason.into(),
+        }
+    }
+
     pub(crate) fn data(path: impl Into<PathBuf>, msg: impl Into<String>) -> Self {
         Error::Data {
             path: path.into(),
             msg: msg.into(),
+        }
+    }
+}
+
+/// A parameter of the library, named as the library knows it (the CLI maps each to its flag).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Param {
+    /// The training algorithm.
+    Algo,
+    /// Maximum number of epochs.
+    Epochs,
+    /// Learning rate eta.
+    LearningRate,
+    /// Stop tolerance on the update norm.
+    Tolerance,
+    /// Margin threshold tau.
+    MarginThreshold,
+    /// Most vectors the voted perceptron keeps.
+    MaxVectors,
+    /// Online or batch form.
+    Mode,
+    /// Polynomial kernel degree.
+    Degree,
+    /// Kernel width or scale gamma.
+    Gamma,
+    /// Polynomial kernel constant.
+    Coef0,
+    /// Rows to generate.
+    Rows,
+    /// Features to generate.
+    Features,
+    /// Geometric margin of generated data.
+    Margin,
+    /// Label noise of generated data.
+    Noise,
+    /// Experts in a committee stream.
+    Experts,
+    /// Size of a committee's hidden panel.
+    Panel,
+    /// The label column of a CSV file.
+    LabelColumn,
+    /// The two features a boundary plot shows.
+    PlotFeatures,
+    /// The path of an image to write.
+    ImagePath,
+    /// The path of an animation to write.
+    AnimationPath,
+}
+
+impl Param {
+    /// The parameter's name in library messages.
+    pub fn name(self) -> &'static str {
+        match self {
+            Param::Algo => "algorithm",
+            Param::Epochs => "epochs",
+            Param::LearningRate => "learning rate",
+            Param::Tolerance => "tolerance",
+            Param::MarginThreshold => "margin threshold",
+            Param::MaxVectors => "max vectors",
+            Param::Mode => "mode",
+            Param::Degree => "kernel degree",
+            Param::Gamma => "kernel gamma",
+            Param::Coef0 => "kernel coef0",
+            Param::Rows => "rows",
+            Param::Features => "features",
+            Param::Margin => "margin",
+            Param::Noise => "noise",
+            Param::Experts => "experts",
+            Param::Panel => "panel size",
+            Param::LabelColumn => "label column",
+            Param::PlotFeatures => "plot features",
+            Param::ImagePath => "image path",
+            Param::AnimationPath => "animation path",
         }
     }
 }

@@ -5,8 +5,8 @@
 
 use serde::Serialize;
 
-use crate::algo::{online, winnow};
-use crate::backend::{HeadRule, TrainView};
+use crate::algo::{fitter, Backends, Problem};
+use crate::backend::cpu::CpuBackend;
 use crate::data::synth::committee;
 use crate::error::Result;
 use crate::params::{Algo, TrainParams};
@@ -40,36 +40,27 @@ pub fn committee_experiment(
     ps.iter()
         .map(|&p| {
             let (ds, _) = committee(n, p, k, seed ^ p as u64)?;
-            let y = ds.binary_signs()?;
-            let view = TrainView {
-                x: &ds.x,
-                y: &y,
-                n,
-                d: p,
-                bias: 1.0,
-                heads: 1,
-            };
             // One pass over the stream in its order: the online setting of the mistake bounds.
             let base = TrainParams::default().epochs(1).shuffle(false);
-            let pp = base.clone().algo(Algo::Online).validate()?;
-            let mut w = vec![0f32; p + 1];
-            let per = online::train(
-                view,
-                &pp,
-                HeadRule::Binary,
-                Default::default(),
-                &mut w,
-                &mut (),
-            )?;
-            let wp = base.algo(Algo::Winnow).lr(eta).validate()?;
-            let wv = TrainView { bias: 0.0, ..view };
-            let (_, ws, _) = winnow::train(wv, &wp, &mut ());
+            let mistakes = |params: TrainParams| -> Result<u64> {
+                let params = params.validate()?;
+                let pb = Problem::new(&ds, &params)?;
+                let cpu = CpuBackend::new();
+                let backends = Backends {
+                    primary: &cpu,
+                    fallback: None,
+                };
+                let fitted = fitter(&params)(&pb, &params, &backends, &mut ())?;
+                Ok(fitted.stats.iter().map(|e| e.mistakes).sum())
+            };
+            let perceptron_mistakes = mistakes(base.clone().algo(Algo::Online))?;
+            let winnow_mistakes = mistakes(base.algo(Algo::Winnow).lr(eta))?;
             Ok(CommitteeRow {
                 p,
                 k,
                 n,
-                perceptron_mistakes: per.stats.iter().map(|e| e.mistakes).sum(),
-                winnow_mistakes: ws.iter().map(|e| e.mistakes).sum(),
+                perceptron_mistakes,
+                winnow_mistakes,
                 perceptron_bound: (p + 1) * k,
             })
         })

@@ -27,5 +27,6 @@ pub mod model;
 pub mod output;
 pub mod params;
 pub mod plot;
+pub mod report;
 
 pub use error::{Error, Result};

@@ -3,7 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::error::{Error, Result};
+use crate::error::{Error, Param, Result};
 
 /// Training algorithm.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
@@ -302,71 +302,36 @@ impl TrainParams {
     /// Checks every value and returns the validated form.
     pub fn validate(self) -> Result<Params> {
         if self.epochs == 0 {
-            return Err(Error::InvalidParam {
-                name: "--epochs",
-                value: "0".into(),
-                reason: "must be at least 1",
-            });
+            return Err(Error::param(Param::Epochs, 0, "must be at least 1"));
         }
         if !(self.lr.is_finite() && self.lr > 0.0 && self.lr <= 1.0) {
-            return Err(Error::InvalidParam {
-                name: "--lr",
-                value: self.lr.to_string(),
-                reason: "should be in (0, 1]",
-            });
+            return Err(Error::param(
+                Param::LearningRate,
+                self.lr,
+                "should be in (0, 1]",
+            ));
         }
         if let Some(t) = self.tol {
             if !(t.is_finite() && t >= 0.0) {
-                return Err(Error::InvalidParam {
-                    name: "--tol",
-                    value: t.to_string(),
-                    reason: "should be finite and non-negative",
-                });
+                return Err(Error::param(
+                    Param::Tolerance,
+                    t,
+                    "should be finite and non-negative",
+                ));
             }
         }
         if !(self.margin_threshold.is_finite() && self.margin_threshold >= 0.0) {
-            return Err(Error::InvalidParam {
-                name: "--margin-threshold",
-                value: self.margin_threshold.to_string(),
-                reason: "should be finite and >= 0",
-            });
+            return Err(Error::param(
+                Param::MarginThreshold,
+                self.margin_threshold,
+                "should be finite and >= 0",
+            ));
         }
         if self.max_vectors == 0 {
-            return Err(Error::InvalidParam {
-                name: "--max-vectors",
-                value: "0".into(),
-                reason: "must be at least 1",
-            });
+            return Err(Error::param(Param::MaxVectors, 0, "must be at least 1"));
         }
-        match self.kernel {
-            Some(crate::backend::Kernel::Poly {
-                degree,
-                gamma,
-                coef0,
-            }) => {
-                if degree == 0 || degree > 16 {
-                    return Err(Error::InvalidParam {
-                        name: "--degree",
-                        value: degree.to_string(),
-                        reason: "should be between 1 and 16",
-                    });
-                }
-                if !(gamma.is_finite() && gamma > 0.0 && coef0.is_finite()) {
-                    return Err(Error::InvalidParam {
-                        name: "--gamma",
-                        value: format!("{gamma} (coef0 {coef0})"),
-                        reason: "should be positive and finite, with a finite --coef0",
-                    });
-                }
-            }
-            Some(crate::backend::Kernel::Rbf { gamma }) if !(gamma.is_finite() && gamma > 0.0) => {
-                return Err(Error::InvalidParam {
-                    name: "--gamma",
-                    value: gamma.to_string(),
-                    reason: "should be positive and finite",
-                });
-            }
-            _ => {}
+        if let Some(k) = &self.kernel {
+            k.check()?;
         }
         let mode = self.effective_mode();
         let ok = match self.algo {
@@ -375,16 +340,16 @@ impl TrainParams {
             Algo::Multiclass | Algo::Averaged | Algo::Winnow => true,
         };
         if !ok {
-            return Err(Error::InvalidParam {
-                name: "--mode",
-                value: format!("{mode:?}").to_lowercase(),
-                reason: match self.algo {
+            return Err(Error::param(
+                Param::Mode,
+                format!("{mode:?}").to_lowercase(),
+                match self.algo {
                     Algo::Online | Algo::Voted => {
                         "is not available: this algorithm has an online form only"
                     }
                     _ => "is not available: this algorithm has a batch form only",
                 },
-            });
+            ));
         }
         Ok(Params(self))
     }
@@ -397,7 +362,14 @@ mod tests {
     #[test]
     fn validation_names_the_value() {
         let e = TrainParams::default().lr(0.0).validate().unwrap_err();
-        assert_eq!(e.to_string(), "--lr should be in (0, 1], but is 0");
+        assert_eq!(e.to_string(), "learning rate should be in (0, 1], but is 0");
+        assert!(matches!(
+            e,
+            Error::InvalidParam {
+                name: Param::LearningRate,
+                ..
+            }
+        ));
         assert!(TrainParams::default().lr(1.5).validate().is_err());
         assert!(TrainParams::default().lr(f32::NAN).validate().is_err());
         assert!(TrainParams::default().epochs(0).validate().is_err());

@@ -9,14 +9,14 @@ use plotters::coord::types::RangedCoordf64;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
-use crate::algo::TrainReport;
 use crate::backend::cpu::CpuBackend;
 use crate::backend::Backend;
 use crate::data::{Dataset, Labels};
-use crate::error::{Error, Result};
+use crate::error::{Error, Param, Result};
 use crate::metrics;
 use crate::model::{Model, ModelKind};
 use crate::output;
+use crate::report::TrainReport;
 
 const FONT: &str = "sans-serif";
 static FONT_BYTES: &[u8] = include_bytes!("../assets/DejaVuSans.ttf");
@@ -76,9 +76,9 @@ pub fn image_kind(path: &Path) -> Result<ImageKind> {
         Some("svg") => Ok(ImageKind::Svg),
         Some("gif") => Ok(ImageKind::Gif),
         _ => Err(Error::InvalidParam {
-            name: "-o",
+            name: Param::ImagePath,
             value: path.display().to_string(),
-            reason: "must end in .png or .svg (.gif for --animate)",
+            reason: "must end in .png or .svg (.gif for an animation)".into(),
         }),
     }
 }
@@ -112,9 +112,9 @@ fn render(out: &Path, size: (u32, u32), p: &impl Painter) -> Result<()> {
         }
         ImageKind::Gif => {
             return Err(Error::InvalidParam {
-                name: "-o",
+                name: Param::ImagePath,
                 value: out.display().to_string(),
-                reason: "must end in .png or .svg (GIF is for train --animate)",
+                reason: "must end in .png or .svg (GIF is for animations)".into(),
             })
         }
     }
@@ -136,22 +136,23 @@ fn slice(ds: &Dataset, features: Option<(usize, usize)>) -> Result<Slice> {
         (_, Some((i, j))) => {
             if i >= ds.d || j >= ds.d || i == j {
                 return Err(Error::InvalidParam {
-                    name: "--features",
+                    name: Param::PlotFeatures,
                     value: format!("{},{}", i + 1, j + 1),
-                    reason: "must name two different features between 1 and d",
+                    reason: "must name two different features between 1 and d".into(),
                 });
             }
             (i, j)
         }
         (2, None) => (0, 1),
         (d, None) => {
-            return Err(Error::Data {
-                path: ds.source.clone(),
-                msg: format!(
-                    "the data has {d} features; a boundary plot needs 2, or --features i,j to draw \
-                     the slice through two of them with the others at their mean"
+            return Err(Error::param(
+                Param::PlotFeatures,
+                "not given",
+                format!(
+                    "must name two features i,j for data with {d} features (a boundary plot draws \
+                     2: the slice through them, the others at their mean)"
                 ),
-            })
+            ))
         }
     };
     let mut means = vec![0f64; ds.d];
@@ -213,7 +214,7 @@ fn light(c: RGBColor) -> RGBColor {
 fn class_of(model: &Model, labels: &Labels, r: usize) -> Option<usize> {
     let name = &labels.classes[labels.index[r] as usize];
     model
-        .classes
+        .classes()
         .iter()
         .position(|c| c == name || crate::data::cmp_class(c, name) == std::cmp::Ordering::Equal)
 }
@@ -239,20 +240,20 @@ pub fn boundary(
     let raw = model.raw_scores(ds, backend)?;
     let pred = model.predict(&raw);
     // Binary linear models: the line w.x + b = 0 in the slice, and the closest point.
-    let line = match model.kind {
-        ModelKind::Binary => {
-            let w = &model.weights;
-            let off: f32 = model.bias
+    let line = match model.hyperplane() {
+        Some(h) => {
+            let w = &h.weights;
+            let off: f32 = h.bias
                 + (0..ds.d)
                     .filter(|k| *k != s.i && *k != s.j)
                     .map(|k| w[k] * s.means[k])
                     .sum::<f32>();
             Some((w[s.i], w[s.j], off))
         }
-        _ => None,
+        None => None,
     };
-    let closest = line.map(|_| {
-        let norm = model
+    let closest = model.hyperplane().map(|h| {
+        let norm = h
             .weights
             .iter()
             .map(|v| v * v)
@@ -273,8 +274,8 @@ pub fn boundary(
     });
     let title = format!(
         "{} perceptron ({:?}){}",
-        model.algorithm,
-        model.kind,
+        model.algorithm().name(),
+        model.kind(),
         if ds.d > 2 {
             ", slice: other features at their mean"
         } else {
@@ -372,7 +373,7 @@ impl Painter for BoundaryPlot<'_> {
                     PathElement::new(vec![(x, y), (x + 18, y)], BLACK.stroke_width(2))
                 });
         }
-        for (ci, name) in model.classes.iter().enumerate() {
+        for (ci, name) in model.classes().iter().enumerate() {
             let pts: Vec<(f32, f32)> = (0..ds.n)
                 .filter(|&r| {
                     labels
@@ -657,15 +658,15 @@ pub fn roc(
     size: (u32, u32),
 ) -> Result<()> {
     if !matches!(
-        model.kind,
+        model.kind(),
         ModelKind::Binary | ModelKind::Voted | ModelKind::Kernel
     ) {
         return Err(Error::Data {
             path: ds.source.clone(),
             msg: format!(
                 "a ROC curve needs a binary model; this one is {:?} with {} classes",
-                model.kind,
-                model.classes.len()
+                model.kind(),
+                model.classes().len()
             )
             .to_lowercase(),
         });
@@ -680,7 +681,7 @@ pub fn roc(
         msg: "a ROC curve needs both classes in the data".into(),
     })?;
     let plot = RocPlot {
-        title: format!("ROC: {} perceptron, n = {}", model.algorithm, ds.n),
+        title: format!("ROC: {} perceptron, n = {}", model.algorithm().name(), ds.n),
         pts: metrics::roc_curve(&scores, &positive),
         auc,
     };
@@ -731,24 +732,31 @@ impl Painter for RocPlot {
 /// Most frames in an animation; longer runs are subsampled evenly (first and last kept).
 pub const MAX_FRAMES: usize = 150;
 
+/// Checks an animation request, before training where possible: `out` ends in .gif, the data
+/// is 2-D, and the model will be binary and linear (`binary_linear`).
+pub fn check_animation(out: &Path, ds: &Dataset, binary_linear: bool) -> Result<()> {
+    let why = if !image_kind(out).is_ok_and(|k| k == ImageKind::Gif) {
+        "must end in .gif".to_string()
+    } else if ds.d != 2 {
+        format!(
+            "needs 2-D data; {} has {} features",
+            ds.source.display(),
+            ds.d
+        )
+    } else if !binary_linear {
+        "needs a binary linear model (not voted, kernel or multiclass)".to_string()
+    } else {
+        return Ok(());
+    };
+    Err(Error::param(Param::AnimationPath, out.display(), why))
+}
+
 /// An animated GIF of the boundary moving as training goes: `frames` are (epoch, augmented
 /// weights) snapshots of a binary model on 2-D data; at most [`MAX_FRAMES`] are drawn,
 /// 640 x 480, 80 ms apart.
 pub fn animate(ds: &Dataset, frames: &[(usize, Vec<f32>)], online: bool, out: &Path) -> Result<()> {
     register_font()?;
-    if image_kind(out)? != ImageKind::Gif {
-        return Err(Error::InvalidParam {
-            name: "--animate",
-            value: out.display().to_string(),
-            reason: "must end in .gif",
-        });
-    }
-    if ds.d != 2 {
-        return Err(Error::Data {
-            path: ds.source.clone(),
-            msg: format!("--animate needs 2-D data; this has {} features", ds.d),
-        });
-    }
+    check_animation(out, ds, true)?;
     if frames.is_empty() {
         return Err(Error::Plot("no training steps to animate".into()));
     }

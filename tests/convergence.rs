@@ -4,11 +4,13 @@
 
 mod common;
 
-use rosenblatt::algo::{self, radius};
+use rosenblatt::algo;
 use rosenblatt::backend::cpu::CpuBackend;
 use rosenblatt::backend::StopReason;
 use rosenblatt::data::{Dataset, Labels};
+use rosenblatt::model::{Body, Hyperplane, Model};
 use rosenblatt::params::{Algo, Init, TrainParams};
+use rosenblatt::report::radius;
 
 fn train(ds: &Dataset, p: TrainParams) -> algo::Trained {
     algo::train(
@@ -91,11 +93,11 @@ fn online_rule_by_hand_with_ties_and_bias() {
             .lr(0.5)
             .shuffle(false),
     );
-    assert_eq!(t.model.weights, vec![0.5, -0.5]);
-    assert_eq!(t.model.bias, 0.0);
+    assert_eq!(t.model.hyperplane().unwrap().weights, vec![0.5, -0.5]);
+    assert_eq!(t.model.hyperplane().unwrap().bias, 0.0);
     assert_eq!(t.report.mistakes_per_epoch, vec![2, 0]);
     assert_eq!(t.report.criterion_per_epoch, vec![0.5, 0.0]);
-    assert_eq!(t.model.classes, vec!["a", "b"]);
+    assert_eq!(t.model.classes(), vec!["a", "b"]);
 }
 
 #[test]
@@ -107,8 +109,8 @@ fn no_bias_keeps_the_hyperplane_through_the_origin() {
             .fit_bias(false)
             .shuffle(false),
     );
-    assert_eq!(t.model.bias, 0.0);
-    assert_eq!(t.model.weights, vec![1.0, -1.0]);
+    assert_eq!(t.model.hyperplane().unwrap().bias, 0.0);
+    assert_eq!(t.model.hyperplane().unwrap().weights, vec![1.0, -1.0]);
     // Without the bias column R is max ||x|| = 1.
     assert_eq!(t.report.radius, 1.0);
 }
@@ -118,9 +120,17 @@ fn sign_of_zero_predicts_the_positive_class() {
     // With w = 0 every decision value is 0, and sgn(0) = +1 picks class index 1.
     let ds = tiny();
     let t = train(&ds, TrainParams::default().epochs(1));
-    let mut m = t.model.clone();
-    m.weights = vec![0.0, 0.0];
-    m.bias = 0.0;
+    let m = Model::new(
+        t.model.algorithm(),
+        t.model.classes().to_vec(),
+        2,
+        Body::Binary(Hyperplane {
+            weights: vec![0.0, 0.0],
+            bias: 0.0,
+        }),
+        t.model.params().clone(),
+    )
+    .unwrap();
     let s = m.decision_function(&ds, &CpuBackend::new()).unwrap();
     assert_eq!(s, vec![0.0, 0.0]);
     assert_eq!(rosenblatt::model::Model::predict_index(&s), vec![1, 1]);
@@ -144,7 +154,10 @@ fn random_init_is_seeded() {
     let p = TrainParams::default().init(Init::Random).seed(5);
     let a = train(&s.data, p.clone());
     let b = train(&s.data, p);
-    assert_eq!(a.model.weights, b.model.weights);
+    assert_eq!(
+        a.model.hyperplane().unwrap().weights,
+        b.model.hyperplane().unwrap().weights
+    );
     assert!(a.report.converged);
 }
 
@@ -160,8 +173,14 @@ fn batch_result_does_not_depend_on_thread_count() {
     };
     let one = run(1);
     let three = run(3);
-    assert_eq!(one.model.weights, three.model.weights);
-    assert_eq!(one.model.bias, three.model.bias);
+    assert_eq!(
+        one.model.hyperplane().unwrap().weights,
+        three.model.hyperplane().unwrap().weights
+    );
+    assert_eq!(
+        one.model.hyperplane().unwrap().bias,
+        three.model.hyperplane().unwrap().bias
+    );
     assert_eq!(
         one.report.mistakes_per_epoch,
         three.report.mistakes_per_epoch

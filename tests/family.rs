@@ -11,7 +11,7 @@ use rosenblatt::algo::{self, Trained};
 use rosenblatt::backend::cpu::CpuBackend;
 use rosenblatt::data::{self, Dataset, LoadOptions};
 use rosenblatt::experiment::committee_experiment;
-use rosenblatt::model::{Model, ModelKind};
+use rosenblatt::model::{Body, Model, ModelKind};
 use rosenblatt::params::{Algo, Mode, MulticlassStrategy, MulticlassUpdate, TrainParams};
 
 fn train(ds: &Dataset, p: TrainParams) -> Trained {
@@ -59,8 +59,8 @@ fn multiclass_reaches_high_accuracy_on_digits() {
     let (tr, te) = digits();
     // Picked automatically for 10 classes, with the default (argmax) update.
     let t = train(&tr, TrainParams::default().algo(Algo::Online).epochs(200));
-    assert_eq!(t.model.kind, ModelKind::Multiclass);
-    assert_eq!(t.model.classes.len(), 10);
+    assert_eq!(t.model.kind(), ModelKind::Multiclass);
+    assert_eq!(t.model.classes().len(), 10);
     assert!(
         accuracy(&t.model, &te) >= 0.95,
         "online argmax held-out {}",
@@ -127,7 +127,7 @@ fn multiclass_reaches_high_accuracy_on_digits() {
         } else {
             ModelKind::Multiclass
         };
-        assert_eq!(t.model.kind, want);
+        assert_eq!(t.model.kind(), want);
     }
 }
 
@@ -199,8 +199,8 @@ fn averaged_and_voted_generalise_at_least_as_well_as_the_last_iterate() {
         let last = accuracy(&train(&tr, p(Algo::Online)).model, &te);
         let avg = train(&tr, p(Algo::Averaged));
         let voted = train(&tr, p(Algo::Voted));
-        assert_eq!(voted.model.kind, ModelKind::Voted);
-        assert!(voted.model.counts.as_ref().unwrap().len() > 1);
+        assert_eq!(voted.model.kind(), ModelKind::Voted);
+        assert!(voted.model.heads() > 1);
         let (a, v) = (accuracy(&avg.model, &te), accuracy(&voted.model, &te));
         assert!(
             a >= last && v >= last,
@@ -233,16 +233,16 @@ fn averaged_and_voted_by_hand() {
         &ds,
         TrainParams::default().algo(Algo::Averaged).shuffle(false),
     );
-    assert_eq!(t.model.weights, vec![1.0, -0.75]);
-    assert_eq!(t.model.bias, 0.25);
+    assert_eq!(t.model.hyperplane().unwrap().weights, vec![1.0, -0.75]);
+    assert_eq!(t.model.hyperplane().unwrap().bias, 0.25);
     // Voted: (1,0,1) survived 1 step, (1,-1,0) survived 3 (its own step and epoch 2).
     let t = train(&ds, TrainParams::default().algo(Algo::Voted).shuffle(false));
-    assert_eq!(
-        t.model.class_weights,
-        Some(vec![vec![1.0, 0.0], vec![1.0, -1.0]])
-    );
-    assert_eq!(t.model.class_bias, Some(vec![1.0, 0.0]));
-    assert_eq!(t.model.counts, Some(vec![1, 3]));
+    let Body::Voted(v) = t.model.body() else {
+        panic!("not a voted model")
+    };
+    assert_eq!(v.rows.weights, vec![vec![1.0, 0.0], vec![1.0, -1.0]]);
+    assert_eq!(v.rows.bias, vec![1.0, 0.0]);
+    assert_eq!(v.counts, vec![1, 3]);
 }
 
 #[test]
@@ -299,11 +299,22 @@ fn winnow_stays_finite_under_many_updates() {
     );
     assert!(t
         .model
+        .hyperplane()
+        .unwrap()
         .weights
         .iter()
         .all(|w| w.is_finite() && *w >= 0.0 && *w <= 1.0));
-    assert_eq!(t.model.weights.iter().copied().fold(0f32, f32::max), 1.0);
-    assert_eq!(t.model.bias, 0.0);
+    assert_eq!(
+        t.model
+            .hyperplane()
+            .unwrap()
+            .weights
+            .iter()
+            .copied()
+            .fold(0f32, f32::max),
+        1.0
+    );
+    assert_eq!(t.model.hyperplane().unwrap().bias, 0.0);
     assert!(t.report.total_mistakes > 1000);
 }
 
@@ -521,8 +532,8 @@ fn batch_winnow_learns_committees() {
         "{}",
         t.report.train_accuracy
     );
-    assert_eq!(t.model.bias, 0.0);
-    let w = &t.model.weights;
+    assert_eq!(t.model.hyperplane().unwrap().bias, 0.0);
+    let w = &t.model.hyperplane().unwrap().weights;
     assert!(w.iter().all(|v| *v > 0.0 && *v <= 1.0));
     // The panel's experts end up with the largest weights.
     let mut order: Vec<usize> = (0..w.len()).collect();
@@ -588,11 +599,14 @@ fn rbf_kernel_separates_what_no_linear_rule_can() {
         let k = train(ds, p);
         assert!(k.report.converged, "{name}");
         assert_eq!(k.report.train_accuracy, 1.0, "{name}");
-        assert_eq!(k.model.kind, ModelKind::Kernel);
+        assert_eq!(k.model.kind(), ModelKind::Kernel);
         // Feature-space Novikoff: rbf gives K(x, x) = 1, so R^2 = 1 + bias^2 = 2.
         assert!((k.report.radius - 2f64.sqrt()).abs() < 1e-6);
         assert!(k.report.margin.unwrap() > 0.0);
-        let sv = k.model.support_vectors.as_ref().unwrap();
+        let Body::Kernel(dual) = k.model.body() else {
+            panic!("not a kernel model")
+        };
+        let sv = &dual.support_vectors;
         // The batch dual starts from alpha = 0, where every f is 0, so epoch 1 makes every
         // point a support vector.
         assert!(

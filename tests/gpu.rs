@@ -17,7 +17,7 @@ use rand_chacha::ChaCha8Rng;
 use rosenblatt::algo::{self, Trained};
 use rosenblatt::backend::cpu::CpuBackend;
 use rosenblatt::backend::gpu::context::AdapterQuery;
-use rosenblatt::backend::gpu::resident::ResidentOptions;
+use rosenblatt::backend::gpu::ResidentOptions;
 use rosenblatt::backend::gpu::{GpuBackend, GpuOptions};
 use rosenblatt::backend::{Backend, DataView, StopReason};
 use rosenblatt::data::{Dataset, Labels};
@@ -80,8 +80,15 @@ fn integer_data(n: usize, d: usize, seed: u64) -> Dataset {
 /// bit-identity is a fair demand whatever the summation order.
 fn assert_exact_range(ds: &Dataset, t: &Trained) {
     let xmax = ds.x.iter().fold(0f32, |a, v| a.max(v.abs())) as f64;
-    let l1: f64 =
-        t.model.weights.iter().map(|w| w.abs() as f64).sum::<f64>() + t.model.bias.abs() as f64;
+    let l1: f64 = t
+        .model
+        .hyperplane()
+        .unwrap()
+        .weights
+        .iter()
+        .map(|w| w.abs() as f64)
+        .sum::<f64>()
+        + t.model.hyperplane().unwrap().bias.abs() as f64;
     assert!(
         l1 * xmax.max(1.0) < (1u64 << 24) as f64,
         "test data leaves the exact f32 range"
@@ -104,8 +111,16 @@ fn assert_identical(cpu: &Trained, gpu: &Trained, what: &str) {
         "{what}: criterion"
     );
     assert_eq!(cpu.report.stop_reason, gpu.report.stop_reason, "{what}");
-    assert_eq!(cpu.model.weights, gpu.model.weights, "{what}: weights");
-    assert_eq!(cpu.model.bias, gpu.model.bias, "{what}: bias");
+    assert_eq!(
+        cpu.model.hyperplane().unwrap().weights,
+        gpu.model.hyperplane().unwrap().weights,
+        "{what}: weights"
+    );
+    assert_eq!(
+        cpu.model.hyperplane().unwrap().bias,
+        gpu.model.hyperplane().unwrap().bias,
+        "{what}: bias"
+    );
     assert_eq!(
         cpu.report.train_accuracy, gpu.report.train_accuracy,
         "{what}: accuracy"
@@ -161,12 +176,19 @@ fn float_data_agrees_within_tolerance() {
         let gp = train(&s.data, g, 2000);
         assert!(c.report.converged && gp.report.converged, "n={n} d={d}");
         assert_eq!(c.report.epochs, gp.report.epochs, "n={n} d={d}: stop epoch");
-        for (a, b) in c.model.weights.iter().zip(&gp.model.weights) {
+        for (a, b) in c
+            .model
+            .hyperplane()
+            .unwrap()
+            .weights
+            .iter()
+            .zip(&gp.model.hyperplane().unwrap().weights)
+        {
             approx::assert_relative_eq!(*a, *b, epsilon = 1e-4, max_relative = 1e-4);
         }
         approx::assert_relative_eq!(
-            c.model.bias,
-            gp.model.bias,
+            c.model.hyperplane().unwrap().bias,
+            gp.model.hyperplane().unwrap().bias,
             epsilon = 1e-4,
             max_relative = 1e-4
         );
@@ -188,16 +210,8 @@ fn data_split_over_many_bindings_matches_cpu() {
     let cpu = CpuBackend::new();
     for (n, d) in [(10_007, 3), (1000, 257), (257, 1000)] {
         let ds = integer_data(n, d, 7);
-        let y = ds.binary_signs().unwrap();
-        let view = DataView {
-            x: &ds.x,
-            n,
-            d,
-            bias: 1.0,
-        };
-        let r = g.resident(view, Some(&y), 1).unwrap();
-        assert!(r.segments() > 1, "n={n} d={d}: expected several segments");
-        drop(r);
+        let segments = g.segments(n, d, 1).unwrap();
+        assert!(segments > 1, "n={n} d={d}: expected several segments");
         let c = train(&ds, &cpu, 20);
         let gp = train(&ds, &g, 20);
         assert_exact_range(&ds, &c);
@@ -260,7 +274,10 @@ fn tolerance_stop_is_taken_on_the_gpu() {
     assert_eq!(t.report.epochs, 1);
     assert_eq!(t.report.stop_reason, StopReason::Tolerance);
     let c = algo::train(&ds, &p, &CpuBackend::new(), None, &mut ()).unwrap();
-    assert_eq!(c.model.weights, t.model.weights);
+    assert_eq!(
+        c.model.hyperplane().unwrap().weights,
+        t.model.hyperplane().unwrap().weights
+    );
 }
 
 #[test]
@@ -338,7 +355,10 @@ fn gpu_failure_mid_training_finishes_on_the_cpu_under_auto() {
         t.report.mistakes_per_epoch,
         reference.report.mistakes_per_epoch
     );
-    assert_eq!(t.model.weights, reference.model.weights);
+    assert_eq!(
+        t.model.hyperplane().unwrap().weights,
+        reference.model.hyperplane().unwrap().weights
+    );
 
     // Without a fallback (an explicit --backend gpu) the failure is an error, not a panic.
     let Some(g) = open(&opts) else { return };
@@ -510,7 +530,7 @@ fn integer_classes(n: usize, d: usize, k: usize, seed: u64) -> (Vec<f32>, Vec<f3
 
 #[test]
 fn multiclass_ovr_tau_pocket_and_average_are_bit_identical_to_cpu() {
-    use rosenblatt::backend::{BatchRule, HeadRule, TrainView};
+    use rosenblatt::backend::{BatchRule, HeadRule, Keep, TrainView};
     let Some(g) = gpu() else { return };
     let cpu = CpuBackend::new();
     let split = GpuOptions {
@@ -545,12 +565,15 @@ fn multiclass_ovr_tau_pocket_and_average_are_bit_identical_to_cpu() {
             bias: 1.0,
             heads: k,
         };
-        for (ri, rule) in rules.iter().enumerate() {
+        for (ri, (rule, keep)) in rules
+            .iter()
+            .flat_map(|r| [(*r, Keep::Pocket), (*r, Keep::Average)])
+            .enumerate()
+        {
             let br = BatchRule {
-                tau: (ri % 2) as f32,
-                rule: *rule,
-                pocket: true,
-                average: ri != 1,
+                tau: (ri / 2 % 2) as f32,
+                rule,
+                keep,
                 ..BatchRule::new(1.0, 0.0)
             };
             let run = |b: &dyn Backend| {
@@ -562,7 +585,7 @@ fn multiclass_ovr_tau_pocket_and_average_are_bit_identical_to_cpu() {
                 let extras = bound.extras().unwrap();
                 (stats, w, scores, extras)
             };
-            let what = format!("n={n} d={d} k={k} {rule:?}");
+            let what = format!("n={n} d={d} k={k} {rule:?} {keep:?}");
             let c = run(&cpu);
             for (name, gpu_backend) in [("gpu", g), ("gpu split", &gs)] {
                 let gp = run(gpu_backend);
@@ -579,7 +602,10 @@ fn multiclass_ovr_tau_pocket_and_average_are_bit_identical_to_cpu() {
                 max * (d as f32 + 1.0) * 2.0 < (1 << 24) as f32,
                 "exact range"
             );
-            assert!(c.3.pocket.is_some());
+            match keep {
+                Keep::Pocket => assert!(c.3.pocket.is_some(), "{what}"),
+                _ => assert!(c.3.average_sum.is_some(), "{what}"),
+            }
         }
     }
 }
@@ -627,9 +653,8 @@ fn family_batch_forms_train_the_same_models_on_the_gpu() {
             c.report.mistakes_per_epoch, gp.report.mistakes_per_epoch,
             "{what}"
         );
-        assert_eq!(c.model.weights, gp.model.weights, "{what}");
-        assert_eq!(c.model.class_weights, gp.model.class_weights, "{what}");
-        assert_eq!(c.model.class_bias, gp.model.class_bias, "{what}");
+        assert_eq!(c.model.hyperplane(), gp.model.hyperplane(), "{what}");
+        assert_eq!(c.model.rows(), gp.model.rows(), "{what}");
         assert_eq!(c.report.train_accuracy, gp.report.train_accuracy, "{what}");
     }
 }
@@ -656,7 +681,14 @@ fn batch_winnow_on_the_gpu_agrees_with_the_cpu() {
         c.report.mistakes_per_epoch[..5],
         gp.report.mistakes_per_epoch[..5]
     );
-    for (a, b) in c.model.weights.iter().zip(&gp.model.weights) {
+    for (a, b) in c
+        .model
+        .hyperplane()
+        .unwrap()
+        .weights
+        .iter()
+        .zip(&gp.model.hyperplane().unwrap().weights)
+    {
         approx::assert_relative_eq!(*a, *b, epsilon = 1e-3, max_relative = 1e-2);
     }
     assert!((c.report.train_accuracy - gp.report.train_accuracy).abs() < 0.01);
@@ -716,7 +748,7 @@ fn kernel_scores_on_the_gpu_match_the_cpu() {
     let gp = algo::train(&ds, &p, g, None, &mut ()).unwrap();
     assert_eq!(gp.report.backend, "gpu");
     assert_eq!(c.report.mistakes_per_epoch, gp.report.mistakes_per_epoch);
-    assert_eq!(c.model.dual_coef, gp.model.dual_coef);
+    assert_eq!(c.model.body(), gp.model.body());
 }
 
 #[test]
@@ -733,7 +765,7 @@ fn voted_models_with_many_vectors_score_on_the_gpu_in_blocks() {
         .validate()
         .unwrap();
     let t = algo::train(&ds, &p, &cpu, None, &mut ()).unwrap();
-    let vectors = t.model.counts.as_ref().unwrap().len();
+    let vectors = t.model.heads();
     assert!(vectors > 130, "only {vectors} vectors");
     assert_eq!(
         t.model.raw_scores(&ds, g).unwrap(),

@@ -8,37 +8,68 @@ use rand::seq::SliceRandom;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
-use super::Progress;
+use super::{initial_weights, Backends, Fitted, Problem, Progress};
 use crate::backend::{
-    axpy, decision, row_rule, update_norm, EpochStats, HeadRule, StopReason, TrainView,
+    axpy, cpu::CpuBackend, decision, row_rule, update_norm, EpochStats, HeadRule, StopReason,
+    TrainView,
 };
 use crate::error::{Error, Result};
-use crate::params::Params;
+use crate::model::{Body, Rows, Voted};
+use crate::params::{Algo, Params};
+use crate::report::Ran;
+
+/// Trains the online form of `params.algo` on the host CPU (whatever the backends).
+pub fn fit(
+    pb: &Problem<'_>,
+    params: &Params,
+    _backends: &Backends<'_>,
+    progress: &mut dyn Progress,
+) -> Result<Fitted> {
+    let keep = Keep {
+        average: params.algo == Algo::Averaged,
+        voted: (params.algo == Algo::Voted).then_some(params.max_vectors),
+    };
+    let mut w = initial_weights(pb.ds.d, pb.heads, params);
+    let out = train(pb.view(), params, pb.rule, keep, &mut w, progress)?;
+    let body = match out.voted {
+        Some((vecs, counts)) => Body::Voted(Voted {
+            rows: Rows::from_augmented(&vecs.concat(), pb.ds.d, pb.fit_bias),
+            counts,
+        }),
+        None => pb.linear_body(out.average.as_deref().unwrap_or(&w)),
+    };
+    Ok(Fitted {
+        body,
+        stats: out.stats,
+        stop: out.stop,
+        scores: None,
+        ran: Ran::on(&CpuBackend::new()),
+    })
+}
 
 /// What to keep besides the final weights.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct Keep {
+struct Keep {
     /// The average of the weights over all steps (Daume's lazy-sum trick).
-    pub average: bool,
+    average: bool,
     /// Every intermediate weight vector with its survival count, at most this many.
-    pub voted: Option<usize>,
+    voted: Option<usize>,
 }
 
 /// The result of an online run.
-#[derive(Debug, Clone)]
-pub struct Online {
+struct Online {
     /// Per-epoch statistics.
-    pub stats: Vec<EpochStats>,
+    stats: Vec<EpochStats>,
     /// Why it stopped.
-    pub stop: StopReason,
+    stop: StopReason,
     /// The averaged weights, when kept.
-    pub average: Option<Vec<f32>>,
+    average: Option<Vec<f32>>,
     /// The voted vectors (augmented, `heads * (d + 1)` each) and their counts, when kept.
-    pub voted: Option<(Vec<Vec<f32>>, Vec<u64>)>,
+    voted: Option<(Vec<Vec<f32>>, Vec<u64>)>,
 }
 
 /// Trains in place from `w` (`heads * (d + 1)` entries) with `rule` and margin `tau`.
-pub fn train(
+fn train(
     v: TrainView<'_>,
     params: &Params,
     rule: HeadRule,
@@ -99,12 +130,7 @@ pub fn train(
                     Some(old) => {
                         if survived > 0 {
                             if vecs.len() >= cap {
-                                return Err(Error::InvalidParam {
-                                    name: "--max-vectors",
-                                    value: cap.to_string(),
-                                    reason: "was reached: the voted perceptron keeps one vector per mistake; \
-                                             raise it, lower --epochs, or use --algo averaged",
-                                });
+                                return Err(Error::VotedLimit(cap));
                             }
                             vecs.push(old);
                             counts.push(survived);

@@ -9,13 +9,34 @@ use rand::seq::SliceRandom;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
-use super::Progress;
-use crate::backend::{dot, update_norm, EpochStats, StopReason, TrainView};
+use super::{Backends, Fitted, Problem, Progress};
+use crate::backend::{
+    cpu::CpuBackend, dot, update_norm, winnow_weights, EpochStats, StopReason, TrainView,
+};
+use crate::error::Result;
 use crate::params::Params;
+use crate::report::Ran;
+
+/// Trains online Winnow on the host CPU (whatever the backends).
+pub fn fit(
+    pb: &Problem<'_>,
+    params: &Params,
+    _backends: &Backends<'_>,
+    progress: &mut dyn Progress,
+) -> Result<Fitted> {
+    let (w, stats, stop) = train(pb.view(), params, progress);
+    Ok(Fitted {
+        body: pb.linear_body(&w),
+        stats,
+        stop,
+        scores: None,
+        ran: Ran::on(&CpuBackend::new()),
+    })
+}
 
 /// Trains online; returns the normalised weights (`d + 1` entries, the bias 0), the stats and
 /// why it stopped.
-pub fn train(
+fn train(
     v: TrainView<'_>,
     params: &Params,
     progress: &mut dyn Progress,
@@ -45,10 +66,7 @@ pub fn train(
                 for (lb, &xj) in logb.iter_mut().zip(row) {
                     *lb += eta * y as f64 * xj as f64;
                 }
-                let top = logb.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-                for (b, lb) in beta.iter_mut().zip(&logb) {
-                    *b = (lb - top).exp() as f32;
-                }
+                winnow_weights(&logb, &mut beta);
             }
         }
         e.update_norm = update_norm(&beta, &start);

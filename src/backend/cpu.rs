@@ -8,8 +8,9 @@
 use rayon::prelude::*;
 
 use super::{
-    axpy, dot, prefetch_ahead, row_rule, simd_dispatch, Backend, BackendKind, BatchRule, Bound,
-    DataView, EpochStats, Extras, HeadRule, Kernel, Lanes, TrainView,
+    axpy, prefetch_ahead, row_rule, simd_dispatch, sq_norms, winnow_weights, Backend, BackendKind,
+    BatchRule, Bound, DataView, DualBound, EpochStats, Extras, HeadRule, Keep, Kernel, Lanes,
+    TrainView, Update,
 };
 use crate::error::Result;
 
@@ -47,29 +48,37 @@ impl Backend for CpuBackend {
         Ok(cpu_scores(data, w))
     }
 
-    fn kernel_scores(
-        &self,
-        eval: DataView<'_>,
-        sv: DataView<'_>,
-        idx: &[u32],
-        coef: &[f32],
-        kernel: &Kernel,
-    ) -> Result<Vec<f32>> {
-        let d = eval.d;
-        let sv_sq: Vec<f32> = idx
-            .iter()
-            .map(|&j| {
-                let z = &sv.x[j as usize * d..(j as usize + 1) * d];
-                dot(z, z)
-            })
-            .collect();
+    fn bind_dual<'a>(
+        &'a self,
+        eval: DataView<'a>,
+        sv: Option<DataView<'a>>,
+    ) -> Result<Box<dyn DualBound + 'a>> {
+        let sv = sv.unwrap_or(eval);
+        Ok(Box::new(CpuDual {
+            eval,
+            sv,
+            sq: sq_norms(sv),
+        }))
+    }
+}
+
+/// Rows bound for kernel scoring: the eval rows, the support rows and their squared norms.
+struct CpuDual<'a> {
+    eval: DataView<'a>,
+    sv: DataView<'a>,
+    sq: Vec<f32>,
+}
+
+impl DualBound for CpuDual<'_> {
+    fn kscores(&mut self, idx: &[u32], coef: &[f32], kernel: &Kernel) -> Result<Vec<f32>> {
+        let eval = self.eval;
         let mut out = vec![0f32; eval.n];
-        let rows = chunk_rows(eval.n, d);
+        let rows = chunk_rows(eval.n, eval.d);
         let svs = Supports {
-            x: sv,
+            x: self.sv,
             idx,
             coef,
-            sq: &sv_sq,
+            sq: &self.sq,
         };
         out.par_chunks_mut(rows).enumerate().for_each(|(c, o)| {
             chunk_kernel_scores_simd(eval, &svs, kernel, c * rows, o);
@@ -78,8 +87,8 @@ impl Backend for CpuBackend {
     }
 }
 
-/// The support vectors of a kernel model: rows `idx` of `x`, their coefficients and their
-/// squared norms.
+/// The support vectors of a kernel model: rows `idx` of `x`, their coefficients, and the
+/// squared norms of the rows of `x`.
 struct Supports<'a> {
     x: DataView<'a>,
     idx: &'a [u32],
@@ -105,8 +114,9 @@ fn chunk_kernel_scores<L: Lanes>(
         let xi = &eval.x[i * d..(i + 1) * d];
         let xx = l.dot(xi, xi);
         let mut acc = 0f32;
-        for ((&j, &a), &zz) in svs.idx.iter().zip(svs.coef).zip(svs.sq) {
+        for (&j, &a) in svs.idx.iter().zip(svs.coef) {
             let j = j as usize;
+            let zz = svs.sq[j];
             let xz = l.dot(xi, &svs.x.x[j * d..(j + 1) * d]);
             acc += a * (kernel.eval(xz, xx, zz) + b2);
         }
@@ -351,19 +361,19 @@ impl Bound for CpuBound<'_> {
     ) -> Result<Vec<EpochStats>> {
         let mut out = Vec::with_capacity(max_epochs);
         for _ in 0..max_epochs {
-            let (mistakes, criterion) = if rule.multiplicative {
-                // Winnow: w holds log-weights; score with exp(w - max w), in (0, 1].
-                let top = w.iter().copied().fold(f32::NEG_INFINITY, f32::max);
-                let mut beta = std::mem::take(&mut self.beta);
-                beta.clear();
-                beta.extend(w.iter().map(|v| (v - top).exp()));
-                let r = self.accumulate(&beta, rule);
-                self.beta = beta;
-                r
-            } else {
-                self.accumulate(w, rule)
+            let (mistakes, criterion) = match rule.update {
+                Update::Multiplicative => {
+                    // w holds log-weights; rows are scored with the Winnow weights.
+                    let mut beta = std::mem::take(&mut self.beta);
+                    beta.resize(w.len(), 0.0);
+                    winnow_weights(w, &mut beta);
+                    let r = self.accumulate(&beta, rule);
+                    self.beta = beta;
+                    r
+                }
+                Update::Additive => self.accumulate(w, rule),
             };
-            if rule.pocket
+            if rule.keep == Keep::Pocket
                 && self
                     .pocket
                     .as_ref()
@@ -385,7 +395,7 @@ impl Bound for CpuBound<'_> {
                     *wj += step;
                 }
             }
-            if rule.average {
+            if rule.keep == Keep::Average {
                 let sum = self.average_sum.get_or_insert_with(|| vec![0.0; w.len()]);
                 axpy(1.0, w, sum);
             }
@@ -513,14 +523,22 @@ mod tests {
         let mut b = cpu.bind(v).unwrap();
         let mut w = vec![0.0; 3];
         let r = BatchRule {
-            pocket: true,
-            average: true,
+            keep: Keep::Pocket,
             ..BatchRule::new(1.0, 0.0)
         };
         let e = b.batch_epochs(&mut w, &r, 10).unwrap();
         assert_eq!(e.len(), 2);
         let ex = b.extras().unwrap();
         assert_eq!(ex.pocket, Some((vec![1.0, -1.0, 0.0], 0)));
+        let mut b = cpu.bind(v).unwrap();
+        let mut w = vec![0.0; 3];
+        let r = BatchRule {
+            keep: Keep::Average,
+            ..BatchRule::new(1.0, 0.0)
+        };
+        let e = b.batch_epochs(&mut w, &r, 10).unwrap();
+        assert_eq!(e.len(), 2);
+        let ex = b.extras().unwrap();
         // Weights after epoch 1 and 2 are both (1, -1, 0).
         assert_eq!(ex.average_sum, Some(vec![2.0, -2.0, 0.0]));
     }

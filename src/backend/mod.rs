@@ -13,6 +13,7 @@
 
 pub mod cpu;
 pub mod gpu;
+pub mod reference;
 pub mod simd;
 
 pub(crate) use simd::simd_dispatch;
@@ -20,7 +21,12 @@ pub use simd::{axpy, decision, dot, prefetch_ahead, simd_enabled, sum_simd, Lane
 
 use serde::{Deserialize, Serialize};
 
-use crate::error::Result;
+use crate::error::{Error, Param, Result};
+
+/// Most weight vectors ("heads") one batch epoch or scoring call handles: the size of the
+/// per-row score array in the GPU kernels (`MAX_HEADS` in shaders/batch.wgsl, checked equal by
+/// a test). Models with more rows are scored in blocks of this many.
+pub const MAX_HEADS: usize = 64;
 
 /// Host view of a training set. The bias column is implicit: row i is treated as
 /// `[x_i, bias]`, and each of the `heads` weight vectors has `d + 1` entries, the last one for
@@ -85,7 +91,7 @@ pub enum HeadRule {
 }
 
 impl HeadRule {
-    /// GPU code of the rule (keep in sync with shaders/batch.wgsl).
+    /// GPU code of the rule (`RULE_*` in shaders/batch.wgsl, checked equal by a test).
     pub fn code(self) -> u32 {
         match self {
             HeadRule::Binary => 0,
@@ -94,6 +100,29 @@ impl HeadRule {
             HeadRule::MulticlassArgmax => 3,
         }
     }
+}
+
+/// How an epoch's sum over the mistakes changes the weights.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Update {
+    /// w += eta * sum (the perceptron).
+    #[default]
+    Additive,
+    /// Winnow: the weights passed in and out are log-weights; rows are scored with
+    /// [`winnow_weights`] of them, and the update adds eta * sum to the log-weights.
+    Multiplicative,
+}
+
+/// What a backend keeps besides the current weights, for [`Bound::extras`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Keep {
+    /// Nothing.
+    #[default]
+    Nothing,
+    /// The pocket: the weights with the fewest mistakes seen (Gallant).
+    Pocket,
+    /// The running sum of the weights after each epoch (for averaging).
+    Average,
 }
 
 /// The batch update rule and its stop tests.
@@ -107,13 +136,10 @@ pub struct BatchRule {
     pub tau: f32,
     /// How scores decide mistakes and updates.
     pub rule: HeadRule,
-    /// Keep the pocket: the weights with the fewest mistakes seen.
-    pub pocket: bool,
-    /// Keep the running sum of the weights after each epoch.
-    pub average: bool,
-    /// Winnow's multiplicative form: the weights passed in and out are log-weights; rows are
-    /// scored with exp(log w - max log w), and the update adds eta * sum to the log-weights.
-    pub multiplicative: bool,
+    /// Additive or multiplicative update.
+    pub update: Update,
+    /// What to keep besides the weights.
+    pub keep: Keep,
 }
 
 impl BatchRule {
@@ -124,11 +150,59 @@ impl BatchRule {
             tol,
             tau: 0.0,
             rule: HeadRule::Binary,
-            pocket: false,
-            average: false,
-            multiplicative: false,
+            update: Update::Additive,
+            keep: Keep::Nothing,
         }
     }
+}
+
+/// Winnow's weights from log-weights: exp(lw - max lw), in (0, 1], so they never overflow and
+/// give the same signs of w.x as exp(lw). The one home of this rule on the host; its WGSL twin
+/// is the multiplicative branch of `finalize` in shaders/batch.wgsl.
+pub fn winnow_weights<T: LogWeight>(logw: &[T], out: &mut [f32]) {
+    let top = logw.iter().copied().fold(T::NEG_INFINITY, T::max);
+    for (o, &l) in out.iter_mut().zip(logw) {
+        *o = (l - top).exp_f32();
+    }
+}
+
+/// A float type log-weights are kept in (f32 for the batch form, f64 for online Winnow).
+pub trait LogWeight: Copy + std::ops::Sub<Output = Self> {
+    /// Negative infinity.
+    const NEG_INFINITY: Self;
+    /// The larger of two values.
+    fn max(self, other: Self) -> Self;
+    /// exp(self), rounded to f32.
+    fn exp_f32(self) -> f32;
+}
+
+impl LogWeight for f32 {
+    const NEG_INFINITY: Self = f32::NEG_INFINITY;
+    fn max(self, other: Self) -> Self {
+        f32::max(self, other)
+    }
+    fn exp_f32(self) -> f32 {
+        self.exp()
+    }
+}
+
+impl LogWeight for f64 {
+    const NEG_INFINITY: Self = f64::NEG_INFINITY;
+    fn max(self, other: Self) -> Self {
+        f64::max(self, other)
+    }
+    fn exp_f32(self) -> f32 {
+        self.exp() as f32
+    }
+}
+
+/// Squared norms ||x_i||^2 of every row (without the bias column): the kernels' K(x, x) and
+/// K(z, z) inputs, computed in one place for both backends.
+pub fn sq_norms(data: DataView<'_>) -> Vec<f32> {
+    if data.d == 0 {
+        return vec![0.0; data.n];
+    }
+    data.x.chunks_exact(data.d).map(|r| dot(r, r)).collect()
 }
 
 /// Applies `rule` to one row's scores `s` (one per head) with label `y` (±1 for binary, the
@@ -266,7 +340,43 @@ pub enum Kernel {
 }
 
 impl Kernel {
-    /// GPU code (keep in sync with shaders/kernel.wgsl).
+    /// Checks the parameters: degree 1 to 16, gamma positive and finite, coef0 finite.
+    pub fn check(&self) -> Result<()> {
+        match *self {
+            Kernel::Linear => Ok(()),
+            Kernel::Poly {
+                degree,
+                gamma,
+                coef0,
+            } => {
+                if degree == 0 || degree > 16 {
+                    Err(Error::param(
+                        Param::Degree,
+                        degree,
+                        "should be between 1 and 16",
+                    ))
+                } else if !(gamma.is_finite() && gamma > 0.0) {
+                    Err(Error::param(
+                        Param::Gamma,
+                        gamma,
+                        "should be positive and finite",
+                    ))
+                } else if !coef0.is_finite() {
+                    Err(Error::param(Param::Coef0, coef0, "should be finite"))
+                } else {
+                    Ok(())
+                }
+            }
+            Kernel::Rbf { gamma } if !(gamma.is_finite() && gamma > 0.0) => Err(Error::param(
+                Param::Gamma,
+                gamma,
+                "should be positive and finite",
+            )),
+            Kernel::Rbf { .. } => Ok(()),
+        }
+    }
+
+    /// GPU code (`KERNEL_*` in shaders/kernel.wgsl, checked equal by a test).
     pub fn code(&self) -> u32 {
         match self {
             Kernel::Linear => 0,
@@ -321,6 +431,13 @@ pub trait Backend {
     /// Decision values w_k^T [x_i, bias] for every row and each of the `w.len() / (d + 1)`
     /// weight vectors, row-major (`n * heads`).
     fn scores(&self, data: DataView<'_>, w: &[f32]) -> Result<Vec<f32>>;
+    /// Makes rows resident for repeated kernel scoring: `eval` are the rows scored, `sv` the
+    /// rows support vectors are drawn from (`None`: the same rows, as in training).
+    fn bind_dual<'a>(
+        &'a self,
+        eval: DataView<'a>,
+        sv: Option<DataView<'a>>,
+    ) -> Result<Box<dyn DualBound + 'a>>;
     /// Dual decision values f_i = sum over s of coef[s] * (K(sv[idx[s]], x_i) + bias^2) for
     /// every row of `eval`, computed on the fly (no Gram matrix), `idx` in ascending order.
     /// `eval.bias` is the bias column's value.
@@ -331,7 +448,16 @@ pub trait Backend {
         idx: &[u32],
         coef: &[f32],
         kernel: &Kernel,
-    ) -> Result<Vec<f32>>;
+    ) -> Result<Vec<f32>> {
+        self.bind_dual(eval, Some(sv))?.kscores(idx, coef, kernel)
+    }
+}
+
+/// Rows made resident for kernel scoring (see [`Backend::bind_dual`]).
+pub trait DualBound {
+    /// f_i for every bound eval row, with the support vectors `idx` (ascending rows of the
+    /// bound support rows) and their coefficients. The twin of `kscores` in kernel.wgsl.
+    fn kscores(&mut self, idx: &[u32], coef: &[f32], kernel: &Kernel) -> Result<Vec<f32>>;
 }
 
 /// A training set made resident on a backend.
@@ -408,12 +534,7 @@ pub fn select(choice: BackendChoice, gpu: &gpu::GpuOptions) -> Result<Selected> 
             note: "backend: cpu (requested)".into(),
         }),
         BackendChoice::Gpu => {
-            let g = gpu::GpuBackend::new(gpu).map_err(|e| match e {
-                crate::Error::NoGpu(m) if gpu.adapter.name.is_none() => {
-                    crate::Error::NoGpu(format!("--backend gpu: {m}"))
-                }
-                other => other,
-            })?;
+            let g = gpu::GpuBackend::new(gpu)?;
             let note = format!("backend: gpu, {} (requested)", g.device());
             Ok(Selected {
                 backend: Box::new(g),

@@ -6,8 +6,9 @@ use rosenblatt::backend::cpu::CpuBackend;
 use rosenblatt::data::synth::{self, SynthSpec};
 use rosenblatt::params::{Algo, TrainParams};
 
-use super::commands::epoch_list;
-use super::{select_backend, Bar, DemoArgs};
+use super::args::DemoArgs;
+use super::train::epoch_list;
+use super::{select_backend, Bar};
 
 pub fn run(a: DemoArgs) -> anyhow::Result<()> {
     let sel = select_backend(&a.backend, false)?;
@@ -45,7 +46,7 @@ pub fn run(a: DemoArgs) -> anyhow::Result<()> {
     for (title, spec) in sets {
         let s = synth::generate(&spec)?;
         println!("== {title}: n = {}, d = {} ==", spec.n, spec.d);
-        let r_star = algo::radius(&s.data.x, s.data.d, 1.0);
+        let r_star = rosenblatt::report::radius(&s.data.x, s.data.d, 1.0);
         let bound_star = (r_star / s.margin_augmented).powi(2);
         for algo in [Algo::Online, Algo::Batch] {
             let params = TrainParams::default().algo(algo).seed(a.seed).validate()?;

@@ -1,421 +1,56 @@
-//! Command-line interface: clap definitions, dispatch, and the helpers the commands share
-//! (loading data, choosing a backend, progress bars, writing output files atomically).
+//! Command-line interface: dispatch to one file per command family, and the helpers the
+//! commands share (loading data, choosing a backend, progress bars, writing output files
+//! atomically). Arguments are in `args.rs`; library errors become messages with flag names and
+//! exit codes in `errors.rs`.
 
-mod commands;
+mod args;
 mod demo;
+mod errors;
+mod experiment;
+mod gen;
+mod hardware;
+mod plot;
+mod predict;
+mod train;
 
 use std::io::{IsTerminal, Write};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
-use clap::{Args, Parser, Subcommand};
+use clap::Parser;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use rosenblatt::algo::Progress;
 use rosenblatt::backend::gpu::context::AdapterQuery;
 use rosenblatt::backend::gpu::GpuOptions;
 use rosenblatt::backend::{self, BackendChoice, Selected};
-use rosenblatt::data::{self, Dataset, Format, LabelCol, LoadOptions};
-use rosenblatt::params::{Algo, Init, Mode, MulticlassStrategy, MulticlassUpdate};
+use rosenblatt::data::{self, Dataset, LoadOptions};
 
-/// Train perceptrons on a GPU (wgpu) or the CPU.
-#[derive(Parser, Debug)]
-#[command(name = "rosenblatt", version, about, long_about = None)]
-pub struct Cli {
-    #[command(subcommand)]
-    command: Command,
-}
-
-#[derive(Subcommand, Debug)]
-enum Command {
-    /// Train a perceptron on a data file.
-    Train(TrainArgs),
-    /// Predict labels for a data file with a trained model.
-    Predict(PredictArgs),
-    /// Evaluate a model on labelled data: accuracy and confusion matrix.
-    Eval(EvalArgs),
-    /// Generate a linearly separable data set (optionally with label noise).
-    Gen(GenArgs),
-    /// Generate data, train on it and print a report: no files needed.
-    Demo(DemoArgs),
-    /// List GPU adapters, their limits, and which one `--backend auto` picks.
-    Info(InfoArgs),
-    /// Time batch epochs on generated data: ms/epoch, GB/s against the roofline, GPU vs CPU.
-    Bench(BenchArgs),
-    /// Experiments that check what the theory says.
-    #[command(subcommand)]
-    Experiment(ExperimentCmd),
-    /// Pictures: decision boundary, training curves, ROC (PNG or SVG by the extension).
-    #[command(subcommand)]
-    Plot(PlotCmd),
-}
-
-#[derive(Subcommand, Debug)]
-enum PlotCmd {
-    /// The decision boundary over 2-D data (or a slice through two features).
-    Boundary(PlotModelArgs),
-    /// Mistakes per epoch, cumulative mistakes against the Novikoff bound, and J.
-    Training(PlotTrainingArgs),
-    /// The ROC curve of a binary model, with its AUC.
-    Roc(PlotModelArgs),
-}
-
-#[derive(Args, Debug)]
-struct PlotSize {
-    /// Width in pixels.
-    #[arg(long, default_value_t = 800)]
-    width: u32,
-    /// Height in pixels.
-    #[arg(long, default_value_t = 600)]
-    height: u32,
-}
-
-#[derive(Args, Debug)]
-struct PlotModelArgs {
-    /// Model file.
-    model: PathBuf,
-    /// Labelled data.
-    data: PathBuf,
-    /// Output image (.png or .svg).
-    #[arg(short, long, value_name = "FILE")]
-    output: PathBuf,
-    /// For d > 2: the two features (1-based) to plot, others held at their mean.
-    #[arg(long, value_name = "I,J", value_delimiter = ',')]
-    features: Option<Vec<usize>>,
-    #[command(flatten)]
-    size: PlotSize,
-    #[command(flatten)]
-    backend: BackendArgs,
-    #[command(flatten)]
-    data_args: PlotDataArgs,
-}
-
-/// How to read the data of a plot (the feature count comes from the model).
-#[derive(Args, Debug, Clone)]
-struct PlotDataArgs {
-    /// Label column: a header name, a 0-based index (negative from the end), or none.
-    #[arg(long, value_name = "C", default_value = "auto")]
-    label_col: LabelCol,
-    /// File format: auto, csv, libsvm, npy or npz.
-    #[arg(long, value_name = "F", default_value = "auto")]
-    format: Format,
-    /// NumPy features (.npy): the .npy file with the labels.
-    #[arg(long, value_name = "FILE")]
-    labels: Option<PathBuf>,
-}
-
-impl From<PlotDataArgs> for DataArgs {
-    fn from(a: PlotDataArgs) -> Self {
-        DataArgs {
-            label_col: a.label_col,
-            format: a.format,
-            features: None,
-            labels: a.labels,
-        }
-    }
-}
-
-#[derive(Args, Debug)]
-struct PlotTrainingArgs {
-    /// A `train --json` output or a model file.
-    run: PathBuf,
-    /// Output image (.png or .svg).
-    #[arg(short, long, value_name = "FILE")]
-    output: PathBuf,
-    #[command(flatten)]
-    size: PlotSize,
-}
-
-#[derive(Subcommand, Debug)]
-enum ExperimentCmd {
-    /// Online perceptron vs Winnow on committee streams: mistakes against the number of experts.
-    Committee(CommitteeArgs),
-}
-
-#[derive(Args, Debug)]
-struct CommitteeArgs {
-    /// Numbers of experts, comma-separated.
-    #[arg(long, value_delimiter = ',', default_value = "100,1000,10000")]
-    p: Vec<usize>,
-    /// Size of the hidden panel (odd).
-    #[arg(long, default_value_t = 5)]
-    k: usize,
-    /// Examples in each stream (one pass).
-    #[arg(long, default_value_t = 3000)]
-    n: usize,
-    /// Winnow's learning rate eta, in (0, 1].
-    #[arg(long, default_value_t = 1.0)]
-    lr: f32,
-    /// Seed.
-    #[arg(long, default_value_t = 1)]
-    seed: u64,
-    /// Print one JSON object on stdout.
-    #[arg(long)]
-    json: bool,
-}
-
-#[derive(Args, Debug)]
-struct BenchArgs {
-    /// Rows.
-    #[arg(long, default_value_t = 1_000_000)]
-    n: usize,
-    /// Features.
-    #[arg(long, default_value_t = 64)]
-    d: usize,
-    /// Epochs to time (after a warm-up).
-    #[arg(long, default_value_t = 20)]
-    epochs: usize,
-    /// Backends: all (CPU, and a hardware GPU if present), cpu, or gpu (software adapters too).
-    #[arg(long, default_value = "all", value_parser = ["all", "cpu", "gpu"])]
-    backend: String,
-    /// GPU adapter: a case-insensitive part of its name.
-    #[arg(long, value_name = "NAME")]
-    adapter: Option<String>,
-    /// GPU peak memory bandwidth in GB/s (default: a table of known devices).
-    #[arg(long, value_name = "F")]
-    peak_gbs: Option<f64>,
-    /// Skip timing training to convergence.
-    #[arg(long)]
-    no_converge: bool,
-    /// Seed of the generated data.
-    #[arg(long, default_value_t = 7)]
-    seed: u64,
-    /// Print one JSON object on stdout.
-    #[arg(long)]
-    json: bool,
-}
-
-#[derive(Args, Debug)]
-struct InfoArgs {
-    /// Print one JSON object on stdout.
-    #[arg(long)]
-    json: bool,
-}
-
-/// How to read a data file.
-#[derive(Args, Debug, Clone)]
-struct DataArgs {
-    /// Label column: a header name, a 0-based index (negative from the end), or none.
-    /// Default: a column named label, y, target or class, else the last column.
-    #[arg(long, value_name = "C", default_value = "auto")]
-    label_col: LabelCol,
-    /// File format: auto (by extension, else sniffed), csv, libsvm, npy or npz.
-    #[arg(long, value_name = "F", default_value = "auto")]
-    format: Format,
-    /// LIBSVM: number of features (default: the largest index in the file).
-    #[arg(long, value_name = "D")]
-    features: Option<usize>,
-    /// NumPy features (.npy): the .npy file with the labels.
-    #[arg(long, value_name = "FILE")]
-    labels: Option<PathBuf>,
-}
-
-#[derive(Args, Debug)]
-struct BackendArgs {
-    /// Where batch epochs run: auto (a GPU if present, else CPU), cpu or gpu.
-    #[arg(long, value_name = "B", default_value = "auto")]
-    backend: BackendChoice,
-    /// GPU adapter to use: a case-insensitive part of its name (see `rosenblatt info`).
-    #[arg(long, value_name = "NAME")]
-    adapter: Option<String>,
-}
-
-#[derive(Args, Debug)]
-struct TrainArgs {
-    /// Training data (CSV or LIBSVM).
-    data: PathBuf,
-    /// Write the model (JSON) here; without it nothing is written.
-    #[arg(short, long, value_name = "MODEL")]
-    output: Option<PathBuf>,
-    /// Algorithm: online, batch, multiclass, pocket, averaged, voted, winnow or kernel.
-    #[arg(long, default_value = "batch")]
-    algo: Algo,
-    #[command(flatten)]
-    backend: BackendArgs,
-    /// Maximum number of epochs.
-    #[arg(long, default_value_t = 1000)]
-    epochs: usize,
-    /// Learning rate eta, in (0, 1].
-    #[arg(long, default_value_t = 1.0)]
-    lr: f32,
-    /// Batch: stop when ||eta * sum|| < TOL (default: off).
-    #[arg(long)]
-    tol: Option<f32>,
-    /// Seed for shuffling and random initialisation.
-    #[arg(long, default_value_t = 0)]
-    seed: u64,
-    /// Do not append the constant 1 to x (no bias).
-    #[arg(long)]
-    no_bias: bool,
-    /// Online: keep the file order instead of shuffling each epoch.
-    #[arg(long)]
-    no_shuffle: bool,
-    /// Initial weights: zero or random (small seeded values).
-    #[arg(long, default_value = "zero", value_parser = parse_init)]
-    init: Init,
-    /// Online or batch form (default: the algorithm's own; see the README's table).
-    #[arg(long)]
-    mode: Option<Mode>,
-    /// A mistake is a margin <= TAU (>= 0), for a larger-margin separator.
-    #[arg(long, value_name = "TAU", default_value_t = 0.0)]
-    margin_threshold: f32,
-    /// Multiclass update: argmax (-x to the highest wrong class) or all (-x to every other).
-    #[arg(long, default_value = "argmax")]
-    multiclass_update: MulticlassUpdate,
-    /// More than two classes: direct (one joint multiclass perceptron) or ovr (one vs rest).
-    #[arg(long, default_value = "direct")]
-    multiclass: MulticlassStrategy,
-    /// Voted perceptron: most weight vectors kept (one per mistake).
-    #[arg(long, default_value_t = 100_000)]
-    max_vectors: usize,
-    /// Kernel perceptron: linear, poly or rbf.
-    #[arg(long, default_value = "linear", value_parser = ["linear", "poly", "rbf"])]
-    kernel: String,
-    /// Kernel poly: degree.
-    #[arg(long, default_value_t = 3)]
-    degree: u32,
-    /// Kernel poly and rbf: gamma.
-    #[arg(long, default_value_t = 1.0)]
-    gamma: f32,
-    /// Kernel poly: coef0.
-    #[arg(long, default_value_t = 1.0)]
-    coef0: f32,
-    #[command(flatten)]
-    data_args: DataArgs,
-    /// Print one JSON object on stdout instead of the text report.
-    #[arg(long)]
-    json: bool,
-    /// Also draw the training curves to this image (.png or .svg).
-    #[arg(long, value_name = "FILE")]
-    plot: Option<PathBuf>,
-    /// 2-D binary data: animate the boundary epoch by epoch (online: update by update) to
-    /// this .gif (at most 150 frames, 640 x 480).
-    #[arg(long, value_name = "FILE.gif")]
-    animate: Option<PathBuf>,
-}
-
-#[derive(Args, Debug)]
-struct PredictArgs {
-    /// Model file written by `train -o`.
-    model: PathBuf,
-    /// Data to predict (labels, if present, are ignored).
-    data: PathBuf,
-    /// Write predictions here instead of stdout.
-    #[arg(short, long, value_name = "OUT")]
-    output: Option<PathBuf>,
-    /// Print the decision value w.x + b beside each label.
-    #[arg(long)]
-    margins: bool,
-    #[command(flatten)]
-    backend: BackendArgs,
-    #[command(flatten)]
-    data_args: DataArgs,
-}
-
-#[derive(Args, Debug)]
-struct EvalArgs {
-    /// Model file written by `train -o`.
-    model: PathBuf,
-    /// Labelled data.
-    data: PathBuf,
-    /// Print one JSON object on stdout.
-    #[arg(long)]
-    json: bool,
-    #[command(flatten)]
-    backend: BackendArgs,
-    #[command(flatten)]
-    data_args: DataArgs,
-}
-
-#[derive(Args, Debug)]
-struct GenArgs {
-    /// What to generate: separable (a hyperplane with a margin) or committee (p experts
-    /// voting ±1, labelled by the majority of a hidden panel of k).
-    #[arg(long, default_value = "separable", value_parser = ["separable", "committee"])]
-    kind: String,
-    /// Number of points.
-    #[arg(long)]
-    n: usize,
-    /// Number of features (separable).
-    #[arg(long, required_if_eq("kind", "separable"))]
-    d: Option<usize>,
-    /// Committee: number of experts (features).
-    #[arg(long, required_if_eq("kind", "committee"))]
-    p: Option<usize>,
-    /// Committee: size of the hidden panel (odd).
-    #[arg(long, default_value_t = 5)]
-    k: usize,
-    /// Geometric margin: no point is closer than this to the true hyperplane.
-    #[arg(long, default_value_t = 0.1)]
-    margin: f32,
-    /// Fraction of labels flipped (non-separable data), in [0, 0.5].
-    #[arg(long, default_value_t = 0.0)]
-    noise: f32,
-    /// Seed.
-    #[arg(long, default_value_t = 42)]
-    seed: u64,
-    /// Output format: csv or libsvm.
-    #[arg(long, default_value = "csv")]
-    format: Format,
-    /// Write here instead of stdout.
-    #[arg(short, long, value_name = "FILE")]
-    output: Option<PathBuf>,
-}
-
-#[derive(Args, Debug)]
-struct DemoArgs {
-    #[command(flatten)]
-    backend: BackendArgs,
-    /// Rows of the larger generated set.
-    #[arg(long, default_value_t = 200_000)]
-    n: usize,
-    /// Features of the larger generated set.
-    #[arg(long, default_value_t = 32)]
-    d: usize,
-    /// Seed.
-    #[arg(long, default_value_t = 1)]
-    seed: u64,
-}
-
-fn parse_init(s: &str) -> Result<Init, String> {
-    match s {
-        "zero" => Ok(Init::Zero),
-        "random" => Ok(Init::Random),
-        _ => Err(format!("unknown init {s:?} (expected zero or random)")),
-    }
-}
+use args::{BackendArgs, Cli, Command, DataArgs, ExperimentCmd, PlotCmd};
 
 /// Runs the CLI and returns the process exit code.
 pub fn run() -> i32 {
     let cli = Cli::parse();
     let result = match cli.command {
-        Command::Train(a) => commands::train(a),
-        Command::Predict(a) => commands::predict(a),
-        Command::Eval(a) => commands::eval(a),
-        Command::Gen(a) => commands::gen(a),
+        Command::Train(a) => train::train(a),
+        Command::Predict(a) => predict::predict(a),
+        Command::Eval(a) => predict::eval(a),
+        Command::Gen(a) => gen::gen(a),
         Command::Demo(a) => demo::run(a),
-        Command::Info(a) => commands::info(a),
-        Command::Bench(a) => commands::bench(a),
-        Command::Experiment(ExperimentCmd::Committee(a)) => commands::committee(a),
-        Command::Plot(PlotCmd::Boundary(a)) => commands::plot_boundary(a),
-        Command::Plot(PlotCmd::Training(a)) => commands::plot_training(a),
-        Command::Plot(PlotCmd::Roc(a)) => commands::plot_roc(a),
+        Command::Info(a) => hardware::info(a),
+        Command::Bench(a) => hardware::bench(a),
+        Command::Experiment(ExperimentCmd::Committee(a)) => experiment::committee(a),
+        Command::Plot(PlotCmd::Boundary(a)) => plot::plot_boundary(a),
+        Command::Plot(PlotCmd::Training(a)) => plot::plot_training(a),
+        Command::Plot(PlotCmd::Roc(a)) => plot::plot_roc(a),
     };
     match result {
         Ok(()) => 0,
         Err(e) => {
-            eprintln!("error: {e:#}");
-            exit_code(&e)
+            eprintln!("error: {}", errors::message(&e));
+            errors::exit_code(&e)
         }
-    }
-}
-
-/// 2 for the user's input or parameters, 1 for everything else.
-fn exit_code(e: &anyhow::Error) -> i32 {
-    match e.downcast_ref::<rosenblatt::Error>() {
-        Some(le) if le.is_input_error() => 2,
-        _ => 1,
     }
 }
 
@@ -438,7 +73,12 @@ fn select_backend(a: &BackendArgs, quiet: bool) -> anyhow::Result<Selected> {
         },
         ..Default::default()
     };
-    let sel = backend::select(a.backend, &opts)?;
+    let sel = backend::select(a.backend, &opts).map_err(|e| match e {
+        rosenblatt::Error::NoGpu(m) if a.adapter.is_none() => {
+            rosenblatt::Error::NoGpu(format!("--backend gpu: {m}"))
+        }
+        other => other,
+    })?;
     if !quiet || a.backend == BackendChoice::Auto {
         eprintln!("{}", sel.note);
     }
@@ -551,6 +191,6 @@ mod tests {
 
     #[test]
     fn the_command_line_definition_is_consistent() {
-        super::Cli::command().debug_assert();
+        super::args::Cli::command().debug_assert();
     }
 }

@@ -11,7 +11,7 @@ use std::path::Path;
 use csv::{ByteRecord, ReaderBuilder, Trim};
 
 use super::{Dataset, LabelBuilder, LabelCol, LoadOptions};
-use crate::error::{Error, Result};
+use crate::error::{Error, Param, Result};
 
 /// Column names recognised as the label when `--label-col` is not given, in order of
 /// preference (so in `x,y,label` the label is `label`, not the feature `y`).
@@ -203,12 +203,13 @@ fn resolve_label_col(
             let idx = if *i < 0 { ncols as i64 + i } else { *i };
             if idx < 0 || idx >= ncols as i64 {
                 return Err(Error::InvalidParam {
-                    name: "--label-col",
+                    name: Param::LabelColumn,
                     value: i.to_string(),
                     reason: if ncols == 1 {
-                        "must be 0 or -1 for a file with 1 column"
+                        "must be 0 or -1 for a file with 1 column".into()
                     } else {
                         "must be a column index from 0 to (columns - 1), or negative from the end"
+                            .into()
                     },
                 });
             }
@@ -216,9 +217,10 @@ fn resolve_label_col(
         }
         LabelCol::Name(name) => {
             let Some(names) = names else {
-                return Err(Error::data(
-                    path,
-                    format!("--label-col {name:?} names a column, but the file has no header row"),
+                return Err(Error::param(
+                    Param::LabelColumn,
+                    format!("{name:?}"),
+                    format!("names a column, but {} has no header row", path.display()),
                 ));
             };
             names

@@ -11,7 +11,7 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 use super::{Dataset, Labels};
-use crate::error::{Error, Result};
+use crate::error::{Error, Param, Result};
 
 /// What to generate.
 #[derive(Debug, Clone)]
@@ -66,30 +66,30 @@ fn normal(rng: &mut impl Rng) -> f64 {
 pub fn generate(spec: &SynthSpec) -> Result<Synthetic> {
     if spec.n == 0 {
         return Err(Error::InvalidParam {
-            name: "--n",
+            name: Param::Rows,
             value: "0".into(),
-            reason: "must be at least 1",
+            reason: "must be at least 1".into(),
         });
     }
     if spec.d == 0 {
         return Err(Error::InvalidParam {
-            name: "--d",
+            name: Param::Features,
             value: "0".into(),
-            reason: "must be at least 1",
+            reason: "must be at least 1".into(),
         });
     }
     if !(spec.margin.is_finite() && spec.margin >= 0.0 && spec.margin < 1.0) {
         return Err(Error::InvalidParam {
-            name: "--margin",
+            name: Param::Margin,
             value: spec.margin.to_string(),
-            reason: "must be in [0, 1) (features lie in [-1, 1])",
+            reason: "must be in [0, 1) (features lie in [-1, 1])".into(),
         });
     }
     if !(spec.noise.is_finite() && (0.0..=0.5).contains(&spec.noise)) {
         return Err(Error::InvalidParam {
-            name: "--noise",
+            name: Param::Noise,
             value: spec.noise.to_string(),
-            reason: "must be in [0, 0.5]",
+            reason: "must be in [0, 0.5]".into(),
         });
     }
     let mut rng = ChaCha8Rng::seed_from_u64(spec.seed);
@@ -115,10 +115,11 @@ pub fn generate(spec: &SynthSpec) -> Result<Synthetic> {
         tries += 1;
         if tries > max_tries {
             return Err(Error::InvalidParam {
-                name: "--margin",
+                name: Param::Margin,
                 value: spec.margin.to_string(),
                 reason:
-                    "is too large: almost no point of [-1, 1]^d is that far from the hyperplane",
+                    "is too large: almost no point of [-1, 1]^d is that far from the hyperplane"
+                        .into(),
             });
         }
         let mut s = b;
@@ -201,16 +202,16 @@ pub fn write_libsvm(ds: &Dataset, out: &mut (impl Write + ?Sized)) -> std::io::R
 pub fn committee(n: usize, p: usize, k: usize, seed: u64) -> Result<(Dataset, Vec<usize>)> {
     if p == 0 || n == 0 {
         return Err(Error::InvalidParam {
-            name: "--p",
+            name: Param::Experts,
             value: p.to_string(),
-            reason: "and --n must be at least 1",
+            reason: "and the number of rows must be at least 1".into(),
         });
     }
     if k == 0 || k.is_multiple_of(2) || k > p {
         return Err(Error::InvalidParam {
-            name: "--k",
+            name: Param::Panel,
             value: k.to_string(),
-            reason: "must be odd and between 1 and --p",
+            reason: "must be odd and between 1 and the number of experts".into(),
         });
     }
     let mut rng = ChaCha8Rng::seed_from_u64(seed);

@@ -5,12 +5,12 @@
 
 use wgpu::util::DeviceExt;
 
+use super::batch::{workgroup_size, BatchPipelines, Entry, Shape};
 use super::context::GpuContext;
-use super::kernels::{
-    workgroup_size, Control, Entry, EpochOut, Kernels, Params, Segment, Shape, WgStat,
-    FLAG_AVERAGE, FLAG_MULTIPLICATIVE, FLAG_POCKET, MAX_HEADS,
+use super::mirror::{flags, Control, EpochOut, Params, Segment, WgStat};
+use crate::backend::{
+    winnow_weights, BatchRule, DataView, EpochStats, Extras, Keep, Update, MAX_HEADS,
 };
-use crate::backend::{BatchRule, DataView, EpochStats, Extras};
 use crate::error::{Error, Result};
 
 /// Sizes chosen for one data set on one device.
@@ -40,7 +40,7 @@ pub fn plan(
 ) -> Result<Plan> {
     if heads > MAX_HEADS {
         return Err(Error::TooLarge(format!(
-            "{heads} classes: the GPU kernels handle at most {MAX_HEADS}; use --backend cpu"
+            "{heads} classes: the GPU pipelines handle at most {MAX_HEADS}"
         )));
     }
     let binding = limits
@@ -54,7 +54,7 @@ pub fn plan(
     if row_bytes > binding || len * 4 > binding.max(limits.max_storage_buffer_binding_size) {
         return Err(Error::TooLarge(format!(
             "one row of {d} features is {row_bytes} bytes, more than the GPU binds at once \
-             ({binding} bytes); use --backend cpu"
+             ({binding} bytes)"
         )));
     }
     let wg = workgroup_size(limits, 256)?;
@@ -121,7 +121,7 @@ pub struct Resident<'c> {
     fail_after_submits: Option<usize>,
 }
 
-fn storage_buf(ctx: &GpuContext, label: &str, size: u64) -> wgpu::Buffer {
+pub(crate) fn storage_buf(ctx: &GpuContext, label: &str, size: u64) -> wgpu::Buffer {
     ctx.device.create_buffer(&wgpu::BufferDescriptor {
         label: Some(label),
         size: size.max(4).next_multiple_of(4),
@@ -132,11 +132,17 @@ fn storage_buf(ctx: &GpuContext, label: &str, size: u64) -> wgpu::Buffer {
     })
 }
 
-fn init_buf(ctx: &GpuContext, label: &str, data: &[u8], usage: wgpu::BufferUsages) -> wgpu::Buffer {
+/// A buffer holding `data` (4 zero bytes when `data` is empty: wgpu binds no empty buffer).
+pub(crate) fn init_buf(
+    ctx: &GpuContext,
+    label: &str,
+    data: &[u8],
+    usage: wgpu::BufferUsages,
+) -> wgpu::Buffer {
     ctx.device
         .create_buffer_init(&wgpu::util::BufferInitDescriptor {
             label: Some(label),
-            contents: data,
+            contents: if data.is_empty() { &[0; 4] } else { data },
             usage,
         })
 }
@@ -164,7 +170,7 @@ impl<'c> Resident<'c> {
     /// Uploads the rows of `data` and, for training, the labels `y`.
     pub fn new(
         ctx: &'c GpuContext,
-        kernels: &Kernels,
+        batch: &BatchPipelines,
         data: DataView<'_>,
         y: Option<&[f32]>,
         heads: usize,
@@ -180,11 +186,11 @@ impl<'c> Resident<'c> {
         let plan = plan(n, d, heads, &ctx.limits, opts.max_binding)?;
         let shape = plan.shape;
         let pipes = Pipes {
-            margins: kernels.pipeline(ctx, Entry::Margins, shape)?,
-            accumulate: kernels.pipeline(ctx, Entry::Accumulate, shape)?,
-            apply: kernels.pipeline(ctx, Entry::Apply, shape)?,
-            finalize: kernels.pipeline(ctx, Entry::Finalize, shape)?,
-            scores: kernels.pipeline(ctx, Entry::Scores, shape)?,
+            margins: batch.pipeline(ctx, Entry::Margins, shape)?,
+            accumulate: batch.pipeline(ctx, Entry::Accumulate, shape)?,
+            apply: batch.pipeline(ctx, Entry::Apply, shape)?,
+            finalize: batch.pipeline(ctx, Entry::Finalize, shape)?,
+            scores: batch.pipeline(ctx, Entry::Scores, shape)?,
         };
         let epochs_per_submit = opts.epochs_per_submit.unwrap_or(64).max(1);
         let d_aug = d + 1;
@@ -255,7 +261,7 @@ impl<'c> Resident<'c> {
                 );
                 let global = ctx.device.create_bind_group(&wgpu::BindGroupDescriptor {
                     label: Some("rosenblatt.global"),
-                    layout: &kernels.global_layout,
+                    layout: &batch.global_layout,
                     entries: &[
                         entire(0, &params_buf),
                         entire(1, &w_buf),
@@ -309,7 +315,7 @@ impl<'c> Resident<'c> {
                             );
                             let bind = ctx.device.create_bind_group(&wgpu::BindGroupDescriptor {
                                 label: Some("rosenblatt.segment"),
-                                layout: &kernels.segment_layout,
+                                layout: &batch.segment_layout,
                                 entries: &[
                                     entire(0, &ubuf),
                                     entire(1, &xbuf),
@@ -356,11 +362,6 @@ impl<'c> Resident<'c> {
                 }
             },
         )
-    }
-
-    /// Number of X segments (storage bindings).
-    pub fn segments(&self) -> usize {
-        self.segs.len()
     }
 
     /// Epochs recorded per submit.
@@ -418,23 +419,21 @@ impl<'c> Resident<'c> {
         let stats_bytes = (k * size_of::<EpochOut>()) as u64;
         let w_bytes = (len * 4) as u64;
 
-        self.kept_pocket |= rule.pocket;
-        self.kept_average |= rule.average;
+        self.kept_pocket |= rule.keep == Keep::Pocket;
+        self.kept_average |= rule.keep == Keep::Average;
+        let multiplicative = rule.update == Update::Multiplicative;
         ctx.scoped("running batch epochs", || {
             self.params.eta = rule.eta;
             self.params.tol = rule.tol;
             self.params.tau = rule.tau;
             self.params.rule = rule.rule.code();
-            let bit = |on: bool, f: u32| if on { f } else { 0 };
-            self.params.flags = bit(rule.pocket, FLAG_POCKET)
-                | bit(rule.average, FLAG_AVERAGE)
-                | bit(rule.multiplicative, FLAG_MULTIPLICATIVE);
+            self.params.flags = flags(rule);
             ctx.queue
                 .write_buffer(&self.params_buf, 0, bytemuck::bytes_of(&self.params));
-            if rule.multiplicative {
+            if multiplicative {
                 // w holds log-weights: they go to aux[3 len..], the weights used to w_buf.
-                let top = w.iter().copied().fold(f32::NEG_INFINITY, f32::max);
-                let beta: Vec<f32> = w.iter().map(|v| (v - top).exp()).collect();
+                let mut beta = vec![0f32; w.len()];
+                winnow_weights(w, &mut beta);
                 ctx.queue
                     .write_buffer(&self.w_buf, 0, bytemuck::cast_slice(&beta));
                 ctx.queue
@@ -474,7 +473,7 @@ impl<'c> Resident<'c> {
             }
             enc.copy_buffer_to_buffer(&self.ctl_buf, 0, &self.readback, 0, 16);
             enc.copy_buffer_to_buffer(&self.stats_buf, 0, &self.readback, 16, stats_bytes);
-            if rule.multiplicative {
+            if multiplicative {
                 enc.copy_buffer_to_buffer(
                     &self.aux,
                     3 * w_bytes,

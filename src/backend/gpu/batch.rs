@@ -1,87 +1,19 @@
-//! Shader module, bind-group layouts and compute pipelines, built once per context. Pipelines
-//! are specialised by WGSL `override` constants (WG, TPR, TC) and cached by their values;
-//! every value is checked against the device limits (including workgroup memory, which
-//! wgpu 30 does not check) before a pipeline is built.
-//!
-//! The `#[repr(C)]` structs mirror shaders/batch.wgsl: keep them in sync.
+//! The batch-epoch pipelines (shaders/batch.wgsl): shader module, bind-group layouts and
+//! compute pipelines, built once per context. Pipelines are specialised by WGSL `override`
+//! constants (WG, TPR, TC) and cached by their values; every value is checked against the
+//! device limits (including workgroup memory, which wgpu 30 does not check) before a pipeline
+//! is built. The structs the pipelines read and write are in `mirror.rs`.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
 
-use bytemuck::{Pod, Zeroable};
-
 use super::context::GpuContext;
 use crate::error::{Error, Result};
 
-/// The kernels' WGSL source.
+/// The batch pipelines' WGSL source.
 pub const BATCH_WGSL: &str = include_str!("../../../shaders/batch.wgsl");
 
-/// Mirrors `Params` in batch.wgsl.
-#[repr(C)]
-#[derive(Debug, Clone, Copy, Pod, Zeroable)]
-pub struct Params {
-    pub d: u32,
-    pub d_aug: u32,
-    pub bias: f32,
-    pub eta: f32,
-    pub tol: f32,
-    pub total_chunks: u32,
-    pub total_wgs: u32,
-    pub heads: u32,
-    pub rule: u32,
-    pub tau: f32,
-    pub flags: u32,
-    pub _pad: u32,
-}
-
-/// `Params::flags` bit: keep the pocket.
-pub const FLAG_POCKET: u32 = 1;
-/// `Params::flags` bit: keep the average sum.
-pub const FLAG_AVERAGE: u32 = 2;
-/// `Params::flags` bit: Winnow's multiplicative update on log-weights.
-pub const FLAG_MULTIPLICATIVE: u32 = 4;
-/// Most heads the kernels handle (`MAX_HEADS` in batch.wgsl).
-pub const MAX_HEADS: usize = 64;
-
-/// Mirrors `Segment` in batch.wgsl.
-#[repr(C)]
-#[derive(Debug, Clone, Copy, Pod, Zeroable)]
-pub struct Segment {
-    pub n: u32,
-    pub chunk_base: u32,
-    pub wg_base: u32,
-    pub chunk_rows: u32,
-}
-
-/// Mirrors `Control` in batch.wgsl.
-#[repr(C)]
-#[derive(Debug, Clone, Copy, Pod, Zeroable, Default)]
-pub struct Control {
-    pub done: u32,
-    pub epoch: u32,
-    pub best: u32,
-    pub _pad: u32,
-}
-
-/// Mirrors `WgStat` in batch.wgsl.
-#[repr(C)]
-#[derive(Debug, Clone, Copy, Pod, Zeroable)]
-pub struct WgStat {
-    pub mistakes: u32,
-    pub criterion: f32,
-}
-
-/// Mirrors `EpochOut` in batch.wgsl.
-#[repr(C)]
-#[derive(Debug, Clone, Copy, Pod, Zeroable, Default)]
-pub struct EpochOut {
-    pub mistakes: u32,
-    pub criterion: f32,
-    pub update_norm: f32,
-    pub _pad: u32,
-}
-
-/// The kernels' entry points.
+/// The batch shader's entry points.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Entry {
     /// Margins, mistake flags, per-workgroup counts.
@@ -139,7 +71,7 @@ impl Shape {
     }
 }
 
-/// Bytes of workgroup memory the kernels declare for workgroup size `wg`.
+/// Bytes of workgroup memory the batch shader declares for workgroup size `wg`.
 pub fn workgroup_bytes(wg: u32) -> u32 {
     3 * 4 * wg + 4
 }
@@ -166,7 +98,7 @@ pub fn workgroup_size(limits: &wgpu::Limits, want: u32) -> Result<u32> {
 }
 
 /// Module, layouts and the pipeline cache.
-pub struct Kernels {
+pub struct BatchPipelines {
     module: wgpu::ShaderModule,
     /// Layout of group 0 (shared buffers).
     pub global_layout: wgpu::BindGroupLayout,
@@ -176,7 +108,7 @@ pub struct Kernels {
     cache: Mutex<HashMap<(Entry, Shape), wgpu::ComputePipeline>>,
 }
 
-fn storage(binding: u32, read_only: bool) -> wgpu::BindGroupLayoutEntry {
+pub(crate) fn storage(binding: u32, read_only: bool) -> wgpu::BindGroupLayoutEntry {
     wgpu::BindGroupLayoutEntry {
         binding,
         visibility: wgpu::ShaderStages::COMPUTE,
@@ -189,7 +121,7 @@ fn storage(binding: u32, read_only: bool) -> wgpu::BindGroupLayoutEntry {
     }
 }
 
-fn uniform(binding: u32) -> wgpu::BindGroupLayoutEntry {
+pub(crate) fn uniform(binding: u32) -> wgpu::BindGroupLayoutEntry {
     wgpu::BindGroupLayoutEntry {
         binding,
         visibility: wgpu::ShaderStages::COMPUTE,
@@ -202,7 +134,7 @@ fn uniform(binding: u32) -> wgpu::BindGroupLayoutEntry {
     }
 }
 
-impl Kernels {
+impl BatchPipelines {
     /// Compiles the module and creates the layouts.
     pub fn new(ctx: &GpuContext) -> Result<Self> {
         ctx.scoped("compiling shaders/batch.wgsl", || {
@@ -245,7 +177,7 @@ impl Kernels {
                         bind_group_layouts: &[Some(&global_layout), Some(&segment_layout)],
                         immediate_size: 0,
                     });
-            Kernels {
+            BatchPipelines {
                 module,
                 global_layout,
                 segment_layout,
@@ -340,99 +272,5 @@ mod tests {
         assert_eq!(workgroup_size(&l, 256).unwrap(), 128);
         l.max_compute_workgroup_storage_size = 100;
         assert!(workgroup_size(&l, 256).is_err());
-    }
-}
-
-/// The dual-perceptron shader's WGSL source.
-pub const KERNEL_WGSL: &str = include_str!("../../../shaders/kernel.wgsl");
-
-/// Mirrors `KParams` in kernel.wgsl.
-#[repr(C)]
-#[derive(Debug, Clone, Copy, Pod, Zeroable)]
-pub struct KParams {
-    pub n: u32,
-    pub m: u32,
-    pub d: u32,
-    pub kind: u32,
-    pub gamma: f32,
-    pub coef0: f32,
-    pub degree: u32,
-    pub bias2: f32,
-}
-
-/// Workgroup memory of kscores: the 16 x 64 support-vector tile.
-pub const KERNEL_TILE_BYTES: u32 = 16 * 64 * 4;
-
-/// The dual-perceptron scoring pipeline and its layout, built once.
-pub struct DualKernels {
-    /// Layout of its one bind group.
-    pub layout: wgpu::BindGroupLayout,
-    /// The `kscores` pipeline.
-    pub pipeline: wgpu::ComputePipeline,
-    /// Its workgroup size.
-    pub wg: u32,
-}
-
-impl DualKernels {
-    /// Compiles shaders/kernel.wgsl for the device's limits.
-    pub fn new(ctx: &GpuContext) -> Result<Self> {
-        let l = &ctx.limits;
-        if KERNEL_TILE_BYTES > l.max_compute_workgroup_storage_size {
-            return Err(Error::Gpu(format!(
-                "the kernel perceptron needs {KERNEL_TILE_BYTES} bytes of workgroup memory; the device has {}",
-                l.max_compute_workgroup_storage_size
-            )));
-        }
-        let wg = 256u32
-            .min(l.max_compute_invocations_per_workgroup)
-            .min(l.max_compute_workgroup_size_x);
-        ctx.scoped("compiling shaders/kernel.wgsl", || {
-            let module = ctx
-                .device
-                .create_shader_module(wgpu::ShaderModuleDescriptor {
-                    label: Some("rosenblatt.kernel"),
-                    source: wgpu::ShaderSource::Wgsl(KERNEL_WGSL.into()),
-                });
-            let layout = ctx
-                .device
-                .create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
-                    label: Some("rosenblatt.kernel_layout"),
-                    entries: &[
-                        uniform(0),
-                        storage(1, true),
-                        storage(2, true),
-                        storage(3, true),
-                        storage(4, true),
-                        storage(5, true),
-                        storage(6, false),
-                    ],
-                });
-            let pl = ctx
-                .device
-                .create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
-                    label: Some("rosenblatt.kernel_pipeline_layout"),
-                    bind_group_layouts: &[Some(&layout)],
-                    immediate_size: 0,
-                });
-            let constants = [("WG", wg as f64)];
-            let pipeline = ctx
-                .device
-                .create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
-                    label: Some("rosenblatt.kscores"),
-                    layout: Some(&pl),
-                    module: &module,
-                    entry_point: Some("kscores"),
-                    compilation_options: wgpu::PipelineCompilationOptions {
-                        constants: &constants,
-                        ..Default::default()
-                    },
-                    cache: None,
-                });
-            DualKernels {
-                layout,
-                pipeline,
-                wg,
-            }
-        })
     }
 }

@@ -1,0 +1,280 @@
+//! The `#[repr(C)]` structs and constants shared with the WGSL shaders. They are not kept in
+//! sync by comment: the tests below parse the shaders with naga and check that every mirrored
+//! struct has the same size and member offsets (naga's layouter) and that every rule, flag
+//! and kernel code and the head limit in WGSL equal the Rust values.
+
+use bytemuck::{Pod, Zeroable};
+
+use crate::backend::{BatchRule, Keep, Update};
+
+/// Mirrors `Params` in batch.wgsl.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Pod, Zeroable)]
+pub struct Params {
+    pub d: u32,
+    pub d_aug: u32,
+    pub bias: f32,
+    pub eta: f32,
+    pub tol: f32,
+    pub total_chunks: u32,
+    pub total_wgs: u32,
+    pub heads: u32,
+    pub rule: u32,
+    pub tau: f32,
+    pub flags: u32,
+    pub _pad: u32,
+}
+
+/// `Params::flags` bit: keep the pocket.
+pub const FLAG_POCKET: u32 = 1;
+/// `Params::flags` bit: keep the average sum.
+pub const FLAG_AVERAGE: u32 = 2;
+/// `Params::flags` bit: Winnow's multiplicative update on log-weights.
+pub const FLAG_MULTIPLICATIVE: u32 = 4;
+
+/// The `Params::flags` word for `rule`.
+pub fn flags(rule: &BatchRule) -> u32 {
+    let keep = match rule.keep {
+        Keep::Nothing => 0,
+        Keep::Pocket => FLAG_POCKET,
+        Keep::Average => FLAG_AVERAGE,
+    };
+    let update = match rule.update {
+        Update::Additive => 0,
+        Update::Multiplicative => FLAG_MULTIPLICATIVE,
+    };
+    keep | update
+}
+
+/// Mirrors `Segment` in batch.wgsl.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Pod, Zeroable)]
+pub struct Segment {
+    pub n: u32,
+    pub chunk_base: u32,
+    pub wg_base: u32,
+    pub chunk_rows: u32,
+}
+
+/// Mirrors `Control` in batch.wgsl.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Pod, Zeroable, Default)]
+pub struct Control {
+    pub done: u32,
+    pub epoch: u32,
+    pub best: u32,
+    pub _pad: u32,
+}
+
+/// Mirrors `WgStat` in batch.wgsl.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Pod, Zeroable)]
+pub struct WgStat {
+    pub mistakes: u32,
+    pub criterion: f32,
+}
+
+/// Mirrors `EpochOut` in batch.wgsl.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Pod, Zeroable, Default)]
+pub struct EpochOut {
+    pub mistakes: u32,
+    pub criterion: f32,
+    pub update_norm: f32,
+    pub _pad: u32,
+}
+
+/// Mirrors `KParams` in kernel.wgsl.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Pod, Zeroable)]
+pub struct KParams {
+    pub n: u32,
+    pub m: u32,
+    pub d: u32,
+    pub kind: u32,
+    pub gamma: f32,
+    pub coef0: f32,
+    pub degree: u32,
+    pub bias2: f32,
+}
+
+/// Workgroup memory of `kscores`: the TJ x TD support-vector tile of f32 in kernel.wgsl.
+pub const KERNEL_TILE_BYTES: u32 = 16 * 64 * 4;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::backend::{HeadRule, Kernel, MAX_HEADS};
+    use naga::{Expression, Literal, Module, TypeInner};
+
+    /// (WGSL name, Rust size, Rust field names and offsets) of a mirrored struct.
+    macro_rules! rust_layout {
+        ($t:ident { $($f:ident),* $(,)? }) => {
+            (
+                stringify!($t),
+                std::mem::size_of::<$t>(),
+                vec![$((stringify!($f), std::mem::offset_of!($t, $f))),*],
+            )
+        };
+    }
+
+    fn parse(src: &str) -> Module {
+        naga::front::wgsl::parse_str(src).unwrap_or_else(|e| panic!("{}", e.emit_to_string(src)))
+    }
+
+    fn check_layouts(module: &Module, mirrors: &[(&str, usize, Vec<(&str, usize)>)]) {
+        let mut layouter = naga::proc::Layouter::default();
+        layouter.update(module.to_ctx()).unwrap();
+        for (name, size, fields) in mirrors {
+            let (handle, ty) = module
+                .types
+                .iter()
+                .find(|(_, t)| t.name.as_deref() == Some(name))
+                .unwrap_or_else(|| panic!("struct {name} is not in the shader"));
+            let TypeInner::Struct { members, .. } = &ty.inner else {
+                panic!("{name} is not a struct in the shader");
+            };
+            assert_eq!(
+                layouter[handle].size as usize, *size,
+                "size of {name}: WGSL vs Rust"
+            );
+            let wgsl: Vec<(&str, usize)> = members
+                .iter()
+                .map(|m| (m.name.as_deref().unwrap_or("?"), m.offset as usize))
+                .collect();
+            assert_eq!(&wgsl, fields, "members and offsets of {name}: WGSL vs Rust");
+        }
+    }
+
+    fn constant(module: &Module, name: &str) -> u32 {
+        let (_, c) = module
+            .constants
+            .iter()
+            .find(|(_, c)| c.name.as_deref() == Some(name))
+            .unwrap_or_else(|| panic!("constant {name} is not in the shader"));
+        match module.global_expressions[c.init] {
+            Expression::Literal(Literal::U32(v)) => v,
+            ref e => panic!("constant {name} is not a u32 literal: {e:?}"),
+        }
+    }
+
+    #[test]
+    fn batch_structs_have_the_wgsl_layout() {
+        let module = parse(super::super::batch::BATCH_WGSL);
+        check_layouts(
+            &module,
+            &[
+                rust_layout!(Params {
+                    d,
+                    d_aug,
+                    bias,
+                    eta,
+                    tol,
+                    total_chunks,
+                    total_wgs,
+                    heads,
+                    rule,
+                    tau,
+                    flags,
+                    _pad
+                }),
+                rust_layout!(Segment {
+                    n,
+                    chunk_base,
+                    wg_base,
+                    chunk_rows
+                }),
+                rust_layout!(Control {
+                    done,
+                    epoch,
+                    best,
+                    _pad
+                }),
+                rust_layout!(WgStat {
+                    mistakes,
+                    criterion
+                }),
+                rust_layout!(EpochOut {
+                    mistakes,
+                    criterion,
+                    update_norm,
+                    _pad
+                }),
+            ],
+        );
+    }
+
+    #[test]
+    fn kernel_struct_has_the_wgsl_layout() {
+        let module = parse(super::super::dual::KERNEL_WGSL);
+        check_layouts(
+            &module,
+            &[rust_layout!(KParams {
+                n,
+                m,
+                d,
+                kind,
+                gamma,
+                coef0,
+                degree,
+                bias2
+            })],
+        );
+    }
+
+    #[test]
+    fn batch_codes_and_limits_equal_the_rust_values() {
+        let module = parse(super::super::batch::BATCH_WGSL);
+        assert_eq!(constant(&module, "MAX_HEADS") as usize, MAX_HEADS);
+        for (name, rule) in [
+            ("RULE_BINARY", HeadRule::Binary),
+            ("RULE_OVR", HeadRule::OneVsRest),
+            ("RULE_MC_ALL", HeadRule::MulticlassAll),
+            ("RULE_MC_ARGMAX", HeadRule::MulticlassArgmax),
+        ] {
+            assert_eq!(constant(&module, name), rule.code(), "{name}");
+        }
+        for (name, flag) in [
+            ("FLAG_POCKET", FLAG_POCKET),
+            ("FLAG_AVERAGE", FLAG_AVERAGE),
+            ("FLAG_MULTIPLICATIVE", FLAG_MULTIPLICATIVE),
+        ] {
+            assert_eq!(constant(&module, name), flag, "{name}");
+        }
+        let rule = |update, keep| BatchRule {
+            update,
+            keep,
+            ..BatchRule::new(1.0, 0.0)
+        };
+        assert_eq!(flags(&rule(Update::Additive, Keep::Nothing)), 0);
+        assert_eq!(flags(&rule(Update::Additive, Keep::Pocket)), FLAG_POCKET);
+        assert_eq!(flags(&rule(Update::Additive, Keep::Average)), FLAG_AVERAGE);
+        assert_eq!(
+            flags(&rule(Update::Multiplicative, Keep::Nothing)),
+            FLAG_MULTIPLICATIVE
+        );
+    }
+
+    #[test]
+    fn kernel_codes_and_tile_equal_the_rust_values() {
+        let module = parse(super::super::dual::KERNEL_WGSL);
+        for (name, k) in [
+            ("KERNEL_LINEAR", Kernel::Linear),
+            (
+                "KERNEL_POLY",
+                Kernel::Poly {
+                    degree: 2,
+                    gamma: 1.0,
+                    coef0: 0.0,
+                },
+            ),
+            ("KERNEL_RBF", Kernel::Rbf { gamma: 1.0 }),
+        ] {
+            assert_eq!(constant(&module, name), k.code(), "{name}");
+        }
+        assert_eq!(
+            constant(&module, "TJ") * constant(&module, "TD") * 4,
+            KERNEL_TILE_BYTES
+        );
+    }
+}

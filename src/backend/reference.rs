@@ -1,0 +1,323 @@
+//! Plain CPU twins of every WGSL entry point, with the same names: `margins`, `accumulate`,
+//! `apply`, `finalize` and `scores` (shaders/batch.wgsl) and `kscores` (shaders/kernel.wgsl).
+//! Each is the shader's rule written as a sequential loop, with no SIMD, no threads and no
+//! blocking, so it is easy to check by reading. [`ReferenceBackend`] chains them into a
+//! [`Backend`]; tests hold the fast CPU backend (cpu.rs) and the GPU to it: bit-identical on
+//! integer-valued data (every sum is exact below 2^24), within float tolerance otherwise.
+//!
+//! The state a resident data set keeps on the GPU (weights, pocket, average sum, log-weights,
+//! the fewest mistakes seen, the stop word) is [`EpochState`] here.
+
+use super::{
+    cpu::chunk_rows, row_rule, sq_norms, winnow_weights, Backend, BackendKind, BatchRule, Bound,
+    DataView, DualBound, EpochStats, Extras, Keep, Kernel, StopReason, TrainView, Update,
+};
+use crate::error::Result;
+
+/// a . b summed in index order.
+pub fn dot(a: &[f32], b: &[f32]) -> f32 {
+    let mut acc = 0f32;
+    for (x, y) in a.iter().zip(b) {
+        acc += x * y;
+    }
+    acc
+}
+
+/// w_k . [x, bias]: the features in column order, then the bias term; the twin of
+/// `row_score` in batch.wgsl.
+pub fn row_score(w: &[f32], row: &[f32], bias: f32) -> f32 {
+    let d = row.len();
+    dot(row, &w[..d]) + w[d] * bias
+}
+
+/// Twin of `margins`: for every row the K scores, the rule's coefficient of x for each head
+/// (`coef`, `n * heads`, row-major; 0 where the row does not update the head), and the
+/// epoch's mistakes and criterion J.
+pub fn margins(v: TrainView<'_>, w: &[f32], rule: &BatchRule, coef: &mut [f32]) -> (u64, f64) {
+    let (d, k) = (v.d, v.heads);
+    let mut s = vec![0f32; k];
+    let (mut mistakes, mut criterion) = (0u64, 0f64);
+    for i in 0..v.n {
+        let row = &v.x[i * d..(i + 1) * d];
+        for (h, sh) in s.iter_mut().enumerate() {
+            *sh = row_score(&w[h * (d + 1)..(h + 1) * (d + 1)], row, v.bias);
+        }
+        let c = &mut coef[i * k..(i + 1) * k];
+        c.fill(0.0);
+        let (m, j) = row_rule(rule.rule, rule.tau, &s, v.y[i], |h, a| c[h] = a);
+        mistakes += m;
+        criterion += j;
+    }
+    (mistakes, criterion)
+}
+
+/// Twin of `accumulate`: per chunk of `chunk_rows` rows, the sum over its rows of
+/// coef[r, k] * [x_r, bias] for every (head k, column j), rows in order, skipping rows whose
+/// coefficient is 0. Returns `chunks * heads * (d + 1)` partial sums.
+pub fn accumulate(v: TrainView<'_>, coef: &[f32], chunk_rows: usize) -> Vec<f32> {
+    let (d, k) = (v.d, v.heads);
+    let len = k * (d + 1);
+    let chunks = v.n.div_ceil(chunk_rows).max(1);
+    let mut partials = vec![0f32; chunks * len];
+    for (c, part) in partials.chunks_exact_mut(len).enumerate() {
+        for r in c * chunk_rows..((c + 1) * chunk_rows).min(v.n) {
+            let row = &v.x[r * d..(r + 1) * d];
+            for h in 0..k {
+                let a = coef[r * k + h];
+                if a == 0.0 {
+                    continue;
+                }
+                let out = &mut part[h * (d + 1)..(h + 1) * (d + 1)];
+                for (o, x) in out.iter_mut().zip(row) {
+                    *o += a * x;
+                }
+                out[d] += a * v.bias;
+            }
+        }
+    }
+    partials
+}
+
+/// What a resident data set keeps between epochs (the GPU's `w`, `aux` and `ctl` buffers).
+#[derive(Debug, Clone, PartialEq)]
+pub struct EpochState {
+    /// The weights rows are scored with (for the multiplicative update: the Winnow weights).
+    pub w: Vec<f32>,
+    /// The weights before the last update (the pocket's candidate).
+    pub prev: Vec<f32>,
+    /// The pocket.
+    pub pocket: Vec<f32>,
+    /// Sum of the weights after each epoch.
+    pub average_sum: Vec<f32>,
+    /// Log-weights (multiplicative update).
+    pub logw: Vec<f32>,
+    /// Fewest mistakes seen (`u32::MAX` before the first epoch), as the GPU counts them.
+    pub best: u32,
+}
+
+impl EpochState {
+    /// Fresh state for `len` weights.
+    pub fn new(len: usize) -> Self {
+        EpochState {
+            w: vec![0.0; len],
+            prev: vec![0.0; len],
+            pocket: vec![0.0; len],
+            average_sum: vec![0.0; len],
+            logw: vec![0.0; len],
+            best: u32::MAX,
+        }
+    }
+}
+
+/// Twin of `apply`: sums the partials in chunk order, w += eta * sum (multiplicative: the
+/// log-weights), keeps the weights before the update and the running sum after it. Returns
+/// the squared steps (the GPU's `sq`).
+pub fn apply(partials: &[f32], rule: &BatchRule, st: &mut EpochState) -> Vec<f32> {
+    let len = st.w.len();
+    let mut sq = vec![0f32; len];
+    for j in 0..len {
+        let mut s = 0f32;
+        for part in partials.chunks_exact(len) {
+            s += part[j];
+        }
+        if rule.keep == Keep::Pocket {
+            st.prev[j] = st.w[j];
+        }
+        let step = rule.eta * s;
+        match rule.update {
+            Update::Multiplicative => st.logw[j] += step,
+            Update::Additive => st.w[j] += step,
+        }
+        sq[j] = step * step;
+        if rule.keep == Keep::Average {
+            st.average_sum[j] += st.w[j];
+        }
+    }
+    sq
+}
+
+/// Twin of `finalize`: the epoch's statistics from the mistakes, the criterion and the squared
+/// steps; the Winnow weights from the log-weights; the pocket when the epoch beat it; and the
+/// stop decision ([`BatchRule::stop`]).
+pub fn finalize(
+    mistakes: u64,
+    criterion: f64,
+    sq: &[f32],
+    rule: &BatchRule,
+    st: &mut EpochState,
+) -> (EpochStats, Option<StopReason>) {
+    let q: f32 = sq.iter().sum();
+    if rule.update == Update::Multiplicative {
+        winnow_weights(&st.logw, &mut st.w);
+    }
+    let total = u32::try_from(mistakes).unwrap_or(u32::MAX);
+    if rule.keep == Keep::Pocket && total < st.best {
+        st.pocket.copy_from_slice(&st.prev);
+        st.best = total;
+    }
+    let e = EpochStats {
+        mistakes,
+        criterion,
+        update_norm: q.sqrt() as f64,
+    };
+    (e, rule.stop(&e))
+}
+
+/// Twin of `scores`: w_k . [x_i, bias] for every row and head, row-major.
+pub fn scores(data: DataView<'_>, w: &[f32]) -> Vec<f32> {
+    let d = data.d;
+    let heads = w.len() / (d + 1);
+    let mut out = Vec::with_capacity(data.n * heads);
+    for i in 0..data.n {
+        let row = &data.x[i * d..(i + 1) * d];
+        for h in 0..heads {
+            out.push(row_score(
+                &w[h * (d + 1)..(h + 1) * (d + 1)],
+                row,
+                data.bias,
+            ));
+        }
+    }
+    out
+}
+
+/// Twin of `kscores` (kernel.wgsl): f_i = sum over s of coef[s] * (K(sv[idx[s]], x_i) +
+/// bias^2), with the squared norms `sv_sq` of the support rows (indexed by row).
+pub fn kscores(
+    eval: DataView<'_>,
+    sv: DataView<'_>,
+    sv_sq: &[f32],
+    idx: &[u32],
+    coef: &[f32],
+    kernel: &Kernel,
+) -> Vec<f32> {
+    let d = eval.d;
+    let b2 = eval.bias * eval.bias;
+    (0..eval.n)
+        .map(|i| {
+            let x = &eval.x[i * d..(i + 1) * d];
+            let xx = dot(x, x);
+            let mut f = 0f32;
+            for (&j, &a) in idx.iter().zip(coef) {
+                let j = j as usize;
+                let z = &sv.x[j * d..(j + 1) * d];
+                let xz = dot(x, z);
+                f += a * (kernel.eval(xz, xx, sv_sq[j]) + b2);
+            }
+            f
+        })
+        .collect()
+}
+
+/// The reference twins as a backend: slow (one thread, no SIMD), plain, and the standard the
+/// other backends are tested against.
+#[derive(Debug, Default, Clone)]
+pub struct ReferenceBackend;
+
+impl Backend for ReferenceBackend {
+    fn kind(&self) -> BackendKind {
+        BackendKind::Cpu
+    }
+
+    fn device(&self) -> String {
+        "CPU (reference, 1 thread)".into()
+    }
+
+    fn bind<'a>(&'a self, data: TrainView<'a>) -> Result<Box<dyn Bound + 'a>> {
+        let len = data.heads.max(1) * (data.d + 1);
+        Ok(Box::new(ReferenceBound {
+            v: data,
+            st: EpochState::new(len),
+            coef: vec![0.0; data.n * data.heads.max(1)],
+            kept: (false, false),
+        }))
+    }
+
+    fn scores(&self, data: DataView<'_>, w: &[f32]) -> Result<Vec<f32>> {
+        Ok(scores(data, w))
+    }
+
+    fn bind_dual<'a>(
+        &'a self,
+        eval: DataView<'a>,
+        sv: Option<DataView<'a>>,
+    ) -> Result<Box<dyn DualBound + 'a>> {
+        let sv = sv.unwrap_or(eval);
+        Ok(Box::new(ReferenceDual {
+            eval,
+            sv,
+            sq: sq_norms(sv),
+        }))
+    }
+}
+
+/// Training data bound to the reference backend.
+struct ReferenceBound<'a> {
+    v: TrainView<'a>,
+    st: EpochState,
+    coef: Vec<f32>,
+    /// Whether a pocket / an average sum was kept by any rule used.
+    kept: (bool, bool),
+}
+
+impl Bound for ReferenceBound<'_> {
+    fn batch_epochs(
+        &mut self,
+        w: &mut [f32],
+        rule: &BatchRule,
+        max_epochs: usize,
+    ) -> Result<Vec<EpochStats>> {
+        let st = &mut self.st;
+        self.kept.0 |= rule.keep == Keep::Pocket;
+        self.kept.1 |= rule.keep == Keep::Average;
+        match rule.update {
+            Update::Multiplicative => {
+                st.logw.copy_from_slice(w);
+                winnow_weights(w, &mut st.w);
+            }
+            Update::Additive => st.w.copy_from_slice(w),
+        }
+        let rows = chunk_rows(self.v.n, self.v.d);
+        let mut out = Vec::new();
+        for _ in 0..max_epochs {
+            let (mistakes, criterion) = margins(self.v, &st.w, rule, &mut self.coef);
+            let partials = accumulate(self.v, &self.coef, rows);
+            let sq = apply(&partials, rule, st);
+            let (e, stop) = finalize(mistakes, criterion, &sq, rule, st);
+            out.push(e);
+            if stop.is_some() {
+                break;
+            }
+        }
+        w.copy_from_slice(match rule.update {
+            Update::Multiplicative => &st.logw,
+            Update::Additive => &st.w,
+        });
+        Ok(out)
+    }
+
+    fn scores(&mut self, w: &[f32]) -> Result<Vec<f32>> {
+        Ok(scores(self.v.data(), w))
+    }
+
+    fn extras(&mut self) -> Result<Extras> {
+        Ok(Extras {
+            pocket: (self.kept.0 && self.st.best != u32::MAX)
+                .then(|| (self.st.pocket.clone(), self.st.best as u64)),
+            average_sum: self.kept.1.then(|| self.st.average_sum.clone()),
+        })
+    }
+}
+
+/// Rows bound to the reference backend for kernel scoring.
+struct ReferenceDual<'a> {
+    eval: DataView<'a>,
+    sv: DataView<'a>,
+    sq: Vec<f32>,
+}
+
+impl DualBound for ReferenceDual<'_> {
+    fn kscores(&mut self, idx: &[u32], coef: &[f32], kernel: &Kernel) -> Result<Vec<f32>> {
+        Ok(kscores(self.eval, self.sv, &self.sq, idx, coef, kernel))
+    }
+}

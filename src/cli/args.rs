@@ -1,0 +1,412 @@
+//! The command line as clap sees it: every command's arguments, and their conversion into the
+//! library's checked parameters (`TrainArgs` -> `Params` through `TryFrom`). Flag names live
+//! here and in `errors.rs`, nowhere in the library.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+use rosenblatt::backend::{BackendChoice, Kernel};
+use rosenblatt::data::{Format, LabelCol};
+use rosenblatt::params::{
+    Algo, Init, Mode, MulticlassStrategy, MulticlassUpdate, Params, TrainParams,
+};
+
+/// Train perceptrons on a GPU (wgpu) or the CPU.
+#[derive(Parser, Debug)]
+#[command(name = "rosenblatt", version, about, long_about = None)]
+pub(crate) struct Cli {
+    #[command(subcommand)]
+    pub(crate) command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+pub(crate) enum Command {
+    /// Train a perceptron on a data file.
+    Train(TrainArgs),
+    /// Predict labels for a data file with a trained model.
+    Predict(PredictArgs),
+    /// Evaluate a model on labelled data: accuracy and confusion matrix.
+    Eval(EvalArgs),
+    /// Generate a linearly separable data set (optionally with label noise).
+    Gen(GenArgs),
+    /// Generate data, train on it and print a report: no files needed.
+    Demo(DemoArgs),
+    /// List GPU adapters, their limits, and which one `--backend auto` picks.
+    Info(InfoArgs),
+    /// Time batch epochs on generated data: ms/epoch, GB/s against the roofline, GPU vs CPU.
+    Bench(BenchArgs),
+    /// Experiments that check what the theory says.
+    #[command(subcommand)]
+    Experiment(ExperimentCmd),
+    /// Pictures: decision boundary, training curves, ROC (PNG or SVG by the extension).
+    #[command(subcommand)]
+    Plot(PlotCmd),
+}
+
+#[derive(Subcommand, Debug)]
+pub(crate) enum PlotCmd {
+    /// The decision boundary over 2-D data (or a slice through two features).
+    Boundary(PlotModelArgs),
+    /// Mistakes per epoch, cumulative mistakes against the Novikoff bound, and J.
+    Training(PlotTrainingArgs),
+    /// The ROC curve of a binary model, with its AUC.
+    Roc(PlotModelArgs),
+}
+
+#[derive(Args, Debug)]
+pub(crate) struct PlotSize {
+    /// Width in pixels.
+    #[arg(long, default_value_t = 800)]
+    pub(crate) width: u32,
+    /// Height in pixels.
+    #[arg(long, default_value_t = 600)]
+    pub(crate) height: u32,
+}
+
+#[derive(Args, Debug)]
+pub(crate) struct PlotModelArgs {
+    /// Model file.
+    pub(crate) model: PathBuf,
+    /// Labelled data.
+    pub(crate) data: PathBuf,
+    /// Output image (.png or .svg).
+    #[arg(short, long, value_name = "FILE")]
+    pub(crate) output: PathBuf,
+    /// For d > 2: the two features (1-based) to plot, others held at their mean.
+    #[arg(long, value_name = "I,J", value_delimiter = ',')]
+    pub(crate) features: Option<Vec<usize>>,
+    #[command(flatten)]
+    pub(crate) size: PlotSize,
+    #[command(flatten)]
+    pub(crate) backend: BackendArgs,
+    #[command(flatten)]
+    pub(crate) data_args: PlotDataArgs,
+}
+
+/// How to read the data of a plot (the feature count comes from the model).
+#[derive(Args, Debug, Clone)]
+pub(crate) struct PlotDataArgs {
+    /// Label column: a header name, a 0-based index (negative from the end), or none.
+    #[arg(long, value_name = "C", default_value = "auto")]
+    pub(crate) label_col: LabelCol,
+    /// File format: auto, csv, libsvm, npy or npz.
+    #[arg(long, value_name = "F", default_value = "auto")]
+    pub(crate) format: Format,
+    /// NumPy features (.npy): the .npy file with the labels.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) labels: Option<PathBuf>,
+}
+
+impl From<PlotDataArgs> for DataArgs {
+    fn from(a: PlotDataArgs) -> Self {
+        DataArgs {
+            label_col: a.label_col,
+            format: a.format,
+            features: None,
+            labels: a.labels,
+        }
+    }
+}
+
+#[derive(Args, Debug)]
+pub(crate) struct PlotTrainingArgs {
+    /// A `train --json` output or a model file.
+    pub(crate) run: PathBuf,
+    /// Output image (.png or .svg).
+    #[arg(short, long, value_name = "FILE")]
+    pub(crate) output: PathBuf,
+    #[command(flatten)]
+    pub(crate) size: PlotSize,
+}
+
+#[derive(Subcommand, Debug)]
+pub(crate) enum ExperimentCmd {
+    /// Online perceptron vs Winnow on committee streams: mistakes against the number of experts.
+    Committee(CommitteeArgs),
+}
+
+#[derive(Args, Debug)]
+pub(crate) struct CommitteeArgs {
+    /// Numbers of experts, comma-separated.
+    #[arg(long, value_delimiter = ',', default_value = "100,1000,10000")]
+    pub(crate) p: Vec<usize>,
+    /// Size of the hidden panel (odd).
+    #[arg(long, default_value_t = 5)]
+    pub(crate) k: usize,
+    /// Examples in each stream (one pass).
+    #[arg(long, default_value_t = 3000)]
+    pub(crate) n: usize,
+    /// Winnow's learning rate eta, in (0, 1].
+    #[arg(long, default_value_t = 1.0)]
+    pub(crate) lr: f32,
+    /// Seed.
+    #[arg(long, default_value_t = 1)]
+    pub(crate) seed: u64,
+    /// Print one JSON object on stdout.
+    #[arg(long)]
+    pub(crate) json: bool,
+}
+
+#[derive(Args, Debug)]
+pub(crate) struct BenchArgs {
+    /// Rows.
+    #[arg(long, default_value_t = 1_000_000)]
+    pub(crate) n: usize,
+    /// Features.
+    #[arg(long, default_value_t = 64)]
+    pub(crate) d: usize,
+    /// Epochs to time (after a warm-up).
+    #[arg(long, default_value_t = 20)]
+    pub(crate) epochs: usize,
+    /// Backends: all (CPU, and a hardware GPU if present), cpu, or gpu (software adapters too).
+    #[arg(long, default_value = "all", value_parser = ["all", "cpu", "gpu"])]
+    pub(crate) backend: String,
+    /// GPU adapter: a case-insensitive part of its name.
+    #[arg(long, value_name = "NAME")]
+    pub(crate) adapter: Option<String>,
+    /// GPU peak memory bandwidth in GB/s (default: a table of known devices).
+    #[arg(long, value_name = "F")]
+    pub(crate) peak_gbs: Option<f64>,
+    /// Skip timing training to convergence.
+    #[arg(long)]
+    pub(crate) no_converge: bool,
+    /// Seed of the generated data.
+    #[arg(long, default_value_t = 7)]
+    pub(crate) seed: u64,
+    /// Print one JSON object on stdout.
+    #[arg(long)]
+    pub(crate) json: bool,
+}
+
+#[derive(Args, Debug)]
+pub(crate) struct InfoArgs {
+    /// Print one JSON object on stdout.
+    #[arg(long)]
+    pub(crate) json: bool,
+}
+
+/// How to read a data file.
+#[derive(Args, Debug, Clone)]
+pub(crate) struct DataArgs {
+    /// Label column: a header name, a 0-based index (negative from the end), or none.
+    /// Default: a column named label, y, target or class, else the last column.
+    #[arg(long, value_name = "C", default_value = "auto")]
+    pub(crate) label_col: LabelCol,
+    /// File format: auto (by extension, else sniffed), csv, libsvm, npy or npz.
+    #[arg(long, value_name = "F", default_value = "auto")]
+    pub(crate) format: Format,
+    /// LIBSVM: number of features (default: the largest index in the file).
+    #[arg(long, value_name = "D")]
+    pub(crate) features: Option<usize>,
+    /// NumPy features (.npy): the .npy file with the labels.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) labels: Option<PathBuf>,
+}
+
+#[derive(Args, Debug)]
+pub(crate) struct BackendArgs {
+    /// Where batch epochs run: auto (a GPU if present, else CPU), cpu or gpu.
+    #[arg(long, value_name = "B", default_value = "auto")]
+    pub(crate) backend: BackendChoice,
+    /// GPU adapter to use: a case-insensitive part of its name (see `rosenblatt info`).
+    #[arg(long, value_name = "NAME")]
+    pub(crate) adapter: Option<String>,
+}
+
+#[derive(Args, Debug)]
+pub(crate) struct TrainArgs {
+    /// Training data (CSV or LIBSVM).
+    pub(crate) data: PathBuf,
+    /// Write the model (JSON) here; without it nothing is written.
+    #[arg(short, long, value_name = "MODEL")]
+    pub(crate) output: Option<PathBuf>,
+    /// Algorithm: online, batch, multiclass, pocket, averaged, voted, winnow or kernel.
+    #[arg(long, default_value = "batch")]
+    pub(crate) algo: Algo,
+    #[command(flatten)]
+    pub(crate) backend: BackendArgs,
+    /// Maximum number of epochs.
+    #[arg(long, default_value_t = 1000)]
+    pub(crate) epochs: usize,
+    /// Learning rate eta, in (0, 1].
+    #[arg(long, default_value_t = 1.0)]
+    pub(crate) lr: f32,
+    /// Batch: stop when ||eta * sum|| < TOL (default: off).
+    #[arg(long)]
+    pub(crate) tol: Option<f32>,
+    /// Seed for shuffling and random initialisation.
+    #[arg(long, default_value_t = 0)]
+    pub(crate) seed: u64,
+    /// Do not append the constant 1 to x (no bias).
+    #[arg(long)]
+    pub(crate) no_bias: bool,
+    /// Online: keep the file order instead of shuffling each epoch.
+    #[arg(long)]
+    pub(crate) no_shuffle: bool,
+    /// Initial weights: zero or random (small seeded values).
+    #[arg(long, default_value = "zero", value_parser = parse_init)]
+    pub(crate) init: Init,
+    /// Online or batch form (default: the algorithm's own; see the README's table).
+    #[arg(long)]
+    pub(crate) mode: Option<Mode>,
+    /// A mistake is a margin <= TAU (>= 0), for a larger-margin separator.
+    #[arg(long, value_name = "TAU", default_value_t = 0.0)]
+    pub(crate) margin_threshold: f32,
+    /// Multiclass update: argmax (-x to the highest wrong class) or all (-x to every other).
+    #[arg(long, default_value = "argmax")]
+    pub(crate) multiclass_update: MulticlassUpdate,
+    /// More than two classes: direct (one joint multiclass perceptron) or ovr (one vs rest).
+    #[arg(long, default_value = "direct")]
+    pub(crate) multiclass: MulticlassStrategy,
+    /// Voted perceptron: most weight vectors kept (one per mistake).
+    #[arg(long, default_value_t = 100_000)]
+    pub(crate) max_vectors: usize,
+    /// Kernel perceptron: linear, poly or rbf.
+    #[arg(long, default_value = "linear", value_parser = ["linear", "poly", "rbf"])]
+    pub(crate) kernel: String,
+    /// Kernel poly: degree.
+    #[arg(long, default_value_t = 3)]
+    pub(crate) degree: u32,
+    /// Kernel poly and rbf: gamma.
+    #[arg(long, default_value_t = 1.0)]
+    pub(crate) gamma: f32,
+    /// Kernel poly: coef0.
+    #[arg(long, default_value_t = 1.0)]
+    coef0: f32,
+    #[command(flatten)]
+    pub(crate) data_args: DataArgs,
+    /// Print one JSON object on stdout instead of the text report.
+    #[arg(long)]
+    pub(crate) json: bool,
+    /// Also draw the training curves to this image (.png or .svg).
+    #[arg(long, value_name = "FILE")]
+    pub(crate) plot: Option<PathBuf>,
+    /// 2-D binary data: animate the boundary epoch by epoch (online: update by update) to
+    /// this .gif (at most 150 frames, 640 x 480).
+    #[arg(long, value_name = "FILE.gif")]
+    pub(crate) animate: Option<PathBuf>,
+}
+
+#[derive(Args, Debug)]
+pub(crate) struct PredictArgs {
+    /// Model file written by `train -o`.
+    pub(crate) model: PathBuf,
+    /// Data to predict (labels, if present, are ignored).
+    pub(crate) data: PathBuf,
+    /// Write predictions here instead of stdout.
+    #[arg(short, long, value_name = "OUT")]
+    pub(crate) output: Option<PathBuf>,
+    /// Print the decision value w.x + b beside each label.
+    #[arg(long)]
+    pub(crate) margins: bool,
+    #[command(flatten)]
+    pub(crate) backend: BackendArgs,
+    #[command(flatten)]
+    pub(crate) data_args: DataArgs,
+}
+
+#[derive(Args, Debug)]
+pub(crate) struct EvalArgs {
+    /// Model file written by `train -o`.
+    pub(crate) model: PathBuf,
+    /// Labelled data.
+    pub(crate) data: PathBuf,
+    /// Print one JSON object on stdout.
+    #[arg(long)]
+    pub(crate) json: bool,
+    #[command(flatten)]
+    pub(crate) backend: BackendArgs,
+    #[command(flatten)]
+    pub(crate) data_args: DataArgs,
+}
+
+#[derive(Args, Debug)]
+pub(crate) struct GenArgs {
+    /// What to generate: separable (a hyperplane with a margin) or committee (p experts
+    /// voting ±1, labelled by the majority of a hidden panel of k).
+    #[arg(long, default_value = "separable", value_parser = ["separable", "committee"])]
+    pub(crate) kind: String,
+    /// Number of points.
+    #[arg(long)]
+    pub(crate) n: usize,
+    /// Number of features (separable).
+    #[arg(long, required_if_eq("kind", "separable"))]
+    pub(crate) d: Option<usize>,
+    /// Committee: number of experts (features).
+    #[arg(long, required_if_eq("kind", "committee"))]
+    pub(crate) p: Option<usize>,
+    /// Committee: size of the hidden panel (odd).
+    #[arg(long, default_value_t = 5)]
+    pub(crate) k: usize,
+    /// Geometric margin: no point is closer than this to the true hyperplane.
+    #[arg(long, default_value_t = 0.1)]
+    pub(crate) margin: f32,
+    /// Fraction of labels flipped (non-separable data), in [0, 0.5].
+    #[arg(long, default_value_t = 0.0)]
+    pub(crate) noise: f32,
+    /// Seed.
+    #[arg(long, default_value_t = 42)]
+    pub(crate) seed: u64,
+    /// Output format: csv or libsvm.
+    #[arg(long, default_value = "csv")]
+    pub(crate) format: Format,
+    /// Write here instead of stdout.
+    #[arg(short, long, value_name = "FILE")]
+    pub(crate) output: Option<PathBuf>,
+}
+
+#[derive(Args, Debug)]
+pub(crate) struct DemoArgs {
+    #[command(flatten)]
+    pub(crate) backend: BackendArgs,
+    /// Rows of the larger generated set.
+    #[arg(long, default_value_t = 200_000)]
+    pub(crate) n: usize,
+    /// Features of the larger generated set.
+    #[arg(long, default_value_t = 32)]
+    pub(crate) d: usize,
+    /// Seed.
+    #[arg(long, default_value_t = 1)]
+    pub(crate) seed: u64,
+}
+
+pub(crate) fn parse_init(s: &str) -> Result<Init, String> {
+    match s {
+        "zero" => Ok(Init::Zero),
+        "random" => Ok(Init::Random),
+        _ => Err(format!("unknown init {s:?} (expected zero or random)")),
+    }
+}
+
+impl TryFrom<&TrainArgs> for Params {
+    type Error = rosenblatt::Error;
+
+    fn try_from(a: &TrainArgs) -> Result<Params, rosenblatt::Error> {
+        TrainParams {
+            algo: a.algo,
+            epochs: a.epochs,
+            lr: a.lr,
+            tol: a.tol,
+            seed: a.seed,
+            fit_bias: !a.no_bias,
+            init: a.init,
+            shuffle: !a.no_shuffle,
+            mode: a.mode,
+            margin_threshold: a.margin_threshold,
+            multiclass_update: a.multiclass_update,
+            multiclass: a.multiclass,
+            max_vectors: a.max_vectors,
+            kernel: (a.algo == Algo::Kernel).then_some(match a.kernel.as_str() {
+                "poly" => Kernel::Poly {
+                    degree: a.degree,
+                    gamma: a.gamma,
+                    coef0: a.coef0,
+                },
+                "rbf" => Kernel::Rbf { gamma: a.gamma },
+                _ => Kernel::Linear,
+            }),
+        }
+        .validate()
+    }
+}

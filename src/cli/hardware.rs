@@ -1,0 +1,147 @@
+//! `rosenblatt info` and `rosenblatt bench`: the adapters there are, and the batch epoch timed
+//! on each backend.
+
+use rosenblatt::backend::gpu::context::AdapterQuery;
+use rosenblatt::backend::gpu::{list_adapters, GpuOptions};
+use rosenblatt::bench::{self, BackendBench, BenchSpec};
+
+use super::args::{BenchArgs, InfoArgs};
+
+pub fn info(a: InfoArgs) -> anyhow::Result<()> {
+    let (adapters, auto) = list_adapters();
+    if a.json {
+        let v = serde_json::json!({
+            "adapters": adapters,
+            "auto": auto.map(|i| adapters[i].name.clone()),
+            "cpu_threads": rayon::current_num_threads(),
+        });
+        println!("{v}");
+        return Ok(());
+    }
+    if adapters.is_empty() {
+        println!("no GPU adapter found; --backend auto uses the CPU.");
+        println!("To get one: {}", rosenblatt::backend::gpu::HOW_TO_GET_ONE);
+    }
+    for (i, ad) in adapters.iter().enumerate() {
+        let mark = if Some(i) == auto {
+            "  <- --backend auto picks this one"
+        } else {
+            ""
+        };
+        println!(
+            "[{i}] {} ({}, {}){mark}",
+            ad.name, ad.backend, ad.device_type
+        );
+        println!("    driver: {} {}", ad.driver, ad.driver_info);
+        println!(
+            "    max storage binding {} MiB, max buffer {} MiB, workgroup {} invocations / {} KiB, {} workgroups per dimension",
+            ad.max_storage_buffer_binding_size >> 20,
+            ad.max_buffer_size >> 20,
+            ad.max_compute_invocations_per_workgroup,
+            ad.max_compute_workgroup_storage_size >> 10,
+            ad.max_compute_workgroups_per_dimension
+        );
+        if !ad.features.is_empty() {
+            println!("    optional features: {}", ad.features.join(", "));
+        }
+    }
+    if !adapters.is_empty() && auto.is_none() {
+        println!("--backend auto uses the CPU: only software adapters here (slower than the CPU backend); --backend gpu uses them.");
+    }
+    println!("CPU backend: {} threads", rayon::current_num_threads());
+    Ok(())
+}
+
+pub fn bench(a: BenchArgs) -> anyhow::Result<()> {
+    let spec = BenchSpec {
+        n: a.n,
+        d: a.d,
+        epochs: a.epochs.max(1),
+        cpu: a.backend != "gpu",
+        gpu: a.backend != "cpu",
+        peak_gbs: a.peak_gbs,
+        gpu_opts: GpuOptions {
+            adapter: AdapterQuery {
+                hardware_only: a.backend == "all" && a.adapter.is_none(),
+                name: a.adapter.clone(),
+            },
+            ..Default::default()
+        },
+        seed: a.seed,
+        converge: !a.no_converge,
+    };
+    if !a.json {
+        eprintln!(
+            "generating {} x {} ({:.1} MB of f32) and timing {} epochs per backend...",
+            a.n,
+            a.d,
+            (a.n * a.d * 4) as f64 / 1e6,
+            spec.epochs
+        );
+    }
+    let r = bench::run(&spec)?;
+    if a.backend == "gpu" && r.gpu.is_none() {
+        anyhow::bail!(rosenblatt::Error::NoGpu(
+            r.gpu_skipped.clone().unwrap_or_default()
+        ));
+    }
+    if a.json {
+        println!("{}", serde_json::to_string(&r)?);
+        return Ok(());
+    }
+    println!(
+        "batch epoch, n = {}, d = {}: {:.1} MB of X per epoch",
+        r.n,
+        r.d,
+        r.bytes_per_epoch as f64 / 1e6
+    );
+    for b in [&r.cpu, &r.gpu].into_iter().flatten() {
+        print_bench(b);
+    }
+    if let Some(why) = &r.gpu_skipped {
+        println!("gpu: not measured ({why})");
+    }
+    if let Some(s) = r.gpu_speedup {
+        println!("GPU / CPU speed: {s:.2}x (ms per epoch, same data)");
+    }
+    Ok(())
+}
+
+fn print_bench(b: &BackendBench) {
+    println!("{} ({}):", b.backend, b.device);
+    println!(
+        "  {:.3} ms/epoch median ({:.3} min), {:.1} epochs/s, {} epochs timed, {} per call",
+        b.ms_per_epoch, b.ms_per_epoch_min, b.epochs_per_second, b.epochs_timed, b.epochs_per_call
+    );
+    match (b.roofline_gbs, b.roofline_fraction) {
+        (Some(r), Some(f)) => println!(
+            "  {:.2} GB/s effective; roofline {:.2} GB/s ({}): {:.0}% of it",
+            b.gbs,
+            r,
+            b.roofline_source,
+            100.0 * f
+        ),
+        _ => println!(
+            "  {:.2} GB/s effective; roofline {}",
+            b.gbs, b.roofline_source
+        ),
+    }
+    print!(
+        "  setup {:.3} s, upload {:.3} s",
+        b.setup_seconds, b.upload_seconds
+    );
+    if let Some(o) = b.submit_overhead_ms {
+        print!(", per-submit overhead {o:.3} ms");
+    }
+    println!();
+    if let (Some(s), Some(e), Some(c)) = (b.converge_seconds, b.converge_epochs, b.converged) {
+        println!(
+            "  train to convergence (separable, margin 0.05): {s:.3} s, {e} epochs{}",
+            if c {
+                ""
+            } else {
+                " (did not converge within 1000)"
+            }
+        );
+    }
+}

@@ -1,0 +1,65 @@
+//! `rosenblatt plot boundary|training|roc`: pictures of a model or a run.
+
+use rosenblatt::error::Param;
+use rosenblatt::model::Model;
+
+use super::args::{PlotModelArgs, PlotTrainingArgs};
+use super::{load_data, select_backend};
+
+fn plot_inputs(a: &PlotModelArgs) -> anyhow::Result<(Model, rosenblatt::data::Dataset)> {
+    rosenblatt::plot::image_kind(&a.output)?;
+    let model = Model::load(&a.model)?;
+    let ds = load_data(
+        &a.data,
+        &a.data_args.clone().into(),
+        Some(model.n_features()),
+    )?;
+    model.check_features(&ds)?;
+    Ok((model, ds))
+}
+
+pub fn plot_boundary(a: PlotModelArgs) -> anyhow::Result<()> {
+    let (model, ds) = plot_inputs(&a)?;
+    let features = match a.features.as_deref() {
+        Some([i, j]) if *i >= 1 && *j >= 1 => Some((i - 1, j - 1)),
+        Some(f) => anyhow::bail!(rosenblatt::Error::InvalidParam {
+            name: Param::PlotFeatures,
+            value: format!("{f:?}"),
+            reason: "must be two 1-based feature numbers, e.g. --features 1,3".into(),
+        }),
+        None => None,
+    };
+    let sel = select_backend(&a.backend, true)?;
+    rosenblatt::plot::boundary(
+        &model,
+        &ds,
+        &*sel.backend,
+        features,
+        &a.output,
+        (a.size.width, a.size.height),
+    )?;
+    println!("boundary plot written to {}", a.output.display());
+    Ok(())
+}
+
+pub fn plot_training(a: PlotTrainingArgs) -> anyhow::Result<()> {
+    rosenblatt::plot::image_kind(&a.output)?;
+    let report = rosenblatt::plot::load_report(&a.run)?;
+    rosenblatt::plot::training(&report, &a.output, (a.size.width, a.size.height))?;
+    println!("training plot written to {}", a.output.display());
+    Ok(())
+}
+
+pub fn plot_roc(a: PlotModelArgs) -> anyhow::Result<()> {
+    let (model, ds) = plot_inputs(&a)?;
+    let sel = select_backend(&a.backend, true)?;
+    rosenblatt::plot::roc(
+        &model,
+        &ds,
+        &*sel.backend,
+        &a.output,
+        (a.size.width, a.size.height),
+    )?;
+    println!("ROC plot written to {}", a.output.display());
+    Ok(())
+}

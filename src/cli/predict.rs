@@ -1,0 +1,109 @@
+//! `rosenblatt predict` and `rosenblatt eval`: a saved model applied to data.
+
+use rosenblatt::model::{Evaluation, Model, ModelKind};
+
+use super::args::{EvalArgs, PredictArgs};
+use super::{load_data, select_backend, write_output};
+
+pub fn predict(a: PredictArgs) -> anyhow::Result<()> {
+    let model = Model::load(&a.model)?;
+    let ds = load_data(&a.data, &a.data_args, Some(model.n_features()))?;
+    model.check_features(&ds)?;
+    let sel = select_backend(&a.backend, true)?;
+    let raw = model.raw_scores(&ds, &*sel.backend)?;
+    let pred = model.predict(&raw);
+    let per_class = matches!(model.kind(), ModelKind::Multiclass | ModelKind::Ovr);
+    let values = if per_class {
+        raw
+    } else {
+        model.decision_values(&raw)
+    };
+    let width = if per_class { model.heads() } else { 1 };
+    write_output(a.output.as_deref(), |w| {
+        for (p, s) in pred.iter().zip(values.chunks_exact(width)) {
+            let name = &model.classes()[*p as usize];
+            if a.margins {
+                let s: Vec<String> = s.iter().map(f32::to_string).collect();
+                writeln!(w, "{name}\t{}", s.join("\t"))?;
+            } else {
+                writeln!(w, "{name}")?;
+            }
+        }
+        Ok(())
+    })
+}
+
+pub fn eval(a: EvalArgs) -> anyhow::Result<()> {
+    let model = Model::load(&a.model)?;
+    let ds = load_data(&a.data, &a.data_args, None)?;
+    model.check_features(&ds)?;
+    let sel = select_backend(&a.backend, true)?;
+    let ev = model.evaluate(&ds, &*sel.backend)?;
+    if a.json {
+        println!("{}", serde_json::to_string(&ev)?);
+    } else {
+        print_eval(&ev);
+    }
+    Ok(())
+}
+
+fn print_eval(ev: &Evaluation) {
+    println!("n = {}, accuracy = {:.2}%", ev.n, 100.0 * ev.accuracy);
+    if let (Some(p), Some(r), Some(f)) = (ev.precision, ev.recall, ev.f1) {
+        println!(
+            "positive class {:?}: precision {:.4}, recall {:.4}, F1 {:.4}",
+            ev.confusion.classes[1], p, r, f
+        );
+    }
+    match ev.auc {
+        Some(a) => println!("AUC (from the decision values) = {a:.4}"),
+        None if ev.precision.is_some() => println!("AUC: undefined (the data has one class only)"),
+        None => {}
+    }
+    println!("confusion matrix (rows: true class, columns: predicted):");
+    let c = &ev.confusion.classes;
+    let w = c.iter().map(String::len).max().unwrap_or(1).max(8);
+    print!("  {:>w$}", "");
+    for name in c {
+        print!(" {name:>w$}");
+    }
+    println!();
+    for (name, row) in c.iter().zip(&ev.confusion.matrix) {
+        print!("  {name:>w$}");
+        for v in row {
+            print!(" {v:>w$}");
+        }
+        println!();
+    }
+    if ev.precision.is_none() {
+        println!("per class:");
+        println!(
+            "  {:>w$} {:>9} {:>9} {:>9} {:>8}",
+            "class",
+            "precision",
+            "recall",
+            "F1",
+            "support",
+            w = w
+        );
+        for m in &ev.per_class {
+            println!(
+                "  {:>w$} {:>9.4} {:>9.4} {:>9.4} {:>8}",
+                m.class,
+                m.precision,
+                m.recall,
+                m.f1,
+                m.support,
+                w = w
+            );
+        }
+        println!(
+            "  {:>w$} {:>9.4} {:>9.4} {:>9.4}",
+            "macro",
+            ev.macro_precision,
+            ev.macro_recall,
+            ev.macro_f1,
+            w = w
+        );
+    }
+}

@@ -1,0 +1,115 @@
+//! `rosenblatt train`: options to checked parameters, training with a progress bar, the model
+//! and pictures written, and the text or JSON report.
+
+use rosenblatt::algo::{self, TrainReport};
+use rosenblatt::backend::cpu::CpuBackend;
+use rosenblatt::backend::{Backend, BackendChoice, BackendKind};
+use rosenblatt::model::ModelKind;
+use rosenblatt::params::{Algo, Mode, Params};
+use rosenblatt::plot;
+
+use super::args::TrainArgs;
+use super::errors::flag_error;
+use super::{load_data, select_backend, write_atomic, Bar};
+
+pub fn train(a: TrainArgs) -> anyhow::Result<()> {
+    let params = Params::try_from(&a)?;
+    let ds = load_data(&a.data, &a.data_args, None)?;
+    if let Some(p) = &a.plot {
+        plot::image_kind(p).map_err(|e| flag_error(e, "--plot"))?;
+    }
+    if let Some(anim) = &a.animate {
+        let binary_linear = !matches!(params.algo, Algo::Voted | Algo::Kernel | Algo::Multiclass)
+            && ds.labels.as_ref().is_some_and(|l| l.classes.len() == 2);
+        plot::check_animation(anim, &ds, binary_linear)?;
+    }
+    let sel = select_backend(&a.backend, a.json)?;
+    if params.effective_mode() == Mode::Online && sel.backend.kind() == BackendKind::Gpu {
+        eprintln!(
+            "note: --algo {} is online (one update per mistake, sequential); it runs on the CPU",
+            params.algo.name()
+        );
+    }
+    let cpu = CpuBackend::new();
+    let mut bar = Bar::new(!a.json);
+    if a.animate.is_some() {
+        bar.snapshots = Some(vec![(0, algo::initial_weights(ds.d, 1, &params))]);
+    }
+    // Under auto, a GPU failure mid-training finishes on the CPU; an explicit gpu fails.
+    let fallback: Option<&dyn Backend> = (a.backend.backend == BackendChoice::Auto).then_some(&cpu);
+    let trained = algo::train(&ds, &params, &*sel.backend, fallback, &mut bar);
+    bar.finish();
+    let trained = trained?;
+    if let Some(note) = &trained.report.fallback {
+        eprintln!("warning: {note}");
+    }
+    if let Some(out) = &a.output {
+        write_atomic(out, |w| trained.model.write(w))?;
+    }
+    if let Some(p) = &a.plot {
+        plot::training(&trained.report, p, (800, 600))?;
+    }
+    if let (Some(p), Some(frames)) = (&a.animate, bar.snapshots.take()) {
+        plot::animate(&ds, &frames, params.effective_mode() == Mode::Online, p)?;
+    }
+    if a.json {
+        println!("{}", serde_json::to_string(&trained.report)?);
+    } else {
+        print_report(&trained.report, trained.model.kind());
+        for (what, f) in [
+            ("model", &a.output),
+            ("training plot", &a.plot),
+            ("animation", &a.animate),
+        ] {
+            if let Some(f) = f {
+                println!("{what} written to {}", f.display());
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Mistakes per epoch, shortened in the middle when long.
+pub fn epoch_list(m: &[u64]) -> String {
+    let show = |s: &[u64]| s.iter().map(u64::to_string).collect::<Vec<_>>().join(" ");
+    if m.len() <= 12 {
+        show(m)
+    } else {
+        format!("{} ... {}", show(&m[..6]), show(&m[m.len() - 4..]))
+    }
+}
+
+pub fn print_report(r: &TrainReport, kind: ModelKind) {
+    println!(
+        "{} perceptron on {} ({}): n = {}, d = {}",
+        r.algo, r.backend, r.device, r.n, r.d
+    );
+    let why = match r.stop_reason.name() {
+        "converged" => "converged: an epoch with no mistake",
+        "tolerance" => "stopped: update norm under --tol",
+        _ => "stopped at --epochs without converging",
+    };
+    println!("  epochs:            {} ({why})", r.epochs);
+    println!("  training accuracy: {:.2}%", 100.0 * r.train_accuracy);
+    println!(
+        "  mistakes:          {} in all; per epoch: {}",
+        r.total_mistakes,
+        epoch_list(&r.mistakes_per_epoch)
+    );
+    match (r.margin, r.mistake_bound) {
+        (Some(g), Some(b)) => println!(
+            "  Novikoff:          R = {:.4}, achieved margin gamma = {:.4e}, (R/gamma)^2 = {:.4e}",
+            r.radius, g, b
+        ),
+        _ if matches!(kind, ModelKind::Binary | ModelKind::Kernel) => println!(
+            "  Novikoff:          R = {:.4}; no positive margin (the data is not separated), so no bound",
+            r.radius
+        ),
+        _ => println!(
+            "  Novikoff:          R = {:.4}; a {} model has no single separating hyperplane, so no margin or bound",
+            r.radius,
+            kind.name()
+        ),
+    }
+    println!("  time:              {:.3} s", r.seconds);
+}

@@ -1,0 +1,304 @@
+//! The model file: versioned JSON ("format": "rosenblatt-model", "version": 1), one flat object
+//! whose `kind` says which fields it has. [`Wire`] is that layout exactly; a file becomes a
+//! [`Model`] only after [`check`] has validated it whole: the fields of its kind and no other,
+//! lengths against `n_features` and the class count, finite numbers, kernel parameters in
+//! range, positive counts, distinct class names and valid training parameters.
+//!
+//! Version 1 writers also wrote `"bias": 0.0` for kinds without a single bias; that value is
+//! accepted on load for compatibility and no longer written.
+
+use std::io::Write;
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use super::{Body, Dual, Hyperplane, Model, ModelKind, Rows, Voted};
+use crate::backend::Kernel;
+use crate::error::{Error, Result};
+use crate::params::{Algo, TrainParams};
+use crate::report::TrainReport;
+
+/// The `format` field of every model file.
+pub const FORMAT: &str = "rosenblatt-model";
+/// The model-file version this build writes and the newest it reads.
+pub const VERSION: u32 = 1;
+
+/// The file's layout (version 1). Field order is the order written.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Wire {
+    format: String,
+    version: u32,
+    algorithm: Algo,
+    #[serde(default)]
+    kind: ModelKind,
+    classes: Vec<String>,
+    n_features: usize,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    weights: Option<Vec<f32>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    bias: Option<f32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    class_weights: Option<Vec<Vec<f32>>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    class_bias: Option<Vec<f32>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    counts: Option<Vec<u64>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    support_vectors: Option<Vec<Vec<f32>>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    dual_coef: Option<Vec<f32>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    kernel: Option<Kernel>,
+    params: TrainParams,
+    training: Option<TrainReport>,
+}
+
+impl Wire {
+    fn of(m: &Model) -> Wire {
+        let mut w = Wire {
+            format: FORMAT.into(),
+            version: VERSION,
+            algorithm: m.algorithm,
+            kind: m.kind(),
+            classes: m.classes.clone(),
+            n_features: m.n_features,
+            weights: None,
+            bias: None,
+            class_weights: None,
+            class_bias: None,
+            counts: None,
+            support_vectors: None,
+            dual_coef: None,
+            kernel: None,
+            params: m.params.clone(),
+            training: m.training.clone(),
+        };
+        let mut rows = |r: &Rows| {
+            w.class_weights = Some(r.weights.clone());
+            w.class_bias = Some(r.bias.clone());
+        };
+        match &m.body {
+            Body::Binary(h) => {
+                w.weights = Some(h.weights.clone());
+                w.bias = Some(h.bias);
+            }
+            Body::Multiclass(r) | Body::Ovr(r) => rows(r),
+            Body::Voted(v) => {
+                rows(&v.rows);
+                w.counts = Some(v.counts.clone());
+            }
+            Body::Kernel(k) => {
+                w.support_vectors = Some(k.support_vectors.clone());
+                w.dual_coef = Some(k.coef.clone());
+                w.kernel = Some(k.kernel);
+            }
+        }
+        w
+    }
+
+    /// The body of the file's kind, refusing fields of other kinds.
+    fn body(&mut self) -> std::result::Result<Body, String> {
+        let kind = self.kind;
+        let name = kind.name();
+        let need = |field: &str| format!("a {name} model needs the field {field:?}");
+        // Version 1 wrote "bias": 0.0 for every kind; only a binary model has one.
+        if kind != ModelKind::Binary && self.bias.is_some_and(|b| b != 0.0) {
+            return Err(format!("a {name} model has no field \"bias\""));
+        }
+        let body = match kind {
+            ModelKind::Binary => Body::Binary(Hyperplane {
+                weights: self.weights.take().ok_or_else(|| need("weights"))?,
+                bias: self.bias.take().unwrap_or(0.0),
+            }),
+            ModelKind::Multiclass | ModelKind::Ovr | ModelKind::Voted => {
+                let rows = Rows {
+                    weights: self
+                        .class_weights
+                        .take()
+                        .ok_or_else(|| need("class_weights"))?,
+                    bias: self.class_bias.take().ok_or_else(|| need("class_bias"))?,
+                };
+                match kind {
+                    ModelKind::Multiclass => Body::Multiclass(rows),
+                    ModelKind::Ovr => Body::Ovr(rows),
+                    _ => Body::Voted(Voted {
+                        rows,
+                        counts: self.counts.take().ok_or_else(|| need("counts"))?,
+                    }),
+                }
+            }
+            ModelKind::Kernel => Body::Kernel(Dual {
+                support_vectors: self
+                    .support_vectors
+                    .take()
+                    .ok_or_else(|| need("support_vectors"))?,
+                coef: self.dual_coef.take().ok_or_else(|| need("dual_coef"))?,
+                kernel: self.kernel.take().ok_or_else(|| need("kernel"))?,
+            }),
+        };
+        let left = [
+            ("weights", self.weights.is_some()),
+            ("class_weights", self.class_weights.is_some()),
+            ("class_bias", self.class_bias.is_some()),
+            ("counts", self.counts.is_some()),
+            ("support_vectors", self.support_vectors.is_some()),
+            ("dual_coef", self.dual_coef.is_some()),
+            ("kernel", self.kernel.is_some()),
+        ];
+        if let Some((field, _)) = left.iter().find(|(_, present)| *present) {
+            return Err(format!("a {name} model has no field {field:?}"));
+        }
+        Ok(body)
+    }
+}
+
+/// Checks a model whole; the message says what is wrong.
+pub(super) fn check(m: &Model) -> std::result::Result<(), String> {
+    let k = m.classes.len();
+    let kind = m.kind();
+    let name = kind.name();
+    if kind.is_binary() && k != 2 {
+        return Err(format!("a {name} model needs 2 classes, found {k}"));
+    }
+    if k < 2 {
+        return Err(format!(
+            "a {name} model needs at least 2 classes, found {k}"
+        ));
+    }
+    let mut seen: Vec<&String> = m.classes.iter().collect();
+    seen.sort();
+    if let Some(w) = seen.windows(2).find(|w| w[0] == w[1]) {
+        return Err(format!("class {:?} is listed twice", w[0]));
+    }
+    if m.n_features == 0 {
+        return Err("n_features is 0".into());
+    }
+    let d = m.n_features;
+    let wrong_len = |what: &str, got: usize| format!("{what} has {got} values for {d} features");
+    match &m.body {
+        Body::Binary(h) => {
+            if h.weights.len() != d {
+                return Err(wrong_len("weights", h.weights.len()));
+            }
+        }
+        Body::Multiclass(r) | Body::Ovr(r) | Body::Voted(Voted { rows: r, .. }) => {
+            let heads = r.weights.len();
+            if let Some((i, row)) = r.weights.iter().enumerate().find(|(_, w)| w.len() != d) {
+                return Err(wrong_len(&format!("class_weights[{i}]"), row.len()));
+            }
+            if r.bias.len() != heads {
+                return Err(format!(
+                    "class_bias has {} values for {heads} weight rows",
+                    r.bias.len()
+                ));
+            }
+            if kind != ModelKind::Voted && heads != k {
+                return Err(format!("{heads} weight rows for {k} classes"));
+            }
+        }
+        Body::Kernel(_) => {}
+    }
+    if let Body::Voted(v) = &m.body {
+        if v.rows.weights.is_empty() {
+            return Err("a voted model needs at least one vector".into());
+        }
+        if v.counts.len() != v.rows.weights.len() {
+            return Err(format!(
+                "{} counts for {} voted vectors",
+                v.counts.len(),
+                v.rows.weights.len()
+            ));
+        }
+        if v.counts.contains(&0) {
+            return Err("a voted vector has count 0 (counts are at least 1)".into());
+        }
+    }
+    if let Body::Kernel(kd) = &m.body {
+        let sv = &kd.support_vectors;
+        if sv.is_empty() {
+            return Err("a kernel model needs at least one support vector".into());
+        }
+        if sv.len() != kd.coef.len() {
+            return Err(format!(
+                "{} support vectors but {} dual coefficients",
+                sv.len(),
+                kd.coef.len()
+            ));
+        }
+        if let Some((i, row)) = sv.iter().enumerate().find(|(_, r)| r.len() != d) {
+            return Err(wrong_len(&format!("support_vectors[{i}]"), row.len()));
+        }
+        kd.kernel.check().map_err(|e| format!("kernel: {e}"))?;
+    }
+    if !m.body.is_finite() {
+        return Err("a weight is not a finite number".into());
+    }
+    m.params
+        .clone()
+        .validate()
+        .map_err(|e| format!("params: {e}"))?;
+    Ok(())
+}
+
+impl Model {
+    /// Writes the model as pretty JSON in the current file version.
+    pub fn write(&self, out: &mut (impl Write + ?Sized)) -> std::io::Result<()> {
+        serde_json::to_writer_pretty(&mut *out, &Wire::of(self))?;
+        out.write_all(b"\n")
+    }
+
+    /// Reads a model file and validates it whole.
+    pub fn load(path: &Path) -> Result<Model> {
+        let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
+        Self::from_json(path, &text)
+    }
+
+    /// Parses and validates model JSON; `path` is used in error messages.
+    pub fn from_json(path: &Path, text: &str) -> Result<Model> {
+        let bad = |msg: String| Error::Model {
+            path: path.to_path_buf(),
+            msg,
+        };
+        let v: serde_json::Value = serde_json::from_str(text)
+            .map_err(|e| bad(format!("not a rosenblatt model: invalid JSON ({e})")))?;
+        match v.get("format").and_then(|f| f.as_str()) {
+            Some(FORMAT) => {}
+            Some(other) => {
+                return Err(bad(format!(
+                    "not a rosenblatt model: format is {other:?}, expected {FORMAT:?}"
+                )))
+            }
+            None => {
+                return Err(bad(format!(
+                    "not a rosenblatt model: no \"format\": {FORMAT:?} field"
+                )))
+            }
+        }
+        match v.get("version").and_then(|f| f.as_u64()) {
+            Some(ver) if ver > VERSION as u64 => {
+                return Err(bad(format!(
+                    "model file version {ver} is newer than this rosenblatt reads (version {VERSION}); upgrade rosenblatt"
+                )))
+            }
+            Some(0) => return Err(bad("corrupt model: version 0 does not exist".into())),
+            Some(_) => {}
+            None => return Err(bad("corrupt model: missing or non-integer \"version\"".into())),
+        }
+        let mut wire: Wire =
+            serde_json::from_value(v).map_err(|e| bad(format!("corrupt model: {e}")))?;
+        let body = wire
+            .body()
+            .map_err(|msg| bad(format!("corrupt model: {msg}")))?;
+        let m = Model {
+            algorithm: wire.algorithm,
+            classes: wire.classes,
+            n_features: wire.n_features,
+            body,
+            params: wire.params,
+            training: wire.training,
+        };
+        check(&m).map_err(|msg| bad(format!("corrupt model: {msg}")))?;
+        Ok(m)
+    }
+}

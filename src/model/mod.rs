@@ -1,0 +1,459 @@
+//! A trained model: class names, the number of features, how it was trained, and a [`Body`]
+//! whose variant is the model's kind and holds exactly that kind's fields. A [`Model`] can only
+//! be made through [`Model::new`] or by loading a file, both of which validate it whole, so
+//! every `Model` scores and predicts without panicking. Decision values, predictions
+//! (sgn(0) = +1) and evaluation live here; the file format lives in `file.rs`.
+
+mod file;
+
+pub use file::{FORMAT, VERSION};
+
+use serde::{Deserialize, Serialize};
+
+use crate::backend::{Backend, DataView, Kernel, MAX_HEADS};
+use crate::data::{cmp_class, Dataset};
+use crate::error::{Error, Result};
+use crate::metrics::{self, ClassMetrics};
+use crate::params::{Algo, TrainParams};
+use crate::report::TrainReport;
+
+/// What a model computes, as named in model files (`"kind"`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum ModelKind {
+    /// One weight vector: `classes[1]` when w.x + bias >= 0, else `classes[0]`.
+    #[default]
+    Binary,
+    /// One weight vector per class: the class with the highest score (first on ties).
+    Multiclass,
+    /// One binary perceptron per class (class against the rest): the highest score.
+    Ovr,
+    /// Voted perceptron: sign of the sum over kept vectors of count * sgn(w_k.x + b_k).
+    Voted,
+    /// Kernel perceptron: sgn(sum over support vectors of coef_s (K(sv_s, x) + bias^2)).
+    Kernel,
+}
+
+impl ModelKind {
+    /// The name used in files and messages.
+    pub fn name(self) -> &'static str {
+        match self {
+            ModelKind::Binary => "binary",
+            ModelKind::Multiclass => "multiclass",
+            ModelKind::Ovr => "ovr",
+            ModelKind::Voted => "voted",
+            ModelKind::Kernel => "kernel",
+        }
+    }
+
+    /// True for the kinds with one decision value per row and two classes.
+    pub fn is_binary(self) -> bool {
+        matches!(
+            self,
+            ModelKind::Binary | ModelKind::Voted | ModelKind::Kernel
+        )
+    }
+}
+
+/// One hyperplane: w.x + bias.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Hyperplane {
+    /// The feature weights, `n_features` of them.
+    pub weights: Vec<f32>,
+    /// The bias (0 when trained without one).
+    pub bias: f32,
+}
+
+/// Several hyperplanes: one weight row and one bias per head.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Rows {
+    /// Weight rows, `n_features` each.
+    pub weights: Vec<Vec<f32>>,
+    /// The bias of each row.
+    pub bias: Vec<f32>,
+}
+
+impl Rows {
+    /// Rows from augmented weights (`d + 1` per head, the last the bias); the bias is kept only
+    /// when `fit_bias`.
+    pub fn from_augmented(w: &[f32], d: usize, fit_bias: bool) -> Rows {
+        let rows: Vec<&[f32]> = w.chunks_exact(d + 1).collect();
+        Rows {
+            weights: rows.iter().map(|r| r[..d].to_vec()).collect(),
+            bias: rows
+                .iter()
+                .map(|r| if fit_bias { r[d] } else { 0.0 })
+                .collect(),
+        }
+    }
+
+    /// Augmented rows `[w_k, b_k]`, head after head.
+    pub fn augmented(&self) -> Vec<f32> {
+        self.weights
+            .iter()
+            .zip(&self.bias)
+            .flat_map(|(r, b)| r.iter().copied().chain(std::iter::once(*b)))
+            .collect()
+    }
+}
+
+/// The voted perceptron's kept vectors and their survival counts.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Voted {
+    /// The kept vectors.
+    pub rows: Rows,
+    /// How many steps each survived (each >= 1).
+    pub counts: Vec<u64>,
+}
+
+/// The kernel perceptron's dual form.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Dual {
+    /// The support vectors (training rows with alpha > 0).
+    pub support_vectors: Vec<Vec<f32>>,
+    /// eta * alpha * y of each support vector.
+    pub coef: Vec<f32>,
+    /// The kernel and its parameters.
+    pub kernel: Kernel,
+}
+
+/// What a model holds, by kind: each variant exactly its fields.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Body {
+    /// One hyperplane.
+    Binary(Hyperplane),
+    /// One hyperplane per class, trained jointly.
+    Multiclass(Rows),
+    /// One hyperplane per class, each against the rest.
+    Ovr(Rows),
+    /// The voted perceptron.
+    Voted(Voted),
+    /// The kernel perceptron.
+    Kernel(Dual),
+}
+
+impl Body {
+    /// The kind of model this body makes.
+    pub fn kind(&self) -> ModelKind {
+        match self {
+            Body::Binary(_) => ModelKind::Binary,
+            Body::Multiclass(_) => ModelKind::Multiclass,
+            Body::Ovr(_) => ModelKind::Ovr,
+            Body::Voted(_) => ModelKind::Voted,
+            Body::Kernel(_) => ModelKind::Kernel,
+        }
+    }
+
+    /// Every stored number is finite.
+    pub fn is_finite(&self) -> bool {
+        let fin = |v: &[f32]| v.iter().all(|x| x.is_finite());
+        match self {
+            Body::Binary(h) => fin(&h.weights) && h.bias.is_finite(),
+            Body::Multiclass(r) | Body::Ovr(r) | Body::Voted(Voted { rows: r, .. }) => {
+                r.weights.iter().all(|w| fin(w)) && fin(&r.bias)
+            }
+            Body::Kernel(k) => k.support_vectors.iter().all(|v| fin(v)) && fin(&k.coef),
+        }
+    }
+}
+
+/// A trained, validated classifier.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Model {
+    algorithm: Algo,
+    classes: Vec<String>,
+    n_features: usize,
+    body: Body,
+    params: TrainParams,
+    training: Option<TrainReport>,
+}
+
+/// Accuracy, confusion matrix and per-class metrics of a model on labelled data.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Evaluation {
+    /// Rows evaluated.
+    pub n: usize,
+    /// Fraction predicted correctly.
+    pub accuracy: f64,
+    /// Confusion matrix.
+    pub confusion: Confusion,
+    /// Binary models: area under the ROC curve of the decision values (null when the data has
+    /// one class only, and for multiclass models).
+    pub auc: Option<f64>,
+    /// Binary models: precision of the positive class (`classes[1]`).
+    pub precision: Option<f64>,
+    /// Binary models: recall of the positive class.
+    pub recall: Option<f64>,
+    /// Binary models: F1 of the positive class.
+    pub f1: Option<f64>,
+    /// Precision, recall, F1 and support of every class.
+    pub per_class: Vec<ClassMetrics>,
+    /// Macro averages over the classes.
+    pub macro_precision: f64,
+    /// Macro average recall.
+    pub macro_recall: f64,
+    /// Macro average F1.
+    pub macro_f1: f64,
+}
+
+/// Confusion matrix: `matrix[true][predicted]` over `classes`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Confusion {
+    /// Class names, in the model's order.
+    pub classes: Vec<String>,
+    /// Counts, rows are true classes, columns predicted classes.
+    pub matrix: Vec<Vec<u64>>,
+}
+
+impl Model {
+    /// A model of `body`'s kind over `classes` and `n_features` features, checked whole (see
+    /// [`Model::load`] for the rules). The message says what is wrong.
+    pub fn new(
+        algorithm: Algo,
+        classes: Vec<String>,
+        n_features: usize,
+        body: Body,
+        params: TrainParams,
+    ) -> std::result::Result<Model, String> {
+        let m = Model {
+            algorithm,
+            classes,
+            n_features,
+            body,
+            params,
+            training: None,
+        };
+        file::check(&m)?;
+        Ok(m)
+    }
+
+    /// The model with its training report attached.
+    pub fn with_training(mut self, report: TrainReport) -> Model {
+        self.training = Some(report);
+        self
+    }
+
+    /// The training algorithm.
+    pub fn algorithm(&self) -> Algo {
+        self.algorithm
+    }
+    /// Class names. Binary kinds: index 0 is the -1 class, index 1 the +1 class.
+    pub fn classes(&self) -> &[String] {
+        &self.classes
+    }
+    /// Number of input features.
+    pub fn n_features(&self) -> usize {
+        self.n_features
+    }
+    /// What the model holds.
+    pub fn body(&self) -> &Body {
+        &self.body
+    }
+    /// The model's kind.
+    pub fn kind(&self) -> ModelKind {
+        self.body.kind()
+    }
+    /// The parameters it was trained with.
+    pub fn params(&self) -> &TrainParams {
+        &self.params
+    }
+    /// The report of its training, when kept.
+    pub fn training(&self) -> Option<&TrainReport> {
+        self.training.as_ref()
+    }
+    /// The hyperplane of a binary model.
+    pub fn hyperplane(&self) -> Option<&Hyperplane> {
+        match &self.body {
+            Body::Binary(h) => Some(h),
+            _ => None,
+        }
+    }
+    /// The weight rows of a multiclass, one-vs-rest or voted model.
+    pub fn rows(&self) -> Option<&Rows> {
+        match &self.body {
+            Body::Multiclass(r) | Body::Ovr(r) | Body::Voted(Voted { rows: r, .. }) => Some(r),
+            _ => None,
+        }
+    }
+
+    /// Augmented weight rows `[w_k, b_k]`, head after head (kernel models: none).
+    pub fn augmented(&self) -> Vec<f32> {
+        match &self.body {
+            Body::Binary(h) => h.weights.iter().chain([&h.bias]).copied().collect(),
+            Body::Kernel(_) => Vec::new(),
+            _ => self.rows().map(Rows::augmented).unwrap_or_default(),
+        }
+    }
+
+    /// Number of raw scores per data row.
+    pub fn heads(&self) -> usize {
+        self.rows().map_or(1, |r| r.weights.len())
+    }
+
+    /// Checks that `ds` has the model's number of features.
+    pub fn check_features(&self, ds: &Dataset) -> Result<()> {
+        if ds.d != self.n_features {
+            return Err(Error::Mismatch {
+                path: ds.source.clone(),
+                msg: format!(
+                    "the model expects {} features, the data has {}",
+                    self.n_features, ds.d
+                ),
+            });
+        }
+        Ok(())
+    }
+
+    /// Raw scores of every data row (`n * heads`, row-major): w_k.x + b_k for each weight row
+    /// (computed on `backend` in blocks of at most [`MAX_HEADS`] rows of weights), or the
+    /// kernel decision value.
+    pub fn raw_scores(&self, ds: &Dataset, backend: &dyn Backend) -> Result<Vec<f32>> {
+        self.check_features(ds)?;
+        let view = DataView {
+            x: &ds.x,
+            n: ds.n,
+            d: ds.d,
+            bias: 1.0,
+        };
+        if let Body::Kernel(k) = &self.body {
+            let flat: Vec<f32> = k.support_vectors.concat();
+            let sv = DataView {
+                x: &flat,
+                n: k.support_vectors.len(),
+                ..view
+            };
+            let view = DataView {
+                bias: if self.params.fit_bias { 1.0 } else { 0.0 },
+                ..view
+            };
+            let idx: Vec<u32> = (0..sv.n as u32).collect();
+            return backend.kernel_scores(view, sv, &idx, &k.coef, &k.kernel);
+        }
+        let w = self.augmented();
+        let da = ds.d + 1;
+        let heads = self.heads();
+        if heads <= MAX_HEADS {
+            return backend.scores(view, &w);
+        }
+        let mut out = vec![0f32; ds.n * heads];
+        for h0 in (0..heads).step_by(MAX_HEADS) {
+            let h1 = (h0 + MAX_HEADS).min(heads);
+            let part = backend.scores(view, &w[h0 * da..h1 * da])?;
+            let k = h1 - h0;
+            for i in 0..ds.n {
+                out[i * heads + h0..i * heads + h1].copy_from_slice(&part[i * k..(i + 1) * k]);
+            }
+        }
+        Ok(out)
+    }
+
+    /// One decision value per row: binary w.x + b (kernel: f(x)); voted, the count-weighted
+    /// vote; multiclass and one-vs-rest, the winning class's score.
+    pub fn decision_values(&self, raw: &[f32]) -> Vec<f32> {
+        let h = self.heads();
+        match &self.body {
+            Body::Binary(_) | Body::Kernel(_) => raw.to_vec(),
+            Body::Voted(v) => raw
+                .chunks_exact(h)
+                .map(|r| {
+                    r.iter()
+                        .zip(&v.counts)
+                        .map(|(s, c)| if *s >= 0.0 { *c as f32 } else { -(*c as f32) })
+                        .sum()
+                })
+                .collect(),
+            Body::Multiclass(_) | Body::Ovr(_) => raw
+                .chunks_exact(h)
+                .map(|r| r.iter().copied().fold(f32::NEG_INFINITY, f32::max))
+                .collect(),
+        }
+    }
+
+    /// Predicted class index per row from raw scores (sgn(0) = +1; the first class on ties).
+    pub fn predict(&self, raw: &[f32]) -> Vec<u32> {
+        if self.kind().is_binary() {
+            return Self::predict_index(&self.decision_values(raw));
+        }
+        raw.chunks_exact(self.heads())
+            .map(|r| {
+                let mut best = 0;
+                for (k, v) in r.iter().enumerate() {
+                    if *v > r[best] {
+                        best = k;
+                    }
+                }
+                best as u32
+            })
+            .collect()
+    }
+
+    /// Decision values for every row of `ds` (see [`Model::decision_values`]).
+    pub fn decision_function(&self, ds: &Dataset, backend: &dyn Backend) -> Result<Vec<f32>> {
+        Ok(self.decision_values(&self.raw_scores(ds, backend)?))
+    }
+
+    /// Binary class index per decision value (sgn(0) = +1, i.e. class 1).
+    pub fn predict_index(scores: &[f32]) -> Vec<u32> {
+        scores.iter().map(|&s| u32::from(s >= 0.0)).collect()
+    }
+
+    /// Evaluates on labelled data. Labels are matched to the model's classes by name (or
+    /// numeric value, so "1.0" matches "1"); a label the model does not know is an error.
+    pub fn evaluate(&self, ds: &Dataset, backend: &dyn Backend) -> Result<Evaluation> {
+        let labels = ds.require_labels()?;
+        let k = self.classes.len();
+        let mut map = Vec::with_capacity(labels.classes.len());
+        for c in &labels.classes {
+            let idx = self
+                .classes
+                .iter()
+                .position(|m| cmp_class(m, c) == std::cmp::Ordering::Equal || m == c)
+                .ok_or_else(|| Error::Mismatch {
+                    path: ds.source.clone(),
+                    msg: format!(
+                        "label {c:?} is not one of the model's classes ({})",
+                        self.classes.join(", ")
+                    ),
+                })?;
+            map.push(idx);
+        }
+        let raw = self.raw_scores(ds, backend)?;
+        let pred = self.predict(&raw);
+        let mut matrix = vec![vec![0u64; k]; k];
+        let mut correct = 0usize;
+        for (p, t) in pred.iter().zip(&labels.index) {
+            let t = map[*t as usize];
+            matrix[t][*p as usize] += 1;
+            correct += usize::from(t == *p as usize);
+        }
+        let binary = self.kind().is_binary();
+        let auc = if binary {
+            let positive: Vec<bool> = labels.index.iter().map(|t| map[*t as usize] == 1).collect();
+            metrics::auc(&self.decision_values(&raw), &positive)
+        } else {
+            None
+        };
+        let (per_class, macros) = metrics::per_class(&self.classes, &matrix);
+        let pos = per_class.get(1).filter(|_| binary);
+        Ok(Evaluation {
+            n: ds.n,
+            accuracy: if ds.n == 0 {
+                0.0
+            } else {
+                correct as f64 / ds.n as f64
+            },
+            confusion: Confusion {
+                classes: self.classes.clone(),
+                matrix,
+            },
+            auc,
+            precision: pos.map(|m| m.precision),
+            recall: pos.map(|m| m.recall),
+            f1: pos.map(|m| m.f1),
+            per_class,
+            macro_precision: macros[0],
+            macro_recall: macros[1],
+            macro_f1: macros[2],
+        })
+    }
+}
