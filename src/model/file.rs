@@ -100,11 +100,11 @@ impl Wire {
     /// The body of the file's kind, refusing fields of other kinds.
     fn body(&mut self) -> std::result::Result<Body, String> {
         let kind = self.kind;
-        let name = kind.name();
-        let need = |field: &str| format!("a {name} model needs the field {field:?}");
+        let name = a_kind(kind);
+        let need = |field: &str| format!("{name} model needs the field {field:?}");
         // Version 1 wrote "bias": 0.0 for every kind; only a binary model has one.
         if kind != ModelKind::Binary && self.bias.is_some_and(|b| b != 0.0) {
-            return Err(format!("a {name} model has no field \"bias\""));
+            return Err(format!("{name} model has no field \"bias\""));
         }
         let body = match kind {
             ModelKind::Binary => Body::Binary(Hyperplane {
@@ -147,24 +147,33 @@ impl Wire {
             ("kernel", self.kernel.is_some()),
         ];
         if let Some((field, _)) = left.iter().find(|(_, present)| *present) {
-            return Err(format!("a {name} model has no field {field:?}"));
+            return Err(format!("{name} model has no field {field:?}"));
         }
         Ok(body)
     }
+}
+
+/// "a binary", "an ovr", ...: the kind with its article, for messages.
+fn a_kind(kind: ModelKind) -> String {
+    let name = kind.name();
+    let article = if name.starts_with(['a', 'e', 'i', 'o', 'u']) {
+        "an"
+    } else {
+        "a"
+    };
+    format!("{article} {name}")
 }
 
 /// Checks a model whole; the message says what is wrong.
 pub(super) fn check(m: &Model) -> std::result::Result<(), String> {
     let k = m.classes.len();
     let kind = m.kind();
-    let name = kind.name();
+    let name = a_kind(kind);
     if kind.is_binary() && k != 2 {
-        return Err(format!("a {name} model needs 2 classes, found {k}"));
+        return Err(format!("{name} model needs 2 classes, found {k}"));
     }
     if k < 2 {
-        return Err(format!(
-            "a {name} model needs at least 2 classes, found {k}"
-        ));
+        return Err(format!("{name} model needs at least 2 classes, found {k}"));
     }
     let mut seen: Vec<&String> = m.classes.iter().collect();
     seen.sort();

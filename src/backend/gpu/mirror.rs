@@ -122,7 +122,10 @@ mod tests {
         naga::front::wgsl::parse_str(src).unwrap_or_else(|e| panic!("{}", e.emit_to_string(src)))
     }
 
-    fn check_layouts(module: &Module, mirrors: &[(&str, usize, Vec<(&str, usize)>)]) {
+    /// A Rust struct's name, size, and (field, offset) pairs.
+    type Layout = (&'static str, usize, Vec<(&'static str, usize)>);
+
+    fn check_layouts(module: &Module, mirrors: &[Layout]) {
         let mut layouter = naga::proc::Layouter::default();
         layouter.update(module.to_ctx()).unwrap();
         for (name, size, fields) in mirrors {

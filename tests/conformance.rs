@@ -1,0 +1,242 @@
+//! Backend conformance: the fast CPU backend and the GPU (when an adapter is present) against
+//! the plain reference twins of the WGSL entry points (src/backend/reference.rs). On integer
+//! data every sum is exact, so all three must agree bit for bit, for every per-row rule,
+//! update and kept extra, at sizes that break assumptions; on float data they agree within
+//! tolerance. Kernel scores likewise.
+
+use std::io::Write;
+use std::sync::OnceLock;
+
+use approx::assert_relative_eq;
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use rosenblatt::backend::cpu::CpuBackend;
+use rosenblatt::backend::gpu::{GpuBackend, GpuOptions};
+use rosenblatt::backend::reference::ReferenceBackend;
+use rosenblatt::backend::{
+    Backend, BatchRule, DataView, EpochStats, Extras, HeadRule, Keep, Kernel, TrainView, Update,
+};
+
+fn gpu() -> Option<&'static GpuBackend> {
+    static G: OnceLock<Option<GpuBackend>> = OnceLock::new();
+    G.get_or_init(|| match GpuBackend::new(&GpuOptions::default()) {
+        Ok(g) => Some(g),
+        Err(e) if std::env::var("ROSENBLATT_REQUIRE_GPU").is_ok_and(|v| v == "1") => {
+            panic!("ROSENBLATT_REQUIRE_GPU=1 but no GPU backend: {e}")
+        }
+        Err(e) => {
+            let _ = writeln!(std::io::stderr(), "skipped: no GPU adapter ({e})");
+            None
+        }
+    })
+    .as_ref()
+}
+
+/// The backends held to the reference: the fast CPU, and the GPU when there is one.
+fn under_test() -> Vec<(&'static str, &'static dyn Backend)> {
+    static CPU: CpuBackend = CpuBackend;
+    let mut v: Vec<(&str, &dyn Backend)> = vec![("cpu", &CPU)];
+    if let Some(g) = gpu() {
+        v.push(("gpu", g));
+    }
+    v
+}
+
+/// Integer features in [-2, 2] and labels for `heads` (±1 for one head, class indices
+/// otherwise).
+fn integer_set(n: usize, d: usize, heads: usize, seed: u64) -> (Vec<f32>, Vec<f32>) {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let x = (0..n * d)
+        .map(|_| rng.random_range(-2i32..=2) as f32)
+        .collect();
+    let y = (0..n)
+        .map(|_| {
+            if heads == 1 {
+                if rng.random_bool(0.5) {
+                    1.0
+                } else {
+                    -1.0
+                }
+            } else {
+                rng.random_range(0..heads) as f32
+            }
+        })
+        .collect();
+    (x, y)
+}
+
+type Run = (Vec<EpochStats>, Vec<f32>, Vec<f32>, Extras);
+
+/// 6 epochs in two calls, then the scores and the extras.
+fn run(b: &dyn Backend, v: TrainView<'_>, rule: &BatchRule) -> Run {
+    let mut bound = b.bind(v).unwrap();
+    let mut w = vec![0f32; v.heads * (v.d + 1)];
+    let mut stats = bound.batch_epochs(&mut w, rule, 4).unwrap();
+    if rule.stop(stats.last().unwrap()).is_none() {
+        stats.extend(bound.batch_epochs(&mut w, rule, 2).unwrap());
+    }
+    let scores = bound.scores(&w).unwrap();
+    (stats, w, scores, bound.extras().unwrap())
+}
+
+fn rules(heads: usize) -> Vec<BatchRule> {
+    let head_rules: &[HeadRule] = if heads == 1 {
+        &[HeadRule::Binary]
+    } else {
+        &[
+            HeadRule::OneVsRest,
+            HeadRule::MulticlassAll,
+            HeadRule::MulticlassArgmax,
+        ]
+    };
+    let mut out = Vec::new();
+    for (i, &rule) in head_rules.iter().enumerate() {
+        for keep in [Keep::Nothing, Keep::Pocket, Keep::Average] {
+            out.push(BatchRule {
+                rule,
+                keep,
+                tau: (i % 2) as f32,
+                ..BatchRule::new(1.0, 0.0)
+            });
+        }
+    }
+    if heads == 1 {
+        out.push(BatchRule {
+            update: Update::Multiplicative,
+            eta: 0.25,
+            ..BatchRule::new(1.0, 0.0)
+        });
+    }
+    out
+}
+
+#[test]
+fn batch_epochs_equal_the_reference_bit_for_bit_on_integer_data() {
+    for &(n, d, heads) in &[
+        (1, 1, 1),
+        (63, 3, 1),
+        (255, 1, 1),
+        (257, 257, 1),
+        (1000, 7, 1),
+        (200, 5, 3),
+        (63, 1, 4),
+        (257, 9, 10),
+    ] {
+        let (x, y) = integer_set(n, d, heads, (n * 31 + d) as u64);
+        let v = TrainView {
+            x: &x,
+            y: &y,
+            n,
+            d,
+            bias: 1.0,
+            heads,
+        };
+        for rule in rules(heads) {
+            let want = run(&ReferenceBackend, v, &rule);
+            for (name, b) in under_test() {
+                let got = run(b, v, &rule);
+                let what = format!("{name} n={n} d={d} K={heads} {rule:?}");
+                let m = |r: &Run| r.0.iter().map(|e| e.mistakes).collect::<Vec<_>>();
+                assert_eq!(m(&got), m(&want), "{what}: mistakes");
+                assert_eq!(got.1, want.1, "{what}: weights");
+                assert_eq!(got.3, want.3, "{what}: pocket/average");
+                if rule.update == Update::Additive {
+                    assert_eq!(got.2, want.2, "{what}: scores");
+                } else {
+                    // Winnow scores rows with exp(log-weights): not integers, so the sums
+                    // depend on their order. The log-weights above are exact.
+                    for (a, b) in got.2.iter().zip(&want.2) {
+                        assert_relative_eq!(*a, *b, epsilon = 1e-4, max_relative = 1e-5);
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn batch_epochs_agree_with_the_reference_on_float_data() {
+    let (n, d) = (500, 33);
+    let mut rng = ChaCha8Rng::seed_from_u64(5);
+    let x: Vec<f32> = (0..n * d).map(|_| rng.random_range(-1.0..1.0)).collect();
+    let y: Vec<f32> = (0..n)
+        .map(|i| {
+            if x[i * d] + 0.3 * x[i * d + 1] > 0.05 {
+                1.0
+            } else {
+                -1.0
+            }
+        })
+        .collect();
+    let v = TrainView {
+        x: &x,
+        y: &y,
+        n,
+        d,
+        bias: 1.0,
+        heads: 1,
+    };
+    let rule = BatchRule::new(0.5, 0.0);
+    let mut rb = ReferenceBackend.bind(v).unwrap();
+    let mut want = vec![0f32; d + 1];
+    rb.batch_epochs(&mut want, &rule, 1).unwrap();
+    for (name, b) in under_test() {
+        let mut bound = b.bind(v).unwrap();
+        let mut w = vec![0f32; d + 1];
+        bound.batch_epochs(&mut w, &rule, 1).unwrap();
+        for (a, b) in w.iter().zip(&want) {
+            assert_relative_eq!(*a, *b, epsilon = 1e-4, max_relative = 1e-4);
+        }
+        let s = b.scores(v.data(), &w).unwrap();
+        let r = ReferenceBackend.scores(v.data(), &w).unwrap();
+        for (a, b) in s.iter().zip(&r) {
+            assert_relative_eq!(*a, *b, epsilon = 1e-4, max_relative = 1e-4);
+        }
+        let _ = name;
+    }
+}
+
+#[test]
+fn kernel_scores_equal_the_reference() {
+    let (n, d) = (300, 5);
+    let (x, _) = integer_set(n, d, 1, 9);
+    let view = DataView {
+        x: &x,
+        n,
+        d,
+        bias: 1.0,
+    };
+    let idx: Vec<u32> = (0..n as u32).filter(|i| i % 3 != 1).collect();
+    let coef: Vec<f32> = idx.iter().map(|i| (*i % 5) as f32 - 2.0).collect();
+    let kernels = [
+        Kernel::Linear,
+        Kernel::Poly {
+            degree: 2,
+            gamma: 1.0,
+            coef0: 1.0,
+        },
+        Kernel::Rbf { gamma: 0.25 },
+    ];
+    for kernel in kernels {
+        let want = ReferenceBackend
+            .kernel_scores(view, view, &idx, &coef, &kernel)
+            .unwrap();
+        for (name, b) in under_test() {
+            // Bound once, scored twice with different supports: the resident path.
+            let mut bound = b.bind_dual(view, None).unwrap();
+            let got = bound.kscores(&idx, &coef, &kernel).unwrap();
+            let again = bound.kscores(&idx[..10], &coef[..10], &kernel).unwrap();
+            let want10 = ReferenceBackend
+                .kernel_scores(view, view, &idx[..10], &coef[..10], &kernel)
+                .unwrap();
+            if matches!(kernel, Kernel::Rbf { .. }) {
+                for (a, b) in got.iter().zip(&want).chain(again.iter().zip(&want10)) {
+                    assert_relative_eq!(*a, *b, epsilon = 1e-3, max_relative = 1e-5);
+                }
+            } else {
+                assert_eq!(got, want, "{name} {kernel:?}");
+                assert_eq!(again, want10, "{name} {kernel:?} second call");
+            }
+        }
+    }
+}

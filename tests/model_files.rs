@@ -1,0 +1,260 @@
+//! Model files are a public format. Files written by version 1 of the format (committed under
+//! tests/fixtures/v1, one per algorithm and kind, with the `predict --margins` output the
+//! writing binary gave) must load and predict exactly as before; a model written now reads
+//! back equal; and a file that is not a valid model of its kind is refused whole, with a
+//! message naming what is wrong, never a panic or a wrong number of predictions.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+
+use rosenblatt::backend::cpu::CpuBackend;
+use rosenblatt::model::{Model, ModelKind};
+
+fn fixtures() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/v1")
+}
+
+/// Every committed v1 model with the data file it was trained on.
+fn v1_models() -> Vec<(String, PathBuf, &'static str)> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(fixtures()).unwrap() {
+        let p = e.unwrap().path();
+        let name = p.file_name().unwrap().to_str().unwrap().to_string();
+        if let Some(stem) = name.strip_suffix(".json") {
+            let multi = stem.starts_with("multiclass") || stem.ends_with("multi") || stem == "ovr";
+            let data = if multi { "multi.csv" } else { "binary.csv" };
+            out.push((stem.to_string(), p, data));
+        }
+    }
+    out.sort();
+    out
+}
+
+#[test]
+fn v1_files_of_every_kind_load_and_predict_as_before() {
+    let models = v1_models();
+    let mut kinds: Vec<ModelKind> = Vec::new();
+    let dir = fixtures();
+    for (stem, path, data) in &models {
+        let m = Model::load(path).unwrap_or_else(|e| panic!("{stem}: {e}"));
+        kinds.push(m.kind());
+        let o = common::run(
+            &dir,
+            &[
+                "predict",
+                &format!("{stem}.json"),
+                data,
+                "--margins",
+                "--backend",
+                "cpu",
+            ],
+        );
+        assert!(o.status.success(), "{stem}: {}", common::stderr(&o));
+        let want = std::fs::read_to_string(dir.join(format!("{stem}.expected.tsv"))).unwrap();
+        assert_eq!(
+            common::stdout(&o),
+            want,
+            "{stem}: predictions differ from v1"
+        );
+    }
+    for k in [
+        ModelKind::Binary,
+        ModelKind::Multiclass,
+        ModelKind::Ovr,
+        ModelKind::Voted,
+        ModelKind::Kernel,
+    ] {
+        assert!(kinds.contains(&k), "no v1 fixture of kind {k:?}");
+    }
+    assert!(models.len() >= 19, "{} fixtures", models.len());
+}
+
+#[test]
+fn models_written_now_read_back_equal_and_keep_the_v1_layout() {
+    for (stem, path, _) in v1_models() {
+        let m = Model::load(&path).unwrap();
+        let mut buf = Vec::new();
+        m.write(&mut buf).unwrap();
+        let text = String::from_utf8(buf).unwrap();
+        let back = Model::from_json(Path::new("again.json"), &text).unwrap();
+        assert_eq!(back, m, "{stem}");
+        // The same JSON as the v1 file, but for the "bias": 0.0 that v1 wrote for kinds
+        // without a single bias.
+        let mut old: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        if m.kind() != ModelKind::Binary {
+            assert_eq!(old["bias"], 0.0, "{stem}");
+            old.as_object_mut().unwrap().remove("bias");
+        }
+        let new: serde_json::Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(new, old, "{stem}: layout");
+    }
+}
+
+/// Loads `path` after `edit` has changed its JSON; returns the error text.
+fn refused(stem: &str, edit: impl FnOnce(&mut serde_json::Value)) -> String {
+    let path = fixtures().join(format!("{stem}.json"));
+    let mut v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    edit(&mut v);
+    match Model::from_json(Path::new("bad.json"), &v.to_string()) {
+        Ok(_) => panic!("{stem}: an invalid model was accepted: {v}"),
+        Err(e) => {
+            assert!(e.is_input_error(), "{e}");
+            let s = e.to_string();
+            assert!(s.starts_with("bad.json: corrupt model: "), "{s}");
+            s
+        }
+    }
+}
+
+#[test]
+fn invalid_models_are_refused_whole_with_the_reason() {
+    use serde_json::json;
+    type Edit = Box<dyn FnOnce(&mut serde_json::Value)>;
+    let cases: Vec<(&str, Edit, &str)> = vec![
+        (
+            "multiclass-argmax",
+            Box::new(|v| {
+                v["class_weights"][1].as_array_mut().unwrap().pop();
+            }),
+            "class_weights[1] has 2 values for 3 features",
+        ),
+        (
+            "multiclass-argmax",
+            Box::new(|v| {
+                v["class_weights"].as_array_mut().unwrap().pop();
+                v["class_bias"].as_array_mut().unwrap().pop();
+            }),
+            "2 weight rows for 3 classes",
+        ),
+        (
+            "voted",
+            Box::new(|v| {
+                v["class_weights"] = json!([]);
+                v["class_bias"] = json!([]);
+                v["counts"] = json!([]);
+            }),
+            "at least one vector",
+        ),
+        ("voted", Box::new(|v| v["counts"][0] = json!(0)), "count 0"),
+        (
+            "voted",
+            Box::new(|v| {
+                v["counts"].as_array_mut().unwrap().pop();
+            }),
+            "counts for",
+        ),
+        (
+            "binary-batch",
+            Box::new(|v| v["class_weights"] = json!([[1.0, 2.0, 3.0]])),
+            "a binary model has no field \"class_weights\"",
+        ),
+        (
+            "binary-batch",
+            Box::new(|v| v["kernel"] = json!({"kernel": "linear"})),
+            "a binary model has no field \"kernel\"",
+        ),
+        (
+            "binary-batch",
+            Box::new(|v| v["weights"] = json!([1.0, 2.0])),
+            "weights has 2 values for 3 features",
+        ),
+        (
+            "binary-batch",
+            Box::new(|v| {
+                v.as_object_mut().unwrap().remove("weights");
+            }),
+            "needs the field \"weights\"",
+        ),
+        (
+            "binary-batch",
+            Box::new(|v| v["classes"] = json!(["a", "a"])),
+            "listed twice",
+        ),
+        (
+            "binary-batch",
+            Box::new(|v| v["classes"] = json!(["a", "b", "c"])),
+            "needs 2 classes, found 3",
+        ),
+        (
+            "binary-batch",
+            Box::new(|v| v["weigths"] = json!([1.0])),
+            "unknown field",
+        ),
+        (
+            "binary-batch",
+            Box::new(|v| v["n_features"] = json!(0)),
+            "n_features is 0",
+        ),
+        (
+            "binary-batch",
+            Box::new(|v| v["params"]["lr"] = json!(5.0)),
+            "params: learning rate",
+        ),
+        (
+            "ovr",
+            Box::new(|v| v["bias"] = json!(1.5)),
+            "an ovr model has no field \"bias\"",
+        ),
+        (
+            "kernel-rbf",
+            Box::new(|v| v["kernel"]["gamma"] = json!(-1.0)),
+            "kernel: kernel gamma should be positive and finite",
+        ),
+        (
+            "kernel-poly",
+            Box::new(|v| v["kernel"]["degree"] = json!(4294967295u64)),
+            "kernel degree should be between 1 and 16",
+        ),
+        (
+            "kernel-linear",
+            Box::new(|v| {
+                v["support_vectors"] = json!([]);
+                v["dual_coef"] = json!([]);
+                v["n_features"] = json!(1u64 << 40);
+            }),
+            "at least one support vector",
+        ),
+        (
+            "kernel-linear",
+            Box::new(|v| {
+                v["dual_coef"].as_array_mut().unwrap().pop();
+            }),
+            "dual coefficients",
+        ),
+        (
+            "kernel-linear",
+            Box::new(|v| v["weights"] = json!([0.0, 0.0, 0.0])),
+            "a kernel model has no field \"weights\"",
+        ),
+        (
+            "binary-batch",
+            Box::new(|v| v["version"] = json!(0)),
+            "version 0",
+        ),
+    ];
+    for (stem, edit, want) in cases {
+        let got = refused(stem, edit);
+        assert!(got.contains(want), "{stem}: expected {want:?} in {got:?}");
+    }
+}
+
+#[test]
+fn a_model_that_loads_predicts_one_line_per_row() {
+    // Every fixture, on data with the model's feature count but a different row count.
+    let ds = rosenblatt::data::Dataset {
+        x: (0..7 * 3).map(|i| (i % 5) as f32 - 2.0).collect(),
+        n: 7,
+        d: 3,
+        labels: None,
+        source: "rows".into(),
+    };
+    for (stem, path, _) in v1_models() {
+        let m = Model::load(&path).unwrap();
+        let raw = m.raw_scores(&ds, &CpuBackend::new()).unwrap();
+        assert_eq!(m.predict(&raw).len(), 7, "{stem}");
+        assert_eq!(m.decision_values(&raw).len(), 7, "{stem}");
+    }
+}
