@@ -68,6 +68,78 @@ struct Online {
     voted: Option<(Vec<Vec<f32>>, Vec<u64>)>,
 }
 
+/// The averaged perceptron's lazy sums. Averaging over the weights after each of the T steps:
+/// with u = sum over updates of (step index) * update and c = T + 1 at the end, the average
+/// is (c w - w0 - u) / (c - 1).
+struct Average {
+    w0: Vec<f32>,
+    u: Vec<f32>,
+    c: f32,
+}
+
+impl Average {
+    fn new(w: &[f32]) -> Self {
+        Average {
+            w0: w.to_vec(),
+            u: vec![0.0; w.len()],
+            c: 1.0,
+        }
+    }
+
+    /// Records the update `a * [row, bias]` of the head at `off` (d + 1 weights).
+    fn add(&mut self, off: usize, a: f32, row: &[f32], bias: f32) {
+        let d = row.len();
+        axpy(self.c * a, row, &mut self.u[off..off + d]);
+        self.u[off + d] += self.c * a * bias;
+    }
+
+    fn finish(&self, w: &[f32]) -> Vec<f32> {
+        let c = self.c;
+        w.iter()
+            .zip(&self.u)
+            .zip(&self.w0)
+            .map(|((wj, uj), w0j)| (c * wj - w0j - uj) / (c - 1.0))
+            .collect()
+    }
+}
+
+/// The voted perceptron's retired vectors and their survival counts.
+struct Votes {
+    cap: usize,
+    vecs: Vec<Vec<f32>>,
+    counts: Vec<u64>,
+    survived: u64,
+}
+
+impl Votes {
+    /// One step: `before` is the vector a mistake replaced (None: no mistake).
+    fn step(&mut self, before: Option<Vec<f32>>) -> Result<()> {
+        match before {
+            // A mistake: the vector before the update retires with its count.
+            Some(old) => {
+                if self.survived > 0 {
+                    if self.vecs.len() >= self.cap {
+                        return Err(Error::VotedLimit(self.cap));
+                    }
+                    self.vecs.push(old);
+                    self.counts.push(self.survived);
+                }
+                self.survived = 1;
+            }
+            None => self.survived += 1,
+        }
+        Ok(())
+    }
+
+    fn finish(mut self, w: &[f32]) -> (Vec<Vec<f32>>, Vec<u64>) {
+        if self.survived > 0 {
+            self.vecs.push(w.to_vec());
+            self.counts.push(self.survived);
+        }
+        (self.vecs, self.counts)
+    }
+}
+
 /// Trains in place from `w` (`heads * (d + 1)` entries) with `rule` and margin `tau`.
 fn train(
     v: TrainView<'_>,
@@ -85,13 +157,13 @@ fn train(
     let mut start = w.to_vec();
     let mut s = vec![0f32; v.heads];
     let mut stats = Vec::new();
-    // Averaging over the weights after each of the T steps: with u = sum over updates of
-    // (step index) * update and c = T + 1 at the end, the average is (c w - w0 - u) / (c - 1).
-    let w0 = w.to_vec();
-    let mut u = keep.average.then(|| vec![0f32; w.len()]);
-    let mut c = 1f32;
-    let mut votes: Option<(Vec<Vec<f32>>, Vec<u64>)> = keep.voted.map(|_| (Vec::new(), Vec::new()));
-    let mut survived = 0u64;
+    let mut avg = keep.average.then(|| Average::new(w));
+    let mut votes = keep.voted.map(|cap| Votes {
+        cap,
+        vecs: Vec::new(),
+        counts: Vec::new(),
+        survived: 0,
+    });
     let mut stop = StopReason::MaxEpochs;
     let snapshots = progress.wants_snapshots();
     for epoch in 0..params.epochs {
@@ -114,9 +186,8 @@ fn train(
                 let a = eta * coef;
                 axpy(a, row, &mut w[h * da..h * da + d]);
                 w[h * da + d] += a * v.bias;
-                if let Some(u) = u.as_mut() {
-                    axpy(c * a, row, &mut u[h * da..h * da + d]);
-                    u[h * da + d] += c * a * v.bias;
+                if let Some(avg) = avg.as_mut() {
+                    avg.add(h * da, a, row, v.bias);
                 }
             });
             e.mistakes += m;
@@ -124,23 +195,12 @@ fn train(
             if m > 0 && snapshots {
                 progress.snapshot(epoch + 1, w);
             }
-            if let (Some((vecs, counts)), Some(cap)) = (votes.as_mut(), keep.voted) {
-                match before {
-                    // A mistake: the vector before the update retires with its count.
-                    Some(old) => {
-                        if survived > 0 {
-                            if vecs.len() >= cap {
-                                return Err(Error::VotedLimit(cap));
-                            }
-                            vecs.push(old);
-                            counts.push(survived);
-                        }
-                        survived = 1;
-                    }
-                    None => survived += 1,
-                }
+            if let Some(votes) = votes.as_mut() {
+                votes.step(before)?;
             }
-            c += 1.0;
+            if let Some(avg) = avg.as_mut() {
+                avg.c += 1.0;
+            }
         }
         e.update_norm = update_norm(w, &start);
         stats.push(e);
@@ -150,23 +210,12 @@ fn train(
             break;
         }
     }
-    if let Some((vecs, counts)) = votes.as_mut() {
-        if survived > 0 {
-            vecs.push(w.to_vec());
-            counts.push(survived);
-        }
-    }
-    let average = u.map(|u| {
-        w.iter()
-            .zip(&u)
-            .zip(&w0)
-            .map(|((wj, uj), w0j)| (c * wj - w0j - uj) / (c - 1.0))
-            .collect()
-    });
+    let voted = votes.map(|v| v.finish(w));
+    let average = avg.map(|a| a.finish(w));
     Ok(Online {
         stats,
         stop,
         average,
-        voted: votes,
+        voted,
     })
 }

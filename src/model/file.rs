@@ -183,6 +183,20 @@ pub(super) fn check(m: &Model) -> std::result::Result<(), String> {
     if m.n_features == 0 {
         return Err("n_features is 0".into());
     }
+    check_body(m)?;
+    if !m.body.is_finite() {
+        return Err("a weight is not a finite number".into());
+    }
+    m.params
+        .clone()
+        .validate()
+        .map_err(|e| format!("params: {e}"))?;
+    Ok(())
+}
+
+/// The checks of the body's own fields: lengths, counts, kernel parameters.
+fn check_body(m: &Model) -> std::result::Result<(), String> {
+    let (k, kind) = (m.classes.len(), m.kind());
     let d = m.n_features;
     let wrong_len = |what: &str, got: usize| format!("{what} has {got} values for {d} features");
     match &m.body {
@@ -240,13 +254,6 @@ pub(super) fn check(m: &Model) -> std::result::Result<(), String> {
         }
         kd.kernel.check().map_err(|e| format!("kernel: {e}"))?;
     }
-    if !m.body.is_finite() {
-        return Err("a weight is not a finite number".into());
-    }
-    m.params
-        .clone()
-        .validate()
-        .map_err(|e| format!("params: {e}"))?;
     Ok(())
 }
 
