@@ -6,9 +6,7 @@
 //! Winnow weights are read off the bound data when the epochs are done.
 
 use super::{initial_weights, Backends, Checkpoint, Fitted, Problem, Progress};
-use crate::backend::{
-    winnow_weights, BatchRule, Bound, EpochStats, HeadRule, Keep, StopReason, Update,
-};
+use crate::backend::{winnow_weights, BatchRule, Bound, HeadRule, Keep, StopReason, Update};
 use crate::error::Result;
 use crate::params::{Algo, Params};
 
@@ -31,16 +29,7 @@ pub fn rule(params: &Params, head_rule: HeadRule) -> BatchRule {
 }
 
 /// The weights and the epochs so far; what a fallback backend resumes from.
-struct State {
-    w: Vec<f32>,
-    stats: Vec<EpochStats>,
-}
-
-impl Checkpoint for State {
-    fn epochs(&self) -> usize {
-        self.stats.len()
-    }
-}
+type State = Checkpoint<Vec<f32>>;
 
 /// Trains the batch form of `params.algo`.
 pub fn fit(
@@ -51,7 +40,7 @@ pub fn fit(
 ) -> Result<Fitted> {
     let rule = rule(params, pb.rule);
     let mut state = State {
-        w: initial_weights(pb.ds.d, pb.heads, params),
+        state: initial_weights(pb.ds.d, pb.heads, params),
         stats: Vec::new(),
     };
     // A resumed run restarts the pocket and the average (the bound data keeps them); the
@@ -59,7 +48,7 @@ pub fn fit(
     let ((stop, w, scores), ran) = backends.resume(&mut state, |b, st| {
         let mut bound = b.bind(pb.view())?;
         let stop = epochs(&mut *bound, params, &rule, st, progress)?;
-        let w = final_weights(&mut *bound, &rule, &st.w, st.stats.len())?;
+        let w = final_weights(&mut *bound, &rule, &st.state, st.stats.len())?;
         let scores = bound.scores(&w)?;
         Ok((stop, w, scores))
     })?;
@@ -72,7 +61,7 @@ pub fn fit(
     })
 }
 
-/// Continues training from `st.w` until a stop, appending to `st.stats` after every call to
+/// Continues training from the weights in `st` until a stop, appending to `st.stats` after every call to
 /// the backend, so that on an error the state describes the last completed epoch.
 fn epochs(
     bound: &mut dyn Bound,
@@ -88,10 +77,10 @@ fn epochs(
     };
     while st.stats.len() < params.epochs {
         let k = per_call.min(params.epochs - st.stats.len());
-        let got = bound.batch_epochs(&mut st.w, rule, k)?;
+        let got = bound.batch_epochs(&mut st.state, rule, k)?;
         st.stats.extend_from_slice(&got);
         if progress.wants_snapshots() {
-            progress.snapshot(st.stats.len(), &st.w);
+            progress.snapshot(st.stats.len(), &st.state);
         }
         let last = st.stats.last().copied().unwrap_or_default();
         progress.update(st.stats.len(), params.epochs, last.mistakes);

@@ -10,18 +10,6 @@ use crate::error::Result;
 use crate::model::{Body, Dual};
 use crate::params::Params;
 
-/// The counts and the epochs so far; what a fallback backend resumes from.
-struct State {
-    alpha: Vec<u32>,
-    stats: Vec<EpochStats>,
-}
-
-impl Checkpoint for State {
-    fn epochs(&self) -> usize {
-        self.stats.len()
-    }
-}
-
 /// Trains the kernel perceptron (binary labels ±1).
 pub fn fit(
     pb: &Problem<'_>,
@@ -40,20 +28,21 @@ pub fn fit(
             .map(|(j, a)| (j as u32, eta * *a as f32 * y[j]))
             .unzip()
     };
-    let mut state = State {
-        alpha: vec![0; pb.ds.n],
+    // The counts alpha and the epochs so far: what a fallback backend resumes from.
+    let mut state = Checkpoint {
+        state: vec![0u32; pb.ds.n],
         stats: Vec::new(),
     };
     let ((stop, scores), ran) = backends.resume(&mut state, |b, st| {
         let mut bound = b.bind_dual(pb.view().data(), None)?;
         loop {
-            let (support, coef) = support_of(&st.alpha);
+            let (support, coef) = support_of(&st.state);
             let scores = bound.kscores(&support, &coef, &kernel)?;
             if st.stats.len() == params.epochs {
                 return Ok((StopReason::MaxEpochs, scores));
             }
             let mut e = EpochStats::default();
-            let mut alpha = st.alpha.clone();
+            let mut alpha = st.state.clone();
             for (i, (&f, &yi)) in scores.iter().zip(y).enumerate() {
                 let m = yi * f;
                 if m <= params.margin_threshold {
@@ -63,14 +52,14 @@ pub fn fit(
                 }
             }
             e.update_norm = eta as f64 * (e.mistakes as f64).sqrt();
-            st.alpha = alpha;
+            st.state = alpha;
             st.stats.push(e);
             progress.update(st.stats.len(), params.epochs, e.mistakes);
             if e.mistakes == 0 {
                 return Ok((StopReason::Converged, scores));
             }
             if e.update_norm < tol {
-                let (support, coef) = support_of(&st.alpha);
+                let (support, coef) = support_of(&st.state);
                 return Ok((
                     StopReason::Tolerance,
                     bound.kscores(&support, &coef, &kernel)?,
@@ -78,7 +67,7 @@ pub fn fit(
             }
         }
     })?;
-    let (support, coef) = support_of(&state.alpha);
+    let (support, coef) = support_of(&state.state);
     let body = Body::Kernel(Dual {
         support_vectors: support
             .iter()

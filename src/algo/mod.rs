@@ -172,34 +172,51 @@ pub struct Backends<'a> {
     pub fallback: Option<&'a dyn Backend>,
 }
 
-/// Training state that survives a failed backend: the epochs completed so far.
-pub trait Checkpoint {
-    /// Epochs completed.
-    fn epochs(&self) -> usize;
+/// Training state that survives a failed backend: the algorithm's own state (weights,
+/// counts) and the statistics of the epochs completed so far.
+#[derive(Debug, Clone)]
+pub struct Checkpoint<S> {
+    /// The algorithm's state after the last completed epoch.
+    pub state: S,
+    /// One entry per completed epoch.
+    pub stats: Vec<EpochStats>,
+}
+
+impl Fitted {
+    /// The result of an algorithm that ran on the host CPU and did not keep training scores.
+    pub fn on_cpu(body: Body, stats: Vec<EpochStats>, stop: StopReason) -> Fitted {
+        Fitted {
+            body,
+            stats,
+            stop,
+            scores: None,
+            ran: Ran::on(&CpuBackend::new()),
+        }
+    }
 }
 
 impl<'a> Backends<'a> {
-    /// Runs `f` on the primary backend with the training `state`. If the primary is a GPU
+    /// Runs `f` on the primary backend with the training state `cp`. If the primary is a GPU
     /// and fails with a GPU or size error and there is a fallback, runs `f` again on the
     /// fallback with the state as the failure left it (the last completed epoch), and says
     /// so in the returned [`Ran`].
-    pub fn resume<S: Checkpoint, T>(
+    pub fn resume<S, T>(
         &self,
-        state: &mut S,
-        mut f: impl FnMut(&dyn Backend, &mut S) -> Result<T>,
+        cp: &mut Checkpoint<S>,
+        mut f: impl FnMut(&dyn Backend, &mut Checkpoint<S>) -> Result<T>,
     ) -> Result<(T, Ran)> {
         let primary = self.primary;
-        match (f(primary, state), self.fallback) {
+        match (f(primary, cp), self.fallback) {
             (Ok(t), _) => Ok((t, Ran::on(primary))),
             (Err(e @ (Error::Gpu(_) | Error::TooLarge(_))), Some(fb))
                 if primary.kind() == BackendKind::Gpu =>
             {
                 let note = format!(
                     "GPU failed after {} epochs ({e}); finished on {}",
-                    state.epochs(),
+                    cp.stats.len(),
                     fb.device()
                 );
-                let t = f(fb, state)?;
+                let t = f(fb, cp)?;
                 Ok((
                     t,
                     Ran {

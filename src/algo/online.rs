@@ -10,13 +10,11 @@ use rand_chacha::ChaCha8Rng;
 
 use super::{initial_weights, Backends, Fitted, Problem, Progress};
 use crate::backend::{
-    axpy, cpu::CpuBackend, decision, row_rule, update_norm, EpochStats, HeadRule, StopReason,
-    TrainView,
+    axpy, decision, row_rule, update_norm, EpochStats, HeadRule, StopReason, TrainView,
 };
 use crate::error::{Error, Result};
 use crate::model::{Body, Rows, Voted};
 use crate::params::{Algo, Params};
-use crate::report::Ran;
 
 /// Trains the online form of `params.algo` on the host CPU (whatever the backends).
 pub fn fit(
@@ -38,13 +36,7 @@ pub fn fit(
         }),
         None => pb.linear_body(out.average.as_deref().unwrap_or(&w)),
     };
-    Ok(Fitted {
-        body,
-        stats: out.stats,
-        stop: out.stop,
-        scores: None,
-        ran: Ran::on(&CpuBackend::new()),
-    })
+    Ok(Fitted::on_cpu(body, out.stats, out.stop))
 }
 
 /// What to keep besides the final weights.

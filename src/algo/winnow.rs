@@ -10,12 +10,9 @@ use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
 use super::{Backends, Fitted, Problem, Progress};
-use crate::backend::{
-    cpu::CpuBackend, dot, update_norm, winnow_weights, EpochStats, StopReason, TrainView,
-};
+use crate::backend::{dot, update_norm, winnow_weights, EpochStats, StopReason, TrainView};
 use crate::error::Result;
 use crate::params::Params;
-use crate::report::Ran;
 
 /// Trains online Winnow on the host CPU (whatever the backends).
 pub fn fit(
@@ -25,13 +22,7 @@ pub fn fit(
     progress: &mut dyn Progress,
 ) -> Result<Fitted> {
     let (w, stats, stop) = train(pb.view(), params, progress);
-    Ok(Fitted {
-        body: pb.linear_body(&w),
-        stats,
-        stop,
-        scores: None,
-        ran: Ran::on(&CpuBackend::new()),
-    })
+    Ok(Fitted::on_cpu(pb.linear_body(&w), stats, stop))
 }
 
 /// Trains online; returns the normalised weights (`d + 1` entries, the bias 0), the stats and
