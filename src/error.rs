@@ -85,6 +85,26 @@ pub enum Error {
     #[error("{0}")]
     TooLarge(String),
 
+    /// An input asks for more memory than the process has.
+    #[error("{what} need {} of memory; {} is available", crate::limits::human(*.bytes), crate::limits::human(*.available))]
+    Memory {
+        /// What would be allocated, with the sizes from the input.
+        what: String,
+        /// Bytes needed.
+        bytes: u64,
+        /// Bytes available.
+        available: u64,
+    },
+
+    /// An output file cannot be written as asked (not a regular file, also an input, ...).
+    #[error("{}: {msg}", .path.display())]
+    Output {
+        /// The output path.
+        path: PathBuf,
+        /// What is wrong.
+        msg: String,
+    },
+
     /// The voted perceptron kept as many vectors as it may (one per mistake).
     #[error("the voted perceptron reached its limit of {0} vectors (it keeps one per mistake)")]
     VotedLimit(usize),
@@ -138,6 +158,8 @@ impl Error {
                 | Error::Mismatch { .. }
                 | Error::TooLarge(_)
                 | Error::VotedLimit(_)
+                | Error::Memory { .. }
+                | Error::Output { .. }
                 | Error::BinaryOnly { .. }
         )
     }

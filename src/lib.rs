@@ -22,6 +22,7 @@ pub mod bench;
 pub mod data;
 pub mod error;
 pub mod experiment;
+pub mod limits;
 pub mod metrics;
 pub mod model;
 pub mod output;

@@ -11,7 +11,7 @@ use plotters::prelude::*;
 
 use crate::backend::cpu::CpuBackend;
 use crate::backend::Backend;
-use crate::data::{Dataset, Labels};
+use crate::data::Dataset;
 use crate::error::{Error, Param, Result};
 use crate::metrics;
 use crate::model::{Model, ModelKind};
@@ -210,15 +210,6 @@ fn light(c: RGBColor) -> RGBColor {
     RGBColor(mix(c.0) as u8, mix(c.1) as u8, mix(c.2) as u8)
 }
 
-/// Maps a data row's label to the model's class index (None when unknown).
-fn class_of(model: &Model, labels: &Labels, r: usize) -> Option<usize> {
-    let name = &labels.classes[labels.index[r] as usize];
-    model
-        .classes()
-        .iter()
-        .position(|c| c == name || crate::data::cmp_class(c, name) == std::cmp::Ordering::Equal)
-}
-
 /// The decision boundary of `model` over `ds` (2-D, or the slice through `features`).
 pub fn boundary(
     model: &Model,
@@ -239,6 +230,10 @@ pub fn boundary(
     let cells = grid_classes(model, &s, gw, gh)?;
     let raw = model.raw_scores(ds, backend)?;
     let pred = model.predict(&raw);
+    let truth = match ds.labels {
+        Some(_) => Some(model.class_indices(ds)?),
+        None => None,
+    };
     // Binary linear models: the line w.x + b = 0 in the slice, and the closest point.
     let line = match model.hyperplane() {
         Some(h) => {
@@ -292,6 +287,7 @@ pub fn boundary(
         line,
         closest,
         pred: &pred,
+        truth: truth.as_deref(),
         title: &title,
     };
     render(out, size, &plot)
@@ -306,6 +302,8 @@ struct BoundaryPlot<'a> {
     line: Option<(f32, f32, f32)>,
     closest: Option<(usize, f32)>,
     pred: &'a [u32],
+    /// The model's class of each row's label, when the data is labelled.
+    truth: Option<&'a [u32]>,
     title: &'a str,
 }
 
@@ -320,9 +318,9 @@ impl Painter for BoundaryPlot<'_> {
             line,
             closest,
             pred,
+            truth,
             title,
         } = *self;
-        let labels = ds.labels.as_ref();
         root.fill(&WHITE).map_err(perr)?;
         let mut chart = ChartBuilder::on(root)
             .caption(title, (FONT, 20))
@@ -375,12 +373,7 @@ impl Painter for BoundaryPlot<'_> {
         }
         for (ci, name) in model.classes().iter().enumerate() {
             let pts: Vec<(f32, f32)> = (0..ds.n)
-                .filter(|&r| {
-                    labels
-                        .and_then(|l| class_of(model, l, r))
-                        .unwrap_or(pred[r] as usize)
-                        == ci
-                })
+                .filter(|&r| truth.map_or(pred[r] as usize, |t| t[r] as usize) == ci)
                 .map(|r| (ds.row(r)[s.i], ds.row(r)[s.j]))
                 .collect();
             chart
@@ -392,9 +385,9 @@ impl Painter for BoundaryPlot<'_> {
                 .label(format!("class {name}"))
                 .legend(move |(x, y)| Circle::new((x + 9, y), 4, colour(ci).filled()));
         }
-        if let Some(l) = labels {
+        if let Some(t) = truth {
             let wrong: Vec<(f32, f32)> = (0..ds.n)
-                .filter(|&r| class_of(model, l, r) != Some(pred[r] as usize))
+                .filter(|&r| t[r] != pred[r])
                 .map(|r| (ds.row(r)[s.i], ds.row(r)[s.j]))
                 .collect();
             let n_wrong = wrong.len();
@@ -671,10 +664,8 @@ pub fn roc(
             .to_lowercase(),
         });
     }
-    let labels = ds.require_labels()?;
-    let positive: Vec<bool> = (0..ds.n)
-        .map(|r| class_of(model, labels, r) == Some(1))
-        .collect();
+    ds.require_labels()?;
+    let positive: Vec<bool> = model.class_indices(ds)?.iter().map(|&t| t == 1).collect();
     let scores = model.decision_function(ds, backend)?;
     let auc = metrics::auc(&scores, &positive).ok_or_else(|| Error::Data {
         path: ds.source.clone(),

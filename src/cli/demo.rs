@@ -13,13 +13,13 @@ use super::{select_backend, Bar};
 pub fn run(a: DemoArgs) -> anyhow::Result<()> {
     let sel = select_backend(&a.backend, false)?;
     let cpu = CpuBackend::new();
-    println!("rosenblatt demo: perceptrons on generated linearly separable data");
-    println!(
+    outln!("rosenblatt demo: perceptrons on generated linearly separable data");
+    outln!(
         "backend: {} ({})",
         sel.backend.kind().name(),
         sel.backend.device()
     );
-    println!();
+    outln!();
 
     let sets = [
         (
@@ -45,7 +45,7 @@ pub fn run(a: DemoArgs) -> anyhow::Result<()> {
     ];
     for (title, spec) in sets {
         let s = synth::generate(&spec)?;
-        println!("== {title}: n = {}, d = {} ==", spec.n, spec.d);
+        outln!("== {title}: n = {}, d = {} ==", spec.n, spec.d);
         let r_star = rosenblatt::report::radius(&s.data.x, s.data.d, 1.0);
         let bound_star = (r_star / s.margin_augmented).powi(2);
         for algo in [Algo::Online, Algo::Batch] {
@@ -54,7 +54,7 @@ pub fn run(a: DemoArgs) -> anyhow::Result<()> {
             let t = algo::train(&s.data, &params, &*sel.backend, Some(&cpu), &mut bar);
             bar.finish();
             let r = t?.report;
-            println!(
+            outln!(
                 "  {:<6} on {}: {} epochs, {}, accuracy {:.2}%, {:.3} s",
                 r.algo,
                 r.backend,
@@ -67,28 +67,30 @@ pub fn run(a: DemoArgs) -> anyhow::Result<()> {
                 100.0 * r.train_accuracy,
                 r.seconds
             );
-            println!(
+            outln!(
                 "         mistakes {} (per epoch: {})",
                 r.total_mistakes,
                 epoch_list(&r.mistakes_per_epoch)
             );
             if let (Some(g), Some(b)) = (r.margin, r.mistake_bound) {
-                println!(
+                outln!(
                     "         R = {:.3}, achieved margin {:.3e}, (R/gamma)^2 = {:.3e}",
-                    r.radius, g, b
+                    r.radius,
+                    g,
+                    b
                 );
             }
             if let Some(note) = r.fallback {
-                println!("         note: {note}");
+                outln!("         note: {note}");
             }
         }
-        println!(
+        outln!(
             "  Novikoff with the generator's margin gamma* = {:.4}: online mistakes <= (R/gamma*)^2 = {:.0}",
             s.margin_augmented, bound_star
         );
-        println!();
+        outln!();
     }
-    println!(
+    outln!(
         "Try: rosenblatt gen --n 1000 --d 2 -o data.csv && rosenblatt train data.csv -o model.json"
     );
     Ok(())

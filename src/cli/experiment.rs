@@ -8,24 +8,30 @@ pub fn committee(a: CommitteeArgs) -> anyhow::Result<()> {
     TrainParams::default().lr(a.lr).validate()?;
     let rows = rosenblatt::experiment::committee_experiment(&a.p, a.k, a.n, a.lr, a.seed)?;
     if a.json {
-        println!(
+        outln!(
             "{}",
             serde_json::json!({ "k": a.k, "n": a.n, "lr": a.lr, "rows": rows })
         );
         return Ok(());
     }
-    println!(
+    outln!(
         "committee: p experts vote ±1, the label is the majority of a hidden panel of k = {}; one pass over {} examples",
         a.k, a.n
     );
-    println!(
+    outln!(
         "{:>8} {:>20} {:>22} {:>16}",
-        "p", "perceptron mistakes", "bound (p+1)k", "Winnow mistakes"
+        "p",
+        "perceptron mistakes",
+        "bound (p+1)k",
+        "Winnow mistakes"
     );
     for r in &rows {
-        println!(
+        outln!(
             "{:>8} {:>20} {:>22} {:>16}",
-            r.p, r.perceptron_mistakes, r.perceptron_bound, r.winnow_mistakes
+            r.p,
+            r.perceptron_mistakes,
+            r.perceptron_bound,
+            r.winnow_mistakes
         );
     }
     if let (Some(first), Some(last)) = (rows.first(), rows.last()) {
@@ -36,7 +42,7 @@ pub fn committee(a: CommitteeArgs) -> anyhow::Result<()> {
                 more(first.winnow_mistakes, last.winnow_mistakes),
             );
             let holds = last.winnow_mistakes < last.perceptron_mistakes && dw < dp;
-            println!(
+            outln!(
                 "from p = {} to p = {}: perceptron mistakes {:+} (x{:.1}), Winnow mistakes {:+} (x{:.1})",
                 first.p,
                 last.p,
@@ -45,7 +51,7 @@ pub fn committee(a: CommitteeArgs) -> anyhow::Result<()> {
                 dw,
                 last.winnow_mistakes as f64 / first.winnow_mistakes.max(1) as f64,
             );
-            println!(
+            outln!(
                 "{}",
                 if holds {
                     "-> Winnow makes fewer mistakes and they grow more slowly with p, as the lecture notes claim"

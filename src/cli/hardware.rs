@@ -15,12 +15,12 @@ pub fn info(a: InfoArgs) -> anyhow::Result<()> {
             "auto": auto.map(|i| adapters[i].name.clone()),
             "cpu_threads": rayon::current_num_threads(),
         });
-        println!("{v}");
+        outln!("{v}");
         return Ok(());
     }
     if adapters.is_empty() {
-        println!("no GPU adapter found; --backend auto uses the CPU.");
-        println!("To get one: {}", rosenblatt::backend::gpu::HOW_TO_GET_ONE);
+        outln!("no GPU adapter found; --backend auto uses the CPU.");
+        outln!("To get one: {}", rosenblatt::backend::gpu::HOW_TO_GET_ONE);
     }
     for (i, ad) in adapters.iter().enumerate() {
         let mark = if Some(i) == auto {
@@ -28,12 +28,14 @@ pub fn info(a: InfoArgs) -> anyhow::Result<()> {
         } else {
             ""
         };
-        println!(
+        outln!(
             "[{i}] {} ({}, {}){mark}",
-            ad.name, ad.backend, ad.device_type
+            ad.name,
+            ad.backend,
+            ad.device_type
         );
-        println!("    driver: {} {}", ad.driver, ad.driver_info);
-        println!(
+        outln!("    driver: {} {}", ad.driver, ad.driver_info);
+        outln!(
             "    max storage binding {} MiB, max buffer {} MiB, workgroup {} invocations / {} KiB, {} workgroups per dimension",
             ad.max_storage_buffer_binding_size >> 20,
             ad.max_buffer_size >> 20,
@@ -42,13 +44,13 @@ pub fn info(a: InfoArgs) -> anyhow::Result<()> {
             ad.max_compute_workgroups_per_dimension
         );
         if !ad.features.is_empty() {
-            println!("    optional features: {}", ad.features.join(", "));
+            outln!("    optional features: {}", ad.features.join(", "));
         }
     }
     if !adapters.is_empty() && auto.is_none() {
-        println!("--backend auto uses the CPU: only software adapters here (slower than the CPU backend); --backend gpu uses them.");
+        outln!("--backend auto uses the CPU: only software adapters here (slower than the CPU backend); --backend gpu uses them.");
     }
-    println!("CPU backend: {} threads", rayon::current_num_threads());
+    outln!("CPU backend: {} threads", rayon::current_num_threads());
     Ok(())
 }
 
@@ -71,7 +73,7 @@ pub fn bench(a: BenchArgs) -> anyhow::Result<()> {
         converge: !a.no_converge,
     };
     if !a.json {
-        eprintln!(
+        note!(
             "generating {} x {} ({:.1} MB of f32) and timing {} epochs per backend...",
             a.n,
             a.d,
@@ -86,56 +88,62 @@ pub fn bench(a: BenchArgs) -> anyhow::Result<()> {
         ));
     }
     if a.json {
-        println!("{}", serde_json::to_string(&r)?);
+        outln!("{}", serde_json::to_string(&r)?);
         return Ok(());
     }
-    println!(
+    outln!(
         "batch epoch, n = {}, d = {}: {:.1} MB of X per epoch",
         r.n,
         r.d,
         r.bytes_per_epoch as f64 / 1e6
     );
     for b in [&r.cpu, &r.gpu].into_iter().flatten() {
-        print_bench(b);
+        print_bench(b)?;
     }
     if let Some(why) = &r.gpu_skipped {
-        println!("gpu: not measured ({why})");
+        outln!("gpu: not measured ({why})");
     }
     if let Some(s) = r.gpu_speedup {
-        println!("GPU / CPU speed: {s:.2}x (ms per epoch, same data)");
+        outln!("GPU / CPU speed: {s:.2}x (ms per epoch, same data)");
     }
     Ok(())
 }
 
-fn print_bench(b: &BackendBench) {
-    println!("{} ({}):", b.backend, b.device);
-    println!(
+fn print_bench(b: &BackendBench) -> anyhow::Result<()> {
+    outln!("{} ({}):", b.backend, b.device);
+    outln!(
         "  {:.3} ms/epoch median ({:.3} min), {:.1} epochs/s, {} epochs timed, {} per call",
-        b.ms_per_epoch, b.ms_per_epoch_min, b.epochs_per_second, b.epochs_timed, b.epochs_per_call
+        b.ms_per_epoch,
+        b.ms_per_epoch_min,
+        b.epochs_per_second,
+        b.epochs_timed,
+        b.epochs_per_call
     );
     match (b.roofline_gbs, b.roofline_fraction) {
-        (Some(r), Some(f)) => println!(
+        (Some(r), Some(f)) => outln!(
             "  {:.2} GB/s effective; roofline {:.2} GB/s ({}): {:.0}% of it",
             b.gbs,
             r,
             b.roofline_source,
             100.0 * f
         ),
-        _ => println!(
+        _ => outln!(
             "  {:.2} GB/s effective; roofline {}",
-            b.gbs, b.roofline_source
+            b.gbs,
+            b.roofline_source
         ),
     }
-    print!(
+    out!(
         "  setup {:.3} s, upload {:.3} s",
-        b.setup_seconds, b.upload_seconds
+        b.setup_seconds,
+        b.upload_seconds
     );
     if let Some(o) = b.submit_overhead_ms {
-        print!(", per-submit overhead {o:.3} ms");
+        out!(", per-submit overhead {o:.3} ms");
     }
-    println!();
+    outln!();
     if let (Some(s), Some(e), Some(c)) = (b.converge_seconds, b.converge_epochs, b.converged) {
-        println!(
+        outln!(
             "  train to convergence (separable, margin 0.05): {s:.3} s, {e} epochs{}",
             if c {
                 ""
@@ -144,4 +152,5 @@ fn print_bench(b: &BackendBench) {
             }
         );
     }
+    Ok(())
 }

@@ -3,6 +3,26 @@
 //! atomically). Arguments are in `args.rs`; library errors become messages with flag names and
 //! exit codes in `errors.rs`.
 
+/// Writes a line to standard output; a closed pipe or a full disk becomes an error (see
+/// [`stdout_line`]) instead of a panic.
+macro_rules! outln {
+    () => { $crate::cli::stdout_write(format_args!("\n"))? };
+    ($($arg:tt)*) => { $crate::cli::stdout_write(format_args!("{}\n", format_args!($($arg)*)))? };
+}
+
+/// Writes to standard output without a newline (see [`outln`]).
+macro_rules! out {
+    ($($arg:tt)*) => { $crate::cli::stdout_write(format_args!($($arg)*))? };
+}
+
+/// A note on standard error; ignored if standard error is closed.
+macro_rules! note {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr(), $($arg)*);
+    }};
+}
+
 mod args;
 mod demo;
 mod errors;
@@ -45,13 +65,49 @@ pub fn run() -> i32 {
         Command::Plot(PlotCmd::Training(a)) => plot::plot_training(a),
         Command::Plot(PlotCmd::Roc(a)) => plot::plot_roc(a),
     };
+    let result = result.and_then(|()| {
+        std::io::stdout()
+            .flush()
+            .map_err(|e| stdout_error(e).into())
+    });
     match result {
         Ok(()) => 0,
+        // A closed pipe (`| head`) ends quietly, as other Unix tools do.
+        Err(e) if e.downcast_ref::<StdoutClosed>().is_some() => 0,
         Err(e) => {
-            eprintln!("error: {}", errors::message(&e));
+            note!("error: {}", errors::message(&e));
             errors::exit_code(&e)
         }
     }
+}
+
+/// Standard output was closed by the reader.
+#[derive(Debug)]
+pub struct StdoutClosed;
+
+impl std::fmt::Display for StdoutClosed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("standard output was closed")
+    }
+}
+
+impl std::error::Error for StdoutClosed {}
+
+fn stdout_error(e: std::io::Error) -> anyhow::Error {
+    if e.kind() == std::io::ErrorKind::BrokenPipe {
+        StdoutClosed.into()
+    } else {
+        anyhow::anyhow!("cannot write to standard output: {e}")
+    }
+}
+
+/// Writes formatted text to standard output: a closed pipe is [`StdoutClosed`] (exit 0,
+/// quietly), any other failure (a full disk) an error (exit 1).
+pub fn stdout_write(args: std::fmt::Arguments<'_>) -> anyhow::Result<()> {
+    std::io::stdout()
+        .lock()
+        .write_fmt(args)
+        .map_err(stdout_error)
 }
 
 fn load_data(path: &Path, a: &DataArgs, features: Option<usize>) -> anyhow::Result<Dataset> {
@@ -80,7 +136,7 @@ fn select_backend(a: &BackendArgs, quiet: bool) -> anyhow::Result<Selected> {
         other => other,
     })?;
     if !quiet || a.backend == BackendChoice::Auto {
-        eprintln!("{}", sel.note);
+        note!("{}", sel.note);
     }
     Ok(sel)
 }
@@ -114,10 +170,7 @@ fn write_output(
         None => {
             let stdout = std::io::stdout();
             let mut w = std::io::BufWriter::new(stdout.lock());
-            match f(&mut w).and_then(|_| w.flush()) {
-                Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
-                r => Ok(r?),
-            }
+            f(&mut w).and_then(|_| w.flush()).map_err(stdout_error)
         }
     }
 }

@@ -38,7 +38,7 @@ pub fn plot_boundary(a: PlotModelArgs) -> anyhow::Result<()> {
         &a.output,
         (a.size.width, a.size.height),
     )?;
-    println!("boundary plot written to {}", a.output.display());
+    outln!("boundary plot written to {}", a.output.display());
     Ok(())
 }
 
@@ -46,7 +46,7 @@ pub fn plot_training(a: PlotTrainingArgs) -> anyhow::Result<()> {
     rosenblatt::plot::image_kind(&a.output)?;
     let report = rosenblatt::plot::load_report(&a.run)?;
     rosenblatt::plot::training(&report, &a.output, (a.size.width, a.size.height))?;
-    println!("training plot written to {}", a.output.display());
+    outln!("training plot written to {}", a.output.display());
     Ok(())
 }
 
@@ -60,6 +60,6 @@ pub fn plot_roc(a: PlotModelArgs) -> anyhow::Result<()> {
         &a.output,
         (a.size.width, a.size.height),
     )?;
-    println!("ROC plot written to {}", a.output.display());
+    outln!("ROC plot written to {}", a.output.display());
     Ok(())
 }

@@ -40,44 +40,47 @@ pub fn eval(a: EvalArgs) -> anyhow::Result<()> {
     let sel = select_backend(&a.backend, true)?;
     let ev = model.evaluate(&ds, &*sel.backend)?;
     if a.json {
-        println!("{}", serde_json::to_string(&ev)?);
+        outln!("{}", serde_json::to_string(&ev)?);
     } else {
-        print_eval(&ev);
+        print_eval(&ev)?;
     }
     Ok(())
 }
 
-fn print_eval(ev: &Evaluation) {
-    println!("n = {}, accuracy = {:.2}%", ev.n, 100.0 * ev.accuracy);
+fn print_eval(ev: &Evaluation) -> anyhow::Result<()> {
+    outln!("n = {}, accuracy = {:.2}%", ev.n, 100.0 * ev.accuracy);
     if let (Some(p), Some(r), Some(f)) = (ev.precision, ev.recall, ev.f1) {
-        println!(
+        outln!(
             "positive class {:?}: precision {:.4}, recall {:.4}, F1 {:.4}",
-            ev.confusion.classes[1], p, r, f
+            ev.confusion.classes[1],
+            p,
+            r,
+            f
         );
     }
     match ev.auc {
-        Some(a) => println!("AUC (from the decision values) = {a:.4}"),
-        None if ev.precision.is_some() => println!("AUC: undefined (the data has one class only)"),
+        Some(a) => outln!("AUC (from the decision values) = {a:.4}"),
+        None if ev.precision.is_some() => outln!("AUC: undefined (the data has one class only)"),
         None => {}
     }
-    println!("confusion matrix (rows: true class, columns: predicted):");
+    outln!("confusion matrix (rows: true class, columns: predicted):");
     let c = &ev.confusion.classes;
     let w = c.iter().map(String::len).max().unwrap_or(1).max(8);
-    print!("  {:>w$}", "");
+    out!("  {:>w$}", "");
     for name in c {
-        print!(" {name:>w$}");
+        out!(" {name:>w$}");
     }
-    println!();
+    outln!();
     for (name, row) in c.iter().zip(&ev.confusion.matrix) {
-        print!("  {name:>w$}");
+        out!("  {name:>w$}");
         for v in row {
-            print!(" {v:>w$}");
+            out!(" {v:>w$}");
         }
-        println!();
+        outln!();
     }
     if ev.precision.is_none() {
-        println!("per class:");
-        println!(
+        outln!("per class:");
+        outln!(
             "  {:>w$} {:>9} {:>9} {:>9} {:>8}",
             "class",
             "precision",
@@ -87,7 +90,7 @@ fn print_eval(ev: &Evaluation) {
             w = w
         );
         for m in &ev.per_class {
-            println!(
+            outln!(
                 "  {:>w$} {:>9.4} {:>9.4} {:>9.4} {:>8}",
                 m.class,
                 m.precision,
@@ -97,7 +100,7 @@ fn print_eval(ev: &Evaluation) {
                 w = w
             );
         }
-        println!(
+        outln!(
             "  {:>w$} {:>9.4} {:>9.4} {:>9.4}",
             "macro",
             ev.macro_precision,
@@ -106,4 +109,5 @@ fn print_eval(ev: &Evaluation) {
             w = w
         );
     }
+    Ok(())
 }

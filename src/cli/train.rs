@@ -25,7 +25,7 @@ pub fn train(a: TrainArgs) -> anyhow::Result<()> {
     }
     let sel = select_backend(&a.backend, a.json)?;
     if params.effective_mode() == Mode::Online && sel.backend.kind() == BackendKind::Gpu {
-        eprintln!(
+        note!(
             "note: --algo {} is online (one update per mistake, sequential); it runs on the CPU",
             params.algo.name()
         );
@@ -41,7 +41,7 @@ pub fn train(a: TrainArgs) -> anyhow::Result<()> {
     bar.finish();
     let trained = trained?;
     if let Some(note) = &trained.report.fallback {
-        eprintln!("warning: {note}");
+        note!("warning: {note}");
     }
     if let Some(out) = &a.output {
         write_atomic(out, |w| trained.model.write(w))?;
@@ -53,16 +53,16 @@ pub fn train(a: TrainArgs) -> anyhow::Result<()> {
         plot::animate(&ds, &frames, params.effective_mode() == Mode::Online, p)?;
     }
     if a.json {
-        println!("{}", serde_json::to_string(&trained.report)?);
+        outln!("{}", serde_json::to_string(&trained.report)?);
     } else {
-        print_report(&trained.report, trained.model.kind());
+        print_report(&trained.report, trained.model.kind())?;
         for (what, f) in [
             ("model", &a.output),
             ("training plot", &a.plot),
             ("animation", &a.animate),
         ] {
             if let Some(f) = f {
-                println!("{what} written to {}", f.display());
+                outln!("{what} written to {}", f.display());
             }
         }
     }
@@ -79,37 +79,42 @@ pub fn epoch_list(m: &[u64]) -> String {
     }
 }
 
-pub fn print_report(r: &TrainReport, kind: ModelKind) {
-    println!(
+pub fn print_report(r: &TrainReport, kind: ModelKind) -> anyhow::Result<()> {
+    outln!(
         "{} perceptron on {} ({}): n = {}, d = {}",
-        r.algo, r.backend, r.device, r.n, r.d
+        r.algo,
+        r.backend,
+        r.device,
+        r.n,
+        r.d
     );
     let why = match r.stop_reason.name() {
         "converged" => "converged: an epoch with no mistake",
         "tolerance" => "stopped: update norm under --tol",
         _ => "stopped at --epochs without converging",
     };
-    println!("  epochs:            {} ({why})", r.epochs);
-    println!("  training accuracy: {:.2}%", 100.0 * r.train_accuracy);
-    println!(
+    outln!("  epochs:            {} ({why})", r.epochs);
+    outln!("  training accuracy: {:.2}%", 100.0 * r.train_accuracy);
+    outln!(
         "  mistakes:          {} in all; per epoch: {}",
         r.total_mistakes,
         epoch_list(&r.mistakes_per_epoch)
     );
     match (r.margin, r.mistake_bound) {
-        (Some(g), Some(b)) => println!(
+        (Some(g), Some(b)) => outln!(
             "  Novikoff:          R = {:.4}, achieved margin gamma = {:.4e}, (R/gamma)^2 = {:.4e}",
             r.radius, g, b
         ),
-        _ if matches!(kind, ModelKind::Binary | ModelKind::Kernel) => println!(
+        _ if matches!(kind, ModelKind::Binary | ModelKind::Kernel) => outln!(
             "  Novikoff:          R = {:.4}; no positive margin (the data is not separated), so no bound",
             r.radius
         ),
-        _ => println!(
+        _ => outln!(
             "  Novikoff:          R = {:.4}; a {} model has no single separating hyperplane, so no margin or bound",
             r.radius,
             kind.name()
         ),
     }
-    println!("  time:              {:.3} s", r.seconds);
+    outln!("  time:              {:.3} s", r.seconds);
+    Ok(())
 }

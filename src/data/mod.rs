@@ -83,34 +83,52 @@ impl LabelBuilder {
         self.index.push(id);
     }
 
-    /// Sorts the classes and remaps the row indices onto the sorted order.
+    /// Sorts the classes and remaps the row indices onto the sorted order. When every name is
+    /// a finite number, names with the same value are one class (`+1`, `1` and `1.0`), named
+    /// as first seen, and classes sort by value; otherwise they sort as strings.
     pub fn finish(self) -> Labels {
-        let mut order: Vec<u32> = (0..self.names.len() as u32).collect();
-        let all_numeric = self.names.iter().all(|s| s.trim().parse::<f64>().is_ok());
-        if all_numeric {
-            order.sort_by(|&a, &b| cmp_class(&self.names[a as usize], &self.names[b as usize]));
-        } else {
-            order.sort_by(|&a, &b| self.names[a as usize].cmp(&self.names[b as usize]));
+        let values: Option<Vec<f64>> = self.names.iter().map(|s| class_value(s)).collect();
+        // The class each distinct name belongs to, as an index into `reps` (first spellings).
+        let mut reps: Vec<u32> = Vec::new();
+        let mut class_of = vec![0u32; self.names.len()];
+        match &values {
+            Some(v) => {
+                let mut by_value: Vec<u32> = (0..self.names.len() as u32).collect();
+                by_value.sort_by(|&a, &b| v[a as usize].total_cmp(&v[b as usize]).then(a.cmp(&b)));
+                for (k, &i) in by_value.iter().enumerate() {
+                    let same = k > 0 && v[by_value[k - 1] as usize] == v[i as usize];
+                    if !same {
+                        reps.push(i);
+                    }
+                    class_of[i as usize] = reps.len() as u32 - 1;
+                }
+            }
+            None => {
+                let mut order: Vec<u32> = (0..self.names.len() as u32).collect();
+                order.sort_by(|&a, &b| self.names[a as usize].cmp(&self.names[b as usize]));
+                for (k, &i) in order.iter().enumerate() {
+                    reps.push(i);
+                    class_of[i as usize] = k as u32;
+                }
+            }
         }
-        let mut remap = vec![0u32; order.len()];
-        for (new, &old) in order.iter().enumerate() {
-            remap[old as usize] = new as u32;
-        }
-        let classes = order
+        let classes = reps
             .iter()
             .map(|&o| self.names[o as usize].clone())
             .collect();
-        let index = self.index.iter().map(|&i| remap[i as usize]).collect();
+        let index = self.index.iter().map(|&i| class_of[i as usize]).collect();
         Labels { classes, index }
     }
 }
 
-/// Orders class names: numerically when both parse as numbers, else as strings.
-pub fn cmp_class(a: &str, b: &str) -> std::cmp::Ordering {
-    match (a.trim().parse::<f64>(), b.trim().parse::<f64>()) {
-        (Ok(x), Ok(y)) if x != y => x.partial_cmp(&y).unwrap_or(std::cmp::Ordering::Equal),
-        _ => a.cmp(b),
-    }
+/// The numeric value of a class name, when it is a finite number ("nan" and "inf" are names).
+pub fn class_value(name: &str) -> Option<f64> {
+    name.trim().parse::<f64>().ok().filter(|v| v.is_finite())
+}
+
+/// True when two class names are the same class: equal, or the same finite number.
+pub fn same_class(a: &str, b: &str) -> bool {
+    a == b || matches!((class_value(a), class_value(b)), (Some(x), Some(y)) if x == y)
 }
 
 /// File formats the loaders understand.
@@ -222,21 +240,13 @@ pub fn load(path: &Path, opts: &LoadOptions) -> Result<Dataset> {
 /// Allocates a dense n x d feature matrix of zeros, or explains why it cannot (the size
 /// overflows, or the memory is not there) instead of aborting.
 pub fn dense_zeros(path: &Path, n: usize, d: usize) -> Result<Vec<f32>> {
-    let too_large = |bytes: String| {
-        Error::TooLarge(format!(
-            "{}: {n} rows x {d} features stored densely need {bytes} of memory, more than can be allocated",
-            path.display()
-        ))
-    };
-    let len = n
-        .checked_mul(d)
-        .ok_or_else(|| too_large("more than 2^64 bytes".into()))?;
-    let bytes = len as f64 * 4.0;
-    let mut v: Vec<f32> = Vec::new();
-    v.try_reserve_exact(len)
-        .map_err(|_| too_large(format!("{:.1} GiB", bytes / (1u64 << 30) as f64)))?;
-    v.resize(len, 0.0);
-    Ok(v)
+    let what = || format!("{}: {n} rows x {d} features stored densely", path.display());
+    let len = n.checked_mul(d).ok_or_else(|| Error::Memory {
+        what: what(),
+        bytes: u64::MAX,
+        available: crate::limits::budget(),
+    })?;
+    crate::limits::zeros(what, len)
 }
 
 /// Picks a format by extension (.csv; .svm, .libsvm, .svmlight), else by the first data line:
@@ -326,6 +336,18 @@ mod tests {
         assert_eq!(l.classes, vec!["9", "10"]);
         let l = Labels::from_names(&["yes", "no"]);
         assert_eq!(l.classes, vec!["no", "yes"]);
+        // Numeric labels are compared by value: one class per value, named as first seen.
+        let l = Labels::from_names(&["+1", "1", "-1", "1.0", "-1.00"]);
+        assert_eq!(l.classes, vec!["-1", "+1"]);
+        assert_eq!(l.index, vec![1, 1, 0, 1, 0]);
+        // "nan" is a name, not a number: string order, total, no panic.
+        let names: Vec<String> = (0..20)
+            .map(|i| i.to_string())
+            .chain(["nan".into()])
+            .collect();
+        let l = Labels::from_names(&names);
+        assert_eq!(l.classes.len(), 21);
+        assert!(!same_class("nan", "5") && !same_class("nan", "nan ") && same_class("2", "2.0"));
     }
 
     #[test]

@@ -14,6 +14,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{Body, Dual, Hyperplane, Model, ModelKind, Rows, Voted};
 use crate::backend::Kernel;
+use crate::data::same_class;
 use crate::error::{Error, Result};
 use crate::params::{Algo, TrainParams};
 use crate::report::TrainReport;
@@ -175,10 +176,10 @@ pub(super) fn check(m: &Model) -> std::result::Result<(), String> {
     if k < 2 {
         return Err(format!("{name} model needs at least 2 classes, found {k}"));
     }
-    let mut seen: Vec<&String> = m.classes.iter().collect();
-    seen.sort();
-    if let Some(w) = seen.windows(2).find(|w| w[0] == w[1]) {
-        return Err(format!("class {:?} is listed twice", w[0]));
+    for (i, a) in m.classes.iter().enumerate() {
+        if let Some(b) = m.classes[..i].iter().find(|b| same_class(a, b)) {
+            return Err(format!("class {a:?} is listed twice (as {b:?})"));
+        }
     }
     if m.n_features == 0 {
         return Err("n_features is 0".into());

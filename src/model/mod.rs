@@ -11,7 +11,7 @@ pub use file::{FORMAT, VERSION};
 use serde::{Deserialize, Serialize};
 
 use crate::backend::{Backend, DataView, Kernel, MAX_HEADS};
-use crate::data::{cmp_class, Dataset};
+use crate::data::{same_class, Dataset};
 use crate::error::{Error, Result};
 use crate::metrics::{self, ClassMetrics};
 use crate::params::{Algo, TrainParams};
@@ -397,17 +397,18 @@ impl Model {
         scores.iter().map(|&s| u32::from(s >= 0.0)).collect()
     }
 
-    /// Evaluates on labelled data. Labels are matched to the model's classes by name (or
-    /// numeric value, so "1.0" matches "1"); a label the model does not know is an error.
-    pub fn evaluate(&self, ds: &Dataset, backend: &dyn Backend) -> Result<Evaluation> {
+    /// The model's class index of every row's label. Labels are matched to the model's
+    /// classes by name, or by value when both are finite numbers ("1.0" and "+1" match "1");
+    /// a label the model does not know is an error naming it. Every command that compares
+    /// labels with predictions goes through here.
+    pub fn class_indices(&self, ds: &Dataset) -> Result<Vec<u32>> {
         let labels = ds.require_labels()?;
-        let k = self.classes.len();
         let mut map = Vec::with_capacity(labels.classes.len());
         for c in &labels.classes {
             let idx = self
                 .classes
                 .iter()
-                .position(|m| cmp_class(m, c) == std::cmp::Ordering::Equal || m == c)
+                .position(|m| same_class(m, c))
                 .ok_or_else(|| Error::Mismatch {
                     path: ds.source.clone(),
                     msg: format!(
@@ -415,20 +416,27 @@ impl Model {
                         self.classes.join(", ")
                     ),
                 })?;
-            map.push(idx);
+            map.push(idx as u32);
         }
+        Ok(labels.index.iter().map(|&t| map[t as usize]).collect())
+    }
+
+    /// Evaluates on labelled data (labels matched as in [`Model::class_indices`]).
+    pub fn evaluate(&self, ds: &Dataset, backend: &dyn Backend) -> Result<Evaluation> {
+        let k = self.classes.len();
+        let truth = self.class_indices(ds)?;
         let raw = self.raw_scores(ds, backend)?;
         let pred = self.predict(&raw);
         let mut matrix = vec![vec![0u64; k]; k];
         let mut correct = 0usize;
-        for (p, t) in pred.iter().zip(&labels.index) {
-            let t = map[*t as usize];
+        for (p, &t) in pred.iter().zip(&truth) {
+            let t = t as usize;
             matrix[t][*p as usize] += 1;
             correct += usize::from(t == *p as usize);
         }
         let binary = self.kind().is_binary();
         let auc = if binary {
-            let positive: Vec<bool> = labels.index.iter().map(|t| map[*t as usize] == 1).collect();
+            let positive: Vec<bool> = truth.iter().map(|&t| t == 1).collect();
             metrics::auc(&self.decision_values(&raw), &positive)
         } else {
             None
