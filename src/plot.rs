@@ -118,7 +118,7 @@ fn render(out: &Path, size: (u32, u32), p: &impl Painter) -> Result<()> {
             })
         }
     }
-    output::persist(tmp, out)
+    tmp.persist()
         .map_err(|e| Error::Plot(format!("cannot write {}: {e}", out.display())))
 }
 
@@ -823,6 +823,6 @@ pub fn animate(ds: &Dataset, frames: &[(usize, Vec<f32>)], online: bool, out: &P
             root.present().map_err(perr)?;
         }
     }
-    output::persist(tmp, out)
+    tmp.persist()
         .map_err(|e| Error::Plot(format!("cannot write {}: {e}", out.display())))
 }

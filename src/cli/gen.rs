@@ -4,9 +4,10 @@ use rosenblatt::data::synth::{self, SynthSpec};
 use rosenblatt::data::Format;
 
 use super::args::GenArgs;
-use super::write_output;
+use super::{check_outputs, write_output};
 
 pub fn gen(a: GenArgs) -> anyhow::Result<()> {
+    check_outputs(&[a.output.as_deref()], &[])?;
     let data = if a.kind == "committee" {
         synth::committee(a.n, a.p.unwrap_or(0), a.k, a.seed)?.0
     } else {

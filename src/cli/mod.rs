@@ -46,11 +46,17 @@ use rosenblatt::backend::gpu::context::AdapterQuery;
 use rosenblatt::backend::gpu::GpuOptions;
 use rosenblatt::backend::{self, BackendChoice, Selected};
 use rosenblatt::data::{self, Dataset, LoadOptions};
+use rosenblatt::output::{check_distinct, check_target, temp_beside, Temp};
 
 use args::{BackendArgs, Cli, Command, DataArgs, ExperimentCmd, PlotCmd};
 
 /// Runs the CLI and returns the process exit code.
 pub fn run() -> i32 {
+    // SIGINT and SIGTERM remove the temporary files of outputs not yet in place.
+    let _ = ctrlc::set_handler(|| {
+        rosenblatt::output::remove_temps();
+        std::process::exit(130);
+    });
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Train(a) => train::train(a),
@@ -141,22 +147,44 @@ fn select_backend(a: &BackendArgs, quiet: bool) -> anyhow::Result<Selected> {
     Ok(sel)
 }
 
-/// Writes a file through a temporary in the same directory, renamed into place only when
-/// everything was written, so a failure never leaves a partial file.
+/// Writes a file through a temporary beside its target, renamed into place only when
+/// everything was written, so a failure never leaves a partial file (see
+/// `rosenblatt::output` for the rules).
 fn write_atomic(
     path: &Path,
     f: impl FnOnce(&mut dyn Write) -> std::io::Result<()>,
 ) -> anyhow::Result<()> {
-    let mut tmp = rosenblatt::output::temp_beside(path, ".tmp")
-        .with_context(|| format!("cannot create {}", path.display()))?;
+    stage(path, ".tmp", f)?
+        .persist()
+        .with_context(|| format!("cannot write {}", path.display()))
+}
+
+/// Writes the contents of `path` to a temporary beside it, to be renamed into place later
+/// with the other outputs of the command.
+fn stage(
+    path: &Path,
+    suffix: &str,
+    f: impl FnOnce(&mut dyn Write) -> std::io::Result<()>,
+) -> anyhow::Result<Temp> {
+    let mut tmp =
+        temp_beside(path, suffix).with_context(|| format!("cannot create {}", path.display()))?;
     {
         let mut w = std::io::BufWriter::new(tmp.as_file_mut());
         f(&mut w).with_context(|| format!("writing {}", path.display()))?;
         w.flush()
             .with_context(|| format!("writing {}", path.display()))?;
     }
-    rosenblatt::output::persist(tmp, path)
-        .with_context(|| format!("cannot write {}", path.display()))?;
+    Ok(tmp)
+}
+
+/// Checks every output of a command before any work: each can be written under the output
+/// rules, none is an input, no two are the same file.
+fn check_outputs(outputs: &[Option<&Path>], inputs: &[&Path]) -> anyhow::Result<()> {
+    let outs: Vec<&Path> = outputs.iter().flatten().copied().collect();
+    for o in &outs {
+        check_target(o, inputs)?;
+    }
+    check_distinct(&outs)?;
     Ok(())
 }
 

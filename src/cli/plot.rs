@@ -4,10 +4,11 @@ use rosenblatt::error::Param;
 use rosenblatt::model::Model;
 
 use super::args::{PlotModelArgs, PlotTrainingArgs};
-use super::{load_data, select_backend};
+use super::{check_outputs, load_data, select_backend};
 
 fn plot_inputs(a: &PlotModelArgs) -> anyhow::Result<(Model, rosenblatt::data::Dataset)> {
     rosenblatt::plot::image_kind(&a.output)?;
+    check_outputs(&[Some(&a.output)], &[&a.model, &a.data])?;
     let model = Model::load(&a.model)?;
     let ds = load_data(
         &a.data,
@@ -44,6 +45,7 @@ pub fn plot_boundary(a: PlotModelArgs) -> anyhow::Result<()> {
 
 pub fn plot_training(a: PlotTrainingArgs) -> anyhow::Result<()> {
     rosenblatt::plot::image_kind(&a.output)?;
+    check_outputs(&[Some(&a.output)], &[&a.run])?;
     let report = rosenblatt::plot::load_report(&a.run)?;
     rosenblatt::plot::training(&report, &a.output, (a.size.width, a.size.height))?;
     outln!("training plot written to {}", a.output.display());

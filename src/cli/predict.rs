@@ -3,10 +3,11 @@
 use rosenblatt::model::{Evaluation, Model, ModelKind};
 
 use super::args::{EvalArgs, PredictArgs};
-use super::{load_data, select_backend, write_output};
+use super::{check_outputs, load_data, select_backend, write_output};
 
 pub fn predict(a: PredictArgs) -> anyhow::Result<()> {
     let model = Model::load(&a.model)?;
+    check_outputs(&[a.output.as_deref()], &[&a.model, &a.data])?;
     let ds = load_data(&a.data, &a.data_args, Some(model.n_features()))?;
     model.check_features(&ds)?;
     let sel = select_backend(&a.backend, true)?;

@@ -1,19 +1,29 @@
 //! `rosenblatt train`: options to checked parameters, training with a progress bar, the model
 //! and pictures written, and the text or JSON report.
 
+use std::path::Path;
+
+use anyhow::Context;
 use rosenblatt::algo::{self, TrainReport};
 use rosenblatt::backend::cpu::CpuBackend;
 use rosenblatt::backend::{Backend, BackendChoice, BackendKind};
-use rosenblatt::model::ModelKind;
+use rosenblatt::model::{Model, ModelKind};
+use rosenblatt::output::{temp_beside, Temp};
 use rosenblatt::params::{Algo, Mode, Params};
 use rosenblatt::plot;
 
 use super::args::TrainArgs;
 use super::errors::flag_error;
-use super::{load_data, select_backend, write_atomic, Bar};
+use super::{check_outputs, load_data, select_backend, stage, Bar};
 
 pub fn train(a: TrainArgs) -> anyhow::Result<()> {
     let params = Params::try_from(&a)?;
+    let mut inputs = vec![a.data.as_path()];
+    inputs.extend(a.data_args.labels.as_deref());
+    check_outputs(
+        &[a.output.as_deref(), a.plot.as_deref(), a.animate.as_deref()],
+        &inputs,
+    )?;
     let ds = load_data(&a.data, &a.data_args, None)?;
     if let Some(p) = &a.plot {
         plot::image_kind(p).map_err(|e| flag_error(e, "--plot"))?;
@@ -43,14 +53,30 @@ pub fn train(a: TrainArgs) -> anyhow::Result<()> {
     if let Some(note) = &trained.report.fallback {
         note!("warning: {note}");
     }
+    // Every output is staged first and renamed into place only when all were written.
+    let mut staged = Vec::new();
     if let Some(out) = &a.output {
-        write_atomic(out, |w| trained.model.write(w))?;
+        let text = model_json(&trained.model)?;
+        staged.push((stage(out, ".tmp", |w| w.write_all(text.as_bytes()))?, out));
     }
     if let Some(p) = &a.plot {
-        plot::training(&trained.report, p, (800, 600))?;
+        let tmp = image_stage(p)?;
+        plot::training(&trained.report, tmp.path(), (800, 600))?;
+        staged.push((tmp, p));
     }
     if let (Some(p), Some(frames)) = (&a.animate, bar.snapshots.take()) {
-        plot::animate(&ds, &frames, params.effective_mode() == Mode::Online, p)?;
+        let tmp = image_stage(p)?;
+        plot::animate(
+            &ds,
+            &frames,
+            params.effective_mode() == Mode::Online,
+            tmp.path(),
+        )?;
+        staged.push((tmp, p));
+    }
+    for (tmp, p) in staged {
+        tmp.persist()
+            .with_context(|| format!("cannot write {}", p.display()))?;
     }
     if a.json {
         outln!("{}", serde_json::to_string(&trained.report)?);
@@ -67,6 +93,26 @@ pub fn train(a: TrainArgs) -> anyhow::Result<()> {
         }
     }
     Ok(())
+}
+
+/// The model file's text, proven to load back before anything is written: a model that
+/// `train -o` writes is a model that loads.
+fn model_json(model: &Model) -> anyhow::Result<String> {
+    let mut buf = Vec::new();
+    model.write(&mut buf)?;
+    let text = String::from_utf8(buf)?;
+    Model::from_json(Path::new("<model>"), &text)
+        .context("the trained model does not read back (please report this)")?;
+    Ok(text)
+}
+
+/// A temporary beside the image `p`, with its extension (the plot's format comes from it).
+fn image_stage(p: &Path) -> anyhow::Result<Temp> {
+    let ext = p
+        .extension()
+        .map(|e| format!(".{}", e.to_string_lossy()))
+        .unwrap_or_default();
+    Ok(temp_beside(p, &ext).with_context(|| format!("cannot create {}", p.display()))?)
 }
 
 /// Mistakes per epoch, shortened in the middle when long.
