@@ -14,7 +14,7 @@ use crate::backend::cpu::{chunk_rows, CpuBackend};
 use crate::backend::gpu::{GpuBackend, GpuOptions};
 use crate::backend::{sum_simd, Backend, BatchRule, Bound, TrainView};
 use crate::data::synth::{generate, SynthSpec};
-use crate::error::Result;
+use crate::error::{Error, Param, Result};
 use crate::params::TrainParams;
 
 /// What to measure.
@@ -250,7 +250,17 @@ fn measure(
 }
 
 /// Generates the data and measures the requested backends.
+/// Most epochs a benchmark times.
+pub const MAX_BENCH_EPOCHS: usize = 1_000_000;
+
 pub fn run(spec: &BenchSpec) -> Result<BenchReport> {
+    if !(1..=MAX_BENCH_EPOCHS).contains(&spec.epochs) {
+        return Err(Error::param(
+            Param::Epochs,
+            spec.epochs,
+            format!("must be between 1 and {MAX_BENCH_EPOCHS} for a benchmark"),
+        ));
+    }
     // Non-separable (10% label noise), so every epoch has mistakes and none stops early.
     let noisy = generate(&SynthSpec {
         n: spec.n,

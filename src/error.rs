@@ -231,6 +231,10 @@ pub enum Param {
     ImagePath,
     /// The path of an animation to write.
     AnimationPath,
+    /// Image width in pixels.
+    ImageWidth,
+    /// Image height in pixels.
+    ImageHeight,
 }
 
 impl Param {
@@ -257,6 +261,8 @@ impl Param {
             Param::PlotFeatures => "plot features",
             Param::ImagePath => "image path",
             Param::AnimationPath => "animation path",
+            Param::ImageWidth => "image width",
+            Param::ImageHeight => "image height",
         }
     }
 }

@@ -83,6 +83,28 @@ pub fn image_kind(path: &Path) -> Result<ImageKind> {
     }
 }
 
+/// Largest image side in pixels.
+pub const MAX_SIDE: u32 = 16_384;
+
+/// Checks an image size: each side from 16 to [`MAX_SIDE`] pixels, and the bitmap within the
+/// memory budget.
+pub fn check_size((w, h): (u32, u32)) -> Result<()> {
+    for (name, v) in [(Param::ImageWidth, w), (Param::ImageHeight, h)] {
+        if !(16..=MAX_SIDE).contains(&v) {
+            return Err(Error::param(
+                name,
+                v,
+                format!("must be between 16 and {MAX_SIDE} pixels"),
+            ));
+        }
+    }
+    crate::limits::check(
+        || format!("an image of {w} x {h} pixels"),
+        w as u128 * h as u128,
+        4,
+    )
+}
+
 /// Something that can draw itself on any plotters backend.
 trait Painter {
     fn paint<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<()>;
@@ -90,6 +112,7 @@ trait Painter {
 
 /// Draws `p` into a PNG or SVG at `out` (through a temporary file in the same folder).
 fn render(out: &Path, size: (u32, u32), p: &impl Painter) -> Result<()> {
+    check_size(size)?;
     register_font()?;
     let kind = image_kind(out)?;
     let ext = if kind == ImageKind::Svg {
@@ -183,26 +206,37 @@ fn slice(ds: &Dataset, features: Option<(usize, usize)>) -> Result<Slice> {
     })
 }
 
-/// Predicted class of every cell centre of a `gw x gh` grid over the slice.
+/// Predicted class of every cell centre of a `gw x gh` grid over the slice, scored in blocks
+/// of at most 16 MiB of grid points (a slice through 100,000 features stays small).
 fn grid_classes(model: &Model, s: &Slice, gw: usize, gh: usize) -> Result<Vec<u32>> {
     let d = s.means.len();
-    let mut x = Vec::with_capacity(gw * gh * d);
-    for r in 0..gh {
-        for c in 0..gw {
-            let mut p = s.means.clone();
-            p[s.i] = s.x_range.0 + (c as f32 + 0.5) / gw as f32 * (s.x_range.1 - s.x_range.0);
-            p[s.j] = s.y_range.0 + (r as f32 + 0.5) / gh as f32 * (s.y_range.1 - s.y_range.0);
-            x.extend(p);
+    let cells = gw * gh;
+    let block = ((16usize << 20) / (4 * d.max(1))).clamp(1, cells.max(1));
+    let mut out = Vec::with_capacity(cells);
+    let mut x = Vec::with_capacity(block * d);
+    for c0 in (0..cells).step_by(block) {
+        x.clear();
+        let c1 = (c0 + block).min(cells);
+        for cell in c0..c1 {
+            let (r, c) = (cell / gw, cell % gw);
+            let start = x.len();
+            x.extend_from_slice(&s.means);
+            x[start + s.i] =
+                s.x_range.0 + (c as f32 + 0.5) / gw as f32 * (s.x_range.1 - s.x_range.0);
+            x[start + s.j] =
+                s.y_range.0 + (r as f32 + 0.5) / gh as f32 * (s.y_range.1 - s.y_range.0);
         }
+        let grid = Dataset {
+            x: std::mem::take(&mut x),
+            n: c1 - c0,
+            d,
+            labels: None,
+            source: "<grid>".into(),
+        };
+        out.extend(model.predict(&model.raw_scores(&grid, &CpuBackend::new())?));
+        x = grid.x;
     }
-    let grid = Dataset {
-        x,
-        n: gw * gh,
-        d,
-        labels: None,
-        source: "<grid>".into(),
-    };
-    Ok(model.predict(&model.raw_scores(&grid, &CpuBackend::new())?))
+    Ok(out)
 }
 
 fn light(c: RGBColor) -> RGBColor {

@@ -27,6 +27,8 @@ pub fn flag(p: Param) -> &'static str {
         Param::PlotFeatures => "--features",
         Param::ImagePath => "-o",
         Param::AnimationPath => "--animate",
+        Param::ImageWidth => "--width",
+        Param::ImageHeight => "--height",
         _ => "an option",
     }
 }

@@ -8,6 +8,7 @@ use super::{check_outputs, load_data, select_backend};
 
 fn plot_inputs(a: &PlotModelArgs) -> anyhow::Result<(Model, rosenblatt::data::Dataset)> {
     rosenblatt::plot::image_kind(&a.output)?;
+    rosenblatt::plot::check_size((a.size.width, a.size.height))?;
     check_outputs(&[Some(&a.output)], &[&a.model, &a.data])?;
     let model = Model::load(&a.model)?;
     let ds = load_data(
@@ -45,6 +46,7 @@ pub fn plot_boundary(a: PlotModelArgs) -> anyhow::Result<()> {
 
 pub fn plot_training(a: PlotTrainingArgs) -> anyhow::Result<()> {
     rosenblatt::plot::image_kind(&a.output)?;
+    rosenblatt::plot::check_size((a.size.width, a.size.height))?;
     check_outputs(&[Some(&a.output)], &[&a.run])?;
     let report = rosenblatt::plot::load_report(&a.run)?;
     rosenblatt::plot::training(&report, &a.output, (a.size.width, a.size.height))?;

@@ -127,7 +127,12 @@ pub fn parse_reader<R: Read>(
     let sample = if header { &second } else { &first };
     let row_bytes = (sample.as_slice().len() + ncols) as u64;
     let est_rows = (size_hint / row_bytes.max(1)) as usize;
-    let mut x: Vec<f32> = Vec::with_capacity(d * (est_rows + est_rows / 10 + 1).min(1 << 30));
+    // The estimate is only a hint (a huge comment can follow two rows): never more than a
+    // quarter of the memory budget, and a failed reservation is not an error.
+    let cap = (d.saturating_mul(est_rows.saturating_add(est_rows / 10 + 1)) as u64)
+        .min(crate::limits::budget() / 16);
+    let mut x: Vec<f32> = Vec::new();
+    let _ = x.try_reserve_exact(cap as usize);
     let mut labels = LabelBuilder::default();
     let mut n = 0usize;
     let mut push_row = |rec: &ByteRecord| -> Result<()> {
@@ -153,6 +158,14 @@ pub fn parse_reader<R: Read>(
                 labels.push(s);
             } else {
                 let v = parse_value(field).map_err(|m| perr(line, Some(j + 1), field, m))?;
+                if x.len() == x.capacity() {
+                    // Growing doubles X: check that against the budget instead of aborting.
+                    crate::limits::check(
+                        || format!("{}: more than {n} rows x {d} features", path.display()),
+                        (x.capacity().max(1) as u128) * 2,
+                        4,
+                    )?;
+                }
                 x.push(v);
             }
         }

@@ -154,8 +154,10 @@ impl std::str::FromStr for Format {
             "auto" => Ok(Format::Auto),
             "csv" => Ok(Format::Csv),
             "libsvm" | "svmlight" | "svm" => Ok(Format::Libsvm),
+            "npy" => Ok(Format::Npy),
+            "npz" => Ok(Format::Npz),
             _ => Err(format!(
-                "unknown format {s:?} (expected auto, csv or libsvm)"
+                "unknown format {s:?} (expected auto, csv, libsvm, npy or npz)"
             )),
         }
     }
@@ -206,17 +208,21 @@ pub struct LoadOptions {
     pub labels: Option<PathBuf>,
 }
 
-/// Loads a dataset from a file, choosing the loader by `opts.format`. Text files are
-/// streamed: only X (and a buffer) is held in memory, never the whole text.
+/// Loads a dataset from a file, choosing the loader by `opts.format`. Regular text files are
+/// streamed: only X (and a buffer) is held in memory, never the whole text. Standard input
+/// (`-`), pipes and devices are read once into memory (within the memory budget) and parsed
+/// from there, so nothing read to sniff the format is lost.
 pub fn load(path: &Path, opts: &LoadOptions) -> Result<Dataset> {
+    let stdin = path == Path::new("-");
+    let regular = !stdin && std::fs::metadata(path).map_or(true, |m| m.is_file());
+    if !regular {
+        let bytes = read_stream(path, stdin)?;
+        return load_bytes(path, &bytes, opts);
+    }
     let open = || -> std::io::Result<BufReader<File>> {
         Ok(BufReader::with_capacity(1 << 20, File::open(path)?))
     };
-    let ext = path
-        .extension()
-        .and_then(|e| e.to_str())
-        .map(|e| e.to_ascii_lowercase());
-    let format = match (opts.format, ext.as_deref()) {
+    let format = match (opts.format, extension(path).as_deref()) {
         (Format::Auto, Some("npy")) => Format::Npy,
         (Format::Auto, Some("npz")) => Format::Npz,
         (Format::Auto, _) => {
@@ -235,6 +241,85 @@ pub fn load(path: &Path, opts: &LoadOptions) -> Result<Dataset> {
             csv::parse_reader(path, open().map_err(|e| Error::io(path, e))?, size, opts)
         }
     }
+}
+
+fn extension(path: &Path) -> Option<String> {
+    path.extension()
+        .and_then(|e| e.to_str())
+        .map(|e| e.to_ascii_lowercase())
+}
+
+/// Parses a whole input held in memory (any format; sniffed from its first bytes).
+pub fn load_bytes(path: &Path, bytes: &[u8], opts: &LoadOptions) -> Result<Dataset> {
+    let format = match opts.format {
+        Format::Auto if bytes.starts_with(b"\x93NUMPY") => Format::Npy,
+        Format::Auto if bytes.starts_with(b"PK\x03\x04") => Format::Npz,
+        Format::Auto => match extension(path).as_deref() {
+            Some("npy") => Format::Npy,
+            Some("npz") => Format::Npz,
+            _ => detect_format(path, bytes),
+        },
+        f => f,
+    };
+    match format {
+        Format::Npy => npy::parse_npy(path, bytes, opts.labels.as_deref()),
+        Format::Npz => npy::parse_npz(path, std::io::Cursor::new(bytes)),
+        Format::Libsvm => libsvm::parse(path, bytes, opts),
+        Format::Csv | Format::Auto => csv::parse(path, bytes, opts),
+    }
+}
+
+/// Reads standard input, a pipe or a device to its end, within the memory budget. Text that
+/// starts with a NUL byte in its first 64 KiB is refused at once (binary data such as
+/// /dev/zero would otherwise be read to the budget).
+fn read_stream(path: &Path, stdin: bool) -> Result<Vec<u8>> {
+    use std::io::Read;
+    let name = if stdin {
+        PathBuf::from("<stdin>")
+    } else {
+        path.to_path_buf()
+    };
+    let mut r: Box<dyn Read> = if stdin {
+        Box::new(std::io::stdin().lock())
+    } else {
+        Box::new(File::open(path).map_err(|e| Error::io(path, e))?)
+    };
+    let budget = crate::limits::budget();
+    let mut bytes = Vec::new();
+    let mut chunk = vec![0u8; 1 << 16];
+    loop {
+        let k = match r.read(&mut chunk) {
+            Ok(0) => break,
+            Ok(k) => k,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(Error::io(&name, e)),
+        };
+        bytes.extend_from_slice(&chunk[..k]);
+        let binary = bytes.starts_with(b"\x93NUMPY") || bytes.starts_with(b"PK");
+        if !binary && bytes.len() <= 1 << 16 {
+            if let Some(at) = bytes.iter().position(|&b| b == 0) {
+                return Err(Error::Parse {
+                    path: name,
+                    line: None,
+                    column: None,
+                    text: String::new(),
+                    msg: format!("binary data (a NUL byte at offset {at}), not CSV or LIBSVM text"),
+                });
+            }
+        }
+        if bytes.len() as u64 > budget {
+            return Err(Error::Memory {
+                what: format!(
+                    "{}: an input of more than {} bytes",
+                    name.display(),
+                    bytes.len()
+                ),
+                bytes: bytes.len() as u64,
+                available: budget,
+            });
+        }
+    }
+    Ok(bytes)
 }
 
 /// Allocates a dense n x d feature matrix of zeros, or explains why it cannot (the size

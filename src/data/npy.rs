@@ -244,11 +244,16 @@ fn read_file(path: &Path) -> Result<Vec<u8>> {
 
 /// Loads features from a `.npy` file, with labels from `labels` (another `.npy`) if given.
 pub fn load_npy(path: &Path, labels_path: Option<&Path>) -> Result<Dataset> {
+    parse_npy(path, &read_file(path)?, labels_path)
+}
+
+/// Parses `.npy` bytes read from `path`, with labels from `labels` (another `.npy`) if given.
+pub fn parse_npy(path: &Path, bytes: &[u8], labels_path: Option<&Path>) -> Result<Dataset> {
     let name = path
         .file_name()
         .map(|f| f.to_string_lossy().into_owned())
         .unwrap_or_default();
-    let a = parse(path, &name, read_file(path)?)?;
+    let a = parse(path, &name, bytes.to_vec())?;
     let (x, n, d) = features(path, &name, &a)?;
     let labels = match labels_path {
         Some(lp) => {
@@ -273,14 +278,32 @@ pub fn load_npy(path: &Path, labels_path: Option<&Path>) -> Result<Dataset> {
 /// `numpy.savez_compressed`).
 pub fn load_npz(path: &Path) -> Result<Dataset> {
     let file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
-    let mut zip = zip::ZipArchive::new(std::io::BufReader::new(file))
+    parse_npz(path, std::io::BufReader::new(file))
+}
+
+/// Parses a `.npz` archive read from `path`. Each member's declared size is checked against
+/// the memory budget before it is inflated, and it is never inflated past that size.
+pub fn parse_npz<R: Read + std::io::Seek>(path: &Path, reader: R) -> Result<Dataset> {
+    let mut zip = zip::ZipArchive::new(reader)
         .map_err(|e| bad(path, "archive", format!("not a .npz (zip) archive: {e}")))?;
     let mut member = |name: &str| -> Result<Option<Vec<u8>>> {
-        let Ok(mut f) = zip.by_name(&format!("{name}.npy")) else {
+        let Ok(f) = zip.by_name(&format!("{name}.npy")) else {
             return Ok(None);
         };
+        let size = f.size();
+        crate::limits::check(
+            || {
+                format!(
+                    "{}: member {name}.npy, {size} bytes when inflated,",
+                    path.display()
+                )
+            },
+            size as u128,
+            1,
+        )?;
         let mut v = Vec::new();
-        f.read_to_end(&mut v)
+        f.take(size)
+            .read_to_end(&mut v)
             .map_err(|e| bad(path, name, format!("cannot read: {e}")))?;
         Ok(Some(v))
     };

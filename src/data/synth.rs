@@ -219,6 +219,11 @@ pub fn committee(n: usize, p: usize, k: usize, seed: u64) -> Result<(Dataset, Ve
     experts.shuffle(&mut rng);
     let mut panel = experts[..k].to_vec();
     panel.sort_unstable();
+    crate::limits::check(
+        || format!("<committee>: {n} examples x {p} experts"),
+        n as u128 * p as u128,
+        4,
+    )?;
     let mut x = Vec::with_capacity(n * p);
     let mut names = Vec::with_capacity(n);
     for _ in 0..n {
