@@ -83,6 +83,13 @@ pub fn image_kind(path: &Path) -> Result<ImageKind> {
     }
 }
 
+/// Widest span of an axis of a boundary plot (its arithmetic is in f32).
+const MAX_SPAN: f64 = 1e37;
+
+/// Largest value a training plot draws; larger ones (an astronomic Novikoff bound, J after
+/// an overflow) are drawn at this height.
+const MAX_PLOTTED: f64 = 1e300;
+
 /// Largest image side in pixels.
 pub const MAX_SIDE: u32 = 16_384;
 
@@ -188,20 +195,35 @@ fn slice(ds: &Dataset, features: Option<(usize, usize)>) -> Result<Slice> {
         .iter()
         .map(|m| (m / ds.n.max(1) as f64) as f32)
         .collect();
-    let range = |k: usize| {
+    // In f64, with a margin relative to the values, so that a range is never empty or
+    // infinite; a span plotters cannot draw in f32 is refused rather than drawn forever.
+    let range = |k: usize| -> Result<(f32, f32)> {
         let (lo, hi) = (0..ds.n)
-            .map(|r| ds.row(r)[k])
-            .fold((f32::INFINITY, f32::NEG_INFINITY), |(a, b), v| {
+            .map(|r| ds.row(r)[k] as f64)
+            .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), v| {
                 (a.min(v), b.max(v))
             });
-        let pad = ((hi - lo) * 0.06).max(1e-3);
-        (lo - pad, hi + pad)
+        let (lo, hi) = if lo <= hi { (lo, hi) } else { (0.0, 0.0) };
+        let pad = ((hi - lo) * 0.06).max(1e-3 * lo.abs().max(hi.abs()).max(1.0));
+        let (a, b) = (lo - pad, hi + pad);
+        if b - a > MAX_SPAN {
+            return Err(Error::data(
+                &ds.source,
+                format!(
+                    "feature {} spans {:e} to {:e}, too wide to plot (at most {MAX_SPAN:e}); rescale it",
+                    k + 1,
+                    lo as f32,
+                    hi as f32
+                ),
+            ));
+        }
+        Ok((a as f32, b as f32))
     };
     Ok(Slice {
         i,
         j,
-        x_range: range(i),
-        y_range: range(j),
+        x_range: range(i)?,
+        y_range: range(j)?,
         means,
     })
 }
@@ -520,19 +542,31 @@ pub fn training(r: &TrainReport, out: &Path, size: (u32, u32)) -> Result<()> {
             msg: "the report has no epochs".into(),
         });
     }
-    let m: Vec<f64> = r.mistakes_per_epoch.iter().map(|&v| v as f64).collect();
+    let clamp = |v: f64| {
+        if v.is_nan() {
+            0.0
+        } else {
+            v.clamp(-MAX_PLOTTED, MAX_PLOTTED)
+        }
+    };
+    let m: Vec<f64> = r
+        .mistakes_per_epoch
+        .iter()
+        .map(|&v| clamp(v as f64))
+        .collect();
     let cum: Vec<f64> = m
         .iter()
         .scan(0.0, |s, v| {
-            *s += v;
+            *s = clamp(*s + v);
             Some(*s)
         })
         .collect();
+    let bound = r.mistake_bound.map(clamp);
     let top = cum
         .last()
         .copied()
         .unwrap_or(1.0)
-        .max(r.mistake_bound.unwrap_or(0.0))
+        .max(bound.unwrap_or(0.0))
         .max(1.0);
     let nonzero_min = m
         .iter()
@@ -550,8 +584,8 @@ pub fn training(r: &TrainReport, out: &Path, size: (u32, u32)) -> Result<()> {
         ),
         log: top / nonzero_min.max(1.0) >= 100.0,
         top,
-        bound: r.mistake_bound,
-        j: r.criterion_per_epoch.clone(),
+        bound,
+        j: r.criterion_per_epoch.iter().map(|&v| clamp(v)).collect(),
         m,
         cum,
         split: size.1 * 3 / 5,

@@ -38,6 +38,9 @@ pub fn fit(
         loop {
             let (support, coef) = support_of(&st.state);
             let scores = bound.kscores(&support, &coef, &kernel)?;
+            if scores.iter().any(|f| !f.is_finite()) {
+                return Err(super::overflow(pb.ds));
+            }
             if st.stats.len() == params.epochs {
                 return Ok((StopReason::MaxEpochs, scores));
             }

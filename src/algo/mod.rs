@@ -243,6 +243,19 @@ pub fn fitter(params: &Params) -> Fit {
     }
 }
 
+/// The error for a run whose weights, margins or scores left the f32 range: the figures
+/// would be meaningless (a NaN margin is never a mistake) and the model could not be saved.
+pub fn overflow(ds: &Dataset) -> Error {
+    let top = ds.x.iter().fold(0f32, |m, v| m.max(v.abs()));
+    Error::data(
+        &ds.source,
+        format!(
+            "training overflowed: the weights, margins or scores left the f32 range (the largest \
+             feature is {top:e}); rescale the features, lower the learning rate or the kernel's gamma"
+        ),
+    )
+}
+
 /// Initial weights for `params`: `heads * (d + 1)` values.
 pub fn initial_weights(d: usize, heads: usize, params: &Params) -> Vec<f32> {
     let mut w = vec![0f32; heads * (d + 1)];
@@ -281,15 +294,16 @@ pub fn train(
     let t0 = Instant::now();
     let fitted = fitter(params)(&pb, params, &backends, progress)?;
     let seconds = t0.elapsed().as_secs_f64();
-    if !fitted.body.is_finite() {
-        let top = ds.x.iter().fold(0f32, |m, v| m.max(v.abs()));
-        return Err(Error::data(
-            &ds.source,
-            format!(
-                "training overflowed: the weights left the f32 range (the largest feature is {top:e}); \
-                 rescale the features or lower the learning rate"
-            ),
-        ));
+    let finite_stats = fitted
+        .stats
+        .iter()
+        .all(|e| e.criterion.is_finite() && e.update_norm.is_finite());
+    let finite_scores = fitted
+        .scores
+        .as_ref()
+        .is_none_or(|s| s.iter().all(|v| v.is_finite()));
+    if !(fitted.body.is_finite() && finite_stats && finite_scores) {
+        return Err(overflow(ds));
     }
     let classes = ds.require_labels()?.classes.clone();
     let model = Model::new(params.algo, classes, ds.d, fitted.body, (**params).clone())
@@ -298,6 +312,9 @@ pub fn train(
         Some(s) => s,
         None => model.raw_scores(ds, &CpuBackend::new())?,
     };
+    if raw.iter().any(|v| !v.is_finite()) {
+        return Err(overflow(ds));
+    }
     let run = RunFacts {
         stats: fitted.stats,
         stop: fitted.stop,

@@ -62,11 +62,12 @@ struct Online {
 
 /// The averaged perceptron's lazy sums. Averaging over the weights after each of the T steps:
 /// with u = sum over updates of (step index) * update and c = T + 1 at the end, the average
-/// is (c w - w0 - u) / (c - 1).
+/// is (c w - w0 - u) / (c - 1). The step counter is an integer and u is summed in f64, so on
+/// integer data both stay exact up to 2^53 (an f32 counter stops moving at 2^24 steps).
 struct Average {
     w0: Vec<f32>,
-    u: Vec<f32>,
-    c: f32,
+    u: Vec<f64>,
+    c: u64,
 }
 
 impl Average {
@@ -74,23 +75,25 @@ impl Average {
         Average {
             w0: w.to_vec(),
             u: vec![0.0; w.len()],
-            c: 1.0,
+            c: 1,
         }
     }
 
     /// Records the update `a * [row, bias]` of the head at `off` (d + 1 weights).
     fn add(&mut self, off: usize, a: f32, row: &[f32], bias: f32) {
-        let d = row.len();
-        axpy(self.c * a, row, &mut self.u[off..off + d]);
-        self.u[off + d] += self.c * a * bias;
+        let ca = self.c as f64 * a as f64;
+        for (u, &x) in self.u[off..off + row.len()].iter_mut().zip(row) {
+            *u += ca * x as f64;
+        }
+        self.u[off + row.len()] += ca * bias as f64;
     }
 
     fn finish(&self, w: &[f32]) -> Vec<f32> {
-        let c = self.c;
+        let c = self.c as f64;
         w.iter()
             .zip(&self.u)
             .zip(&self.w0)
-            .map(|((wj, uj), w0j)| (c * wj - w0j - uj) / (c - 1.0))
+            .map(|((&wj, &uj), &w0j)| ((c * wj as f64 - w0j as f64 - uj) / (c - 1.0)) as f32)
             .collect()
     }
 }
@@ -191,7 +194,7 @@ fn train(
                 votes.step(before)?;
             }
             if let Some(avg) = avg.as_mut() {
-                avg.c += 1.0;
+                avg.c += 1;
             }
         }
         e.update_norm = update_norm(w, &start);
