@@ -71,11 +71,7 @@ pub fn run() -> i32 {
         Command::Plot(PlotCmd::Training(a)) => plot::plot_training(a),
         Command::Plot(PlotCmd::Roc(a)) => plot::plot_roc(a),
     };
-    let result = result.and_then(|()| {
-        std::io::stdout()
-            .flush()
-            .map_err(|e| stdout_error(e).into())
-    });
+    let result = result.and_then(|()| std::io::stdout().flush().map_err(stdout_error));
     match result {
         Ok(()) => 0,
         // A closed pipe (`| head`) ends quietly, as other Unix tools do.

@@ -112,7 +112,7 @@ fn image_stage(p: &Path) -> anyhow::Result<Temp> {
         .extension()
         .map(|e| format!(".{}", e.to_string_lossy()))
         .unwrap_or_default();
-    Ok(temp_beside(p, &ext).with_context(|| format!("cannot create {}", p.display()))?)
+    temp_beside(p, &ext).with_context(|| format!("cannot create {}", p.display()))
 }
 
 /// Mistakes per epoch, shortened in the middle when long.

@@ -155,6 +155,7 @@ pub fn parse_reader<R: Read>(
                 }
                 let s = std::str::from_utf8(field)
                     .map_err(|_| perr(line, Some(j + 1), field, "label is not valid UTF-8"))?;
+                super::check_label(s).map_err(|m| perr(line, Some(j + 1), field, m))?;
                 labels.push(s);
             } else {
                 let v = parse_value(field).map_err(|m| perr(line, Some(j + 1), field, m))?;

@@ -121,6 +121,15 @@ impl LabelBuilder {
     }
 }
 
+/// Checks a class name read from input: predictions print one per line, so a name holds no
+/// line break, tab or other control character.
+pub fn check_label(name: &str) -> std::result::Result<(), &'static str> {
+    if name.chars().any(char::is_control) {
+        return Err("label contains a line break, tab or other control character");
+    }
+    Ok(())
+}
+
 /// The numeric value of a class name, when it is a finite number ("nan" and "inf" are names).
 pub fn class_value(name: &str) -> Option<f64> {
     name.trim().parse::<f64>().ok().filter(|v| v.is_finite())

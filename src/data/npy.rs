@@ -233,6 +233,7 @@ fn labels(path: &Path, what: &str, a: &Npy, n: usize) -> Result<super::Labels> {
         if name.is_empty() || name == "NaN" {
             return Err(bad(path, what, format!("label {} is empty or NaN", i + 1)));
         }
+        super::check_label(&name).map_err(|m| bad(path, what, format!("label {}: {m}", i + 1)))?;
         b.push(&name);
     }
     Ok(b.finish())

@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{Body, Dual, Hyperplane, Model, ModelKind, Rows, Voted};
 use crate::backend::Kernel;
-use crate::data::same_class;
+use crate::data::{check_label, same_class};
 use crate::error::{Error, Result};
 use crate::params::{Algo, TrainParams};
 use crate::report::TrainReport;
@@ -175,6 +175,11 @@ pub(super) fn check(m: &Model) -> std::result::Result<(), String> {
     }
     if k < 2 {
         return Err(format!("{name} model needs at least 2 classes, found {k}"));
+    }
+    if let Some(c) = m.classes.iter().find(|c| check_label(c).is_err()) {
+        return Err(format!(
+            "class {c:?} contains a line break, tab or other control character"
+        ));
     }
     for (i, a) in m.classes.iter().enumerate() {
         if let Some(b) = m.classes[..i].iter().find(|b| same_class(a, b)) {
