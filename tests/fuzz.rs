@@ -4,13 +4,14 @@
 //! to
 //! - the loaders and the model reader in-process, then training, saving and re-reading what
 //!   loaded: no panic, every model written loads back, predictions have one value per row;
-//! - the release binary on files (train, predict, eval, plot), under a 4 GiB address-space
+//! - the release binary on files (train, predict, eval, plot boundary/roc/training,
+//!   train --animate), under a 4 GiB address-space
 //!   limit and a time limit: the exit code is 0, 1 or 2, no panic, no hang, a model written
 //!   is a model that loads, and predict prints one line per row.
 //!
 //! `cargo test` runs a short round (seconds). The long round is
 //! `cargo test --release --test fuzz -- --ignored`, with `ROSENBLATT_FUZZ_CASES` (default
-//! 100,000 in-process) and `ROSENBLATT_FUZZ_CLI_CASES` (default 2,000 runs of the binary).
+//! 100,000 in-process) and `ROSENBLATT_FUZZ_CLI_CASES` (default 5,000 cases on the binary).
 //! Failing inputs are saved under target/fuzz-failures/ with what went wrong.
 
 mod common;
@@ -474,6 +475,38 @@ fn cli_case(dir: &Path, seed: &Seed, bytes: &[u8], rng: &mut ChaCha8Rng) -> Resu
         run_limited(dir, &["eval", "m.json", name, "--backend", "cpu"], 60),
         "eval",
     )?;
+    if model.kind().is_binary() {
+        let roc = [
+            "plot",
+            "roc",
+            "m.json",
+            name,
+            "-o",
+            "r.png",
+            "--width",
+            "160",
+            "--height",
+            "120",
+            "--backend",
+            "cpu",
+        ];
+        check_run(run_limited(dir, &roc, 60), "plot roc")?;
+    }
+    if model.n_features() == 2 {
+        let anim = [
+            "train",
+            name,
+            "--backend",
+            "cpu",
+            "--epochs",
+            "3",
+            "--algo",
+            "online",
+            "--animate",
+            "a.gif",
+        ];
+        check_run(run_limited(dir, &anim, 60), "train --animate")?;
+    }
     if model.n_features() >= 2 {
         let plot = [
             "plot",
@@ -552,5 +585,5 @@ fn fuzz_long_loaders_and_models() {
 #[test]
 #[ignore = "long: cargo test --release --test fuzz -- --ignored"]
 fn fuzz_long_binary() {
-    cli(env_count("ROSENBLATT_FUZZ_CLI_CASES", 2_000), 12);
+    cli(env_count("ROSENBLATT_FUZZ_CLI_CASES", 5_000), 12);
 }
