@@ -345,6 +345,32 @@ fn sizes_from_input_are_checked_before_allocating() {
         no_panic(&o);
         assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
     }
+    // The voted perceptron keeps a vector per mistake: past the budget it stops with the sizes.
+    let mut noisy = String::new();
+    for r in 0..200usize {
+        let row: Vec<String> = (0..20_000)
+            .map(|j| ((j * 7 + r * 13) % 5).to_string())
+            .collect();
+        noisy.push_str(&format!("{},{}\n", row.join(","), (r * 31 % 7) % 2));
+    }
+    write(p, "noisy.csv", &noisy);
+    let o = run_limited(
+        p,
+        kib,
+        &[
+            "train",
+            "noisy.csv",
+            "--algo",
+            "voted",
+            "--epochs",
+            "400",
+            "--max-vectors",
+            "1000000",
+            "--backend",
+            "cpu",
+        ],
+    );
+    input_error(&o, &["voted perceptron's", "vectors of 20001 weights"]);
     // A small .npz whose X inflates to 600 MB.
     let mut z = zip::ZipWriter::new(std::io::Cursor::new(Vec::new()));
     let opts = zip::write::SimpleFileOptions::default()

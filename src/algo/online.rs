@@ -101,6 +101,8 @@ impl Average {
 /// The voted perceptron's retired vectors and their survival counts.
 struct Votes {
     cap: usize,
+    /// Most vectors that fit the memory budget.
+    fit: usize,
     vecs: Vec<Vec<f32>>,
     counts: Vec<u64>,
     survived: u64,
@@ -115,6 +117,18 @@ impl Votes {
                 if self.survived > 0 {
                     if self.vecs.len() >= self.cap {
                         return Err(Error::VotedLimit(self.cap));
+                    }
+                    if self.vecs.len() >= self.fit {
+                        let len = old.len() as u64 * 4;
+                        return Err(Error::Memory {
+                            what: format!(
+                                "the voted perceptron's {} vectors of {} weights",
+                                self.vecs.len() + 1,
+                                old.len()
+                            ),
+                            bytes: (self.vecs.len() as u64 + 1) * len,
+                            available: self.fit as u64 * len,
+                        });
                     }
                     self.vecs.push(old);
                     self.counts.push(self.survived);
@@ -155,6 +169,7 @@ fn train(
     let mut avg = keep.average.then(|| Average::new(w));
     let mut votes = keep.voted.map(|cap| Votes {
         cap,
+        fit: (crate::limits::budget() / (4 * w.len().max(1) as u64 + 64)) as usize,
         vecs: Vec::new(),
         counts: Vec::new(),
         survived: 0,

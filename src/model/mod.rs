@@ -332,6 +332,17 @@ impl Model {
         let w = self.augmented();
         let da = ds.d + 1;
         let heads = self.heads();
+        crate::limits::check(
+            || {
+                format!(
+                    "{}: scores of {} rows x {heads} weight rows",
+                    ds.source.display(),
+                    ds.n
+                )
+            },
+            ds.n as u128 * heads as u128,
+            4,
+        )?;
         if heads <= MAX_HEADS {
             return backend.scores(view, &w);
         }
