@@ -8,8 +8,8 @@
 use rayon::prelude::*;
 
 use super::{
-    axpy, prefetch_ahead, row_rule, simd_dispatch, sq_norms, winnow_weights, Backend, BackendKind,
-    BatchRule, Bound, DataView, DualBound, EpochStats, Extras, HeadRule, Keep, Kernel, Lanes,
+    axpy, prefetch_ahead, row_rule, simd_dispatch, winnow_weights, Backend, BackendKind, BatchRule,
+    Bound, DataView, DualBound, DualRows, EpochStats, Extras, HeadRule, Keep, Kernel, Lanes,
     TrainView, Update,
 };
 use crate::error::Result;
@@ -53,32 +53,23 @@ impl Backend for CpuBackend {
         eval: DataView<'a>,
         sv: Option<DataView<'a>>,
     ) -> Result<Box<dyn DualBound + 'a>> {
-        let sv = sv.unwrap_or(eval);
-        Ok(Box::new(CpuDual {
-            eval,
-            sv,
-            sq: sq_norms(sv),
-        }))
+        Ok(Box::new(CpuDual(DualRows::new(eval, sv))))
     }
 }
 
-/// Rows bound for kernel scoring: the eval rows, the support rows and their squared norms.
-struct CpuDual<'a> {
-    eval: DataView<'a>,
-    sv: DataView<'a>,
-    sq: Vec<f32>,
-}
+/// Rows bound for kernel scoring on the CPU.
+struct CpuDual<'a>(DualRows<'a>);
 
 impl DualBound for CpuDual<'_> {
     fn kscores(&mut self, idx: &[u32], coef: &[f32], kernel: &Kernel) -> Result<Vec<f32>> {
-        let eval = self.eval;
+        let eval = self.0.eval;
         let mut out = vec![0f32; eval.n];
         let rows = chunk_rows(eval.n, eval.d);
         let svs = Supports {
-            x: self.sv,
+            x: self.0.sv,
             idx,
             coef,
-            sq: &self.sq,
+            sq: &self.0.sq,
         };
         out.par_chunks_mut(rows).enumerate().for_each(|(c, o)| {
             chunk_kernel_scores_simd(eval, &svs, kernel, c * rows, o);

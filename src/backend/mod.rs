@@ -453,6 +453,29 @@ pub trait Backend {
     }
 }
 
+/// The rows a host backend scores kernels on: the eval rows, the support rows (the eval rows
+/// when none are given) and the squared norms of the support rows.
+pub struct DualRows<'a> {
+    /// Rows scored.
+    pub eval: DataView<'a>,
+    /// Rows support vectors are drawn from.
+    pub sv: DataView<'a>,
+    /// ||sv_j||^2 for every support row j.
+    pub sq: Vec<f32>,
+}
+
+impl<'a> DualRows<'a> {
+    /// Binds `eval` and `sv` (`None`: the eval rows).
+    pub fn new(eval: DataView<'a>, sv: Option<DataView<'a>>) -> Self {
+        let sv = sv.unwrap_or(eval);
+        DualRows {
+            eval,
+            sv,
+            sq: sq_norms(sv),
+        }
+    }
+}
+
 /// Rows made resident for kernel scoring (see [`Backend::bind_dual`]).
 pub trait DualBound {
     /// f_i for every bound eval row, with the support vectors `idx` (ascending rows of the

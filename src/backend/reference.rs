@@ -9,8 +9,8 @@
 //! the fewest mistakes seen, the stop word) is [`EpochState`] here.
 
 use super::{
-    cpu::chunk_rows, row_rule, sq_norms, winnow_weights, Backend, BackendKind, BatchRule, Bound,
-    DataView, DualBound, EpochStats, Extras, Keep, Kernel, StopReason, TrainView, Update,
+    cpu::chunk_rows, row_rule, winnow_weights, Backend, BackendKind, BatchRule, Bound, DataView,
+    DualBound, DualRows, EpochStats, Extras, Keep, Kernel, StopReason, TrainView, Update,
 };
 use crate::error::Result;
 
@@ -242,12 +242,7 @@ impl Backend for ReferenceBackend {
         eval: DataView<'a>,
         sv: Option<DataView<'a>>,
     ) -> Result<Box<dyn DualBound + 'a>> {
-        let sv = sv.unwrap_or(eval);
-        Ok(Box::new(ReferenceDual {
-            eval,
-            sv,
-            sq: sq_norms(sv),
-        }))
+        Ok(Box::new(ReferenceDual(DualRows::new(eval, sv))))
     }
 }
 
@@ -310,14 +305,11 @@ impl Bound for ReferenceBound<'_> {
 }
 
 /// Rows bound to the reference backend for kernel scoring.
-struct ReferenceDual<'a> {
-    eval: DataView<'a>,
-    sv: DataView<'a>,
-    sq: Vec<f32>,
-}
+struct ReferenceDual<'a>(DualRows<'a>);
 
 impl DualBound for ReferenceDual<'_> {
     fn kscores(&mut self, idx: &[u32], coef: &[f32], kernel: &Kernel) -> Result<Vec<f32>> {
-        Ok(kscores(self.eval, self.sv, &self.sq, idx, coef, kernel))
+        let r = &self.0;
+        Ok(kscores(r.eval, r.sv, &r.sq, idx, coef, kernel))
     }
 }
