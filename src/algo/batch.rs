@@ -5,7 +5,7 @@
 //! runs many epochs per submit and takes the stop decision itself). The pocket, average and
 //! Winnow weights are read off the bound data when the epochs are done.
 
-use super::{initial_weights, Backends, Checkpoint, Fitted, Problem, Progress};
+use super::{Backends, Checkpoint, Fitted, Problem, Progress};
 use crate::backend::{winnow_weights, BatchRule, Bound, HeadRule, Keep, StopReason, Update};
 use crate::error::Result;
 use crate::params::{Algo, Params};
@@ -40,7 +40,7 @@ pub fn fit(
 ) -> Result<Fitted> {
     let rule = rule(params, pb.rule);
     let mut state = State {
-        state: initial_weights(pb.ds.d, pb.heads, params),
+        state: pb.initial_weights(params),
         stats: Vec::new(),
     };
     // A resumed run restarts the pocket and the average (the bound data keeps them); the

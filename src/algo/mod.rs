@@ -71,6 +71,9 @@ pub struct Problem<'a> {
     pub kind: ModelKind,
     /// Whether the model keeps a bias.
     pub fit_bias: bool,
+    /// Weights to start from instead of [`initial_weights`] (warm start; for Winnow the
+    /// log-weights), `heads * (d + 1)` of them.
+    pub start: Option<Vec<f32>>,
 }
 
 impl<'a> Problem<'a> {
@@ -95,6 +98,7 @@ impl<'a> Problem<'a> {
             heads,
             kind,
             fit_bias: params.fit_bias,
+            start: None,
         };
         if k <= 2 && params.algo != Algo::Multiclass {
             let kind = match params.algo {
@@ -118,6 +122,71 @@ impl<'a> Problem<'a> {
         };
         let y = labels.index.iter().map(|&c| c as f32).collect();
         Ok(pb(rule, k, y, kind))
+    }
+
+    /// Continues from `model` (warm start): the same features, kind and classes as this
+    /// problem, else an error saying which differs. Binary, multiclass and one-vs-rest models
+    /// can be continued; voted and kernel models cannot (their state is not a weight vector).
+    pub fn continue_from(&mut self, model: &Model, params: &Params) -> Result<()> {
+        let mismatch = |msg: String| Error::Mismatch {
+            path: self.ds.source.clone(),
+            msg: format!("cannot continue training from the given model: {msg}"),
+        };
+        if model.n_features() != self.ds.d {
+            return Err(mismatch(format!(
+                "it has {} features, the data {}",
+                model.n_features(),
+                self.ds.d
+            )));
+        }
+        if model.kind() != self.kind {
+            return Err(mismatch(format!(
+                "it is a {} model, and this run makes a {} model",
+                model.kind().name(),
+                self.kind.name()
+            )));
+        }
+        if matches!(self.kind, ModelKind::Voted | ModelKind::Kernel) {
+            return Err(mismatch(format!(
+                "a {} model keeps no single weight vector to start from",
+                self.kind.name()
+            )));
+        }
+        let classes = &self.ds.require_labels()?.classes;
+        let same = classes.len() == model.classes().len()
+            && classes
+                .iter()
+                .zip(model.classes())
+                .all(|(a, b)| crate::data::same_class(a, b));
+        if !same {
+            return Err(mismatch(format!(
+                "its classes are {}, the data's {}",
+                model.classes().join(", "),
+                classes.join(", ")
+            )));
+        }
+        let mut w = model.augmented();
+        if params.algo == Algo::Winnow {
+            // Winnow runs on log-weights; its weights are in (0, 1] and its bias is 0.
+            let d = self.ds.d;
+            for (j, v) in w.iter_mut().enumerate() {
+                *v = if j == d {
+                    0.0
+                } else {
+                    v.max(f32::MIN_POSITIVE).ln()
+                };
+            }
+        }
+        self.start = Some(w);
+        Ok(())
+    }
+
+    /// The weights training starts from: the warm start, or [`initial_weights`].
+    pub fn initial_weights(&self, params: &Params) -> Vec<f32> {
+        match &self.start {
+            Some(w) => w.clone(),
+            None => initial_weights(self.ds.d, self.heads, params),
+        }
     }
 
     /// The view the backends bind.
@@ -286,7 +355,39 @@ pub fn train(
     fallback: Option<&dyn Backend>,
     progress: &mut dyn Progress,
 ) -> Result<Trained> {
-    let pb = Problem::new(ds, params)?;
+    train_problem(
+        Problem::new(ds, params)?,
+        params,
+        backend,
+        fallback,
+        progress,
+    )
+}
+
+/// As [`train`], continuing from the weights of `model` (see [`Problem::continue_from`]):
+/// N epochs, then M more from the saved model, give the model of N + M epochs in one run
+/// (batch form; the online forms draw a new shuffle).
+pub fn train_from(
+    model: &Model,
+    ds: &Dataset,
+    params: &Params,
+    backend: &dyn Backend,
+    fallback: Option<&dyn Backend>,
+    progress: &mut dyn Progress,
+) -> Result<Trained> {
+    let mut pb = Problem::new(ds, params)?;
+    pb.continue_from(model, params)?;
+    train_problem(pb, params, backend, fallback, progress)
+}
+
+fn train_problem(
+    pb: Problem<'_>,
+    params: &Params,
+    backend: &dyn Backend,
+    fallback: Option<&dyn Backend>,
+    progress: &mut dyn Progress,
+) -> Result<Trained> {
+    let ds = pb.ds;
     let backends = Backends {
         primary: backend,
         fallback,

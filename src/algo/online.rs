@@ -8,7 +8,7 @@ use rand::seq::SliceRandom;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
-use super::{initial_weights, Backends, Fitted, Problem, Progress};
+use super::{Backends, Fitted, Problem, Progress};
 use crate::backend::{
     axpy, decision, row_rule, update_norm, EpochStats, HeadRule, StopReason, TrainView,
 };
@@ -27,7 +27,7 @@ pub fn fit(
         average: params.algo == Algo::Averaged,
         voted: (params.algo == Algo::Voted).then_some(params.max_vectors),
     };
-    let mut w = initial_weights(pb.ds.d, pb.heads, params);
+    let mut w = pb.initial_weights(params);
     let out = train(pb.view(), params, pb.rule, keep, &mut w, progress)?;
     let body = match out.voted {
         Some((vecs, counts)) => Body::Voted(Voted {

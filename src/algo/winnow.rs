@@ -21,23 +21,28 @@ pub fn fit(
     _backends: &Backends<'_>,
     progress: &mut dyn Progress,
 ) -> Result<Fitted> {
-    let (w, stats, stop) = train(pb.view(), params, progress);
+    let logw: Vec<f64> = match &pb.start {
+        Some(w) => w[..pb.ds.d].iter().map(|&v| v as f64).collect(),
+        None => vec![0.0; pb.ds.d],
+    };
+    let (w, stats, stop) = train(pb.view(), params, logw, progress);
     Ok(Fitted::on_cpu(pb.linear_body(&w), stats, stop))
 }
 
-/// Trains online; returns the normalised weights (`d + 1` entries, the bias 0), the stats and
-/// why it stopped.
+/// Trains online from the log-weights `logb`; returns the normalised weights (`d + 1`
+/// entries, the bias 0), the stats and why it stopped.
 fn train(
     v: TrainView<'_>,
     params: &Params,
+    mut logb: Vec<f64>,
     progress: &mut dyn Progress,
 ) -> (Vec<f32>, Vec<EpochStats>, StopReason) {
     let d = v.d;
     let eta = params.lr as f64;
     let mut rng = ChaCha8Rng::seed_from_u64(params.seed);
     let mut order: Vec<usize> = (0..v.n).collect();
-    let mut logb = vec![0f64; d];
     let mut beta = vec![1f32; d];
+    winnow_weights(&logb, &mut beta);
     let mut start = beta.clone();
     let mut stats = Vec::new();
     let mut stop = StopReason::MaxEpochs;

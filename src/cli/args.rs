@@ -286,6 +286,10 @@ pub(crate) struct TrainArgs {
     /// this .gif (at most 150 frames, 640 x 480).
     #[arg(long, value_name = "FILE.gif")]
     pub(crate) animate: Option<PathBuf>,
+    /// Continue from this saved model (same kind, features and classes) instead of w = 0.
+    /// `-o` may name the same file: it is read before anything is written.
+    #[arg(long, value_name = "MODEL", conflicts_with = "init")]
+    pub(crate) init_model: Option<PathBuf>,
 }
 
 #[derive(Args, Debug)]

@@ -24,6 +24,7 @@ pub fn train(a: TrainArgs) -> anyhow::Result<()> {
         &[a.output.as_deref(), a.plot.as_deref(), a.animate.as_deref()],
         &inputs,
     )?;
+    let start = a.init_model.as_deref().map(Model::load).transpose()?;
     let ds = load_data(&a.data, &a.data_args, None)?;
     if let Some(p) = &a.plot {
         plot::image_kind(p).map_err(|e| flag_error(e, "--plot"))?;
@@ -43,11 +44,18 @@ pub fn train(a: TrainArgs) -> anyhow::Result<()> {
     let cpu = CpuBackend::new();
     let mut bar = Bar::new(!a.json);
     if a.animate.is_some() {
-        bar.snapshots = Some(vec![(0, algo::initial_weights(ds.d, 1, &params))]);
+        let w0 = match &start {
+            Some(m) => m.augmented(),
+            None => algo::initial_weights(ds.d, 1, &params),
+        };
+        bar.snapshots = Some(vec![(0, w0)]);
     }
     // Under auto, a GPU failure mid-training finishes on the CPU; an explicit gpu fails.
     let fallback: Option<&dyn Backend> = (a.backend.backend == BackendChoice::Auto).then_some(&cpu);
-    let trained = algo::train(&ds, &params, &*sel.backend, fallback, &mut bar);
+    let trained = match &start {
+        Some(m) => algo::train_from(m, &ds, &params, &*sel.backend, fallback, &mut bar),
+        None => algo::train(&ds, &params, &*sel.backend, fallback, &mut bar),
+    };
     bar.finish();
     let trained = trained?;
     if let Some(note) = &trained.report.fallback {
