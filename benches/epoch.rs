@@ -72,14 +72,7 @@ fn epoch(c: &mut Criterion) {
         })
         .expect("generate");
         let y = s.data.binary_signs().expect("labels");
-        let view = TrainView {
-            x: &s.data.x,
-            y: &y,
-            n,
-            d,
-            bias: 1.0,
-            heads: 1,
-        };
+        let view = TrainView::new(&s.data.x, &y, n, d, 1.0, 1);
         group.throughput(Throughput::Bytes((n * d * 4) as u64));
         let id = format!("{n}x{d}");
         let mut bound = cpu.bind(view).expect("bind");

@@ -30,6 +30,15 @@ const RULE_MC_ARGMAX: u32 = 3u;   // as above, -x only to the highest wrong clas
 const FLAG_POCKET: u32 = 1u;
 const FLAG_AVERAGE: u32 = 2u;
 const FLAG_MULTIPLICATIVE: u32 = 4u;  // Winnow: update log-weights, score with exp(lw - max)
+const FLAG_WEIGHTS: u32 = 8u;         // per-row weights in `sw` scale each row's update
+const FLAG_HELD_OUT: u32 = 16u;       // held-out segments exist: their mistakes are watched
+
+const ROLE_TRAIN: u32 = 0u;     // a segment of training rows
+const ROLE_HELD_OUT: u32 = 1u;  // a segment of held-out rows: scored, never trained on
+
+const STOP_CONVERGED: u32 = 1u;
+const STOP_TOLERANCE: u32 = 2u;
+const STOP_PATIENCE: u32 = 3u;
 
 struct Params {
     d: u32,            // features
@@ -43,7 +52,11 @@ struct Params {
     rule: u32,         // RULE_*
     tau: f32,          // margin threshold
     flags: u32,        // FLAG_*
-    _pad: u32,
+    patience: u32,     // epochs without improvement before stopping (0: off)
+    keep_fraction: f32, // an epoch improves when its figure < keep_fraction * reference
+    floor: f32,        // the patience rule stops nothing while best <= floor
+    _pad0: u32,
+    _pad1: u32,
 }
 
 struct Segment {
@@ -51,25 +64,42 @@ struct Segment {
     chunk_base: u32,   // first `partials` row of this segment
     wg_base: u32,      // first `wg_stats` entry of this segment
     chunk_rows: u32,   // rows per `accumulate` chunk
+    role: u32,         // ROLE_*
+    _pad0: u32,
+    _pad1: u32,
+    _pad2: u32,
 }
 
+// The stop rules' memory: StopState in src/backend/mod.rs, plus the per-submit counters and
+// the averaged pocket's epoch counts. Everything but `done` and `epoch` persists across
+// submits.
 struct Control {
-    done: u32,         // 0 running, 1 converged (no mistake), 2 update under tol
+    done: u32,         // 0 running, else STOP_*
     epoch: u32,        // epochs run in this submit
-    best: u32,         // fewest mistakes seen (pocket); persists across submits
-    _pad: u32,
+    best: u32,         // fewest monitored mistakes seen (u32 max before the first epoch)
+    best_epoch: u32,   // the epoch (1-based, since binding) that saw them
+    reference: u32,    // the monitored figure at the last improvement
+    wait: u32,         // epochs since that improvement
+    epochs: u32,       // epochs since binding
+    updates: u32,      // epochs in the average sum
+    pocket_updates: u32, // epochs in the pocket
+    _pad0: u32,
+    _pad1: u32,
+    _pad2: u32,
 }
 
 struct WgStat {
-    mistakes: u32,
-    criterion: f32,
+    mistakes: u32,     // training rows: mistakes
+    criterion: f32,    // training rows: criterion J (weighted)
+    held_out: u32,     // held-out rows: predicted wrong
+    _pad: u32,
 }
 
 struct EpochOut {
     mistakes: u32,
     criterion: f32,
     update_norm: f32,
-    _pad: u32,
+    held_out: u32,
 }
 
 @group(0) @binding(0) var<uniform> P: Params;
@@ -87,11 +117,14 @@ struct EpochOut {
 @group(1) @binding(2) var<storage, read> y: array<f32>;
 // Per row and head: the coefficient of x in the update (`margins`), or the score (`scores`).
 @group(1) @binding(3) var<storage, read_write> coef: array<f32>;
+// Per-row weights (read when FLAG_WEIGHTS is set).
+@group(1) @binding(4) var<storage, read> sw: array<f32>;
 
 var<workgroup> red: array<f32, WG>;
 var<workgroup> red2: array<f32, WG>;
 var<workgroup> redu: array<u32, WG>;
 var<workgroup> flag: u32;
+var<workgroup> flag2: u32;
 
 // True (uniformly across the workgroup) once training has stopped in this submit.
 fn stopped(lid: u32) -> bool {
@@ -101,16 +134,34 @@ fn stopped(lid: u32) -> bool {
     return workgroupUniformLoad(&flag) != 0u;
 }
 
-// CPU twin: reference::row_score. w_k . [x_r, bias] summed by the TPR threads of a row group; the result is valid in lane 0.
+// True (uniformly) when held-out rows are scored by the running average sum (averaging with
+// a pocket, once the sum holds an epoch): EpochState::held_out_weights on the host.
+fn held_out_by_sum(lid: u32) -> bool {
+    let both = FLAG_POCKET | FLAG_AVERAGE;
+    if (lid == 0u) {
+        flag2 = select(0u, ctl.updates, (P.flags & both) == both && S.role == ROLE_HELD_OUT);
+    }
+    return workgroupUniformLoad(&flag2) != 0u;
+}
+
+// CPU twin: reference::row_score. w_k . [x_r, bias] summed by the TPR threads of a row group
+// (weights from the running sum in `aux` when `by_sum`); the result is valid in lane 0.
 // Must be called by the whole workgroup (it has barriers); rows past S.n give the bias term.
-fn row_score(lid: u32, r: u32, k: u32) -> f32 {
+fn row_score(lid: u32, r: u32, k: u32, by_sum: bool) -> f32 {
     let lane = lid % TPR;
     let wo = k * P.d_aug;
+    let so = 2u * P.heads * P.d_aug + wo;
     var acc = 0.0;
     if (r < S.n) {
         let off = r * P.d;
-        for (var j = lane; j < P.d; j += TPR) {
-            acc += x[off + j] * w[wo + j];
+        if (by_sum) {
+            for (var j = lane; j < P.d; j += TPR) {
+                acc += x[off + j] * aux[so + j];
+            }
+        } else {
+            for (var j = lane; j < P.d; j += TPR) {
+                acc += x[off + j] * w[wo + j];
+            }
         }
     }
     red[lid] = acc;
@@ -121,11 +172,18 @@ fn row_score(lid: u32, r: u32, k: u32) -> f32 {
         }
         workgroupBarrier();
     }
-    let v = red[lid] + w[wo + P.d] * P.bias;
+    var wb = w[wo + P.d];
+    if (by_sum) {
+        wb = aux[so + P.d];
+    }
+    let v = red[lid] + wb * P.bias;
     workgroupBarrier();
     return v;
 }
 
+// Training rows: the rule's coefficients (times the row's weight), mistakes and criterion.
+// Held-out rows: the prediction rule (sgn(0) = +1; first highest score), counting the rows
+// predicted wrong.
 // CPU twin: reference::margins (src/backend/reference.rs).
 @compute @workgroup_size(WG)
 fn margins(
@@ -136,6 +194,8 @@ fn margins(
     if (stopped(lid)) {
         return;
     }
+    let by_sum = held_out_by_sum(lid);
+    let held = S.role == ROLE_HELD_OUT;
     let lane = lid % TPR;
     let groups = WG / TPR;
     let K = P.heads;
@@ -145,9 +205,29 @@ fn margins(
         let r = base + lid / TPR;
         var s: array<f32, MAX_HEADS>;
         for (var k = 0u; k < K; k++) {
-            s[k] = row_score(lid, r, k);
+            s[k] = row_score(lid, r, k, by_sum);
         }
-        if (lane == 0u && r < S.n) {
+        if (lane == 0u && r < S.n && held) {
+            var wrong = false;
+            if (P.rule == RULE_BINARY) {
+                wrong = (s[0] >= 0.0) != (y[r] > 0.0);
+            } else {
+                var top = 0u;
+                for (var k = 1u; k < K; k++) {
+                    if (s[k] > s[top]) {
+                        top = k;
+                    }
+                }
+                wrong = top != u32(y[r]);
+            }
+            if (wrong) {
+                count += 1u;
+            }
+        } else if (lane == 0u && r < S.n) {
+            var wr = 1.0;
+            if ((P.flags & FLAG_WEIGHTS) != 0u) {
+                wr = sw[r];
+            }
             let o = r * K;
             if (P.rule == RULE_BINARY || P.rule == RULE_OVR) {
                 let t = u32(y[r]);
@@ -158,9 +238,9 @@ fn margins(
                     }
                     let m = yk * s[k];
                     if (m <= P.tau) {
-                        coef[o + k] = yk;
+                        coef[o + k] = yk * wr;
                         count += 1u;
-                        crit -= m;
+                        crit -= m * wr;
                     } else {
                         coef[o + k] = 0.0;
                     }
@@ -177,15 +257,15 @@ fn margins(
                 let miss = m <= P.tau;
                 if (miss) {
                     count += 1u;
-                    crit -= m;
+                    crit -= m * wr;
                 }
                 for (var k = 0u; k < K; k++) {
                     var c = 0.0;
                     if (miss) {
                         if (k == t) {
-                            c = 1.0;
+                            c = wr;
                         } else if (P.rule == RULE_MC_ALL || k == best) {
-                            c = -1.0;
+                            c = -wr;
                         }
                     }
                     coef[o + k] = c;
@@ -204,7 +284,11 @@ fn margins(
         workgroupBarrier();
     }
     if (lid == 0u) {
-        wg_stats[S.wg_base + wid.x] = WgStat(redu[0], red[0]);
+        if (held) {
+            wg_stats[S.wg_base + wid.x] = WgStat(0u, 0.0, redu[0], 0u);
+        } else {
+            wg_stats[S.wg_base + wid.x] = WgStat(redu[0], red[0], 0u, 0u);
+        }
     }
 }
 
@@ -255,7 +339,8 @@ fn accumulate(
 }
 
 // One thread per weight: sum the chunk partials in chunk order, w += eta * sum; keep the
-// weights before the update (pocket) and the running sum after it (average) when asked.
+// pocket's candidate (what the epoch started with: the weights, the log-weights, or the
+// running sum when averaging with a pocket) and the running sum after the update.
 // CPU twin: reference::apply (src/backend/reference.rs).
 @compute @workgroup_size(WG)
 fn apply(
@@ -273,7 +358,15 @@ fn apply(
             s += partials[c * len + j];
         }
         if ((P.flags & FLAG_POCKET) != 0u) {
-            aux[j] = w[j];
+            // The pocket's candidate: what the epoch started with.
+            let both = FLAG_POCKET | FLAG_AVERAGE;
+            if ((P.flags & both) == both && ctl.updates > 0u) {
+                aux[j] = aux[2u * len + j];
+            } else if ((P.flags & FLAG_MULTIPLICATIVE) != 0u) {
+                aux[j] = aux[3u * len + j];
+            } else {
+                aux[j] = w[j];
+            }
         }
         let step = P.eta * s;
         if ((P.flags & FLAG_MULTIPLICATIVE) != 0u) {
@@ -288,8 +381,9 @@ fn apply(
     }
 }
 
-// One workgroup: the epoch's mistakes, criterion and update norm, the pocket, and the stop
-// decision.
+// One workgroup: the epoch's mistakes, criterion, held-out mistakes and update norm, the
+// Winnow weights, the pocket, and the stop rules (StopState::record in src/backend/mod.rs,
+// with the same f32 arithmetic).
 // CPU twin: reference::finalize (src/backend/reference.rs).
 @compute @workgroup_size(WG)
 fn finalize(@builtin(local_invocation_index) lid: u32) {
@@ -303,9 +397,11 @@ fn finalize(@builtin(local_invocation_index) lid: u32) {
     }
     var cnt = 0u;
     var cr = 0.0;
+    var held = 0u;
     for (var k = lid; k < P.total_wgs; k += WG) {
         cnt += wg_stats[k].mistakes;
         cr += wg_stats[k].criterion;
+        held += wg_stats[k].held_out;
     }
     red[lid] = q;
     red2[lid] = cr;
@@ -322,7 +418,19 @@ fn finalize(@builtin(local_invocation_index) lid: u32) {
     let total = redu[0];
     let q_total = red[0];
     let crit_total = red2[0];
-    let better = (P.flags & FLAG_POCKET) != 0u && total < ctl.best;
+    workgroupBarrier();
+    redu[lid] = held;
+    workgroupBarrier();
+    for (var s = WG / 2u; s > 0u; s >>= 1u) {
+        if (lid < s) {
+            redu[lid] += redu[lid + s];
+        }
+        workgroupBarrier();
+    }
+    let held_total = redu[0];
+    let fig = select(total, held_total, (P.flags & FLAG_HELD_OUT) != 0u);
+    let better = fig < ctl.best;
+    let keep_best = better && (P.flags & FLAG_POCKET) != 0u;
     workgroupBarrier();
     if ((P.flags & FLAG_MULTIPLICATIVE) != 0u) {
         // Winnow: the weights used are exp(lw - max lw), in (0, 1], never overflowing.
@@ -343,23 +451,44 @@ fn finalize(@builtin(local_invocation_index) lid: u32) {
             w[j] = exp(aux[3u * len + j] - m);
         }
     }
-    if (better) {
+    if (keep_best) {
         for (var j = lid; j < len; j += WG) {
             aux[len + j] = aux[j];
         }
     }
     if (lid == 0u) {
+        // The epochs the pocket's candidate holds, then the average's count.
+        let both = FLAG_POCKET | FLAG_AVERAGE;
+        let from_sum = (P.flags & both) == both && ctl.updates > 0u;
+        let prev_updates = select(0u, ctl.updates, from_sum);
+        if ((P.flags & FLAG_AVERAGE) != 0u) {
+            ctl.updates += 1u;
+        }
+        if (keep_best) {
+            ctl.pocket_updates = prev_updates;
+        }
+        let epochs = ctl.epochs + 1u;
+        ctl.epochs = epochs;
         if (better) {
-            ctl.best = total;
+            ctl.best = fig;
+            ctl.best_epoch = epochs;
+        }
+        if (f32(fig) < f32(ctl.reference) * P.keep_fraction) {
+            ctl.reference = fig;
+            ctl.wait = 0u;
+        } else if (ctl.wait < 0xffffffffu) {
+            ctl.wait += 1u;
         }
         let norm = sqrt(q_total);
         let e = ctl.epoch;
-        stats[e] = EpochOut(total, crit_total, norm, 0u);
+        stats[e] = EpochOut(total, crit_total, norm, held_total);
         ctl.epoch = e + 1u;
         if (total == 0u) {
-            ctl.done = 1u;
+            ctl.done = STOP_CONVERGED;
         } else if (norm < P.tol) {
-            ctl.done = 2u;
+            ctl.done = STOP_TOLERANCE;
+        } else if (P.patience > 0u && ctl.wait >= P.patience && f32(ctl.best) > P.floor) {
+            ctl.done = STOP_PATIENCE;
         }
     }
 }
@@ -377,7 +506,7 @@ fn scores(
     for (var base = wid.x * groups; base < S.n; base += nwg.x * groups) {
         let r = base + lid / TPR;
         for (var k = 0u; k < P.heads; k++) {
-            let s = row_score(lid, r, k);
+            let s = row_score(lid, r, k, false);
             if (lid % TPR == 0u && r < S.n) {
                 coef[r * P.heads + k] = s;
             }

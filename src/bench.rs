@@ -162,7 +162,7 @@ fn time_epochs(
         }
         let s = Instant::now();
         let stats = bound.batch_epochs(&mut w, &rule, per_call)?;
-        out.push(s.elapsed().as_secs_f64() / stats.len().max(1) as f64);
+        out.push(s.elapsed().as_secs_f64() / stats.stats.len().max(1) as f64);
     }
     Ok((out, probes))
 }
@@ -270,14 +270,7 @@ pub fn run(spec: &BenchSpec) -> Result<BenchReport> {
         seed: spec.seed,
     })?;
     let y = noisy.data.binary_signs()?;
-    let view = TrainView {
-        x: &noisy.data.x,
-        y: &y,
-        n: spec.n,
-        d: spec.d,
-        bias: 1.0,
-        heads: 1,
-    };
+    let view = TrainView::new(&noisy.data.x, &y, spec.n, spec.d, 1.0, 1);
     let separable = if spec.converge {
         Some(
             generate(&SynthSpec {

@@ -235,6 +235,20 @@ pub enum Param {
     ImageWidth,
     /// Image height in pixels.
     ImageHeight,
+    /// Epochs without improvement before stopping.
+    Patience,
+    /// Relative improvement the patience rule asks for.
+    MinImprovement,
+    /// Error rate under which the patience rule stops nothing.
+    PatienceFloor,
+    /// Share of the training rows held out for validation.
+    ValidationFraction,
+    /// Per-class weights.
+    ClassWeight,
+    /// Per-row weights.
+    SampleWeight,
+    /// The weight column of a CSV file.
+    WeightColumn,
 }
 
 impl Param {
@@ -263,6 +277,13 @@ impl Param {
             Param::AnimationPath => "animation path",
             Param::ImageWidth => "image width",
             Param::ImageHeight => "image height",
+            Param::Patience => "patience",
+            Param::MinImprovement => "minimum improvement",
+            Param::PatienceFloor => "patience floor",
+            Param::ValidationFraction => "validation fraction",
+            Param::ClassWeight => "class weight",
+            Param::SampleWeight => "sample weight",
+            Param::WeightColumn => "weight column",
         }
     }
 }

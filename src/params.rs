@@ -156,6 +156,81 @@ pub enum Init {
     Random,
 }
 
+/// Feature scaling, fitted on the training data and kept in the model (applied again at
+/// predict, eval and plot time).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum Scale {
+    /// The features as given (the lecture notes' perceptron).
+    #[default]
+    None,
+    /// (x - mean) / standard deviation per feature.
+    Standard,
+    /// (x - min) / (max - min) per feature, into [0, 1].
+    Minmax,
+    /// x / max |x| per feature, into [-1, 1]; keeps zeros zero (sparse data stays sparse).
+    Maxabs,
+}
+
+impl Scale {
+    /// Name used on the command line and in files.
+    pub fn name(self) -> &'static str {
+        match self {
+            Scale::None => "none",
+            Scale::Standard => "standard",
+            Scale::Minmax => "minmax",
+            Scale::Maxabs => "maxabs",
+        }
+    }
+}
+
+impl std::str::FromStr for Scale {
+    type Err = String;
+    fn from_str(s: &str) -> std::result::Result<Self, String> {
+        match s {
+            "none" => Ok(Scale::None),
+            "standard" => Ok(Scale::Standard),
+            "minmax" => Ok(Scale::Minmax),
+            "maxabs" => Ok(Scale::Maxabs),
+            _ => Err(format!(
+                "unknown scaling {s:?} (expected none, standard, minmax or maxabs)"
+            )),
+        }
+    }
+}
+
+/// Per-class weights: a factor on every update a row of the class makes.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ClassWeight {
+    /// n / (classes * rows of the class), as scikit-learn's "balanced".
+    Balanced,
+    /// The given weight for each named class (1 for classes not named).
+    Given(Vec<(String, f32)>),
+}
+
+impl std::str::FromStr for ClassWeight {
+    type Err = String;
+    /// `balanced`, or `NAME=W,NAME=W,...`.
+    fn from_str(s: &str) -> std::result::Result<Self, String> {
+        if s == "balanced" {
+            return Ok(ClassWeight::Balanced);
+        }
+        let mut out = Vec::new();
+        for part in s.split(',') {
+            let (name, w) = part.rsplit_once('=').ok_or_else(|| {
+                format!("{part:?} is not NAME=WEIGHT (expected balanced or NAME=W,...)")
+            })?;
+            let w: f32 = w
+                .trim()
+                .parse()
+                .map_err(|_| format!("the weight of class {name:?} is not a number: {w:?}"))?;
+            out.push((name.trim().to_string(), w));
+        }
+        Ok(ClassWeight::Given(out))
+    }
+}
+
 /// Unchecked training parameters; call [`TrainParams::validate`] to use them.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TrainParams {
@@ -193,11 +268,47 @@ pub struct TrainParams {
     /// Kernel perceptron: the kernel (default linear).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kernel: Option<crate::backend::Kernel>,
+    /// Stop after this many epochs without improvement of the monitored figure (training
+    /// mistakes, or validation mistakes with a validation set); `None` or 0: no such rule
+    /// (files of earlier versions have none).
+    #[serde(default)]
+    pub patience: Option<u32>,
+    /// The relative improvement that resets the patience count: an epoch improves when its
+    /// figure is below (1 - this) times the figure at the last improvement. In [0, 1).
+    #[serde(default = "default_min_improvement")]
+    pub min_improvement: f32,
+    /// Training mistakes only: the patience rule stops nothing while the fewest mistakes seen
+    /// are at most this fraction of the rows (the data is then taken as nearly separable and
+    /// training goes on to convergence or the epoch limit). In [0, 1].
+    #[serde(default = "default_patience_floor")]
+    pub patience_floor: f32,
+    /// Hold out this fraction of the training rows (seeded, stratified by class) for
+    /// validation: the patience rule watches their mistakes and the model of the best
+    /// validation epoch is kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub validation_fraction: Option<f32>,
+    /// Per-class weights on the updates.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub class_weight: Option<ClassWeight>,
+    /// Feature scaling fitted on the training data and kept in the model.
+    #[serde(default)]
+    pub scale: Scale,
 }
 
 fn default_max_vectors() -> usize {
     100_000
 }
+
+fn default_min_improvement() -> f32 {
+    0.01
+}
+
+fn default_patience_floor() -> f32 {
+    0.01
+}
+
+/// Default epochs without improvement before stopping.
+pub const DEFAULT_PATIENCE: u32 = 20;
 
 impl Default for TrainParams {
     fn default() -> Self {
@@ -216,6 +327,12 @@ impl Default for TrainParams {
             multiclass: MulticlassStrategy::default(),
             max_vectors: default_max_vectors(),
             kernel: None,
+            patience: Some(DEFAULT_PATIENCE),
+            min_improvement: default_min_improvement(),
+            patience_floor: default_patience_floor(),
+            validation_fraction: None,
+            class_weight: None,
+            scale: Scale::None,
         }
     }
 }
@@ -294,6 +411,42 @@ impl TrainParams {
         self
     }
 
+    /// Sets the patience (epochs without improvement before stopping; 0 turns it off).
+    pub fn patience(mut self, epochs: u32) -> Self {
+        self.patience = Some(epochs);
+        self
+    }
+    /// Sets the relative improvement the patience rule asks for.
+    pub fn min_improvement(mut self, f: f32) -> Self {
+        self.min_improvement = f;
+        self
+    }
+    /// Sets the error rate under which the patience rule stops nothing.
+    pub fn patience_floor(mut self, f: f32) -> Self {
+        self.patience_floor = f;
+        self
+    }
+    /// Holds out this fraction of the rows for validation.
+    pub fn validation_fraction(mut self, f: Option<f32>) -> Self {
+        self.validation_fraction = f;
+        self
+    }
+    /// Sets the class weights.
+    pub fn class_weight(mut self, c: Option<ClassWeight>) -> Self {
+        self.class_weight = c;
+        self
+    }
+    /// Sets the feature scaling.
+    pub fn scale(mut self, s: Scale) -> Self {
+        self.scale = s;
+        self
+    }
+
+    /// The patience in effect (0: none).
+    pub fn effective_patience(&self) -> u32 {
+        self.patience.unwrap_or(0)
+    }
+
     /// The form in effect.
     pub fn effective_mode(&self) -> Mode {
         self.mode.unwrap_or(self.algo.default_mode())
@@ -332,6 +485,40 @@ impl TrainParams {
         }
         if let Some(k) = &self.kernel {
             k.check()?;
+        }
+        if !(self.min_improvement.is_finite() && (0.0..1.0).contains(&self.min_improvement)) {
+            return Err(Error::param(
+                Param::MinImprovement,
+                self.min_improvement,
+                "should be in [0, 1) (a fraction of the best figure so far)",
+            ));
+        }
+        if !(self.patience_floor.is_finite() && (0.0..=1.0).contains(&self.patience_floor)) {
+            return Err(Error::param(
+                Param::PatienceFloor,
+                self.patience_floor,
+                "should be in [0, 1] (a fraction of the rows)",
+            ));
+        }
+        if let Some(f) = self.validation_fraction {
+            if !(f.is_finite() && f > 0.0 && f < 1.0) {
+                return Err(Error::param(
+                    Param::ValidationFraction,
+                    f,
+                    "should be in (0, 1)",
+                ));
+            }
+        }
+        if let Some(ClassWeight::Given(list)) = &self.class_weight {
+            for (name, w) in list {
+                if !(w.is_finite() && *w >= 0.0) {
+                    return Err(Error::param(
+                        Param::ClassWeight,
+                        format!("{name}={w}"),
+                        "should be finite and >= 0",
+                    ));
+                }
+            }
         }
         let mode = self.effective_mode();
         let ok = match self.algo {

@@ -248,13 +248,7 @@ fn grid_classes(model: &Model, s: &Slice, gw: usize, gh: usize) -> Result<Vec<u3
             x[start + s.j] =
                 s.y_range.0 + (r as f32 + 0.5) / gh as f32 * (s.y_range.1 - s.y_range.0);
         }
-        let grid = Dataset {
-            x: std::mem::take(&mut x),
-            n: c1 - c0,
-            d,
-            labels: None,
-            source: "<grid>".into(),
-        };
+        let grid = Dataset::new(std::mem::take(&mut x), c1 - c0, d, None, "<grid>");
         out.extend(model.predict(&model.raw_scores(&grid, &CpuBackend::new())?));
         x = grid.x;
     }

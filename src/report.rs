@@ -50,6 +50,20 @@ pub struct TrainReport {
     /// Set when training moved from the GPU to the CPU, with the reason.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fallback: Option<String>,
+    /// The epoch (1-based) with the fewest monitored mistakes (validation mistakes when there
+    /// is a validation set, else training mistakes); 0 in reports of earlier versions.
+    #[serde(default)]
+    pub best_epoch: usize,
+    /// Rows held out for validation, when there were any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub n_validation: Option<usize>,
+    /// Accuracy of the model on the validation rows, when there were any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub validation_accuracy: Option<f64>,
+    /// Validation accuracy per epoch (batch forms: of the weights the epoch started with,
+    /// like its mistakes; online forms: of the model after the epoch).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub validation_accuracy_per_epoch: Option<Vec<f64>>,
 }
 
 /// Where and how long a run went: the part of the report the algorithm itself cannot know.
@@ -85,6 +99,10 @@ pub struct RunFacts {
     pub ran: Ran,
     /// Wall time in seconds.
     pub seconds: f64,
+    /// The epoch (1-based) with the fewest monitored mistakes.
+    pub best_epoch: usize,
+    /// Validation rows and the final model's accuracy on them, when there were any.
+    pub validation: Option<(usize, f64)>,
 }
 
 /// The report of a finished run: accuracy from the training scores `raw` (the model's heads
@@ -128,6 +146,15 @@ pub fn build(
         mistake_bound: margin.map(|g| (radius / g).powi(2)),
         seconds: run.seconds,
         fallback: run.ran.fallback,
+        best_epoch: run.best_epoch,
+        n_validation: run.validation.map(|v| v.0),
+        validation_accuracy: run.validation.map(|v| v.1),
+        validation_accuracy_per_epoch: run.validation.map(|(nv, _)| {
+            stats
+                .iter()
+                .map(|e| 1.0 - e.val_mistakes.unwrap_or(0) as f64 / nv.max(1) as f64)
+                .collect()
+        }),
     }
 }
 

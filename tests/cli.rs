@@ -30,7 +30,7 @@ fn gen_train_predict_eval_round_trip() {
     let model: Value =
         serde_json::from_str(&std::fs::read_to_string(p.join("model.json")).unwrap()).unwrap();
     assert_eq!(model["format"], "rosenblatt-model");
-    assert_eq!(model["version"], 1);
+    assert_eq!(model["version"], 2);
     assert_eq!(model["classes"], serde_json::json!(["-1", "1"]));
     assert_eq!(model["weights"].as_array().unwrap().len(), 3);
 
@@ -320,7 +320,7 @@ fn predict_and_eval_reject_mismatched_data_and_bad_models() {
     );
     let newer = std::fs::read_to_string(p.join("m.json"))
         .unwrap()
-        .replace("\"version\": 1", "\"version\": 9");
+        .replace("\"version\": 2", "\"version\": 9");
     write(p, "newer.json", &newer);
     let o = run(p, &["eval", "newer.json", "d.csv"]);
     assert_eq!(o.status.code(), Some(2));

@@ -71,9 +71,9 @@ type Run = (Vec<EpochStats>, Vec<f32>, Vec<f32>, Extras);
 fn run(b: &dyn Backend, v: TrainView<'_>, rule: &BatchRule) -> Run {
     let mut bound = b.bind(v).unwrap();
     let mut w = vec![0f32; v.heads * (v.d + 1)];
-    let mut stats = bound.batch_epochs(&mut w, rule, 4).unwrap();
+    let mut stats = bound.batch_epochs(&mut w, rule, 4).unwrap().stats;
     if rule.stop(stats.last().unwrap()).is_none() {
-        stats.extend(bound.batch_epochs(&mut w, rule, 2).unwrap());
+        stats.extend(bound.batch_epochs(&mut w, rule, 2).unwrap().stats);
     }
     let scores = bound.scores(&w).unwrap();
     (stats, w, scores, bound.extras().unwrap())
@@ -123,14 +123,7 @@ fn batch_epochs_equal_the_reference_bit_for_bit_on_integer_data() {
         (257, 9, 10),
     ] {
         let (x, y) = integer_set(n, d, heads, (n * 31 + d) as u64);
-        let v = TrainView {
-            x: &x,
-            y: &y,
-            n,
-            d,
-            bias: 1.0,
-            heads,
-        };
+        let v = TrainView::new(&x, &y, n, d, 1.0, heads);
         for rule in rules(heads) {
             let want = run(&ReferenceBackend, v, &rule);
             for (name, b) in under_test() {
@@ -168,22 +161,15 @@ fn batch_epochs_agree_with_the_reference_on_float_data() {
             }
         })
         .collect();
-    let v = TrainView {
-        x: &x,
-        y: &y,
-        n,
-        d,
-        bias: 1.0,
-        heads: 1,
-    };
+    let v = TrainView::new(&x, &y, n, d, 1.0, 1);
     let rule = BatchRule::new(0.5, 0.0);
     let mut rb = ReferenceBackend.bind(v).unwrap();
     let mut want = vec![0f32; d + 1];
-    rb.batch_epochs(&mut want, &rule, 1).unwrap();
+    rb.batch_epochs(&mut want, &rule, 1).unwrap().stats;
     for (name, b) in under_test() {
         let mut bound = b.bind(v).unwrap();
         let mut w = vec![0f32; d + 1];
-        bound.batch_epochs(&mut w, &rule, 1).unwrap();
+        bound.batch_epochs(&mut w, &rule, 1).unwrap().stats;
         for (a, b) in w.iter().zip(&want) {
             assert_relative_eq!(*a, *b, epsilon = 1e-4, max_relative = 1e-4);
         }

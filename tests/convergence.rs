@@ -72,13 +72,13 @@ fn online_mistakes_never_exceed_novikoff_bound() {
 
 fn tiny() -> Dataset {
     // Points (1, 0) -> "b", (0, 1) -> "a": classes sorted, so "a" is -1 and "b" is +1.
-    Dataset {
-        x: vec![1.0, 0.0, 0.0, 1.0],
-        n: 2,
-        d: 2,
-        labels: Some(Labels::from_names(&["b", "a"])),
-        source: "tiny".into(),
-    }
+    Dataset::new(
+        vec![1.0, 0.0, 0.0, 1.0],
+        2,
+        2,
+        Some(Labels::from_names(&["b", "a"])),
+        "tiny",
+    )
 }
 
 #[test]

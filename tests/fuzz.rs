@@ -254,13 +254,13 @@ fn predict_rows(m: &Model) -> Result<(), String> {
     if d > 10_000 {
         return Ok(());
     }
-    let ds = Dataset {
-        x: (0..5 * d).map(|i| (i % 7) as f32 - 3.0).collect(),
-        n: 5,
+    let ds = Dataset::new(
+        (0..5 * d).map(|i| (i % 7) as f32 - 3.0).collect(),
+        5,
         d,
-        labels: None,
-        source: "rows".into(),
-    };
+        None,
+        "rows",
+    );
     let raw = m
         .raw_scores(&ds, &CpuBackend::new())
         .map_err(|e| format!("a loaded model does not score: {e}"))?;

@@ -67,13 +67,7 @@ fn integer_data(n: usize, d: usize, seed: u64) -> Dataset {
     if n >= 2 && names.iter().all(|c| *c == names[0]) {
         names[0] = if names[0] == "pos" { "neg" } else { "pos" };
     }
-    Dataset {
-        x,
-        n,
-        d,
-        labels: Some(Labels::from_names(&names)),
-        source: "integer".into(),
-    }
+    Dataset::new(x, n, d, Some(Labels::from_names(&names)), "integer")
 }
 
 /// Asserts the run stayed in the range where f32 integer arithmetic is exact, so that
@@ -557,14 +551,7 @@ fn multiclass_ovr_tau_pocket_and_average_are_bit_identical_to_cpu() {
     .enumerate()
     {
         let (x, y) = integer_classes(n, d, k, 40 + case as u64);
-        let view = TrainView {
-            x: &x,
-            y: &y,
-            n,
-            d,
-            bias: 1.0,
-            heads: k,
-        };
+        let view = TrainView::new(&x, &y, n, d, 1.0, k);
         for (ri, (rule, keep)) in rules
             .iter()
             .flat_map(|r| [(*r, Keep::Pocket), (*r, Keep::Average)])
@@ -579,8 +566,8 @@ fn multiclass_ovr_tau_pocket_and_average_are_bit_identical_to_cpu() {
             let run = |b: &dyn Backend| {
                 let mut bound = b.bind(view).unwrap();
                 let mut w = vec![0f32; k * (d + 1)];
-                let mut stats = bound.batch_epochs(&mut w, &br, 7).unwrap();
-                stats.extend(bound.batch_epochs(&mut w, &br, 5).unwrap());
+                let mut stats = bound.batch_epochs(&mut w, &br, 7).unwrap().stats;
+                stats.extend(bound.batch_epochs(&mut w, &br, 5).unwrap().stats);
                 let scores = bound.scores(&w).unwrap();
                 let extras = bound.extras().unwrap();
                 (stats, w, scores, extras)
@@ -604,7 +591,7 @@ fn multiclass_ovr_tau_pocket_and_average_are_bit_identical_to_cpu() {
             );
             match keep {
                 Keep::Pocket => assert!(c.3.pocket.is_some(), "{what}"),
-                _ => assert!(c.3.average_sum.is_some(), "{what}"),
+                _ => assert!(c.3.average.is_some(), "{what}"),
             }
         }
     }
@@ -765,7 +752,7 @@ fn voted_models_with_many_vectors_score_on_the_gpu_in_blocks() {
         .validate()
         .unwrap();
     let t = algo::train(&ds, &p, &cpu, None, &mut ()).unwrap();
-    let vectors = t.model.heads();
+    let vectors = t.model.rows().unwrap().weights.len();
     assert!(vectors > 130, "only {vectors} vectors");
     assert_eq!(
         t.model.raw_scores(&ds, g).unwrap(),

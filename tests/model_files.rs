@@ -71,7 +71,7 @@ fn v1_files_of_every_kind_load_and_predict_as_before() {
 }
 
 #[test]
-fn models_written_now_read_back_equal_and_keep_the_v1_layout() {
+fn models_written_now_read_back_equal_and_keep_the_v1_layout_plus_the_v2_fields() {
     for (stem, path, _) in v1_models() {
         let m = Model::load(&path).unwrap();
         let mut buf = Vec::new();
@@ -87,7 +87,19 @@ fn models_written_now_read_back_equal_and_keep_the_v1_layout() {
             assert_eq!(old["bias"], 0.0, "{stem}");
             old.as_object_mut().unwrap().remove("bias");
         }
-        let new: serde_json::Value = serde_json::from_str(&text).unwrap();
+        // Version 2 adds the new training parameters (with the values that mean "not used")
+        // and the report's best epoch; without them it is the v1 layout.
+        let mut new: serde_json::Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(new["version"], 2, "{stem}");
+        new["version"] = 1.into();
+        let params = new["params"].as_object_mut().unwrap();
+        assert_eq!(params.remove("patience"), Some(serde_json::Value::Null));
+        assert_eq!(params.remove("scale"), Some("none".into()));
+        assert!(params.remove("min_improvement").is_some());
+        assert!(params.remove("patience_floor").is_some());
+        if let Some(t) = new["training"].as_object_mut() {
+            assert_eq!(t.remove("best_epoch"), Some(0.into()), "{stem}");
+        }
         assert_eq!(new, old, "{stem}: layout");
     }
 }
@@ -244,13 +256,13 @@ fn invalid_models_are_refused_whole_with_the_reason() {
 #[test]
 fn a_model_that_loads_predicts_one_line_per_row() {
     // Every fixture, on data with the model's feature count but a different row count.
-    let ds = rosenblatt::data::Dataset {
-        x: (0..7 * 3).map(|i| (i % 5) as f32 - 2.0).collect(),
-        n: 7,
-        d: 3,
-        labels: None,
-        source: "rows".into(),
-    };
+    let ds = rosenblatt::data::Dataset::new(
+        (0..7 * 3).map(|i| (i % 5) as f32 - 2.0).collect(),
+        7,
+        3,
+        None,
+        "rows",
+    );
     for (stem, path, _) in v1_models() {
         let m = Model::load(&path).unwrap();
         let raw = m.raw_scores(&ds, &CpuBackend::new()).unwrap();

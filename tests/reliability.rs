@@ -593,13 +593,13 @@ fn averaged_perceptron_stays_exact_past_2_to_the_24_steps() {
     // Three integer rows that no line separates: the online perceptron never converges.
     let x = vec![1.0f32, 2.0, -1.0];
     let names = ["pos", "neg", "neg"];
-    let ds = Dataset {
-        x: x.clone(),
-        n: 3,
-        d: 1,
-        labels: Some(Labels::from_names(&names)),
-        source: "three".into(),
-    };
+    let ds = Dataset::new(
+        x.clone(),
+        3,
+        1,
+        Some(Labels::from_names(&names)),
+        "three",
+    );
     let y: Vec<i64> = ds
         .labels
         .as_ref()
@@ -613,6 +613,7 @@ fn averaged_perceptron_stays_exact_past_2_to_the_24_steps() {
         .algo(Algo::Averaged)
         .shuffle(false)
         .epochs(epochs)
+        .patience(0)
         .validate()
         .unwrap();
     let t = algo::train(&ds, &params, &CpuBackend::new(), None, &mut ()).unwrap();

@@ -34,13 +34,7 @@ fn integer_classes(n: usize, d: usize, k: usize, seed: u64) -> Dataset {
             format!("c{c}")
         })
         .collect();
-    Dataset {
-        x,
-        n,
-        d,
-        labels: Some(Labels::from_names(&names)),
-        source: "integer".into(),
-    }
+    Dataset::new(x, n, d, Some(Labels::from_names(&names)), "integer")
 }
 
 fn gpu() -> Option<GpuBackend> {

@@ -6,24 +6,32 @@
 //! Winnow weights are read off the bound data when the epochs are done.
 
 use super::{Backends, Checkpoint, Fitted, Problem, Progress};
-use crate::backend::{winnow_weights, BatchRule, Bound, HeadRule, Keep, StopReason, Update};
+use crate::backend::{winnow_weights, BatchRule, Bound, Keep, StopReason, Update};
 use crate::error::Result;
 use crate::params::{Algo, Params};
 
-/// The rule the backends apply for `params` with the per-row rule `head_rule`.
-pub fn rule(params: &Params, head_rule: HeadRule) -> BatchRule {
+/// The rule the backends apply for `params` on `pb`. The pocket is kept by the pocket
+/// algorithm, and by every batch form that may need the best epoch's weights: with held-out
+/// rows (the best validation epoch is the model) and under a patience rule (a run the rule
+/// stops keeps its best epoch). Averaging with held-out rows keeps the best epoch's average.
+pub fn rule(params: &Params, pb: &Problem<'_>) -> BatchRule {
+    let patience = pb.patience(params);
+    let validating = pb.val.is_some();
     BatchRule {
         tau: params.margin_threshold,
-        rule: head_rule,
+        rule: pb.rule,
         keep: match params.algo {
             Algo::Pocket => Keep::Pocket,
+            Algo::Averaged if validating => Keep::AveragePocket,
             Algo::Averaged => Keep::Average,
+            _ if validating || patience.epochs > 0 => Keep::Pocket,
             _ => Keep::Nothing,
         },
         update: match params.algo {
             Algo::Winnow => Update::Multiplicative,
             _ => Update::Additive,
         },
+        patience,
         ..BatchRule::new(params.lr, params.tol.unwrap_or(0.0))
     }
 }
@@ -38,19 +46,23 @@ pub fn fit(
     backends: &Backends<'_>,
     progress: &mut dyn Progress,
 ) -> Result<Fitted> {
-    let rule = rule(params, pb.rule);
+    let rule = rule(params, pb);
     let mut state = State {
         state: pb.initial_weights(params),
         stats: Vec::new(),
     };
-    // A resumed run restarts the pocket and the average (the bound data keeps them); the
-    // weights and the trace carry on.
-    let ((stop, w, scores), ran) = backends.resume(&mut state, |b, st| {
+    // A resumed run restarts the pocket, the average and the patience count (the bound data
+    // keeps them); the weights and the trace carry on.
+    let ((stop, w, scores, best), ran) = backends.resume(&mut state, |b, st| {
         let mut bound = b.bind(pb.view())?;
         let stop = epochs(&mut *bound, params, &rule, st, progress)?;
-        let w = final_weights(&mut *bound, &rule, &st.state, st.stats.len())?;
+        let kept = Kept {
+            best: params.algo == Algo::Pocket || pb.val.is_some() || stop == StopReason::Patience,
+        };
+        let (w, best) = final_weights(&mut *bound, &rule, kept, &st.state)?;
         let scores = bound.scores(&w)?;
-        Ok((stop, w, scores))
+        let done = st.stats.len() - best.1;
+        Ok((stop, w, scores, done + best.0))
     })?;
     Ok(Fitted {
         body: pb.linear_body(&w),
@@ -58,11 +70,13 @@ pub fn fit(
         stop,
         scores: Some(scores),
         ran,
+        best_epoch: best,
     })
 }
 
-/// Continues training from the weights in `st` until a stop, appending to `st.stats` after every call to
-/// the backend, so that on an error the state describes the last completed epoch.
+/// Continues training from the weights in `st` until a stop, appending to `st.stats` after
+/// every call to the backend, so that on an error the state describes the last completed
+/// epoch.
 fn epochs(
     bound: &mut dyn Bound,
     params: &Params,
@@ -78,34 +92,47 @@ fn epochs(
     while st.stats.len() < params.epochs {
         let k = per_call.min(params.epochs - st.stats.len());
         let got = bound.batch_epochs(&mut st.state, rule, k)?;
-        st.stats.extend_from_slice(&got);
+        st.stats.extend_from_slice(&got.stats);
         if progress.wants_snapshots() {
             progress.snapshot(st.stats.len(), &st.state);
         }
         let last = st.stats.last().copied().unwrap_or_default();
         progress.update(st.stats.len(), params.epochs, last.mistakes);
-        if let Some(reason) = rule.stop(&last) {
+        if let Some(reason) = got.stop {
             return Ok(reason);
         }
     }
     Ok(StopReason::MaxEpochs)
 }
 
-/// The weights the model keeps: the pocket, the average of the per-epoch weights, the Winnow
-/// weights of the log-weights (no bias), or the last weights.
+/// Which weights the model keeps besides what the algorithm always keeps.
+#[derive(Clone, Copy)]
+struct Kept {
+    /// The best epoch's (the pocket): the pocket algorithm, a validation run, a run stopped
+    /// by the patience rule.
+    best: bool,
+}
+
+/// The weights the model keeps, and (best epoch among the bound epochs, bound epochs): the
+/// pocket; the average of the per-epoch weights (with held-out rows: the best epoch's
+/// average); the Winnow weights of the log-weights (no bias); or the last weights.
 fn final_weights(
     bound: &mut dyn Bound,
     rule: &BatchRule,
+    kept: Kept,
     w: &[f32],
-    epochs: usize,
-) -> Result<Vec<f32>> {
+) -> Result<(Vec<f32>, (usize, usize))> {
     let ex = bound.extras()?;
-    let mut out = match (rule.keep, ex.pocket, ex.average_sum) {
-        (Keep::Pocket, Some((pocket, _)), _) => pocket,
-        (Keep::Average, _, Some(sum)) => {
-            let t = epochs.max(1) as f32;
-            sum.iter().map(|v| v / t).collect()
-        }
+    let best = (ex.stop.best_epoch as usize, ex.stop.epochs as usize);
+    let mean = |sum: &[f32], t: u64| -> Vec<f32> {
+        let t = t.max(1) as f32;
+        sum.iter().map(|v| v / t).collect()
+    };
+    let mut out = match (rule.keep, ex.pocket, ex.average) {
+        (Keep::AveragePocket, Some(p), _) if p.updates > 0 => mean(&p.w, p.updates),
+        (Keep::AveragePocket, Some(p), _) => p.w,
+        (Keep::Pocket, Some(p), _) if kept.best => p.w,
+        (Keep::Average, _, Some((sum, t))) => mean(&sum, t),
         _ => w.to_vec(),
     };
     if rule.update == Update::Multiplicative {
@@ -115,5 +142,5 @@ fn final_weights(
             *bias = 0.0;
         }
     }
-    Ok(out)
+    Ok((out, best))
 }

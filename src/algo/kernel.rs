@@ -5,12 +5,17 @@
 //! linear kernel this is exactly the batch perceptron in primal form.
 
 use super::{Backends, Checkpoint, Fitted, Problem, Progress};
-use crate::backend::{EpochStats, Kernel, StopReason};
+use crate::backend::{
+    predicted_wrong, BatchRule, DualBound, EpochStats, Kernel, StopReason, StopState,
+};
 use crate::error::Result;
 use crate::model::{Body, Dual};
 use crate::params::Params;
 
-/// Trains the kernel perceptron (binary labels ±1).
+/// Trains the kernel perceptron (binary labels ±1). A mistake adds the row's weight to its
+/// count. With held-out rows they are scored each epoch by the counts the epoch starts with,
+/// and the counts of the best validation epoch are kept; a run the patience rule stops keeps
+/// the counts of its best epoch.
 pub fn fit(
     pb: &Problem<'_>,
     params: &Params,
@@ -19,58 +24,97 @@ pub fn fit(
 ) -> Result<Fitted> {
     let kernel = params.kernel.unwrap_or(Kernel::Linear);
     let (eta, y) = (params.lr, &pb.y);
-    let tol = params.tol.unwrap_or(0.0) as f64;
-    let support_of = |alpha: &[u32]| -> (Vec<u32>, Vec<f32>) {
+    let view = pb.view();
+    let rule = BatchRule {
+        patience: pb.patience(params),
+        ..BatchRule::new(eta, params.tol.unwrap_or(0.0))
+    };
+    let support_of = |alpha: &[f32]| -> (Vec<u32>, Vec<f32>) {
         alpha
             .iter()
             .enumerate()
-            .filter(|(_, a)| **a > 0)
-            .map(|(j, a)| (j as u32, eta * *a as f32 * y[j]))
+            .filter(|(_, a)| **a > 0.0)
+            .map(|(j, a)| (j as u32, eta * *a * y[j]))
             .unzip()
     };
     // The counts alpha and the epochs so far: what a fallback backend resumes from.
     let mut state = Checkpoint {
-        state: vec![0u32; pb.ds.n],
+        state: vec![0f32; pb.ds.n],
         stats: Vec::new(),
     };
-    let ((stop, scores), ran) = backends.resume(&mut state, |b, st| {
-        let mut bound = b.bind_dual(pb.view().data(), None)?;
-        loop {
+    let ((stop, alpha, scores, best_epoch), ran) = backends.resume(&mut state, |b, st| {
+        let mut bound = b.bind_dual(view.data(), None)?;
+        let mut held: Option<Box<dyn DualBound + '_>> = match view.val_data() {
+            Some(vd) => Some(b.bind_dual(vd, Some(view.data()))?),
+            None => None,
+        };
+        let mut stop_state = StopState::default();
+        let mut best: Option<Vec<f32>> = None;
+        // The last training scores, of the counts in `st.state` while `fresh`.
+        let (stop, scores, fresh) = loop {
             let (support, coef) = support_of(&st.state);
             let scores = bound.kscores(&support, &coef, &kernel)?;
             if scores.iter().any(|f| !f.is_finite()) {
-                return Err(super::overflow(pb.ds));
+                return Err(super::overflow(&pb.ds));
             }
             if st.stats.len() == params.epochs {
-                return Ok((StopReason::MaxEpochs, scores));
+                break (StopReason::MaxEpochs, scores, true);
             }
             let mut e = EpochStats::default();
             let mut alpha = st.state.clone();
+            let mut sq = 0f64;
             for (i, (&f, &yi)) in scores.iter().zip(y).enumerate() {
                 let m = yi * f;
                 if m <= params.margin_threshold {
+                    let wi = view.weight(i);
                     e.mistakes += 1;
-                    e.criterion -= m as f64;
-                    alpha[i] += 1;
+                    e.criterion -= (m * wi) as f64;
+                    alpha[i] += wi;
+                    sq += (wi as f64).powi(2);
                 }
             }
-            e.update_norm = eta as f64 * (e.mistakes as f64).sqrt();
+            e.update_norm = eta as f64 * sq.sqrt();
+            if let (Some(h), Some((_, yv))) = (held.as_mut(), &pb.val) {
+                let f = h.kscores(&support, &coef, &kernel)?;
+                let wrong = f
+                    .iter()
+                    .zip(yv)
+                    .filter(|(f, &y)| predicted_wrong(pb.rule, std::slice::from_ref(*f), y))
+                    .count();
+                e.val_mistakes = Some(wrong as u64);
+            }
+            let (better, why) = stop_state.record(&rule, &e);
+            if better {
+                best = Some(st.state.clone());
+            }
+            let changed = e.mistakes > 0;
             st.state = alpha;
             st.stats.push(e);
             progress.update(st.stats.len(), params.epochs, e.mistakes);
-            if e.mistakes == 0 {
-                return Ok((StopReason::Converged, scores));
+            if let Some(why) = why {
+                break (why, scores, !changed);
             }
-            if e.update_norm < tol {
+        };
+        // A validation run keeps its best epoch's counts; so does a run the patience rule
+        // stopped.
+        let restore =
+            (pb.val.is_some() && stop != StopReason::Converged) || stop == StopReason::Patience;
+        let (alpha, scores) = match best.filter(|_| restore) {
+            Some(b) => {
+                let (support, coef) = support_of(&b);
+                let s = bound.kscores(&support, &coef, &kernel)?;
+                (b, s)
+            }
+            None if fresh => (st.state.clone(), scores),
+            None => {
                 let (support, coef) = support_of(&st.state);
-                return Ok((
-                    StopReason::Tolerance,
-                    bound.kscores(&support, &coef, &kernel)?,
-                ));
+                let s = bound.kscores(&support, &coef, &kernel)?;
+                (st.state.clone(), s)
             }
-        }
+        };
+        Ok((stop, alpha, scores, stop_state.best_epoch as usize))
     })?;
-    let (support, coef) = support_of(&state.state);
+    let (support, coef) = support_of(&alpha);
     let body = Body::Kernel(Dual {
         support_vectors: support
             .iter()
@@ -85,5 +129,6 @@ pub fn fit(
         stop,
         scores: Some(scores),
         ran,
+        best_epoch,
     })
 }

@@ -13,18 +13,22 @@ pub mod kernel;
 pub mod online;
 pub mod winnow;
 
+use std::borrow::Cow;
 use std::time::Instant;
 
+use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 use crate::backend::{
-    cpu::CpuBackend, Backend, BackendKind, EpochStats, HeadRule, StopReason, TrainView,
+    cpu::CpuBackend, Backend, BackendKind, EpochStats, HeadRule, Patience, StopReason, TrainView,
+    ValView,
 };
-use crate::data::Dataset;
-use crate::error::{Error, Result};
+use crate::data::scale::Scaler;
+use crate::data::{same_class, Dataset, Labels};
+use crate::error::{Error, Param, Result};
 use crate::model::{Body, Hyperplane, Model, ModelKind, Rows};
-use crate::params::{Algo, Init, Mode, MulticlassStrategy, MulticlassUpdate, Params};
+use crate::params::{Algo, ClassWeight, Init, Mode, MulticlassStrategy, MulticlassUpdate, Params};
 use crate::report::{self, Ran, RunFacts};
 
 pub use crate::report::TrainReport;
@@ -53,12 +57,13 @@ pub struct Trained {
     pub report: TrainReport,
 }
 
-/// The data as the algorithms see it: features with the bias column value, labels in
-/// internal form (±1 for binary rules, the class index otherwise), the per-row rule, and the
-/// kind of model the run makes.
+/// The data as the algorithms see it: the training rows (scaled, without held-out rows),
+/// labels in internal form (±1 for binary rules, the class index otherwise), per-row weights,
+/// the held-out rows, the per-row rule, and the kind of model the run makes.
 pub struct Problem<'a> {
-    /// The data set.
-    pub ds: &'a Dataset,
+    /// The training rows the algorithm sees (scaled when the run scales; without the rows
+    /// held out for validation).
+    pub ds: Cow<'a, Dataset>,
     /// Labels in internal form.
     pub y: Vec<f32>,
     /// Value of the implicit bias column (1, or 0 without a bias and for Winnow).
@@ -74,12 +79,40 @@ pub struct Problem<'a> {
     /// Weights to start from instead of [`initial_weights`] (warm start; for Winnow the
     /// log-weights), `heads * (d + 1)` of them.
     pub start: Option<Vec<f32>>,
+    /// Per-row weights of the training rows (class weights times row weights); `None` when
+    /// every row weighs 1.
+    pub sw: Option<Vec<f32>>,
+    /// Held-out rows (scaled like the training rows) and their labels in internal form.
+    pub val: Option<(Dataset, Vec<f32>)>,
+    /// The scaling fitted on the training rows (or taken from the model continued).
+    pub scaling: Option<Scaler>,
+}
+
+/// Where the held-out rows of a run come from.
+#[derive(Clone, Copy, Default)]
+pub enum Holdout<'a> {
+    /// None, unless the parameters ask for a validation fraction.
+    #[default]
+    FromParams,
+    /// These rows (labels matched to the training classes by name or value).
+    Rows(&'a Dataset),
 }
 
 impl<'a> Problem<'a> {
     /// The problem for `params` on `ds`: binary for two classes (or one, refused later),
     /// multiclass or one-vs-rest for more, or when asked for.
     pub fn new(ds: &'a Dataset, params: &Params) -> Result<Self> {
+        Self::build(ds, params, Holdout::FromParams, None)
+    }
+
+    /// The problem for `params` on `ds` with held-out rows from `holdout`, continuing from
+    /// `start` when given (its scaling is kept; see [`Problem::continue_from`]).
+    pub fn build(
+        ds: &'a Dataset,
+        params: &Params,
+        holdout: Holdout<'_>,
+        start: Option<&Model>,
+    ) -> Result<Self> {
         let labels = ds.require_labels()?;
         let k = labels.classes.len();
         if k < 2 {
@@ -90,8 +123,97 @@ impl<'a> Problem<'a> {
         } else {
             0.0
         };
-        let pb = |rule, heads, y, kind| Problem {
-            ds,
+        let binary = k <= 2 && params.algo != Algo::Multiclass;
+        if !binary && matches!(params.algo, Algo::Winnow | Algo::Kernel) {
+            return Err(Error::BinaryOnly {
+                path: ds.source.clone(),
+                algo: params.algo.name(),
+                classes: k,
+            });
+        }
+        let (rule, kind, heads) = if binary {
+            let kind = match params.algo {
+                Algo::Voted => ModelKind::Voted,
+                Algo::Kernel => ModelKind::Kernel,
+                _ => ModelKind::Binary,
+            };
+            (HeadRule::Binary, kind, 1)
+        } else {
+            let (rule, kind) = match (params.multiclass, params.multiclass_update) {
+                (MulticlassStrategy::Ovr, _) => (HeadRule::OneVsRest, ModelKind::Ovr),
+                (_, MulticlassUpdate::All) => (HeadRule::MulticlassAll, ModelKind::Multiclass),
+                (_, MulticlassUpdate::Argmax) => {
+                    (HeadRule::MulticlassArgmax, ModelKind::Multiclass)
+                }
+            };
+            let kind = if params.algo == Algo::Voted {
+                ModelKind::Voted
+            } else {
+                kind
+            };
+            (rule, kind, k)
+        };
+        let internal = |index: &[u32]| -> Vec<f32> {
+            if rule == HeadRule::Binary {
+                index
+                    .iter()
+                    .map(|&c| if c == 0 { -1.0 } else { 1.0 })
+                    .collect()
+            } else {
+                index.iter().map(|&c| c as f32).collect()
+            }
+        };
+        // The held-out rows: given, or a seeded stratified share of the training rows.
+        let (mut train, mut val): (Cow<'a, Dataset>, Option<(Dataset, Vec<u32>)>) =
+            match (holdout, params.validation_fraction) {
+                (Holdout::Rows(v), _) => {
+                    if v.d != ds.d {
+                        return Err(Error::Mismatch {
+                            path: v.source.clone(),
+                            msg: format!(
+                                "the validation data has {} features, the training data {}",
+                                v.d, ds.d
+                            ),
+                        });
+                    }
+                    let idx = class_indices_of(v, &labels.classes)?;
+                    (Cow::Borrowed(ds), Some((v.clone(), idx)))
+                }
+                (Holdout::FromParams, Some(f)) => {
+                    let (tr, va) = stratified_split(labels, f, params.seed);
+                    if va.is_empty() || tr.is_empty() {
+                        return Err(Error::param(
+                            Param::ValidationFraction,
+                            f,
+                            format!("leaves no rows on one side of the split of {} rows", ds.n),
+                        ));
+                    }
+                    let v = ds.select(&va);
+                    let idx = v.require_labels()?.index.clone();
+                    (Cow::Owned(ds.select(&tr)), Some((v, idx)))
+                }
+                (Holdout::FromParams, None) => (Cow::Borrowed(ds), None),
+            };
+        let scaling = match start {
+            Some(m) => m.scaling().cloned(),
+            None => Scaler::fit(params.scale, &train.x, train.n, train.d),
+        };
+        if let Some(sc) = &scaling {
+            let t = train.to_mut();
+            sc.apply(&mut t.x, &t.source)?;
+            if let Some((v, _)) = &mut val {
+                sc.apply(&mut v.x, &v.source)?;
+            }
+        }
+        let tl = train.require_labels()?;
+        let y = internal(&tl.index);
+        let sw = row_weights(&train, params)?;
+        let val = val.map(|(v, idx)| {
+            let yv = internal(&idx);
+            (v, yv)
+        });
+        let mut pb = Problem {
+            ds: train,
             y,
             bias,
             rule,
@@ -99,29 +221,14 @@ impl<'a> Problem<'a> {
             kind,
             fit_bias: params.fit_bias,
             start: None,
+            sw,
+            val,
+            scaling,
         };
-        if k <= 2 && params.algo != Algo::Multiclass {
-            let kind = match params.algo {
-                Algo::Voted => ModelKind::Voted,
-                Algo::Kernel => ModelKind::Kernel,
-                _ => ModelKind::Binary,
-            };
-            return Ok(pb(HeadRule::Binary, 1, labels.signs(), kind));
+        if let Some(m) = start {
+            pb.continue_from(m, params)?;
         }
-        if matches!(params.algo, Algo::Voted | Algo::Winnow | Algo::Kernel) {
-            return Err(Error::BinaryOnly {
-                path: ds.source.clone(),
-                algo: params.algo.name(),
-                classes: k,
-            });
-        }
-        let (rule, kind) = match (params.multiclass, params.multiclass_update) {
-            (MulticlassStrategy::Ovr, _) => (HeadRule::OneVsRest, ModelKind::Ovr),
-            (_, MulticlassUpdate::All) => (HeadRule::MulticlassAll, ModelKind::Multiclass),
-            (_, MulticlassUpdate::Argmax) => (HeadRule::MulticlassArgmax, ModelKind::Multiclass),
-        };
-        let y = labels.index.iter().map(|&c| c as f32).collect();
-        Ok(pb(rule, k, y, kind))
+        Ok(pb)
     }
 
     /// Continues from `model` (warm start): the same features, kind and classes as this
@@ -144,6 +251,16 @@ impl<'a> Problem<'a> {
                 "it is a {} model, and this run makes a {} model",
                 model.kind().name(),
                 self.kind.name()
+            )));
+        }
+        if params.scale != crate::params::Scale::None
+            && model.scaling().map(|s| s.kind) != Some(params.scale)
+        {
+            return Err(mismatch(format!(
+                "it was trained with {} scaling, and this run asks for {} (a continued run \
+                 keeps the model's scaling)",
+                model.scaling().map_or("no", |s| s.kind.name()),
+                params.scale.name()
             )));
         }
         if matches!(self.kind, ModelKind::Voted | ModelKind::Kernel) {
@@ -198,6 +315,29 @@ impl<'a> Problem<'a> {
             d: self.ds.d,
             bias: self.bias,
             heads: self.heads,
+            sw: self.sw.as_deref(),
+            val: self
+                .val
+                .as_ref()
+                .map(|(v, y)| ValView { x: &v.x, y, n: v.n }),
+        }
+    }
+
+    /// The patience rule of `params` for this problem: the floor applies to training mistakes
+    /// only (with held-out rows it is 0).
+    pub fn patience(&self, params: &Params) -> Patience {
+        let epochs = params.effective_patience();
+        if epochs == 0 {
+            return Patience::OFF;
+        }
+        Patience {
+            epochs,
+            keep_fraction: 1.0 - params.min_improvement,
+            floor: if self.val.is_some() {
+                0.0
+            } else {
+                params.patience_floor * self.ds.n as f32
+            },
         }
     }
 
@@ -229,6 +369,8 @@ pub struct Fitted {
     pub scores: Option<Vec<f32>>,
     /// Where it ran.
     pub ran: Ran,
+    /// The epoch (1-based) with the fewest monitored mistakes; 0 when none ran.
+    pub best_epoch: usize,
 }
 
 /// The hardware a run may use: a primary backend and, for a GPU primary, an optional fallback
@@ -253,13 +395,19 @@ pub struct Checkpoint<S> {
 
 impl Fitted {
     /// The result of an algorithm that ran on the host CPU and did not keep training scores.
-    pub fn on_cpu(body: Body, stats: Vec<EpochStats>, stop: StopReason) -> Fitted {
+    pub fn on_cpu(
+        body: Body,
+        stats: Vec<EpochStats>,
+        stop: StopReason,
+        best_epoch: usize,
+    ) -> Fitted {
         Fitted {
             body,
             stats,
             stop,
             scores: None,
             ran: Ran::on(&CpuBackend::new()),
+            best_epoch,
         }
     }
 }
@@ -355,7 +503,7 @@ pub fn train(
     fallback: Option<&dyn Backend>,
     progress: &mut dyn Progress,
 ) -> Result<Trained> {
-    train_problem(
+    fit(
         Problem::new(ds, params)?,
         params,
         backend,
@@ -375,19 +523,20 @@ pub fn train_from(
     fallback: Option<&dyn Backend>,
     progress: &mut dyn Progress,
 ) -> Result<Trained> {
-    let mut pb = Problem::new(ds, params)?;
-    pb.continue_from(model, params)?;
-    train_problem(pb, params, backend, fallback, progress)
+    let pb = Problem::build(ds, params, Holdout::FromParams, Some(model))?;
+    fit(pb, params, backend, fallback, progress)
 }
 
-fn train_problem(
+/// Trains on a built [`Problem`] (held-out rows, warm start and scaling already in it): the
+/// algorithm of `params`, then the finite check, the model and its report.
+pub fn fit(
     pb: Problem<'_>,
     params: &Params,
     backend: &dyn Backend,
     fallback: Option<&dyn Backend>,
     progress: &mut dyn Progress,
 ) -> Result<Trained> {
-    let ds = pb.ds;
+    let ds: &Dataset = &pb.ds;
     let backends = Backends {
         primary: backend,
         fallback,
@@ -407,24 +556,156 @@ fn train_problem(
         return Err(overflow(ds));
     }
     let classes = ds.require_labels()?.classes.clone();
+    let invalid = |msg| Error::data(&ds.source, format!("the trained model is invalid: {msg}"));
     let model = Model::new(params.algo, classes, ds.d, fitted.body, (**params).clone())
-        .map_err(|msg| Error::data(&ds.source, format!("the trained model is invalid: {msg}")))?;
+        .and_then(|m| m.with_scaling(pb.scaling.clone()))
+        .map_err(invalid)?;
     let raw = match fitted.scores {
         Some(s) => s,
-        None => model.raw_scores(ds, &CpuBackend::new())?,
+        None => model.scores_of_scaled(ds, &CpuBackend::new())?,
     };
     if raw.iter().any(|v| !v.is_finite()) {
         return Err(overflow(ds));
     }
+    let validation = match &pb.val {
+        Some((v, _)) => {
+            let truth = &v.require_labels()?.index;
+            let pred = model.predict(&model.scores_of_scaled(v, &CpuBackend::new())?);
+            let right = pred.iter().zip(truth).filter(|(p, t)| p == t).count();
+            Some((v.n, right as f64 / v.n.max(1) as f64))
+        }
+        None => None,
+    };
     let run = RunFacts {
         stats: fitted.stats,
         stop: fitted.stop,
         ran: fitted.ran,
         seconds,
+        best_epoch: fitted.best_epoch,
+        validation,
     };
     let report = report::build(ds, params, &model, &raw, pb.bias, run);
     Ok(Trained {
         model: model.with_training(report.clone()),
         report,
     })
+}
+
+/// The class index (into `classes`) of every row of `v`, matching names by value or name; an
+/// unknown label is an error naming it.
+fn class_indices_of(v: &Dataset, classes: &[String]) -> Result<Vec<u32>> {
+    let labels = v.require_labels()?;
+    let map = labels
+        .classes
+        .iter()
+        .map(|c| {
+            classes
+                .iter()
+                .position(|m| same_class(m, c))
+                .map(|i| i as u32)
+                .ok_or_else(|| Error::Mismatch {
+                    path: v.source.clone(),
+                    msg: format!(
+                        "validation label {c:?} is not one of the training classes ({})",
+                        classes.join(", ")
+                    ),
+                })
+        })
+        .collect::<Result<Vec<u32>>>()?;
+    Ok(labels.index.iter().map(|&c| map[c as usize]).collect())
+}
+
+/// A seeded split stratified by class: of each class's rows, round(fraction * count) drawn at
+/// random are held out (none from a class of one row). Returns (kept, held out), each in row
+/// order.
+pub fn stratified_split(labels: &Labels, fraction: f32, seed: u64) -> (Vec<usize>, Vec<usize>) {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed ^ 0x0DD5_EED5);
+    let mut by_class: Vec<Vec<usize>> = vec![Vec::new(); labels.classes.len()];
+    for (i, &c) in labels.index.iter().enumerate() {
+        by_class[c as usize].push(i);
+    }
+    let mut held = vec![false; labels.index.len()];
+    for rows in &mut by_class {
+        let take = ((fraction as f64 * rows.len() as f64).round() as usize)
+            .min(rows.len().saturating_sub(1));
+        rows.shuffle(&mut rng);
+        for &i in &rows[..take] {
+            held[i] = true;
+        }
+    }
+    (0..held.len()).partition(|&i| !held[i])
+}
+
+/// The per-row weights of the training rows: the class weights of `params` (balanced: n /
+/// (classes * rows of the class)) times the rows' own weights. `None` when every row weighs 1.
+fn row_weights(ds: &Dataset, params: &Params) -> Result<Option<Vec<f32>>> {
+    let labels = ds.require_labels()?;
+    let k = labels.classes.len();
+    let class_w: Option<Vec<f32>> = match &params.class_weight {
+        None => None,
+        Some(ClassWeight::Balanced) => {
+            let mut count = vec![0usize; k];
+            for &c in &labels.index {
+                count[c as usize] += 1;
+            }
+            Some(
+                count
+                    .iter()
+                    .map(|&c| {
+                        if c == 0 {
+                            1.0
+                        } else {
+                            (ds.n as f64 / (k as f64 * c as f64)) as f32
+                        }
+                    })
+                    .collect(),
+            )
+        }
+        Some(ClassWeight::Given(list)) => {
+            let mut w = vec![1f32; k];
+            for (name, v) in list {
+                let c = labels
+                    .classes
+                    .iter()
+                    .position(|m| same_class(m, name))
+                    .ok_or_else(|| {
+                        Error::param(
+                            Param::ClassWeight,
+                            format!("{name}={v}"),
+                            format!(
+                                "names a class the data does not have (classes: {})",
+                                labels.classes.join(", ")
+                            ),
+                        )
+                    })?;
+                w[c] = *v;
+            }
+            Some(w)
+        }
+    };
+    if class_w.is_none() && ds.weights.is_none() {
+        return Ok(None);
+    }
+    let sw: Vec<f32> = (0..ds.n)
+        .map(|i| {
+            let c = class_w
+                .as_ref()
+                .map_or(1.0, |w| w[labels.index[i] as usize]);
+            c * ds.weights.as_ref().map_or(1.0, |w| w[i])
+        })
+        .collect();
+    if let Some(i) = sw.iter().position(|v| !v.is_finite()) {
+        return Err(Error::param(
+            Param::SampleWeight,
+            sw[i],
+            format!("should be finite (row {})", i + 1),
+        ));
+    }
+    if sw.iter().all(|&v| v == 0.0) {
+        return Err(Error::data(
+            &ds.source,
+            "every row weighs 0, so training cannot learn anything",
+        ));
+    }
+    Ok(Some(sw))
 }

@@ -1,19 +1,27 @@
 //! Online training (the lecture notes' Algorithm 1 and its family): each epoch visits the rows
-//! in a seeded random order (or file order), and each mistake updates the weights at once.
-//! Sequential by nature, so it runs on the host. One loop serves the binary, multiclass and
-//! one-vs-rest rules (through [`row_rule`]), the averaged perceptron (lazy sums, O(d) per
-//! update) and the voted perceptron (every intermediate vector with its survival count).
+//! in a seeded random order (or file order), and each mistake updates the weights at once
+//! (by eta times the row's weight). Sequential by nature, so it runs on the host. One loop
+//! serves the binary, multiclass and one-vs-rest rules (through [`row_rule`]), the averaged
+//! perceptron (lazy sums, O(d) per update) and the voted perceptron (every intermediate
+//! vector with its survival count; with more than two classes each vector is one row per
+//! class and votes for the class it scores highest).
+//!
+//! After each epoch the stop rules ([`StopState`]) decide; with held-out rows the model after
+//! the epoch (the weights, the average, or the vote so far) is scored on them, and the model
+//! of the best validation epoch is the one kept.
 
 use rand::seq::SliceRandom;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
 use super::{Backends, Fitted, Problem, Progress};
+use crate::backend::cpu::{val_mistakes, CpuBackend};
 use crate::backend::{
-    axpy, decision, row_rule, update_norm, EpochStats, HeadRule, StopReason, TrainView,
+    axpy, decision, predicted_wrong, row_rule, update_norm, BatchRule, EpochStats, StopReason,
+    StopState,
 };
 use crate::error::{Error, Result};
-use crate::model::{Body, Rows, Voted};
+use crate::model::{vote_totals, Body, Rows, Voted};
 use crate::params::{Algo, Params};
 
 /// Trains the online form of `params.algo` on the host CPU (whatever the backends).
@@ -28,15 +36,15 @@ pub fn fit(
         voted: (params.algo == Algo::Voted).then_some(params.max_vectors),
     };
     let mut w = pb.initial_weights(params);
-    let out = train(pb.view(), params, pb.rule, keep, &mut w, progress)?;
-    let body = match out.voted {
-        Some((vecs, counts)) => Body::Voted(Voted {
-            rows: Rows::from_augmented(&vecs.concat(), pb.ds.d, pb.fit_bias),
+    let out = train(pb, params, keep, &mut w, progress)?;
+    let body = match out.model {
+        Snapshot::Voted { flat, counts } => Body::Voted(Voted {
+            rows: Rows::from_augmented(&flat, pb.ds.d, pb.fit_bias),
             counts,
         }),
-        None => pb.linear_body(out.average.as_deref().unwrap_or(&w)),
+        Snapshot::Linear(w) => pb.linear_body(&w),
     };
-    Ok(Fitted::on_cpu(body, out.stats, out.stop))
+    Ok(Fitted::on_cpu(body, out.stats, out.stop, out.best_epoch))
 }
 
 /// What to keep besides the final weights.
@@ -48,16 +56,30 @@ struct Keep {
     voted: Option<usize>,
 }
 
+/// A model the run can return: weights (the last or the average), or a vote.
+#[derive(Debug, Clone)]
+enum Snapshot {
+    /// Augmented weights, `heads * (d + 1)`.
+    Linear(Vec<f32>),
+    /// Voted vectors (augmented, `heads * (d + 1)` each, concatenated) and their counts.
+    Voted { flat: Vec<f32>, counts: Vec<u64> },
+}
+
+/// The vote at some step, without copying the retired vectors: the first `retired` of them,
+/// then the vector then current with its count.
+#[derive(Debug, Clone)]
+struct VotePrefix {
+    retired: usize,
+    current: Vec<f32>,
+    survived: u64,
+}
+
 /// The result of an online run.
 struct Online {
-    /// Per-epoch statistics.
     stats: Vec<EpochStats>,
-    /// Why it stopped.
     stop: StopReason,
-    /// The averaged weights, when kept.
-    average: Option<Vec<f32>>,
-    /// The voted vectors (augmented, `heads * (d + 1)` each) and their counts, when kept.
-    voted: Option<(Vec<Vec<f32>>, Vec<u64>)>,
+    model: Snapshot,
+    best_epoch: usize,
 }
 
 /// The averaged perceptron's lazy sums. Averaging over the weights after each of the T steps:
@@ -89,6 +111,9 @@ impl Average {
     }
 
     fn finish(&self, w: &[f32]) -> Vec<f32> {
+        if self.c <= 1 {
+            return w.to_vec();
+        }
         let c = self.c as f64;
         w.iter()
             .zip(&self.u)
@@ -98,85 +123,186 @@ impl Average {
     }
 }
 
-/// The voted perceptron's retired vectors and their survival counts.
+/// The voted perceptron's retired vectors (concatenated) and their survival counts.
 struct Votes {
     cap: usize,
     /// Most vectors that fit the memory budget.
     fit: usize,
-    vecs: Vec<Vec<f32>>,
+    /// Floats per vector.
+    len: usize,
+    flat: Vec<f32>,
     counts: Vec<u64>,
     survived: u64,
 }
 
 impl Votes {
-    /// One step: `before` is the vector a mistake replaced (None: no mistake).
-    fn step(&mut self, before: Option<Vec<f32>>) -> Result<()> {
+    /// One step: `before` is the vector a mistake replaced (None: no mistake). Returns false
+    /// when the vector cap is reached (the vector is not retired; training stops).
+    fn step(&mut self, before: Option<&[f32]>) -> Result<bool> {
         match before {
             // A mistake: the vector before the update retires with its count.
             Some(old) => {
                 if self.survived > 0 {
-                    if self.vecs.len() >= self.cap {
-                        return Err(Error::VotedLimit(self.cap));
+                    if self.counts.len() + 1 >= self.cap {
+                        return Ok(false);
                     }
-                    if self.vecs.len() >= self.fit {
-                        let len = old.len() as u64 * 4;
-                        return Err(Error::Memory {
-                            what: format!(
-                                "the voted perceptron's {} vectors of {} weights",
-                                self.vecs.len() + 1,
-                                old.len()
-                            ),
-                            bytes: (self.vecs.len() as u64 + 1) * len,
-                            available: self.fit as u64 * len,
-                        });
-                    }
-                    self.vecs.push(old);
+                    self.reserve_one()?;
+                    self.flat.extend_from_slice(old);
                     self.counts.push(self.survived);
                 }
                 self.survived = 1;
             }
             None => self.survived += 1,
         }
-        Ok(())
+        Ok(true)
     }
 
-    fn finish(mut self, w: &[f32]) -> (Vec<Vec<f32>>, Vec<u64>) {
-        if self.survived > 0 {
-            self.vecs.push(w.to_vec());
-            self.counts.push(self.survived);
+    /// Room for one more vector, within the memory budget (grown by doubling, never past
+    /// the budget, and never by an aborting allocation).
+    fn reserve_one(&mut self) -> Result<()> {
+        let need = self.flat.len() + self.len;
+        if self.flat.capacity() >= need {
+            return Ok(());
         }
-        (self.vecs, self.counts)
+        let too_big = || {
+            let len = self.len as u64 * 4;
+            Error::Memory {
+                what: format!(
+                    "the voted perceptron's {} vectors of {} weights",
+                    self.counts.len() + 1,
+                    self.len
+                ),
+                bytes: (self.counts.len() as u64 + 1) * len,
+                available: self.fit as u64 * len,
+            }
+        };
+        if self.counts.len() >= self.fit {
+            return Err(too_big());
+        }
+        let want = (self.flat.capacity() * 2)
+            .min(self.fit * self.len)
+            .max(need);
+        self.flat
+            .try_reserve_exact(want - self.flat.len())
+            .map_err(|_| too_big())
+    }
+
+    /// The vote at this step (the current vector `w`), without copying the retired ones.
+    fn prefix(&self, w: &[f32]) -> VotePrefix {
+        VotePrefix {
+            retired: self.counts.len(),
+            current: w.to_vec(),
+            survived: self.survived,
+        }
+    }
+
+    /// The vote of `p`, consuming the retired vectors.
+    fn into_model(mut self, p: VotePrefix) -> Snapshot {
+        self.flat.truncate(p.retired * self.len);
+        self.counts.truncate(p.retired);
+        if p.survived > 0 {
+            self.flat.extend_from_slice(&p.current);
+            self.counts.push(p.survived);
+        }
+        Snapshot::Voted {
+            flat: self.flat,
+            counts: self.counts,
+        }
     }
 }
 
-/// Trains in place from `w` (`heads * (d + 1)` entries) with `rule` and margin `tau`.
+/// Scores held-out rows for the voted perceptron as it grows: the retired vectors' votes are
+/// added once (they never change), the current vector's on top for each count.
+struct VotedValidation {
+    votes: Vec<f32>,
+    scored: usize,
+    outputs: usize,
+}
+
+impl VotedValidation {
+    fn mistakes(&mut self, pb: &Problem<'_>, votes: &Votes, w: &[f32]) -> Result<u64> {
+        let (Some(data), Some((_, yv))) = (pb.view().val_data(), &pb.val) else {
+            return Ok(0);
+        };
+        let cpu = CpuBackend::new();
+        let heads = pb.heads;
+        let per = votes.len;
+        let upto = votes.counts.len();
+        vote_totals(
+            data,
+            &votes.flat[self.scored * per..upto * per],
+            &votes.counts[self.scored..upto],
+            heads,
+            self.outputs,
+            &cpu,
+            &mut self.votes,
+        )?;
+        self.scored = upto;
+        let mut now = self.votes.clone();
+        if votes.survived > 0 {
+            vote_totals(
+                data,
+                w,
+                &[votes.survived],
+                heads,
+                self.outputs,
+                &cpu,
+                &mut now,
+            )?;
+        }
+        let wrong = now
+            .chunks_exact(self.outputs)
+            .zip(yv)
+            .filter(|(v, &y)| predicted_wrong(pb.rule, v, y))
+            .count();
+        Ok(wrong as u64)
+    }
+}
+
+/// Trains in place from `w` (`heads * (d + 1)` entries) with the problem's rule.
 fn train(
-    v: TrainView<'_>,
+    pb: &Problem<'_>,
     params: &Params,
-    rule: HeadRule,
     keep: Keep,
     w: &mut [f32],
     progress: &mut dyn Progress,
 ) -> Result<Online> {
+    let v = pb.view();
     let d = v.d;
     let da = d + 1;
     let eta = params.lr;
+    let rule = BatchRule {
+        patience: pb.patience(params),
+        ..BatchRule::new(eta, 0.0)
+    };
+    let mut stop_state = StopState::default();
     let mut rng = ChaCha8Rng::seed_from_u64(params.seed);
     let mut order: Vec<usize> = (0..v.n).collect();
     let mut start = w.to_vec();
+    let mut before = w.to_vec();
     let mut s = vec![0f32; v.heads];
     let mut stats = Vec::new();
     let mut avg = keep.average.then(|| Average::new(w));
     let mut votes = keep.voted.map(|cap| Votes {
         cap,
-        fit: (crate::limits::budget() / (4 * w.len().max(1) as u64 + 64)) as usize,
-        vecs: Vec::new(),
+        // Half the budget: the model built from the vectors at the end is a second copy.
+        fit: (crate::limits::budget() / 2 / (4 * w.len().max(1) as u64 + 64)) as usize,
+        len: w.len(),
+        flat: Vec::new(),
         counts: Vec::new(),
         survived: 0,
     });
+    let outputs = if pb.heads == 1 { 1 } else { pb.heads };
+    let mut voted_val = VotedValidation {
+        votes: vec![0.0; pb.val.as_ref().map_or(0, |(vd, _)| vd.n) * outputs],
+        scored: 0,
+        outputs,
+    };
+    let mut best: Option<Snapshot> = None;
+    let mut best_vote: Option<VotePrefix> = None;
     let mut stop = StopReason::MaxEpochs;
     let snapshots = progress.wants_snapshots();
-    for epoch in 0..params.epochs {
+    'epochs: for epoch in 0..params.epochs {
         if params.shuffle {
             order.shuffle(&mut rng);
         }
@@ -187,13 +313,15 @@ fn train(
             for (h, sh) in s.iter_mut().enumerate() {
                 *sh = decision(&w[h * da..(h + 1) * da], row, v.bias);
             }
-            let mut before: Option<Vec<f32>> = None;
             let voting = votes.is_some();
-            let (m, crit) = row_rule(rule, params.margin_threshold, &s, v.y[i], |h, coef| {
-                if voting && before.is_none() {
-                    before = Some(w.to_vec());
+            let mut updated = false;
+            let wi = v.weight(i);
+            let (m, crit) = row_rule(pb.rule, params.margin_threshold, &s, v.y[i], |h, coef| {
+                if voting && !updated {
+                    before.copy_from_slice(w);
                 }
-                let a = eta * coef;
+                updated = true;
+                let a = eta * coef * wi;
                 axpy(a, row, &mut w[h * da..h * da + d]);
                 w[h * da + d] += a * v.bias;
                 if let Some(avg) = avg.as_mut() {
@@ -201,31 +329,64 @@ fn train(
                 }
             });
             e.mistakes += m;
-            e.criterion += crit;
+            e.criterion += crit * wi as f64;
             if m > 0 && snapshots {
                 progress.snapshot(epoch + 1, w);
             }
             if let Some(votes) = votes.as_mut() {
-                votes.step(before)?;
+                if !votes.step(updated.then_some(&before[..]))? {
+                    // The cap is reached: the vote keeps the vector before this update.
+                    w.copy_from_slice(&before);
+                    e.update_norm = update_norm(w, &start);
+                    stats.push(e);
+                    stop = StopReason::MaxVectors;
+                    break 'epochs;
+                }
             }
             if let Some(avg) = avg.as_mut() {
                 avg.c += 1;
             }
         }
         e.update_norm = update_norm(w, &start);
+        let linear = || match &avg {
+            Some(avg) => avg.finish(w),
+            None => w.to_vec(),
+        };
+        if pb.val.is_some() {
+            e.val_mistakes = Some(match &votes {
+                Some(votes) => voted_val.mistakes(pb, votes, w)?,
+                None => val_mistakes(&v, &linear(), pb.rule).unwrap_or(0),
+            });
+        }
+        let (better, why) = stop_state.record(&rule, &e);
+        if better && pb.val.is_some() {
+            match &votes {
+                Some(votes) => best_vote = Some(votes.prefix(w)),
+                None => best = Some(Snapshot::Linear(linear())),
+            }
+        }
         stats.push(e);
         progress.update(epoch + 1, params.epochs, e.mistakes);
-        if e.mistakes == 0 {
-            stop = StopReason::Converged;
+        if let Some(why) = why {
+            stop = why;
             break;
         }
     }
-    let voted = votes.map(|v| v.finish(w));
-    let average = avg.map(|a| a.finish(w));
+    let model = match (best, votes) {
+        (_, Some(votes)) => {
+            let p = best_vote.unwrap_or_else(|| votes.prefix(w));
+            votes.into_model(p)
+        }
+        (Some(b), None) => b,
+        (None, None) => Snapshot::Linear(match &avg {
+            Some(avg) => avg.finish(w),
+            None => w.to_vec(),
+        }),
+    };
     Ok(Online {
         stats,
         stop,
-        average,
-        voted,
+        model,
+        best_epoch: stop_state.best_epoch as usize,
     })
 }

@@ -10,7 +10,10 @@ use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
 use super::{Backends, Fitted, Problem, Progress};
-use crate::backend::{dot, update_norm, winnow_weights, EpochStats, StopReason, TrainView};
+use crate::backend::cpu::val_mistakes;
+use crate::backend::{
+    dot, update_norm, winnow_weights, BatchRule, EpochStats, StopReason, StopState,
+};
 use crate::error::Result;
 use crate::params::Params;
 
@@ -25,20 +28,27 @@ pub fn fit(
         Some(w) => w[..pb.ds.d].iter().map(|&v| v as f64).collect(),
         None => vec![0.0; pb.ds.d],
     };
-    let (w, stats, stop) = train(pb.view(), params, logw, progress);
-    Ok(Fitted::on_cpu(pb.linear_body(&w), stats, stop))
+    let (w, stats, stop, best) = train(pb, params, logw, progress);
+    Ok(Fitted::on_cpu(pb.linear_body(&w), stats, stop, best))
 }
 
 /// Trains online from the log-weights `logb`; returns the normalised weights (`d + 1`
-/// entries, the bias 0), the stats and why it stopped.
+/// entries, the bias 0; with held-out rows those of the best validation epoch), the stats,
+/// why it stopped and the best epoch.
 fn train(
-    v: TrainView<'_>,
+    pb: &Problem<'_>,
     params: &Params,
     mut logb: Vec<f64>,
     progress: &mut dyn Progress,
-) -> (Vec<f32>, Vec<EpochStats>, StopReason) {
+) -> (Vec<f32>, Vec<EpochStats>, StopReason, usize) {
+    let v = pb.view();
     let d = v.d;
     let eta = params.lr as f64;
+    let rule = BatchRule {
+        patience: pb.patience(params),
+        ..BatchRule::new(params.lr, 0.0)
+    };
+    let mut stop_state = StopState::default();
     let mut rng = ChaCha8Rng::seed_from_u64(params.seed);
     let mut order: Vec<usize> = (0..v.n).collect();
     let mut beta = vec![1f32; d];
@@ -46,6 +56,12 @@ fn train(
     let mut start = beta.clone();
     let mut stats = Vec::new();
     let mut stop = StopReason::MaxEpochs;
+    let augmented = |beta: &[f32]| {
+        let mut w = beta.to_vec();
+        w.push(0.0);
+        w
+    };
+    let mut best: Option<Vec<f32>> = None;
     for epoch in 0..params.epochs {
         if params.shuffle {
             order.shuffle(&mut rng);
@@ -57,23 +73,29 @@ fn train(
             let y = v.y[i];
             let m = y * dot(&beta, row);
             if m <= params.margin_threshold {
+                let wi = v.weight(i);
                 e.mistakes += 1;
-                e.criterion -= m as f64;
+                e.criterion -= (m * wi) as f64;
+                let step = eta * y as f64 * wi as f64;
                 for (lb, &xj) in logb.iter_mut().zip(row) {
-                    *lb += eta * y as f64 * xj as f64;
+                    *lb += step * xj as f64;
                 }
                 winnow_weights(&logb, &mut beta);
             }
         }
         e.update_norm = update_norm(&beta, &start);
+        e.val_mistakes = val_mistakes(&v, &augmented(&beta), pb.rule);
+        let (better, why) = stop_state.record(&rule, &e);
+        if better && pb.val.is_some() {
+            best = Some(augmented(&beta));
+        }
         stats.push(e);
         progress.update(epoch + 1, params.epochs, e.mistakes);
-        if e.mistakes == 0 {
-            stop = StopReason::Converged;
+        if let Some(why) = why {
+            stop = why;
             break;
         }
     }
-    let mut w = beta;
-    w.push(0.0);
-    (w, stats, stop)
+    let w = best.unwrap_or_else(|| augmented(&beta));
+    (w, stats, stop, stop_state.best_epoch as usize)
 }

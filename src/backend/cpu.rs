@@ -8,9 +8,9 @@
 use rayon::prelude::*;
 
 use super::{
-    axpy, prefetch_ahead, row_rule, simd_dispatch, winnow_weights, Backend, BackendKind, BatchRule,
-    Bound, DataView, DualBound, DualRows, EpochStats, Extras, HeadRule, Keep, Kernel, Lanes,
-    TrainView, Update,
+    axpy, predicted_wrong, prefetch_ahead, row_rule, simd_dispatch, winnow_weights, Backend,
+    BackendKind, BatchRule, Bound, DataView, DualBound, DualRows, EpochStats, Epochs, Extras,
+    HeadRule, Kernel, Lanes, Pocket, StopState, TrainView, Update,
 };
 use crate::error::Result;
 
@@ -179,7 +179,7 @@ const PREFETCH_AHEAD: usize = 8 << 10;
 const PREFETCH_MAX_ROW: usize = 4 << 10;
 
 /// The fused binary epoch over one chunk of rows: margins, mistakes, criterion, and the sum
-/// of y*x over the mistakes, reading each row from memory once.
+/// of y*x (times the row's weight) over the mistakes, reading each row from memory once.
 ///
 /// Rows go in blocks that stay in L1. First the block's margins; then each row's coefficient
 /// (y on a mistake, else 0) in a loop that compiles to vector compares and masks; then the
@@ -217,11 +217,18 @@ fn chunk_epoch<L: Lanes>(
             *m = v.y[i] * l.decision(w, row, v.bias);
         }
         let mut hits = 0u32;
-        for ((c, m), &y) in cs[..b].iter_mut().zip(&mut ms[..b]).zip(&v.y[r0..r0 + b]) {
+        let ws = v.sw.map(|s| &s[r0..r0 + b]);
+        for (k, ((c, m), &y)) in cs[..b]
+            .iter_mut()
+            .zip(&mut ms[..b])
+            .zip(&v.y[r0..r0 + b])
+            .enumerate()
+        {
             let hit = *m <= tau;
+            let wk = ws.map_or(1.0, |s| s[k]);
             hits += hit as u32;
-            *c = if hit { y } else { 0.0 };
-            *m = if hit { *m } else { 0.0 };
+            *c = if hit { y * wk } else { 0.0 };
+            *m = if hit { *m * wk } else { 0.0 };
         }
         for &m in &ms[..b] {
             criterion -= m as f64;
@@ -266,12 +273,14 @@ fn chunk_epoch_heads<L: Lanes>(
             *sh = l.decision(&w[h * da..(h + 1) * da], row, v.bias);
         }
         let sum = &mut p.sum;
+        let wi = v.weight(i);
         let (m, c) = row_rule(rule.rule, rule.tau, s, v.y[i], |h, c| {
+            let c = c * wi;
             axpy(c, row, &mut sum[h * da..h * da + d]);
             sum[h * da + d] += c * v.bias;
         });
         mistakes += m;
-        criterion += c;
+        criterion += c * wi as f64;
     }
     p.mistakes = mistakes;
     p.criterion = criterion;
@@ -287,8 +296,10 @@ pub struct CpuBound<'a> {
     rows: usize,
     partials: Vec<Partial>,
     total: Vec<f32>,
-    pocket: Option<(Vec<f32>, u64)>,
-    average_sum: Option<Vec<f32>>,
+    pocket: Option<Pocket>,
+    /// The running sum of the weights after each epoch, and how many epochs it holds.
+    average: Option<(Vec<f32>, u64)>,
+    stop: StopState,
     /// Winnow: the weights used, exp(log w - max log w).
     beta: Vec<f32>,
 }
@@ -311,7 +322,8 @@ impl<'a> CpuBound<'a> {
             partials: vec![p; chunks],
             total: vec![0.0; len],
             pocket: None,
-            average_sum: None,
+            average: None,
+            stop: StopState::default(),
             beta: Vec::new(),
         }
     }
@@ -343,41 +355,74 @@ impl<'a> CpuBound<'a> {
     }
 }
 
+/// Held-out rows of `v` predicted wrong by the weights `w`, when there are held-out rows.
+pub(crate) fn val_mistakes(v: &TrainView<'_>, w: &[f32], rule: HeadRule) -> Option<u64> {
+    let (val, data) = (v.val?, v.val_data()?);
+    let heads = w.len() / (v.d + 1);
+    let scores = cpu_scores(data, w);
+    Some(
+        scores
+            .chunks_exact(heads.max(1))
+            .zip(val.y)
+            .filter(|(s, &y)| predicted_wrong(rule, s, y))
+            .count() as u64,
+    )
+}
+
 impl Bound for CpuBound<'_> {
     fn batch_epochs(
         &mut self,
         w: &mut [f32],
         rule: &BatchRule,
         max_epochs: usize,
-    ) -> Result<Vec<EpochStats>> {
-        let mut out = Vec::with_capacity(max_epochs);
+    ) -> Result<Epochs> {
+        let mut out = Epochs::default();
         for _ in 0..max_epochs {
-            let (mistakes, criterion) = match rule.update {
+            let mut beta = std::mem::take(&mut self.beta);
+            let scored: &[f32] = match rule.update {
                 Update::Multiplicative => {
-                    // w holds log-weights; rows are scored with the Winnow weights.
-                    let mut beta = std::mem::take(&mut self.beta);
+                    // w holds log-weights: rows are scored with the Winnow weights.
                     beta.resize(w.len(), 0.0);
                     winnow_weights(w, &mut beta);
-                    let r = self.accumulate(&beta, rule);
-                    self.beta = beta;
-                    r
+                    &beta
                 }
-                Update::Additive => self.accumulate(w, rule),
+                Update::Additive => w,
             };
-            if rule.keep == Keep::Pocket
-                && self
-                    .pocket
-                    .as_ref()
-                    .is_none_or(|(_, best)| mistakes < *best)
-            {
+            let (mistakes, criterion) = self.accumulate(scored, rule);
+            // Held-out rows are scored by the model the epoch starts with: for averaging with
+            // a pocket, the running sum (the average up to a positive factor).
+            let (candidate, updates): (&[f32], u64) = match &self.average {
+                Some((sum, t)) if rule.keep == super::Keep::AveragePocket && *t > 0 => (sum, *t),
+                _ => (scored, 0),
+            };
+            let val = val_mistakes(&self.v, candidate, rule.rule);
+            let mut e = EpochStats {
+                mistakes,
+                criterion,
+                val_mistakes: val,
+                ..Default::default()
+            };
+            if rule.keep.pocket() && e.monitored() < self.stop.best {
+                let kept: &[f32] = match rule.keep {
+                    super::Keep::AveragePocket => candidate,
+                    _ => w,
+                };
                 match &mut self.pocket {
-                    Some((pw, best)) => {
-                        pw.copy_from_slice(w);
-                        *best = mistakes;
+                    Some(p) => p.w.copy_from_slice(kept),
+                    None => {
+                        self.pocket = Some(Pocket {
+                            w: kept.to_vec(),
+                            mistakes: 0,
+                            updates: 0,
+                        })
                     }
-                    None => self.pocket = Some((w.to_vec(), mistakes)),
+                }
+                if let Some(p) = &mut self.pocket {
+                    p.mistakes = e.monitored() as u64;
+                    p.updates = updates;
                 }
             }
+            self.beta = beta;
             let mut norm2 = 0f64;
             if mistakes > 0 {
                 for (wj, sj) in w.iter_mut().zip(&self.total) {
@@ -386,17 +431,16 @@ impl Bound for CpuBound<'_> {
                     *wj += step;
                 }
             }
-            if rule.keep == Keep::Average {
-                let sum = self.average_sum.get_or_insert_with(|| vec![0.0; w.len()]);
+            if rule.keep.average() {
+                let (sum, t) = self.average.get_or_insert_with(|| (vec![0.0; w.len()], 0));
                 axpy(1.0, w, sum);
+                *t += 1;
             }
-            let e = EpochStats {
-                mistakes,
-                criterion,
-                update_norm: norm2.sqrt(),
-            };
-            out.push(e);
-            if rule.stop(&e).is_some() {
+            e.update_norm = norm2.sqrt();
+            let (_, stop) = self.stop.record(rule, &e);
+            out.stats.push(e);
+            if stop.is_some() {
+                out.stop = stop;
                 break;
             }
         }
@@ -410,13 +454,15 @@ impl Bound for CpuBound<'_> {
     fn extras(&mut self) -> Result<Extras> {
         Ok(Extras {
             pocket: self.pocket.clone(),
-            average_sum: self.average_sum.clone(),
+            average: self.average.clone(),
+            stop: self.stop,
         })
     }
 }
 
 #[cfg(test)]
 mod tests {
+    use super::super::Keep;
     use super::*;
 
     #[test]
@@ -424,26 +470,19 @@ mod tests {
         // x: (1, 0) y=+1, (0, 1) y=-1. w = 0: both margins are 0, ties count as mistakes.
         let x = [1.0, 0.0, 0.0, 1.0];
         let y = [1.0, -1.0];
-        let v = TrainView {
-            x: &x,
-            y: &y,
-            n: 2,
-            d: 2,
-            bias: 1.0,
-            heads: 1,
-        };
+        let v = TrainView::new(&x, &y, 2, 2, 1.0, 1);
         let cpu = CpuBackend::new();
         let mut b = cpu.bind(v).unwrap();
         let mut w = vec![0.0; 3];
         let rule = BatchRule::new(0.5, 0.0);
-        let e = b.batch_epochs(&mut w, &rule, 1).unwrap();
+        let e = b.batch_epochs(&mut w, &rule, 1).unwrap().stats;
         // sum = (+1)(1,0,1) + (-1)(0,1,1) = (1,-1,0); w = 0.5 * sum.
         assert_eq!(w, vec![0.5, -0.5, 0.0]);
         assert_eq!(e[0].mistakes, 2);
         assert_eq!(e[0].criterion, 0.0);
         assert!((e[0].update_norm - 0.5f64.sqrt()).abs() < 1e-7);
         // Next epoch: margins 0.5 and 0.5, no mistakes -> converged, w unchanged.
-        let e = b.batch_epochs(&mut w, &rule, 10).unwrap();
+        let e = b.batch_epochs(&mut w, &rule, 10).unwrap().stats;
         assert_eq!(e.len(), 1);
         assert_eq!(e[0].mistakes, 0);
         assert_eq!(w, vec![0.5, -0.5, 0.0]);
@@ -457,14 +496,7 @@ mod tests {
         // highest wrong class (0) gets -x.
         let x = [1.0, 2.0];
         let y = [1.0];
-        let v = TrainView {
-            x: &x,
-            y: &y,
-            n: 1,
-            d: 2,
-            bias: 1.0,
-            heads: 3,
-        };
+        let v = TrainView::new(&x, &y, 1, 2, 1.0, 3);
         let cpu = CpuBackend::new();
         for (rule, want) in [
             (
@@ -482,7 +514,7 @@ mod tests {
                 rule,
                 ..BatchRule::new(1.0, 0.0)
             };
-            let e = b.batch_epochs(&mut w, &r, 1).unwrap();
+            let e = b.batch_epochs(&mut w, &r, 1).unwrap().stats;
             assert_eq!(e[0].mistakes, 1);
             assert_eq!(w, want, "{rule:?}");
         }
@@ -493,7 +525,7 @@ mod tests {
             rule: HeadRule::OneVsRest,
             ..BatchRule::new(1.0, 0.0)
         };
-        let e = b.batch_epochs(&mut w, &r, 1).unwrap();
+        let e = b.batch_epochs(&mut w, &r, 1).unwrap().stats;
         assert_eq!(e[0].mistakes, 3);
         assert_eq!(w, vec![-1.0, -2.0, -1.0, 1.0, 2.0, 1.0, -1.0, -2.0, -1.0]);
     }
@@ -502,14 +534,7 @@ mod tests {
     fn pocket_and_average_are_kept() {
         let x = [1.0, 0.0, 0.0, 1.0];
         let y = [1.0, -1.0];
-        let v = TrainView {
-            x: &x,
-            y: &y,
-            n: 2,
-            d: 2,
-            bias: 1.0,
-            heads: 1,
-        };
+        let v = TrainView::new(&x, &y, 2, 2, 1.0, 1);
         let cpu = CpuBackend::new();
         let mut b = cpu.bind(v).unwrap();
         let mut w = vec![0.0; 3];
@@ -517,21 +542,28 @@ mod tests {
             keep: Keep::Pocket,
             ..BatchRule::new(1.0, 0.0)
         };
-        let e = b.batch_epochs(&mut w, &r, 10).unwrap();
+        let e = b.batch_epochs(&mut w, &r, 10).unwrap().stats;
         assert_eq!(e.len(), 2);
         let ex = b.extras().unwrap();
-        assert_eq!(ex.pocket, Some((vec![1.0, -1.0, 0.0], 0)));
+        assert_eq!(
+            ex.pocket,
+            Some(Pocket {
+                w: vec![1.0, -1.0, 0.0],
+                mistakes: 0,
+                updates: 0
+            })
+        );
         let mut b = cpu.bind(v).unwrap();
         let mut w = vec![0.0; 3];
         let r = BatchRule {
             keep: Keep::Average,
             ..BatchRule::new(1.0, 0.0)
         };
-        let e = b.batch_epochs(&mut w, &r, 10).unwrap();
+        let e = b.batch_epochs(&mut w, &r, 10).unwrap().stats;
         assert_eq!(e.len(), 2);
         let ex = b.extras().unwrap();
         // Weights after epoch 1 and 2 are both (1, -1, 0).
-        assert_eq!(ex.average_sum, Some(vec![2.0, -2.0, 0.0]));
+        assert_eq!(ex.average, Some((vec![2.0, -2.0, 0.0], 2)));
     }
 
     #[test]
@@ -582,14 +614,7 @@ mod tests {
                 .map(|_| if rng.random_bool(0.5) { 1.0 } else { -1.0 })
                 .collect();
             let w: Vec<f32> = (0..=d).map(|_| rng.random_range(-1.0..1.0)).collect();
-            let v = TrainView {
-                x: &x,
-                y: &y,
-                n,
-                d,
-                bias: 1.0,
-                heads: 1,
-            };
+            let v = TrainView::new(&x, &y, n, d, 1.0, 1);
             for tau in [0.0, 0.5] {
                 let (sum, mistakes, criterion) = reference_epoch(v, &w, tau);
                 assert!(mistakes > 0 && mistakes < n as u64 || n < 3, "n {n} d {d}");

@@ -46,6 +46,23 @@ pub struct TrainView<'a> {
     pub bias: f32,
     /// Number of weight vectors K (1 for binary; the number of classes otherwise).
     pub heads: usize,
+    /// Per-row weights, `n` of them (a factor on the row's update and criterion); `None`:
+    /// every row weighs 1.
+    pub sw: Option<&'a [f32]>,
+    /// Held-out rows, scored every epoch with the prediction rule and never trained on.
+    pub val: Option<ValView<'a>>,
+}
+
+/// Held-out rows of a training set (validation): features with the training set's `d` and
+/// labels in the same internal form.
+#[derive(Debug, Clone, Copy)]
+pub struct ValView<'a> {
+    /// Row-major features, `n * d`.
+    pub x: &'a [f32],
+    /// Labels (±1 or class index, as [`TrainView::y`]).
+    pub y: &'a [f32],
+    /// Rows.
+    pub n: usize,
 }
 
 /// Host view of unlabelled features, for scoring.
@@ -62,6 +79,21 @@ pub struct DataView<'a> {
 }
 
 impl<'a> TrainView<'a> {
+    /// A view of `n` rows of `d` features with labels `y`, every row weighing 1 and no
+    /// held-out rows.
+    pub fn new(x: &'a [f32], y: &'a [f32], n: usize, d: usize, bias: f32, heads: usize) -> Self {
+        TrainView {
+            x,
+            y,
+            n,
+            d,
+            bias,
+            heads,
+            sw: None,
+            val: None,
+        }
+    }
+
     /// The features without labels.
     pub fn data(&self) -> DataView<'a> {
         DataView {
@@ -70,6 +102,28 @@ impl<'a> TrainView<'a> {
             d: self.d,
             bias: self.bias,
         }
+    }
+
+    /// The held-out rows' features, when there are any.
+    pub fn val_data(&self) -> Option<DataView<'a>> {
+        self.val.map(|v| DataView {
+            x: v.x,
+            n: v.n,
+            d: self.d,
+            bias: self.bias,
+        })
+    }
+
+    /// Rows the monitored figure counts: the held-out rows when there are any, else the
+    /// training rows.
+    pub fn monitored_rows(&self) -> usize {
+        self.val.map_or(self.n, |v| v.n)
+    }
+
+    /// Weight of row `i` (1 without per-row weights).
+    #[inline(always)]
+    pub fn weight(&self, i: usize) -> f32 {
+        self.sw.map_or(1.0, |w| w[i])
     }
 }
 
@@ -119,10 +173,26 @@ pub enum Keep {
     /// Nothing.
     #[default]
     Nothing,
-    /// The pocket: the weights with the fewest mistakes seen (Gallant).
+    /// The pocket: the weights the best epoch started with, best by the monitored figure
+    /// (training mistakes: Gallant's pocket; held-out mistakes when there are held-out rows).
     Pocket,
     /// The running sum of the weights after each epoch (for averaging).
     Average,
+    /// The running sum, with the held-out rows scored by it (the average up to a positive
+    /// factor) and the pocket keeping the sum of the best epoch (for averaging with
+    /// validation).
+    AveragePocket,
+}
+
+impl Keep {
+    /// True when the pocket is kept.
+    pub fn pocket(self) -> bool {
+        matches!(self, Keep::Pocket | Keep::AveragePocket)
+    }
+    /// True when the running sum is kept.
+    pub fn average(self) -> bool {
+        matches!(self, Keep::Average | Keep::AveragePocket)
+    }
 }
 
 /// The batch update rule and its stop tests.
@@ -140,6 +210,37 @@ pub struct BatchRule {
     pub update: Update,
     /// What to keep besides the weights.
     pub keep: Keep,
+    /// When to stop for lack of improvement.
+    pub patience: Patience,
+}
+
+/// The patience rule: stop when `epochs` epochs in a row did not improve the monitored figure
+/// (training mistakes, or held-out mistakes when there are held-out rows) to below
+/// `keep_fraction` times the figure at the last improvement, unless the fewest seen is at most
+/// `floor` (then the data is taken as (nearly) separated and the classic stops decide).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Patience {
+    /// Epochs without improvement before stopping; 0 turns the rule off.
+    pub epochs: u32,
+    /// 1 - the relative improvement required (1: any decrease improves).
+    pub keep_fraction: f32,
+    /// The rule stops nothing while the fewest monitored mistakes are at most this.
+    pub floor: f32,
+}
+
+impl Patience {
+    /// No patience rule.
+    pub const OFF: Patience = Patience {
+        epochs: 0,
+        keep_fraction: 1.0,
+        floor: 0.0,
+    };
+}
+
+impl Default for Patience {
+    fn default() -> Self {
+        Patience::OFF
+    }
 }
 
 impl BatchRule {
@@ -152,6 +253,7 @@ impl BatchRule {
             rule: HeadRule::Binary,
             update: Update::Additive,
             keep: Keep::Nothing,
+            patience: Patience::OFF,
         }
     }
 }
@@ -262,10 +364,24 @@ pub fn row_rule(
 /// What a backend kept besides the current weights, when asked by [`BatchRule`].
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Extras {
-    /// The pocket weights and their mistake count.
-    pub pocket: Option<(Vec<f32>, u64)>,
-    /// Sum of the weights after each epoch run so far.
-    pub average_sum: Option<Vec<f32>>,
+    /// The pocket, when kept and an epoch has run.
+    pub pocket: Option<Pocket>,
+    /// Sum of the weights after each epoch run so far, and the number of those epochs.
+    pub average: Option<(Vec<f32>, u64)>,
+    /// The stop rules' memory (the best epoch among them).
+    pub stop: StopState,
+}
+
+/// The weights the best epoch started with (for [`Keep::AveragePocket`]: the running sum
+/// then, over `updates` epochs).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Pocket {
+    /// The weights (for a multiplicative update: the log-weights).
+    pub w: Vec<f32>,
+    /// The monitored figure of the best epoch.
+    pub mistakes: u64,
+    /// Epochs whose updates the weights include.
+    pub updates: u64,
 }
 
 /// Why training stopped.
@@ -278,6 +394,10 @@ pub enum StopReason {
     Tolerance,
     /// The epoch limit was reached.
     MaxEpochs,
+    /// The monitored figure stopped improving (the patience rule).
+    Patience,
+    /// The voted perceptron kept as many vectors as it may.
+    MaxVectors,
 }
 
 impl StopReason {
@@ -287,6 +407,8 @@ impl StopReason {
             StopReason::Converged => "converged",
             StopReason::Tolerance => "tolerance",
             StopReason::MaxEpochs => "max_epochs",
+            StopReason::Patience => "patience",
+            StopReason::MaxVectors => "max_vectors",
         }
     }
 }
@@ -300,6 +422,74 @@ pub struct EpochStats {
     pub criterion: f64,
     /// ||w_after - w_before||: for batch, ||eta * sum||.
     pub update_norm: f64,
+    /// Held-out rows predicted wrong (batch: by the weights the epoch started with; online:
+    /// by the model after the epoch), when there are held-out rows.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub val_mistakes: Option<u64>,
+}
+
+impl EpochStats {
+    /// The figure the patience rule and the pocket watch: held-out mistakes when there are
+    /// held-out rows, else training mistakes (saturating at u32::MAX, as the GPU counts).
+    pub fn monitored(&self) -> u32 {
+        u32::try_from(self.val_mistakes.unwrap_or(self.mistakes)).unwrap_or(u32::MAX)
+    }
+}
+
+/// What the stop rules remember between epochs: the one home of the patience rule and the
+/// best epoch on the host (the GPU keeps the same fields in its control word and applies the
+/// same f32 arithmetic in `finalize`, shaders/batch.wgsl).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StopState {
+    /// Fewest monitored mistakes seen (`u32::MAX` before the first epoch).
+    pub best: u32,
+    /// The epoch (1-based) that saw them; 0 before the first epoch.
+    pub best_epoch: u32,
+    /// The monitored figure at the last improvement by the patience rule's margin.
+    pub reference: u32,
+    /// Epochs since that improvement.
+    pub wait: u32,
+    /// Epochs recorded.
+    pub epochs: u32,
+}
+
+impl Default for StopState {
+    fn default() -> Self {
+        StopState {
+            best: u32::MAX,
+            best_epoch: 0,
+            reference: u32::MAX,
+            wait: 0,
+            epochs: 0,
+        }
+    }
+}
+
+impl StopState {
+    /// Records epoch `e`: returns whether it is a new best (fewest monitored mistakes, the
+    /// pocket's test) and whether training stops after it: [`BatchRule::stop`], else the
+    /// patience rule.
+    pub fn record(&mut self, rule: &BatchRule, e: &EpochStats) -> (bool, Option<StopReason>) {
+        self.epochs += 1;
+        let fig = e.monitored();
+        let better = fig < self.best;
+        if better {
+            self.best = fig;
+            self.best_epoch = self.epochs;
+        }
+        let p = rule.patience;
+        if (fig as f32) < (self.reference as f32) * p.keep_fraction {
+            self.reference = fig;
+            self.wait = 0;
+        } else {
+            self.wait = self.wait.saturating_add(1);
+        }
+        let stop = rule.stop(e).or_else(|| {
+            (p.epochs > 0 && self.wait >= p.epochs && (self.best as f32) > p.floor)
+                .then_some(StopReason::Patience)
+        });
+        (better, stop)
+    }
 }
 
 impl BatchRule {
@@ -486,15 +676,16 @@ pub trait DualBound {
 /// A training set made resident on a backend.
 pub trait Bound {
     /// Runs up to `max_epochs` batch epochs starting from `w` (`heads * (d + 1)` entries),
-    /// updating it in place, and stops after the first epoch for which [`BatchRule::stop`]
-    /// says so. Returns one [`EpochStats`] per epoch run. On error `w` is left as it was.
-    /// The pocket and the average sum persist across calls on the same bound data.
+    /// updating it in place, and stops after the first epoch for which [`StopState::record`]
+    /// says so. Returns one [`EpochStats`] per epoch run and the stop, if any. On error `w` is
+    /// left as it was. The pocket, the average sum and the stop rules' memory persist across
+    /// calls on the same bound data.
     fn batch_epochs(
         &mut self,
         w: &mut [f32],
         rule: &BatchRule,
         max_epochs: usize,
-    ) -> Result<Vec<EpochStats>>;
+    ) -> Result<Epochs>;
     /// Decision values w_k^T [x_i, bias] for the bound rows, row-major `n * heads`.
     fn scores(&mut self, w: &[f32]) -> Result<Vec<f32>>;
     /// The pocket and the average sum kept so far (as asked by the rules used).
@@ -503,6 +694,34 @@ pub trait Bound {
     /// extra (the CPU), more where each call has a fixed cost (a GPU submit and read-back).
     fn epochs_per_call(&self) -> usize {
         1
+    }
+}
+
+/// What a call to [`Bound::batch_epochs`] ran.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Epochs {
+    /// One entry per epoch run.
+    pub stats: Vec<EpochStats>,
+    /// Why the last epoch stopped training, if it did.
+    pub stop: Option<StopReason>,
+}
+
+/// The prediction rule on one row's scores, for held-out rows: true when the row is predicted
+/// wrong. Binary: sgn(s) with sgn(0) = +1 against y = ±1; otherwise the first highest score
+/// against the class index. The twin of the held-out branch of `margins` (batch.wgsl).
+#[inline(always)]
+pub fn predicted_wrong(rule: HeadRule, s: &[f32], y: f32) -> bool {
+    match rule {
+        HeadRule::Binary => (s[0] >= 0.0) != (y > 0.0),
+        _ => {
+            let mut best = 0;
+            for (k, &v) in s.iter().enumerate() {
+                if v > s[best] {
+                    best = k;
+                }
+            }
+            best != y as usize
+        }
     }
 }
 

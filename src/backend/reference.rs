@@ -9,8 +9,9 @@
 //! the fewest mistakes seen, the stop word) is [`EpochState`] here.
 
 use super::{
-    cpu::chunk_rows, row_rule, winnow_weights, Backend, BackendKind, BatchRule, Bound, DataView,
-    DualBound, DualRows, EpochStats, Extras, Keep, Kernel, StopReason, TrainView, Update,
+    cpu::chunk_rows, predicted_wrong, row_rule, winnow_weights, Backend, BackendKind, BatchRule,
+    Bound, DataView, DualBound, DualRows, EpochStats, Epochs, Extras, Keep, Kernel, Pocket,
+    StopReason, StopState, TrainView, Update,
 };
 use crate::error::Result;
 
@@ -30,10 +31,17 @@ pub fn row_score(w: &[f32], row: &[f32], bias: f32) -> f32 {
     dot(row, &w[..d]) + w[d] * bias
 }
 
-/// Twin of `margins`: for every row the K scores, the rule's coefficient of x for each head
-/// (`coef`, `n * heads`, row-major; 0 where the row does not update the head), and the
-/// epoch's mistakes and criterion J.
-pub fn margins(v: TrainView<'_>, w: &[f32], rule: &BatchRule, coef: &mut [f32]) -> (u64, f64) {
+/// Twin of `margins`: for every training row the K scores, the rule's coefficient of x for
+/// each head times the row's weight (`coef`, `n * heads`, row-major; 0 where the row does not
+/// update the head), and the epoch's mistakes and criterion J (weighted); for every held-out
+/// row the prediction rule with the weights `wv`, counting the rows predicted wrong.
+pub fn margins(
+    v: TrainView<'_>,
+    w: &[f32],
+    wv: &[f32],
+    rule: &BatchRule,
+    coef: &mut [f32],
+) -> (u64, f64, Option<u64>) {
     let (d, k) = (v.d, v.heads);
     let mut s = vec![0f32; k];
     let (mut mistakes, mut criterion) = (0u64, 0f64);
@@ -44,11 +52,23 @@ pub fn margins(v: TrainView<'_>, w: &[f32], rule: &BatchRule, coef: &mut [f32]) 
         }
         let c = &mut coef[i * k..(i + 1) * k];
         c.fill(0.0);
-        let (m, j) = row_rule(rule.rule, rule.tau, &s, v.y[i], |h, a| c[h] = a);
+        let wi = v.weight(i);
+        let (m, j) = row_rule(rule.rule, rule.tau, &s, v.y[i], |h, a| c[h] = a * wi);
         mistakes += m;
-        criterion += j;
+        criterion += j * wi as f64;
     }
-    (mistakes, criterion)
+    let val = v.val.map(|val| {
+        let mut wrong = 0u64;
+        for i in 0..val.n {
+            let row = &val.x[i * d..(i + 1) * d];
+            for (h, sh) in s.iter_mut().enumerate() {
+                *sh = row_score(&wv[h * (d + 1)..(h + 1) * (d + 1)], row, v.bias);
+            }
+            wrong += u64::from(predicted_wrong(rule.rule, &s, val.y[i]));
+        }
+        wrong
+    });
+    (mistakes, criterion, val)
 }
 
 /// Twin of `accumulate`: per chunk of `chunk_rows` rows, the sum over its rows of
@@ -83,16 +103,23 @@ pub fn accumulate(v: TrainView<'_>, coef: &[f32], chunk_rows: usize) -> Vec<f32>
 pub struct EpochState {
     /// The weights rows are scored with (for the multiplicative update: the Winnow weights).
     pub w: Vec<f32>,
-    /// The weights before the last update (the pocket's candidate).
+    /// The pocket's candidate: what the epoch started with (the weights, the log-weights, or
+    /// for [`Keep::AveragePocket`] the running sum), and the epochs it includes.
     pub prev: Vec<f32>,
-    /// The pocket.
+    /// Epochs `prev` includes.
+    pub prev_updates: u64,
+    /// The pocket and the epochs it includes.
     pub pocket: Vec<f32>,
+    /// Epochs the pocket includes.
+    pub pocket_updates: u64,
     /// Sum of the weights after each epoch.
     pub average_sum: Vec<f32>,
+    /// Epochs in the sum.
+    pub updates: u64,
     /// Log-weights (multiplicative update).
     pub logw: Vec<f32>,
-    /// Fewest mistakes seen (`u32::MAX` before the first epoch), as the GPU counts them.
-    pub best: u32,
+    /// The stop rules' memory (the GPU's control word).
+    pub stop: StopState,
 }
 
 impl EpochState {
@@ -101,27 +128,47 @@ impl EpochState {
         EpochState {
             w: vec![0.0; len],
             prev: vec![0.0; len],
+            prev_updates: 0,
             pocket: vec![0.0; len],
+            pocket_updates: 0,
             average_sum: vec![0.0; len],
+            updates: 0,
             logw: vec![0.0; len],
-            best: u32::MAX,
+            stop: StopState::default(),
+        }
+    }
+
+    /// The weights held-out rows are scored with: the running sum for
+    /// [`Keep::AveragePocket`] once it holds an epoch, else the scored weights.
+    pub fn held_out_weights(&self, rule: &BatchRule) -> &[f32] {
+        if rule.keep == Keep::AveragePocket && self.updates > 0 {
+            &self.average_sum
+        } else {
+            &self.w
         }
     }
 }
 
 /// Twin of `apply`: sums the partials in chunk order, w += eta * sum (multiplicative: the
-/// log-weights), keeps the weights before the update and the running sum after it. Returns
-/// the squared steps (the GPU's `sq`).
+/// log-weights), keeps the pocket's candidate (what the epoch started with) and the running
+/// sum after the update. Returns the squared steps (the GPU's `sq`).
 pub fn apply(partials: &[f32], rule: &BatchRule, st: &mut EpochState) -> Vec<f32> {
     let len = st.w.len();
     let mut sq = vec![0f32; len];
+    let from_sum = rule.keep == Keep::AveragePocket && st.updates > 0;
     for j in 0..len {
         let mut s = 0f32;
         for part in partials.chunks_exact(len) {
             s += part[j];
         }
-        if rule.keep == Keep::Pocket {
-            st.prev[j] = st.w[j];
+        if rule.keep.pocket() {
+            st.prev[j] = if from_sum {
+                st.average_sum[j]
+            } else if rule.update == Update::Multiplicative {
+                st.logw[j]
+            } else {
+                st.w[j]
+            };
         }
         let step = rule.eta * s;
         match rule.update {
@@ -129,19 +176,24 @@ pub fn apply(partials: &[f32], rule: &BatchRule, st: &mut EpochState) -> Vec<f32
             Update::Additive => st.w[j] += step,
         }
         sq[j] = step * step;
-        if rule.keep == Keep::Average {
+        if rule.keep.average() {
             st.average_sum[j] += st.w[j];
         }
+    }
+    st.prev_updates = if from_sum { st.updates } else { 0 };
+    if rule.keep.average() {
+        st.updates += 1;
     }
     sq
 }
 
-/// Twin of `finalize`: the epoch's statistics from the mistakes, the criterion and the squared
-/// steps; the Winnow weights from the log-weights; the pocket when the epoch beat it; and the
-/// stop decision ([`BatchRule::stop`]).
+/// Twin of `finalize`: the epoch's statistics from the mistakes, the criterion, the held-out
+/// mistakes and the squared steps; the Winnow weights from the log-weights; the stop rules
+/// ([`StopState::record`]); and the pocket when the epoch is the best so far.
 pub fn finalize(
     mistakes: u64,
     criterion: f64,
+    val_mistakes: Option<u64>,
     sq: &[f32],
     rule: &BatchRule,
     st: &mut EpochState,
@@ -150,17 +202,18 @@ pub fn finalize(
     if rule.update == Update::Multiplicative {
         winnow_weights(&st.logw, &mut st.w);
     }
-    let total = u32::try_from(mistakes).unwrap_or(u32::MAX);
-    if rule.keep == Keep::Pocket && total < st.best {
-        st.pocket.copy_from_slice(&st.prev);
-        st.best = total;
-    }
     let e = EpochStats {
         mistakes,
         criterion,
         update_norm: q.sqrt() as f64,
+        val_mistakes,
     };
-    (e, rule.stop(&e))
+    let (better, stop) = st.stop.record(rule, &e);
+    if rule.keep.pocket() && better {
+        st.pocket.copy_from_slice(&st.prev);
+        st.pocket_updates = st.prev_updates;
+    }
+    (e, stop)
 }
 
 /// Twin of `scores`: w_k . [x_i, bias] for every row and head, row-major.
@@ -261,10 +314,10 @@ impl Bound for ReferenceBound<'_> {
         w: &mut [f32],
         rule: &BatchRule,
         max_epochs: usize,
-    ) -> Result<Vec<EpochStats>> {
+    ) -> Result<Epochs> {
         let st = &mut self.st;
-        self.kept.0 |= rule.keep == Keep::Pocket;
-        self.kept.1 |= rule.keep == Keep::Average;
+        self.kept.0 |= rule.keep.pocket();
+        self.kept.1 |= rule.keep.average();
         match rule.update {
             Update::Multiplicative => {
                 st.logw.copy_from_slice(w);
@@ -273,14 +326,16 @@ impl Bound for ReferenceBound<'_> {
             Update::Additive => st.w.copy_from_slice(w),
         }
         let rows = chunk_rows(self.v.n, self.v.d);
-        let mut out = Vec::new();
+        let mut out = Epochs::default();
         for _ in 0..max_epochs {
-            let (mistakes, criterion) = margins(self.v, &st.w, rule, &mut self.coef);
+            let wv = st.held_out_weights(rule).to_vec();
+            let (mistakes, criterion, val) = margins(self.v, &st.w, &wv, rule, &mut self.coef);
             let partials = accumulate(self.v, &self.coef, rows);
             let sq = apply(&partials, rule, st);
-            let (e, stop) = finalize(mistakes, criterion, &sq, rule, st);
-            out.push(e);
+            let (e, stop) = finalize(mistakes, criterion, val, &sq, rule, st);
+            out.stats.push(e);
             if stop.is_some() {
+                out.stop = stop;
                 break;
             }
         }
@@ -296,10 +351,15 @@ impl Bound for ReferenceBound<'_> {
     }
 
     fn extras(&mut self) -> Result<Extras> {
+        let st = &self.st;
         Ok(Extras {
-            pocket: (self.kept.0 && self.st.best != u32::MAX)
-                .then(|| (self.st.pocket.clone(), self.st.best as u64)),
-            average_sum: self.kept.1.then(|| self.st.average_sum.clone()),
+            pocket: (self.kept.0 && st.stop.best != u32::MAX).then(|| Pocket {
+                w: st.pocket.clone(),
+                mistakes: st.stop.best as u64,
+                updates: st.pocket_updates,
+            }),
+            average: self.kept.1.then(|| (st.average_sum.clone(), st.updates)),
+            stop: st.stop,
         })
     }
 }

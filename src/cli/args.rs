@@ -9,7 +9,7 @@ use clap::{Args, Parser, Subcommand};
 use rosenblatt::backend::{BackendChoice, Kernel};
 use rosenblatt::data::{Format, LabelCol};
 use rosenblatt::params::{
-    Algo, Init, Mode, MulticlassStrategy, MulticlassUpdate, Params, TrainParams,
+    Algo, ClassWeight, Init, Mode, MulticlassStrategy, MulticlassUpdate, Params, Scale, TrainParams,
 };
 
 /// Train perceptrons on a GPU (wgpu) or the CPU.
@@ -96,6 +96,10 @@ pub(crate) struct PlotDataArgs {
     /// NumPy features (.npy): the .npy file with the labels.
     #[arg(long, value_name = "FILE")]
     pub(crate) labels: Option<PathBuf>,
+    /// CSV: the column holding per-row weights (a header name or 0-based index); it is not a
+    /// feature.
+    #[arg(long, value_name = "C")]
+    pub(crate) weight_col: Option<LabelCol>,
 }
 
 impl From<PlotDataArgs> for DataArgs {
@@ -105,6 +109,7 @@ impl From<PlotDataArgs> for DataArgs {
             format: a.format,
             features: None,
             labels: a.labels,
+            weight_col: a.weight_col,
         }
     }
 }
@@ -202,6 +207,10 @@ pub(crate) struct DataArgs {
     /// NumPy features (.npy): the .npy file with the labels.
     #[arg(long, value_name = "FILE")]
     pub(crate) labels: Option<PathBuf>,
+    /// CSV: the column holding per-row weights (a header name or 0-based index); it is not a
+    /// feature. `train` scales each row's updates by it.
+    #[arg(long, value_name = "C")]
+    pub(crate) weight_col: Option<LabelCol>,
 }
 
 #[derive(Args, Debug)]
@@ -290,6 +299,37 @@ pub(crate) struct TrainArgs {
     /// `-o` may name the same file: it is read before anything is written.
     #[arg(long, value_name = "MODEL", conflicts_with = "init")]
     pub(crate) init_model: Option<PathBuf>,
+    /// Stop after N epochs without improvement of the monitored figure (training mistakes,
+    /// or validation mistakes with --validation/--validation-fraction); 0: off.
+    #[arg(long, value_name = "N", default_value_t = rosenblatt::params::DEFAULT_PATIENCE)]
+    pub(crate) patience: u32,
+    /// An epoch improves when its figure is below (1 - F) times the figure at the last
+    /// improvement (F in [0, 1)).
+    #[arg(long, value_name = "F", default_value_t = 0.01)]
+    pub(crate) min_improvement: f32,
+    /// Training mistakes only: patience stops nothing while the fewest mistakes are at most
+    /// this fraction of the rows (nearly separable data runs to convergence).
+    #[arg(long, value_name = "F", default_value_t = 0.01)]
+    pub(crate) patience_floor: f32,
+    /// Hold out this fraction of the rows (seeded, stratified) for validation: patience
+    /// watches its mistakes and the best validation epoch's model is kept.
+    #[arg(long, value_name = "F", conflicts_with = "validation")]
+    pub(crate) validation_fraction: Option<f32>,
+    /// Validation data (same format options as DATA): patience watches its mistakes and the
+    /// best validation epoch's model is kept.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) validation: Option<PathBuf>,
+    /// Class weights on the updates: balanced (n / (classes * rows of the class)) or
+    /// NAME=W,NAME=W,... (1 for classes not named).
+    #[arg(long, value_name = "W")]
+    pub(crate) class_weight: Option<ClassWeight>,
+    /// Per-row weights on the updates from a .npy file of n values (see also --weight-col).
+    #[arg(long, value_name = "FILE.npy", conflicts_with = "weight_col")]
+    pub(crate) sample_weights: Option<PathBuf>,
+    /// Feature scaling fitted on the training data and kept in the model: none, standard,
+    /// minmax or maxabs.
+    #[arg(long, value_name = "S", default_value = "none")]
+    pub(crate) scale: Scale,
 }
 
 #[derive(Args, Debug)]
@@ -401,6 +441,12 @@ impl TryFrom<&TrainArgs> for Params {
             multiclass_update: a.multiclass_update,
             multiclass: a.multiclass,
             max_vectors: a.max_vectors,
+            patience: Some(a.patience),
+            min_improvement: a.min_improvement,
+            patience_floor: a.patience_floor,
+            validation_fraction: a.validation_fraction,
+            class_weight: a.class_weight.clone(),
+            scale: a.scale,
             kernel: (a.algo == Algo::Kernel).then_some(match a.kernel.as_str() {
                 "poly" => Kernel::Poly {
                     degree: a.degree,

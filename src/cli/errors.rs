@@ -29,6 +29,13 @@ pub fn flag(p: Param) -> &'static str {
         Param::AnimationPath => "--animate",
         Param::ImageWidth => "--width",
         Param::ImageHeight => "--height",
+        Param::Patience => "--patience",
+        Param::MinImprovement => "--min-improvement",
+        Param::PatienceFloor => "--patience-floor",
+        Param::ValidationFraction => "--validation-fraction",
+        Param::ClassWeight => "--class-weight",
+        Param::SampleWeight => "--sample-weights",
+        Param::WeightColumn => "--weight-col",
         _ => "an option",
     }
 }

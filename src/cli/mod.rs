@@ -118,6 +118,7 @@ fn load_data(path: &Path, a: &DataArgs, features: Option<usize>) -> anyhow::Resu
         label_col: a.label_col.clone(),
         features: a.features.or(features),
         labels: a.labels.clone(),
+        weight_col: a.weight_col.clone(),
     };
     Ok(data::load(path, &opts)?)
 }

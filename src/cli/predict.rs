@@ -1,6 +1,6 @@
 //! `rosenblatt predict` and `rosenblatt eval`: a saved model applied to data.
 
-use rosenblatt::model::{Evaluation, Model, ModelKind};
+use rosenblatt::model::{Evaluation, Model};
 
 use super::args::{EvalArgs, PredictArgs};
 use super::{check_outputs, load_data, select_backend, write_output};
@@ -13,13 +13,13 @@ pub fn predict(a: PredictArgs) -> anyhow::Result<()> {
     let sel = select_backend(&a.backend, true)?;
     let raw = model.raw_scores(&ds, &*sel.backend)?;
     let pred = model.predict(&raw);
-    let per_class = matches!(model.kind(), ModelKind::Multiclass | ModelKind::Ovr);
+    let per_class = !model.is_binary();
     let values = if per_class {
         raw
     } else {
         model.decision_values(&raw)
     };
-    let width = if per_class { model.heads() } else { 1 };
+    let width = model.outputs();
     write_output(a.output.as_deref(), |w| {
         for (p, s) in pred.iter().zip(values.chunks_exact(width)) {
             let name = &model.classes()[*p as usize];

@@ -4,12 +4,13 @@
 use std::path::Path;
 
 use anyhow::Context;
-use rosenblatt::algo::{self, TrainReport};
+use rosenblatt::algo::{self, Holdout, Problem, TrainReport};
 use rosenblatt::backend::cpu::CpuBackend;
-use rosenblatt::backend::{Backend, BackendChoice, BackendKind};
+use rosenblatt::backend::{Backend, BackendChoice, BackendKind, StopReason};
+use rosenblatt::data::scale::range_spread;
 use rosenblatt::model::{Model, ModelKind};
 use rosenblatt::output::{temp_beside, Temp};
-use rosenblatt::params::{Algo, Mode, Params};
+use rosenblatt::params::{Algo, Mode, Params, Scale};
 use rosenblatt::plot;
 
 use super::args::TrainArgs;
@@ -20,12 +21,34 @@ pub fn train(a: TrainArgs) -> anyhow::Result<()> {
     let params = Params::try_from(&a)?;
     let mut inputs = vec![a.data.as_path()];
     inputs.extend(a.data_args.labels.as_deref());
+    inputs.extend(a.validation.as_deref());
+    inputs.extend(a.sample_weights.as_deref());
     check_outputs(
         &[a.output.as_deref(), a.plot.as_deref(), a.animate.as_deref()],
         &inputs,
     )?;
     let start = a.init_model.as_deref().map(Model::load).transpose()?;
-    let ds = load_data(&a.data, &a.data_args, None)?;
+    let mut ds = load_data(&a.data, &a.data_args, None)?;
+    if let Some(p) = &a.sample_weights {
+        ds.weights = Some(rosenblatt::data::npy::load_weights(p, ds.n)?);
+    }
+    let held = match &a.validation {
+        // The validation file is read like the training data, with its feature count.
+        Some(p) => Some(load_data(p, &a.data_args, Some(ds.d))?),
+        None => None,
+    };
+    if a.scale == Scale::None && start.as_ref().is_none_or(|m| m.scaling().is_none()) {
+        if let Some((ratio, wide, narrow)) = range_spread(&ds.x, ds.n, ds.d) {
+            if ratio > 1000.0 {
+                note!(
+                    "hint: feature ranges differ by {ratio:.0}x (feature {} spans the most, \
+                     feature {} the least); --scale standard usually helps the perceptron",
+                    wide + 1,
+                    narrow + 1
+                );
+            }
+        }
+    }
     if let Some(p) = &a.plot {
         plot::image_kind(p).map_err(|e| flag_error(e, "--plot"))?;
     }
@@ -52,10 +75,12 @@ pub fn train(a: TrainArgs) -> anyhow::Result<()> {
     }
     // Under auto, a GPU failure mid-training finishes on the CPU; an explicit gpu fails.
     let fallback: Option<&dyn Backend> = (a.backend.backend == BackendChoice::Auto).then_some(&cpu);
-    let trained = match &start {
-        Some(m) => algo::train_from(m, &ds, &params, &*sel.backend, fallback, &mut bar),
-        None => algo::train(&ds, &params, &*sel.backend, fallback, &mut bar),
+    let holdout = match &held {
+        Some(v) => Holdout::Rows(v),
+        None => Holdout::FromParams,
     };
+    let trained = Problem::build(&ds, &params, holdout, start.as_ref())
+        .and_then(|pb| algo::fit(pb, &params, &*sel.backend, fallback, &mut bar));
     bar.finish();
     let trained = trained?;
     if let Some(note) = &trained.report.fallback {
@@ -142,13 +167,32 @@ pub fn print_report(r: &TrainReport, kind: ModelKind) -> anyhow::Result<()> {
         r.n,
         r.d
     );
-    let why = match r.stop_reason.name() {
-        "converged" => "converged: an epoch with no mistake",
-        "tolerance" => "stopped: update norm under --tol",
-        _ => "stopped at --epochs without converging",
+    let figure = if r.n_validation.is_some() {
+        "validation mistakes"
+    } else {
+        "training mistakes"
+    };
+    let why = match r.stop_reason {
+        StopReason::Converged => "converged: an epoch with no mistake".to_string(),
+        StopReason::Tolerance => "stopped: update norm under --tol".to_string(),
+        StopReason::MaxEpochs => "stopped at --epochs without converging".to_string(),
+        StopReason::Patience => format!(
+            "stopped by --patience: {figure} stopped improving; best epoch {}",
+            r.best_epoch
+        ),
+        StopReason::MaxVectors => {
+            "stopped: the voted perceptron kept --max-vectors vectors (one per mistake)".to_string()
+        }
     };
     outln!("  epochs:            {} ({why})", r.epochs);
     outln!("  training accuracy: {:.2}%", 100.0 * r.train_accuracy);
+    if let (Some(nv), Some(acc)) = (r.n_validation, r.validation_accuracy) {
+        outln!(
+            "  validation:        {:.2}% of {nv} rows (the model of epoch {}, the best)",
+            100.0 * acc,
+            r.best_epoch
+        );
+    }
     outln!(
         "  mistakes:          {} in all; per epoch: {}",
         r.total_mistakes,

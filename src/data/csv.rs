@@ -107,14 +107,33 @@ pub fn parse_reader<R: Read>(
         return Err(Error::data(path, "the file has a header but no data rows"));
     }
 
+    let weight_idx = match &opts.weight_col {
+        None => None,
+        Some(c) => resolve_label_col(path, c, names.as_deref(), ncols, None, Param::WeightColumn)?,
+    };
     let label_idx = resolve_label_col(
         path,
         &opts.label_col,
         names.as_deref(),
         ncols,
-        opts.features,
+        opts.features.map(|f| f + usize::from(weight_idx.is_some())),
+        Param::LabelColumn,
     )?;
-    let d = ncols - usize::from(label_idx.is_some());
+    let label_idx = match (label_idx, weight_idx) {
+        // By default the label is the last column that is not the weight column.
+        (Some(l), Some(w)) if l == w && opts.label_col == LabelCol::Auto && ncols > 2 => {
+            Some(if w == ncols - 1 { ncols - 2 } else { ncols - 1 })
+        }
+        (Some(l), Some(w)) if l == w => {
+            return Err(Error::param(
+                Param::WeightColumn,
+                w,
+                "is also the label column",
+            ))
+        }
+        (l, _) => l,
+    };
+    let d = ncols - usize::from(label_idx.is_some()) - usize::from(weight_idx.is_some());
     if d == 0 {
         return Err(Error::data(
             path,
@@ -134,6 +153,7 @@ pub fn parse_reader<R: Read>(
     let mut x: Vec<f32> = Vec::new();
     let _ = x.try_reserve_exact(cap as usize);
     let mut labels = LabelBuilder::default();
+    let mut weights: Vec<f32> = Vec::new();
     let mut n = 0usize;
     let mut push_row = |rec: &ByteRecord| -> Result<()> {
         let line = rec.position().map(|p| p.line());
@@ -157,6 +177,12 @@ pub fn parse_reader<R: Read>(
                     .map_err(|_| perr(line, Some(j + 1), field, "label is not valid UTF-8"))?;
                 super::check_label(s).map_err(|m| perr(line, Some(j + 1), field, m))?;
                 labels.push(s);
+            } else if Some(j) == weight_idx {
+                let v = parse_value(field).map_err(|m| perr(line, Some(j + 1), field, m))?;
+                if v < 0.0 {
+                    return Err(perr(line, Some(j + 1), field, "a row weight must be >= 0"));
+                }
+                weights.push(v);
             } else {
                 let v = parse_value(field).map_err(|m| perr(line, Some(j + 1), field, m))?;
                 if x.len() == x.capacity() {
@@ -184,21 +210,26 @@ pub fn parse_reader<R: Read>(
         }
     }
     x.shrink_to_fit();
-    Ok(Dataset {
+    let mut ds = Dataset::new(
         x,
         n,
         d,
-        labels: label_idx.map(|_| labels.finish()),
-        source: path.to_path_buf(),
-    })
+        label_idx.map(|_| labels.finish()),
+        path.to_path_buf(),
+    );
+    ds.weights = weight_idx.map(|_| weights);
+    Ok(ds)
 }
 
+/// The index of the column `col` names (a label or weight column: `param` says which, for
+/// errors), among `ncols` columns.
 fn resolve_label_col(
     path: &Path,
     col: &LabelCol,
     names: Option<&[String]>,
     ncols: usize,
     features: Option<usize>,
+    param: Param,
 ) -> Result<Option<usize>> {
     match col {
         LabelCol::None => Ok(None),
@@ -217,7 +248,7 @@ fn resolve_label_col(
             let idx = if *i < 0 { ncols as i64 + i } else { *i };
             if idx < 0 || idx >= ncols as i64 {
                 return Err(Error::InvalidParam {
-                    name: Param::LabelColumn,
+                    name: param,
                     value: i.to_string(),
                     reason: if ncols == 1 {
                         "must be 0 or -1 for a file with 1 column".into()
@@ -232,7 +263,7 @@ fn resolve_label_col(
         LabelCol::Name(name) => {
             let Some(names) = names else {
                 return Err(Error::param(
-                    Param::LabelColumn,
+                    param,
                     format!("{name:?}"),
                     format!("names a column, but {} has no header row", path.display()),
                 ));

@@ -148,13 +148,13 @@ pub fn parse_with<R: BufRead>(
     if d == 0 {
         return Err(Error::data(path, "no features: every row has only a label"));
     }
-    Ok(Dataset {
+    Ok(Dataset::new(
         x,
         n,
         d,
-        labels: Some(labels.finish()),
-        source: path.to_path_buf(),
-    })
+        Some(labels.finish()),
+        path.to_path_buf(),
+    ))
 }
 
 /// Calls `f(line_number, content)` for each line, with any `#` comment and the line end

@@ -5,6 +5,7 @@
 pub mod csv;
 pub mod libsvm;
 pub mod npy;
+pub mod scale;
 pub mod synth;
 
 use std::fs::File;
@@ -26,6 +27,8 @@ pub struct Dataset {
     pub labels: Option<Labels>,
     /// Where the data came from (for error messages).
     pub source: PathBuf,
+    /// Per-row weights (finite, >= 0), when the data has them.
+    pub weights: Option<Vec<f32>>,
 }
 
 /// Labels: the sorted class names and one class index per row.
@@ -215,6 +218,8 @@ pub struct LoadOptions {
     pub features: Option<usize>,
     /// `.npy` features: the `.npy` file holding the labels.
     pub labels: Option<PathBuf>,
+    /// CSV: the column holding per-row weights (not a feature).
+    pub weight_col: Option<LabelCol>,
 }
 
 /// Loads a dataset from a file, choosing the loader by `opts.format`. Regular text files are
@@ -374,6 +379,46 @@ pub fn detect_format(path: &Path, bytes: &[u8]) -> Format {
 }
 
 impl Dataset {
+    /// A dataset of `n` rows of `d` features (row-major `x`), without row weights.
+    pub fn new(
+        x: Vec<f32>,
+        n: usize,
+        d: usize,
+        labels: Option<Labels>,
+        source: impl Into<PathBuf>,
+    ) -> Dataset {
+        Dataset {
+            x,
+            n,
+            d,
+            labels,
+            source: source.into(),
+            weights: None,
+        }
+    }
+
+    /// The rows `idx`, in that order (labels, weights and source kept).
+    pub fn select(&self, idx: &[usize]) -> Dataset {
+        let mut x = Vec::with_capacity(idx.len() * self.d);
+        for &i in idx {
+            x.extend_from_slice(self.row(i));
+        }
+        Dataset {
+            x,
+            n: idx.len(),
+            d: self.d,
+            labels: self.labels.as_ref().map(|l| Labels {
+                classes: l.classes.clone(),
+                index: idx.iter().map(|&i| l.index[i]).collect(),
+            }),
+            source: self.source.clone(),
+            weights: self
+                .weights
+                .as_ref()
+                .map(|w| idx.iter().map(|&i| w[i]).collect()),
+        }
+    }
+
     /// Row `i` as a slice of `d` features.
     pub fn row(&self, i: usize) -> &[f32] {
         &self.x[i * self.d..(i + 1) * self.d]

@@ -239,6 +239,74 @@ fn labels(path: &Path, what: &str, a: &Npy, n: usize) -> Result<super::Labels> {
     Ok(b.finish())
 }
 
+/// Per-row weights from a `.npy` file: a 1-D (or n x 1) float or integer array of exactly `n`
+/// values, each finite and >= 0.
+pub fn load_weights(path: &Path, n: usize) -> Result<Vec<f32>> {
+    let what = "weights";
+    let a = parse(path, what, read_file(path)?)?;
+    let (_, kind, size) = dtype(path, what, &a.descr)?;
+    let len = match a.shape[..] {
+        [m] | [m, 1] => m,
+        _ => {
+            return Err(bad(
+                path,
+                what,
+                format!("weights must be 1-D, found shape {:?}", a.shape),
+            ))
+        }
+    };
+    if len != n {
+        return Err(bad(
+            path,
+            what,
+            format!("{len} weights for {n} rows of training data"),
+        ));
+    }
+    let ok = match kind {
+        'f' => size == 4 || size == 8,
+        'i' | 'u' => matches!(size, 1 | 2 | 4 | 8),
+        _ => false,
+    };
+    if !ok || a.data.len() < len.saturating_mul(size) {
+        return Err(bad(
+            path,
+            what,
+            format!(
+                "weights must be a float or integer array of {len} values, found dtype {:?} with {} bytes",
+                a.descr,
+                a.data.len()
+            ),
+        ));
+    }
+    (0..len)
+        .map(|k| {
+            let b = &a.data[k * size..(k + 1) * size];
+            let mut buf = [0u8; 8];
+            buf[..size].copy_from_slice(b);
+            let v = match (kind, size) {
+                ('f', 4) => f32::from_le_bytes([b[0], b[1], b[2], b[3]]) as f64,
+                ('f', _) => f64::from_le_bytes(buf),
+                ('u', _) => u64::from_le_bytes(buf) as f64,
+                (_, _) => {
+                    // Sign-extend the little-endian integer.
+                    let shift = 64 - 8 * size as u32;
+                    ((i64::from_le_bytes(buf) << shift) >> shift) as f64
+                }
+            };
+            let f = v as f32;
+            if f.is_finite() && f >= 0.0 {
+                Ok(f)
+            } else {
+                Err(bad(
+                    path,
+                    what,
+                    format!("row {}: {v} is not a finite weight >= 0", k + 1),
+                ))
+            }
+        })
+        .collect()
+}
+
 fn read_file(path: &Path) -> Result<Vec<u8>> {
     std::fs::read(path).map_err(|e| Error::io(path, e))
 }
@@ -266,13 +334,7 @@ pub fn parse_npy(path: &Path, bytes: &[u8], labels_path: Option<&Path>) -> Resul
         }
         None => None,
     };
-    Ok(Dataset {
-        x,
-        n,
-        d,
-        labels,
-        source: path.to_path_buf(),
-    })
+    Ok(Dataset::new(x, n, d, labels, path.to_path_buf()))
 }
 
 /// Loads `X` and, when present, `y` from a `.npz` archive (saved by `numpy.savez` or
@@ -322,11 +384,5 @@ pub fn parse_npz<R: Read + std::io::Seek>(path: &Path, reader: R) -> Result<Data
         Some(b) => Some(labels(path, "y", &parse(path, "y", b)?, n)?),
         None => None,
     };
-    Ok(Dataset {
-        x,
-        n,
-        d,
-        labels,
-        source: path.to_path_buf(),
-    })
+    Ok(Dataset::new(x, n, d, labels, path.to_path_buf()))
 }

@@ -143,13 +143,13 @@ pub fn generate(spec: &SynthSpec) -> Result<Synthetic> {
     }
     let names: Vec<&str> = y.iter().map(|&p| if p { "1" } else { "-1" }).collect();
     Ok(Synthetic {
-        data: Dataset {
+        data: Dataset::new(
             x,
-            n: spec.n,
+            spec.n,
             d,
-            labels: Some(Labels::from_names(&names)),
-            source: PathBuf::from("<generated>"),
-        },
+            Some(Labels::from_names(&names)),
+            PathBuf::from("<generated>"),
+        ),
         w_star: w.iter().map(|&v| v as f32).collect(),
         b_star: b as f32,
         margin_augmented: gamma / (1.0 + b * b).sqrt(),
@@ -233,13 +233,13 @@ pub fn committee(n: usize, p: usize, k: usize, seed: u64) -> Result<(Dataset, Ve
         names.push(if vote > 0.0 { "1" } else { "-1" });
     }
     Ok((
-        Dataset {
+        Dataset::new(
             x,
             n,
-            d: p,
-            labels: Some(Labels::from_names(&names)),
-            source: PathBuf::from("<committee>"),
-        },
+            p,
+            Some(Labels::from_names(&names)),
+            PathBuf::from("<committee>"),
+        ),
         panel,
     ))
 }

@@ -14,6 +14,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{Body, Dual, Hyperplane, Model, ModelKind, Rows, Voted};
 use crate::backend::Kernel;
+use crate::data::scale::Scaler;
 use crate::data::{check_label, same_class};
 use crate::error::{Error, Result};
 use crate::params::{Algo, TrainParams};
@@ -22,7 +23,7 @@ use crate::report::TrainReport;
 /// The `format` field of every model file.
 pub const FORMAT: &str = "rosenblatt-model";
 /// The model-file version this build writes and the newest it reads.
-pub const VERSION: u32 = 1;
+pub const VERSION: u32 = 2;
 
 /// The file's layout (version 1). Field order is the order written.
 #[derive(Debug, Serialize, Deserialize)]
@@ -51,6 +52,8 @@ struct Wire {
     dual_coef: Option<Vec<f32>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     kernel: Option<Kernel>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    scaling: Option<Scaler>,
     params: TrainParams,
     training: Option<TrainReport>,
 }
@@ -72,6 +75,7 @@ impl Wire {
             support_vectors: None,
             dual_coef: None,
             kernel: None,
+            scaling: m.scaling.clone(),
             params: m.params.clone(),
             training: m.training.clone(),
         };
@@ -173,6 +177,9 @@ pub(super) fn check(m: &Model) -> std::result::Result<(), String> {
     if kind.is_binary() && k != 2 {
         return Err(format!("{name} model needs 2 classes, found {k}"));
     }
+    if let Some(s) = &m.scaling {
+        s.check(m.n_features)?;
+    }
     if k < 2 {
         return Err(format!("{name} model needs at least 2 classes, found {k}"));
     }
@@ -232,9 +239,11 @@ fn check_body(m: &Model) -> std::result::Result<(), String> {
         if v.rows.weights.is_empty() {
             return Err("a voted model needs at least one vector".into());
         }
-        if v.counts.len() != v.rows.weights.len() {
+        // One weight row per vector for two classes, one per class for more.
+        let per = if k == 2 { 1 } else { k };
+        if v.counts.len() * per != v.rows.weights.len() {
             return Err(format!(
-                "{} counts for {} voted vectors",
+                "{} counts for {} weight rows of {k} classes ({per} rows per voted vector)",
                 v.counts.len(),
                 v.rows.weights.len()
             ));
@@ -318,6 +327,7 @@ impl Model {
             n_features: wire.n_features,
             body,
             params: wire.params,
+            scaling: wire.scaling,
             training: wire.training,
         };
         check(&m).map_err(|msg| bad(format!("corrupt model: {msg}")))?;

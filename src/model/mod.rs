@@ -11,6 +11,7 @@ pub use file::{FORMAT, VERSION};
 use serde::{Deserialize, Serialize};
 
 use crate::backend::{Backend, DataView, Kernel, MAX_HEADS};
+use crate::data::scale::Scaler;
 use crate::data::{same_class, Dataset};
 use crate::error::{Error, Result};
 use crate::metrics::{self, ClassMetrics};
@@ -28,7 +29,8 @@ pub enum ModelKind {
     Multiclass,
     /// One binary perceptron per class (class against the rest): the highest score.
     Ovr,
-    /// Voted perceptron: sign of the sum over kept vectors of count * sgn(w_k.x + b_k).
+    /// Voted perceptron: every kept vector votes with its survival count, for the sign of
+    /// w_k.x + b_k (two classes) or for the class it scores highest (more classes).
     Voted,
     /// Kernel perceptron: sgn(sum over support vectors of coef_s (K(sv_s, x) + bias^2)).
     Kernel,
@@ -46,12 +48,10 @@ impl ModelKind {
         }
     }
 
-    /// True for the kinds with one decision value per row and two classes.
+    /// True for the kinds that always have two classes and one decision value per row (a
+    /// voted model is binary when it has two classes).
     pub fn is_binary(self) -> bool {
-        matches!(
-            self,
-            ModelKind::Binary | ModelKind::Voted | ModelKind::Kernel
-        )
+        matches!(self, ModelKind::Binary | ModelKind::Kernel)
     }
 }
 
@@ -97,13 +97,22 @@ impl Rows {
     }
 }
 
-/// The voted perceptron's kept vectors and their survival counts.
+/// The voted perceptron's kept vectors and their survival counts. With two classes each
+/// vector is one weight row; with K > 2 classes it is K rows (one per class), vector after
+/// vector.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Voted {
-    /// The kept vectors.
+    /// The kept vectors' weight rows.
     pub rows: Rows,
-    /// How many steps each survived (each >= 1).
+    /// How many steps each vector survived (each >= 1).
     pub counts: Vec<u64>,
+}
+
+impl Voted {
+    /// Weight rows per kept vector.
+    pub fn heads(&self) -> usize {
+        self.rows.weights.len() / self.counts.len().max(1)
+    }
 }
 
 /// The kernel perceptron's dual form.
@@ -165,6 +174,7 @@ pub struct Model {
     n_features: usize,
     body: Body,
     params: TrainParams,
+    scaling: Option<Scaler>,
     training: Option<TrainReport>,
 }
 
@@ -221,10 +231,32 @@ impl Model {
             n_features,
             body,
             params,
+            scaling: None,
             training: None,
         };
         file::check(&m)?;
         Ok(m)
+    }
+
+    /// The model with `scaling` applied to every input before scoring, checked against the
+    /// number of features.
+    pub fn with_scaling(mut self, scaling: Option<Scaler>) -> std::result::Result<Model, String> {
+        if let Some(s) = &scaling {
+            s.check(self.n_features)?;
+        }
+        self.scaling = scaling;
+        Ok(self)
+    }
+
+    /// The scaling fitted on the training data, applied to inputs before scoring.
+    pub fn scaling(&self) -> Option<&Scaler> {
+        self.scaling.as_ref()
+    }
+
+    /// True when the model has two classes and one decision value per row (binary, kernel,
+    /// and voted models of two classes).
+    pub fn is_binary(&self) -> bool {
+        self.kind().is_binary() || (self.kind() == ModelKind::Voted && self.classes.len() == 2)
     }
 
     /// The model with its training report attached.
@@ -285,9 +317,14 @@ impl Model {
         }
     }
 
-    /// Number of raw scores per data row.
-    pub fn heads(&self) -> usize {
-        self.rows().map_or(1, |r| r.weights.len())
+    /// Number of raw scores per data row: 1 for binary models, one per class otherwise
+    /// (class scores, or a voted model's votes per class).
+    pub fn outputs(&self) -> usize {
+        if self.is_binary() {
+            1
+        } else {
+            self.classes.len()
+        }
     }
 
     /// Checks that `ds` has the model's number of features.
@@ -304,10 +341,25 @@ impl Model {
         Ok(())
     }
 
-    /// Raw scores of every data row (`n * heads`, row-major): w_k.x + b_k for each weight row
-    /// (computed on `backend` in blocks of at most [`MAX_HEADS`] rows of weights), or the
-    /// kernel decision value.
+    /// Raw scores of every data row (`n * outputs`, row-major), after the model's scaling:
+    /// w_k.x + b_k for each class row (computed on `backend` in blocks of at most
+    /// [`MAX_HEADS`] rows of weights), the kernel decision value, or a voted model's votes
+    /// (two classes: the sum of count * sgn(w_k.x + b_k); more: each class's counts).
     pub fn raw_scores(&self, ds: &Dataset, backend: &dyn Backend) -> Result<Vec<f32>> {
+        self.check_features(ds)?;
+        match &self.scaling {
+            Some(s) => {
+                let mut x = ds.x.clone();
+                s.apply(&mut x, &ds.source)?;
+                let scaled = Dataset::new(x, ds.n, ds.d, None, ds.source.clone());
+                self.scores_of_scaled(&scaled, backend)
+            }
+            None => self.scores_of_scaled(ds, backend),
+        }
+    }
+
+    /// [`Model::raw_scores`] of data already scaled as the model scales it (training data).
+    pub fn scores_of_scaled(&self, ds: &Dataset, backend: &dyn Backend) -> Result<Vec<f32>> {
         self.check_features(ds)?;
         let view = DataView {
             x: &ds.x,
@@ -329,20 +381,26 @@ impl Model {
             let idx: Vec<u32> = (0..sv.n as u32).collect();
             return backend.kernel_scores(view, sv, &idx, &k.coef, &k.kernel);
         }
-        let w = self.augmented();
-        let da = ds.d + 1;
-        let heads = self.heads();
+        let outputs = self.outputs();
         crate::limits::check(
             || {
                 format!(
-                    "{}: scores of {} rows x {heads} weight rows",
+                    "{}: scores of {} rows x {outputs} outputs",
                     ds.source.display(),
                     ds.n
                 )
             },
-            ds.n as u128 * heads as u128,
+            ds.n as u128 * outputs.max(MAX_HEADS) as u128,
             4,
         )?;
+        let w = self.augmented();
+        if let Body::Voted(v) = &self.body {
+            let mut votes = vec![0f32; ds.n * outputs];
+            vote_totals(view, &w, &v.counts, v.heads(), outputs, backend, &mut votes)?;
+            return Ok(votes);
+        }
+        let da = ds.d + 1;
+        let heads = w.len() / da;
         if heads <= MAX_HEADS {
             return backend.scores(view, &w);
         }
@@ -358,43 +416,24 @@ impl Model {
         Ok(out)
     }
 
-    /// One decision value per row: binary w.x + b (kernel: f(x)); voted, the count-weighted
-    /// vote; multiclass and one-vs-rest, the winning class's score.
+    /// One decision value per row: binary w.x + b (kernel: f(x); voted: the count-weighted
+    /// vote); otherwise the winning class's score (or votes).
     pub fn decision_values(&self, raw: &[f32]) -> Vec<f32> {
-        let h = self.heads();
-        match &self.body {
-            Body::Binary(_) | Body::Kernel(_) => raw.to_vec(),
-            Body::Voted(v) => raw
-                .chunks_exact(h)
-                .map(|r| {
-                    r.iter()
-                        .zip(&v.counts)
-                        .map(|(s, c)| if *s >= 0.0 { *c as f32 } else { -(*c as f32) })
-                        .sum()
-                })
-                .collect(),
-            Body::Multiclass(_) | Body::Ovr(_) => raw
-                .chunks_exact(h)
-                .map(|r| r.iter().copied().fold(f32::NEG_INFINITY, f32::max))
-                .collect(),
+        if self.is_binary() {
+            return raw.to_vec();
         }
+        raw.chunks_exact(self.outputs())
+            .map(|r| r.iter().copied().fold(f32::NEG_INFINITY, f32::max))
+            .collect()
     }
 
     /// Predicted class index per row from raw scores (sgn(0) = +1; the first class on ties).
     pub fn predict(&self, raw: &[f32]) -> Vec<u32> {
-        if self.kind().is_binary() {
-            return Self::predict_index(&self.decision_values(raw));
+        if self.is_binary() {
+            return Self::predict_index(raw);
         }
-        raw.chunks_exact(self.heads())
-            .map(|r| {
-                let mut best = 0;
-                for (k, v) in r.iter().enumerate() {
-                    if *v > r[best] {
-                        best = k;
-                    }
-                }
-                best as u32
-            })
+        raw.chunks_exact(self.outputs())
+            .map(|r| argmax(r) as u32)
             .collect()
     }
 
@@ -445,7 +484,7 @@ impl Model {
             matrix[t][*p as usize] += 1;
             correct += usize::from(t == *p as usize);
         }
-        let binary = self.kind().is_binary();
+        let binary = self.is_binary();
         let auc = if binary {
             let positive: Vec<bool> = truth.iter().map(|&t| t == 1).collect();
             metrics::auc(&self.decision_values(&raw), &positive)
@@ -475,4 +514,53 @@ impl Model {
             macro_f1: macros[2],
         })
     }
+}
+
+/// Index of the first highest value.
+pub fn argmax(r: &[f32]) -> usize {
+    let mut best = 0;
+    for (k, v) in r.iter().enumerate() {
+        if *v > r[best] {
+            best = k;
+        }
+    }
+    best
+}
+
+/// Adds the votes of voted vectors to `votes` (`n * outputs`) for every row of `view`: the
+/// vectors are `flat` (`heads * (d + 1)` weights each, concatenated) with `counts`; two classes
+/// (`outputs` 1), count * sgn(w_v.x + b_v) (sgn(0) = +1) added in f32 in vector order; K
+/// classes, each vector's count to the class it scores highest (first on ties). Vectors are
+/// scored on `backend` in blocks of at most [`MAX_HEADS`] weight rows, so memory stays
+/// `n * outputs` whatever the number of vectors.
+pub fn vote_totals(
+    view: DataView<'_>,
+    flat: &[f32],
+    counts: &[u64],
+    heads: usize,
+    outputs: usize,
+    backend: &dyn Backend,
+    votes: &mut [f32],
+) -> Result<()> {
+    let da = view.d + 1;
+    let heads = heads.max(1);
+    let per_block = (MAX_HEADS / heads).max(1);
+    for v0 in (0..counts.len()).step_by(per_block) {
+        let v1 = (v0 + per_block).min(counts.len());
+        let s = backend.scores(view, &flat[v0 * heads * da..v1 * heads * da])?;
+        let width = (v1 - v0) * heads;
+        for (i, row) in s.chunks_exact(width).enumerate() {
+            let out = &mut votes[i * outputs..(i + 1) * outputs];
+            for (k, c) in counts[v0..v1].iter().enumerate() {
+                let c = *c as f32;
+                let sv = &row[k * heads..(k + 1) * heads];
+                if outputs == 1 {
+                    out[0] += if sv[0] >= 0.0 { c } else { -c };
+                } else {
+                    out[argmax(sv)] += c;
+                }
+            }
+        }
+    }
+    Ok(())
 }

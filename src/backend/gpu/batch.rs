@@ -73,7 +73,7 @@ impl Shape {
 
 /// Bytes of workgroup memory the batch shader declares for workgroup size `wg`.
 pub fn workgroup_bytes(wg: u32) -> u32 {
-    3 * 4 * wg + 4
+    3 * 4 * wg + 8
 }
 
 /// Largest power-of-two workgroup size <= `want` that the device allows.
@@ -168,6 +168,7 @@ impl BatchPipelines {
                             storage(1, true),
                             storage(2, true),
                             storage(3, false),
+                            storage(4, true),
                         ],
                     });
             let pipeline_layout =

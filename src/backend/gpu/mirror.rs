@@ -22,7 +22,11 @@ pub struct Params {
     pub rule: u32,
     pub tau: f32,
     pub flags: u32,
-    pub _pad: u32,
+    pub patience: u32,
+    pub keep_fraction: f32,
+    pub floor: f32,
+    pub _pad0: u32,
+    pub _pad1: u32,
 }
 
 /// `Params::flags` bit: keep the pocket.
@@ -31,13 +35,31 @@ pub const FLAG_POCKET: u32 = 1;
 pub const FLAG_AVERAGE: u32 = 2;
 /// `Params::flags` bit: Winnow's multiplicative update on log-weights.
 pub const FLAG_MULTIPLICATIVE: u32 = 4;
+/// `Params::flags` bit: per-row weights scale the updates.
+pub const FLAG_WEIGHTS: u32 = 8;
+/// `Params::flags` bit: held-out segments exist and their mistakes are monitored.
+pub const FLAG_HELD_OUT: u32 = 16;
 
-/// The `Params::flags` word for `rule`.
+/// `Segment::role` of training rows.
+pub const ROLE_TRAIN: u32 = 0;
+/// `Segment::role` of held-out rows.
+pub const ROLE_HELD_OUT: u32 = 1;
+
+/// `Control::done` when an epoch made no mistake.
+pub const STOP_CONVERGED: u32 = 1;
+/// `Control::done` when the update fell under the tolerance.
+pub const STOP_TOLERANCE: u32 = 2;
+/// `Control::done` when the patience rule stopped training.
+pub const STOP_PATIENCE: u32 = 3;
+
+/// The `Params::flags` bits of `rule` (the data's own bits, weights and held-out rows, are
+/// added by the resident set).
 pub fn flags(rule: &BatchRule) -> u32 {
     let keep = match rule.keep {
         Keep::Nothing => 0,
         Keep::Pocket => FLAG_POCKET,
         Keep::Average => FLAG_AVERAGE,
+        Keep::AveragePocket => FLAG_POCKET | FLAG_AVERAGE,
     };
     let update = match rule.update {
         Update::Additive => 0,
@@ -54,6 +76,10 @@ pub struct Segment {
     pub chunk_base: u32,
     pub wg_base: u32,
     pub chunk_rows: u32,
+    pub role: u32,
+    pub _pad0: u32,
+    pub _pad1: u32,
+    pub _pad2: u32,
 }
 
 /// Mirrors `Control` in batch.wgsl.
@@ -63,7 +89,26 @@ pub struct Control {
     pub done: u32,
     pub epoch: u32,
     pub best: u32,
-    pub _pad: u32,
+    pub best_epoch: u32,
+    pub reference: u32,
+    pub wait: u32,
+    pub epochs: u32,
+    pub updates: u32,
+    pub pocket_updates: u32,
+    pub _pad0: u32,
+    pub _pad1: u32,
+    pub _pad2: u32,
+}
+
+impl Control {
+    /// The control word of a freshly bound data set.
+    pub fn fresh() -> Control {
+        Control {
+            best: u32::MAX,
+            reference: u32::MAX,
+            ..Control::default()
+        }
+    }
 }
 
 /// Mirrors `WgStat` in batch.wgsl.
@@ -72,6 +117,8 @@ pub struct Control {
 pub struct WgStat {
     pub mistakes: u32,
     pub criterion: f32,
+    pub held_out: u32,
+    pub _pad: u32,
 }
 
 /// Mirrors `EpochOut` in batch.wgsl.
@@ -81,7 +128,7 @@ pub struct EpochOut {
     pub mistakes: u32,
     pub criterion: f32,
     pub update_norm: f32,
-    pub _pad: u32,
+    pub held_out: u32,
 }
 
 /// Mirrors `KParams` in kernel.wgsl.
@@ -179,29 +226,47 @@ mod tests {
                     rule,
                     tau,
                     flags,
-                    _pad
+                    patience,
+                    keep_fraction,
+                    floor,
+                    _pad0,
+                    _pad1
                 }),
                 rust_layout!(Segment {
                     n,
                     chunk_base,
                     wg_base,
-                    chunk_rows
+                    chunk_rows,
+                    role,
+                    _pad0,
+                    _pad1,
+                    _pad2
                 }),
                 rust_layout!(Control {
                     done,
                     epoch,
                     best,
-                    _pad
+                    best_epoch,
+                    reference,
+                    wait,
+                    epochs,
+                    updates,
+                    pocket_updates,
+                    _pad0,
+                    _pad1,
+                    _pad2
                 }),
                 rust_layout!(WgStat {
                     mistakes,
-                    criterion
+                    criterion,
+                    held_out,
+                    _pad
                 }),
                 rust_layout!(EpochOut {
                     mistakes,
                     criterion,
                     update_norm,
-                    _pad
+                    held_out
                 }),
             ],
         );
@@ -241,6 +306,13 @@ mod tests {
             ("FLAG_POCKET", FLAG_POCKET),
             ("FLAG_AVERAGE", FLAG_AVERAGE),
             ("FLAG_MULTIPLICATIVE", FLAG_MULTIPLICATIVE),
+            ("FLAG_WEIGHTS", FLAG_WEIGHTS),
+            ("FLAG_HELD_OUT", FLAG_HELD_OUT),
+            ("ROLE_TRAIN", ROLE_TRAIN),
+            ("ROLE_HELD_OUT", ROLE_HELD_OUT),
+            ("STOP_CONVERGED", STOP_CONVERGED),
+            ("STOP_TOLERANCE", STOP_TOLERANCE),
+            ("STOP_PATIENCE", STOP_PATIENCE),
         ] {
             assert_eq!(constant(&module, name), flag, "{name}");
         }
@@ -252,6 +324,10 @@ mod tests {
         assert_eq!(flags(&rule(Update::Additive, Keep::Nothing)), 0);
         assert_eq!(flags(&rule(Update::Additive, Keep::Pocket)), FLAG_POCKET);
         assert_eq!(flags(&rule(Update::Additive, Keep::Average)), FLAG_AVERAGE);
+        assert_eq!(
+            flags(&rule(Update::Additive, Keep::AveragePocket)),
+            FLAG_POCKET | FLAG_AVERAGE
+        );
         assert_eq!(
             flags(&rule(Update::Multiplicative, Keep::Nothing)),
             FLAG_MULTIPLICATIVE

@@ -9,12 +9,12 @@ pub(crate) mod dual;
 pub(crate) mod mirror;
 pub(crate) mod resident;
 
-use super::{Backend, BackendKind, BatchRule, Bound, DataView, DualBound, EpochStats, Extras};
+use super::{Backend, BackendKind, BatchRule, Bound, DataView, DualBound, Epochs, Extras};
 use crate::error::Result;
 use batch::BatchPipelines;
 use context::{AdapterQuery, GpuContext};
 use dual::{DualPipelines, DualResident};
-use resident::Resident;
+use resident::{Resident, Rows};
 
 pub use context::{list_adapters, AdapterReport, HOW_TO_GET_ONE};
 pub use resident::{Plan, ResidentOptions};
@@ -62,13 +62,8 @@ impl GpuBackend {
         Ok(n.div_ceil(plan.seg_rows))
     }
 
-    fn resident(
-        &self,
-        data: DataView<'_>,
-        y: Option<&[f32]>,
-        heads: usize,
-    ) -> Result<Resident<'_>> {
-        Resident::new(&self.ctx, &self.batch, data, y, heads, &self.opts)
+    fn resident(&self, rows: Rows<'_>, heads: usize) -> Result<Resident<'_>> {
+        Resident::new(&self.ctx, &self.batch, rows, heads, &self.opts)
     }
 
     fn dual(&self) -> Result<&DualPipelines> {
@@ -90,7 +85,13 @@ impl Backend for GpuBackend {
     }
 
     fn bind<'a>(&'a self, data: super::TrainView<'a>) -> Result<Box<dyn Bound + 'a>> {
-        let r = self.resident(data.data(), Some(data.y), data.heads)?;
+        let rows = Rows {
+            data: data.data(),
+            y: Some(data.y),
+            sw: data.sw,
+            held: data.val_data().zip(data.val.map(|v| v.y)),
+        };
+        let r = self.resident(rows, data.heads)?;
         Ok(Box::new(GpuBound { r }))
     }
 
@@ -99,7 +100,13 @@ impl Backend for GpuBackend {
             return Ok(Vec::new());
         }
         let heads = w.len() / (data.d + 1);
-        self.resident(data, None, heads)?.scores(w)
+        let rows = Rows {
+            data,
+            y: None,
+            sw: None,
+            held: None,
+        };
+        self.resident(rows, heads)?.scores(w)
     }
 
     fn bind_dual<'a>(
@@ -127,7 +134,7 @@ impl Bound for GpuBound<'_> {
         w: &mut [f32],
         rule: &BatchRule,
         max_epochs: usize,
-    ) -> Result<Vec<EpochStats>> {
+    ) -> Result<Epochs> {
         self.r.batch_epochs(w, rule, max_epochs)
     }
 

@@ -7,9 +7,13 @@ use wgpu::util::DeviceExt;
 
 use super::batch::{workgroup_size, BatchPipelines, Entry, Shape};
 use super::context::GpuContext;
-use super::mirror::{flags, Control, EpochOut, Params, Segment, WgStat};
+use super::mirror::{
+    flags, Control, EpochOut, Params, Segment, WgStat, FLAG_HELD_OUT, FLAG_WEIGHTS, ROLE_HELD_OUT,
+    ROLE_TRAIN, STOP_CONVERGED, STOP_PATIENCE, STOP_TOLERANCE,
+};
 use crate::backend::{
-    winnow_weights, BatchRule, DataView, EpochStats, Extras, Keep, Update, MAX_HEADS,
+    winnow_weights, BatchRule, DataView, EpochStats, Epochs, Extras, Pocket, StopReason, StopState,
+    Update, MAX_HEADS,
 };
 use crate::error::{Error, Result};
 
@@ -25,6 +29,9 @@ pub struct Plan {
     /// Pipeline overrides.
     pub shape: Shape,
 }
+
+/// Bytes of the control word.
+const CTL: usize = size_of::<Control>();
 
 /// Largest partials buffer the plan aims for.
 const PARTIALS_BUDGET: u64 = 64 << 20;
@@ -83,8 +90,23 @@ struct SegBuf {
     n: usize,
     chunks: usize,
     margin_wgs: usize,
+    held_out: bool,
     coef: wgpu::Buffer,
     bind: wgpu::BindGroup,
+}
+
+/// Rows to make resident: the features, and for training the labels, the per-row weights and
+/// the held-out rows with their labels.
+#[derive(Clone, Copy)]
+pub struct Rows<'a> {
+    /// The (training) rows.
+    pub data: DataView<'a>,
+    /// Their labels, for training.
+    pub y: Option<&'a [f32]>,
+    /// Their weights, when not all 1.
+    pub sw: Option<&'a [f32]>,
+    /// Held-out rows and their labels.
+    pub held: Option<(DataView<'a>, &'a [f32])>,
 }
 
 /// Pipelines used by a resident data set.
@@ -111,6 +133,8 @@ pub struct Resident<'c> {
     heads: usize,
     /// Read-back buffer for a submit: control, the epochs' stats, w (sized for the largest).
     readback: wgpu::Buffer,
+    /// The data's own `Params::flags` bits (weights, held-out rows).
+    data_flags: u32,
     kept_pocket: bool,
     kept_average: bool,
     global: wgpu::BindGroup,
@@ -167,23 +191,23 @@ pub struct ResidentOptions {
 }
 
 impl<'c> Resident<'c> {
-    /// Uploads the rows of `data` and, for training, the labels `y`.
+    /// Uploads `rows`: the features and, for training, the labels, weights and held-out rows.
     pub fn new(
         ctx: &'c GpuContext,
         batch: &BatchPipelines,
-        data: DataView<'_>,
-        y: Option<&[f32]>,
+        rows: Rows<'_>,
         heads: usize,
         opts: &ResidentOptions,
     ) -> Result<Self> {
-        let DataView { x, n, d, bias } = data;
+        let DataView { x, n, d, bias } = rows.data;
         let heads = heads.max(1);
         if n == 0 || d == 0 {
             return Err(Error::Gpu(
                 "the GPU backend needs at least one row and one feature".into(),
             ));
         }
-        let plan = plan(n, d, heads, &ctx.limits, opts.max_binding)?;
+        let held_n = rows.held.map_or(0, |(h, _)| h.n);
+        let plan = plan(n.max(held_n), d, heads, &ctx.limits, opts.max_binding)?;
         let shape = plan.shape;
         let pipes = Pipes {
             margins: batch.pipeline(ctx, Entry::Margins, shape)?,
@@ -200,16 +224,25 @@ impl<'c> Resident<'c> {
         ctx.scoped(
             &format!("uploading {n} x {d} ({bytes} bytes) to {}", ctx.describe()),
             || {
+                // Training segments first, then held-out ones (no chunks: never accumulated).
                 let mut segs_meta = Vec::new();
-                let (mut chunk_base, mut wg_base, mut start) = (0usize, 0usize, 0usize);
-                while start < n {
-                    let rows = plan.seg_rows.min(n - start);
-                    let chunks = rows.div_ceil(plan.chunk_rows);
-                    let margin_wgs = rows.div_ceil(groups).min(plan.margin_wgs_cap);
-                    segs_meta.push((start, rows, chunks, margin_wgs, chunk_base, wg_base));
-                    chunk_base += chunks;
-                    wg_base += margin_wgs;
-                    start += rows;
+                let (mut chunk_base, mut wg_base) = (0usize, 0usize);
+                let held_rows = rows.held.map_or(0, |(h, _)| h.n);
+                for (role, total) in [(ROLE_TRAIN, n), (ROLE_HELD_OUT, held_rows)] {
+                    let mut start = 0usize;
+                    while start < total {
+                        let len = plan.seg_rows.min(total - start);
+                        let chunks = if role == ROLE_TRAIN {
+                            len.div_ceil(plan.chunk_rows)
+                        } else {
+                            0
+                        };
+                        let margin_wgs = len.div_ceil(groups).min(plan.margin_wgs_cap);
+                        segs_meta.push((role, start, len, chunks, margin_wgs, chunk_base, wg_base));
+                        chunk_base += chunks;
+                        wg_base += margin_wgs;
+                        start += len;
+                    }
                 }
                 let params = Params {
                     d: d as u32,
@@ -223,7 +256,11 @@ impl<'c> Resident<'c> {
                     tol: 0.0,
                     total_chunks: chunk_base as u32,
                     total_wgs: wg_base as u32,
-                    _pad: 0,
+                    patience: 0,
+                    keep_fraction: 1.0,
+                    floor: 0.0,
+                    _pad0: 0,
+                    _pad1: 0,
                 };
                 let uniform = wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST;
                 let params_buf = init_buf(
@@ -233,10 +270,7 @@ impl<'c> Resident<'c> {
                     uniform,
                 );
                 let w_buf = storage_buf(ctx, "rosenblatt.w", (len * 4) as u64);
-                let ctl_init = Control {
-                    best: u32::MAX,
-                    ..Control::default()
-                };
+                let ctl_init = Control::fresh();
                 let ctl_buf = init_buf(
                     ctx,
                     "rosenblatt.control",
@@ -273,17 +307,21 @@ impl<'c> Resident<'c> {
                         entire(7, &aux),
                     ],
                 });
-                let dummy_y = [0f32];
+                let dummy = [0f32];
                 let segs = segs_meta
                     .iter()
                     .enumerate()
                     .map(
-                        |(k, &(start, rows, chunks, margin_wgs, chunk_base, wg_base))| {
+                        |(k, &(role, start, len, chunks, margin_wgs, chunk_base, wg_base))| {
                             let seg = Segment {
-                                n: rows as u32,
+                                n: len as u32,
                                 chunk_base: chunk_base as u32,
                                 wg_base: wg_base as u32,
                                 chunk_rows: plan.chunk_rows as u32,
+                                role,
+                                _pad0: 0,
+                                _pad1: 0,
+                                _pad2: 0,
                             };
                             let ubuf = init_buf(
                                 ctx,
@@ -291,16 +329,21 @@ impl<'c> Resident<'c> {
                                 bytemuck::bytes_of(&seg),
                                 uniform,
                             );
-                            let xs = &x[start * d..(start + rows) * d];
+                            let held_out = role == ROLE_HELD_OUT;
+                            let (src_x, src_y, src_w) = match rows.held {
+                                Some((h, hy)) if held_out => (h.x, Some(hy), None),
+                                _ => (x, rows.y, rows.sw),
+                            };
+                            let xs = &src_x[start * d..(start + len) * d];
                             let xbuf = init_buf(
                                 ctx,
                                 &format!("rosenblatt.x[{k}]"),
                                 bytemuck::cast_slice(xs),
                                 wgpu::BufferUsages::STORAGE,
                             );
-                            let ys: &[f32] = match y {
-                                Some(y) => &y[start..start + rows],
-                                None => &dummy_y,
+                            let ys: &[f32] = match src_y {
+                                Some(y) => &y[start..start + len],
+                                None => &dummy,
                             };
                             let ybuf = init_buf(
                                 ctx,
@@ -308,10 +351,20 @@ impl<'c> Resident<'c> {
                                 bytemuck::cast_slice(ys),
                                 wgpu::BufferUsages::STORAGE,
                             );
+                            let ws: &[f32] = match src_w {
+                                Some(w) => &w[start..start + len],
+                                None => &dummy,
+                            };
+                            let wbuf = init_buf(
+                                ctx,
+                                &format!("rosenblatt.sw[{k}]"),
+                                bytemuck::cast_slice(ws),
+                                wgpu::BufferUsages::STORAGE,
+                            );
                             let coef = storage_buf(
                                 ctx,
                                 &format!("rosenblatt.coef[{k}]"),
-                                (rows * heads * 4) as u64,
+                                (len * heads * 4) as u64,
                             );
                             let bind = ctx.device.create_bind_group(&wgpu::BindGroupDescriptor {
                                 label: Some("rosenblatt.segment"),
@@ -321,12 +374,14 @@ impl<'c> Resident<'c> {
                                     entire(1, &xbuf),
                                     entire(2, &ybuf),
                                     entire(3, &coef),
+                                    entire(4, &wbuf),
                                 ],
                             });
                             SegBuf {
-                                n: rows,
+                                n: len,
                                 chunks,
                                 margin_wgs,
+                                held_out,
                                 coef,
                                 bind,
                             }
@@ -344,9 +399,15 @@ impl<'c> Resident<'c> {
                     ctl_buf,
                     aux,
                     heads,
+                    data_flags: if rows.sw.is_some() { FLAG_WEIGHTS } else { 0 }
+                        | if rows.held.is_some() {
+                            FLAG_HELD_OUT
+                        } else {
+                            0
+                        },
                     readback: ctx.device.create_buffer(&wgpu::BufferDescriptor {
                         label: Some("rosenblatt.readback"),
-                        size: (16 + epochs_per_submit * size_of::<EpochOut>() + len * 4) as u64,
+                        size: (CTL + epochs_per_submit * size_of::<EpochOut>() + len * 4) as u64,
                         usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
                         mapped_at_creation: false,
                     }),
@@ -383,20 +444,16 @@ impl<'c> Resident<'c> {
     }
 
     /// Runs up to `k` epochs from `w`, stopping on the GPU per `rule`; updates `w` and returns
-    /// the stats of the epochs run. Submits `epochs_per_submit` epochs at a time.
-    pub fn batch_epochs(
-        &mut self,
-        w: &mut [f32],
-        rule: &BatchRule,
-        k: usize,
-    ) -> Result<Vec<EpochStats>> {
-        let mut out = Vec::with_capacity(k);
+    /// the stats of the epochs run and the stop. Submits `epochs_per_submit` epochs at a time.
+    pub fn batch_epochs(&mut self, w: &mut [f32], rule: &BatchRule, k: usize) -> Result<Epochs> {
+        let mut out = Epochs::default();
         let mut cur = w.to_vec();
-        while out.len() < k {
-            let kk = self.epochs_per_submit.min(k - out.len());
-            let (stats, stopped) = self.submit_epochs(&mut cur, rule, kk)?;
-            out.extend(stats);
-            if stopped {
+        while out.stats.len() < k {
+            let kk = self.epochs_per_submit.min(k - out.stats.len());
+            let (stats, stop) = self.submit_epochs(&mut cur, rule, kk)?;
+            out.stats.extend(stats);
+            if stop.is_some() {
+                out.stop = stop;
                 break;
             }
         }
@@ -409,7 +466,7 @@ impl<'c> Resident<'c> {
         w: &mut [f32],
         rule: &BatchRule,
         k: usize,
-    ) -> Result<(Vec<EpochStats>, bool)> {
+    ) -> Result<(Vec<EpochStats>, Option<StopReason>)> {
         if self.fail_after_submits == Some(self.submits) {
             self.ctx.device.destroy();
         }
@@ -419,15 +476,18 @@ impl<'c> Resident<'c> {
         let stats_bytes = (k * size_of::<EpochOut>()) as u64;
         let w_bytes = (len * 4) as u64;
 
-        self.kept_pocket |= rule.keep == Keep::Pocket;
-        self.kept_average |= rule.keep == Keep::Average;
+        self.kept_pocket |= rule.keep.pocket();
+        self.kept_average |= rule.keep.average();
         let multiplicative = rule.update == Update::Multiplicative;
         ctx.scoped("running batch epochs", || {
             self.params.eta = rule.eta;
             self.params.tol = rule.tol;
             self.params.tau = rule.tau;
             self.params.rule = rule.rule.code();
-            self.params.flags = flags(rule);
+            self.params.flags = flags(rule) | self.data_flags;
+            self.params.patience = rule.patience.epochs;
+            self.params.keep_fraction = rule.patience.keep_fraction;
+            self.params.floor = rule.patience.floor;
             ctx.queue
                 .write_buffer(&self.params_buf, 0, bytemuck::bytes_of(&self.params));
             if multiplicative {
@@ -462,8 +522,10 @@ impl<'c> Resident<'c> {
                         pass.set_bind_group(1, &seg.bind, &[]);
                         pass.set_pipeline(&self.pipes.margins);
                         pass.dispatch_workgroups(seg.margin_wgs as u32, 1, 1);
-                        pass.set_pipeline(&self.pipes.accumulate);
-                        pass.dispatch_workgroups(tiles, seg.chunks as u32, 1);
+                        if !seg.held_out {
+                            pass.set_pipeline(&self.pipes.accumulate);
+                            pass.dispatch_workgroups(tiles, seg.chunks as u32, 1);
+                        }
                     }
                     pass.set_pipeline(&self.pipes.apply);
                     pass.dispatch_workgroups(apply_wgs, 1, 1);
@@ -471,73 +533,80 @@ impl<'c> Resident<'c> {
                     pass.dispatch_workgroups(1, 1, 1);
                 }
             }
-            enc.copy_buffer_to_buffer(&self.ctl_buf, 0, &self.readback, 0, 16);
-            enc.copy_buffer_to_buffer(&self.stats_buf, 0, &self.readback, 16, stats_bytes);
+            enc.copy_buffer_to_buffer(&self.ctl_buf, 0, &self.readback, 0, CTL as u64);
+            enc.copy_buffer_to_buffer(&self.stats_buf, 0, &self.readback, CTL as u64, stats_bytes);
+            let at = CTL as u64 + stats_bytes;
             if multiplicative {
-                enc.copy_buffer_to_buffer(
-                    &self.aux,
-                    3 * w_bytes,
-                    &self.readback,
-                    16 + stats_bytes,
-                    w_bytes,
-                );
+                enc.copy_buffer_to_buffer(&self.aux, 3 * w_bytes, &self.readback, at, w_bytes);
             } else {
-                enc.copy_buffer_to_buffer(
-                    &self.w_buf,
-                    0,
-                    &self.readback,
-                    16 + stats_bytes,
-                    w_bytes,
-                );
+                enc.copy_buffer_to_buffer(&self.w_buf, 0, &self.readback, at, w_bytes);
             }
             ctx.queue.submit([enc.finish()]);
         })?;
         let bytes = self.read(&self.readback)?;
         ctx.check("running batch epochs")?;
-        let ctl: Control = bytemuck::pod_read_unaligned(&bytes[..16]);
+        let ctl: Control = bytemuck::pod_read_unaligned(&bytes[..CTL]);
         let run = (ctl.epoch as usize).min(k);
+        let held = self.data_flags & FLAG_HELD_OUT != 0;
         let stats = (0..run)
             .map(|e| {
-                let o: EpochOut =
-                    bytemuck::pod_read_unaligned(&bytes[16 + e * 16..16 + (e + 1) * 16]);
+                let at = CTL + e * size_of::<EpochOut>();
+                let o: EpochOut = bytemuck::pod_read_unaligned(&bytes[at..at + 16]);
                 EpochStats {
                     mistakes: o.mistakes as u64,
                     criterion: o.criterion as f64,
                     update_norm: o.update_norm as f64,
+                    val_mistakes: held.then_some(o.held_out as u64),
                 }
             })
             .collect();
-        let wb = &bytes[(16 + stats_bytes) as usize..];
+        let wb = &bytes[CTL + stats_bytes as usize..];
         w.copy_from_slice(bytemuck::cast_slice(&wb[..len * 4]));
-        Ok((stats, ctl.done != 0))
+        let stop = match ctl.done {
+            STOP_CONVERGED => Some(StopReason::Converged),
+            STOP_TOLERANCE => Some(StopReason::Tolerance),
+            STOP_PATIENCE => Some(StopReason::Patience),
+            _ => None,
+        };
+        Ok((stats, stop))
     }
 
-    /// The pocket (with its mistake count) and the average sum, as kept by the rules used.
+    /// The pocket (with its figure and epochs), the average sum (with its epochs) and the
+    /// stop rules' memory, as kept by the rules used.
     pub fn extras(&mut self) -> Result<Extras> {
-        if !self.kept_pocket && !self.kept_average {
-            return Ok(Extras::default());
-        }
         let ctx = self.ctx;
         let len = (self.heads * (self.d + 1) * 4) as u64;
-        let staging = self.staging("rosenblatt.extras_readback", 16 + 2 * len);
+        let staging = self.staging("rosenblatt.extras_readback", CTL as u64 + 2 * len);
         ctx.scoped("reading the pocket and average", || {
             let mut enc = ctx
                 .device
                 .create_command_encoder(&wgpu::CommandEncoderDescriptor {
                     label: Some("rosenblatt.extras"),
                 });
-            enc.copy_buffer_to_buffer(&self.ctl_buf, 0, &staging, 0, 16);
-            enc.copy_buffer_to_buffer(&self.aux, len, &staging, 16, 2 * len);
+            enc.copy_buffer_to_buffer(&self.ctl_buf, 0, &staging, 0, CTL as u64);
+            enc.copy_buffer_to_buffer(&self.aux, len, &staging, CTL as u64, 2 * len);
             ctx.queue.submit([enc.finish()]);
         })?;
         let bytes = self.read(&staging)?;
-        let ctl: Control = bytemuck::pod_read_unaligned(&bytes[..16]);
-        let floats: &[f32] = bytemuck::cast_slice(&bytes[16..]);
+        let ctl: Control = bytemuck::pod_read_unaligned(&bytes[..CTL]);
+        let floats: &[f32] = bytemuck::cast_slice(&bytes[CTL..]);
         let (pocket, avg) = floats.split_at(floats.len() / 2);
         Ok(Extras {
-            pocket: (self.kept_pocket && ctl.best != u32::MAX)
-                .then(|| (pocket.to_vec(), ctl.best as u64)),
-            average_sum: self.kept_average.then(|| avg.to_vec()),
+            pocket: (self.kept_pocket && ctl.best != u32::MAX).then(|| Pocket {
+                w: pocket.to_vec(),
+                mistakes: ctl.best as u64,
+                updates: ctl.pocket_updates as u64,
+            }),
+            average: self
+                .kept_average
+                .then(|| (avg.to_vec(), ctl.updates as u64)),
+            stop: StopState {
+                best: ctl.best,
+                best_epoch: ctl.best_epoch,
+                reference: ctl.reference,
+                wait: ctl.wait,
+                epochs: ctl.epochs,
+            },
         })
     }
 
@@ -563,13 +632,13 @@ impl<'c> Resident<'c> {
                 });
                 pass.set_bind_group(0, &self.global, &[]);
                 pass.set_pipeline(&self.pipes.scores);
-                for seg in &self.segs {
+                for seg in self.segs.iter().filter(|s| !s.held_out) {
                     pass.set_bind_group(1, &seg.bind, &[]);
                     pass.dispatch_workgroups(seg.margin_wgs as u32, 1, 1);
                 }
             }
             let mut off = 0u64;
-            for seg in &self.segs {
+            for seg in self.segs.iter().filter(|s| !s.held_out) {
                 let len = (seg.n * self.heads * 4) as u64;
                 enc.copy_buffer_to_buffer(&seg.coef, 0, &staging, off, len);
                 off += len;

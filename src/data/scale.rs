@@ -1,0 +1,206 @@
+//! Feature scaling fitted on training data and kept in the model: x' = (x - offset) * factor
+//! per feature, in f32. Statistics are computed in f64. A constant feature (zero spread), or
+//! one whose spread is too small for its inverse to be an f32, keeps factor 1, so scaling
+//! never divides by zero (scikit-learn's scalers do the same).
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, Result};
+use crate::params::Scale;
+
+/// A fitted scaling: `offset` and `factor`, one of each per feature.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Scaler {
+    /// Which scaling.
+    pub kind: Scale,
+    /// Subtracted from each feature.
+    pub offset: Vec<f32>,
+    /// Then multiplied in.
+    pub factor: Vec<f32>,
+}
+
+impl Scaler {
+    /// Fits `kind` on the `n` rows of `d` features in `x` (row-major). `None` for
+    /// [`Scale::None`].
+    pub fn fit(kind: Scale, x: &[f32], n: usize, d: usize) -> Option<Scaler> {
+        if kind == Scale::None {
+            return None;
+        }
+        let rows = || x.chunks_exact(d.max(1)).take(n);
+        let (mut offset, mut spread) = (vec![0f64; d], vec![0f64; d]);
+        match kind {
+            Scale::Standard => {
+                let mut sum = vec![0f64; d];
+                for r in rows() {
+                    for (s, &v) in sum.iter_mut().zip(r) {
+                        *s += v as f64;
+                    }
+                }
+                let nf = n.max(1) as f64;
+                for (o, s) in offset.iter_mut().zip(&sum) {
+                    *o = s / nf;
+                }
+                let mut ss = vec![0f64; d];
+                for r in rows() {
+                    for ((q, &v), &m) in ss.iter_mut().zip(r).zip(&offset) {
+                        *q += (v as f64 - m).powi(2);
+                    }
+                }
+                for (sp, q) in spread.iter_mut().zip(&ss) {
+                    *sp = (q / nf).sqrt();
+                }
+            }
+            Scale::Minmax | Scale::Maxabs => {
+                let (mut lo, mut hi) = (vec![f64::INFINITY; d], vec![f64::NEG_INFINITY; d]);
+                for r in rows() {
+                    for ((l, h), &v) in lo.iter_mut().zip(hi.iter_mut()).zip(r) {
+                        *l = l.min(v as f64);
+                        *h = h.max(v as f64);
+                    }
+                }
+                for j in 0..d {
+                    if n == 0 {
+                        continue;
+                    }
+                    if kind == Scale::Minmax {
+                        offset[j] = lo[j];
+                        spread[j] = hi[j] - lo[j];
+                    } else {
+                        spread[j] = lo[j].abs().max(hi[j].abs());
+                    }
+                }
+            }
+            Scale::None => unreachable!("handled above"),
+        }
+        let factor = spread
+            .iter()
+            .map(|&s| {
+                let f = (1.0 / s) as f32;
+                if s > 0.0 && f.is_finite() && f > 0.0 {
+                    f
+                } else {
+                    1.0
+                }
+            })
+            .collect();
+        Some(Scaler {
+            kind,
+            offset: offset.iter().map(|&o| o as f32).collect(),
+            factor,
+        })
+    }
+
+    /// Scales the rows of `x` (row-major, `self.offset.len()` features) in place; `source`
+    /// names the data in the error when a scaled value leaves the f32 range.
+    pub fn apply(&self, x: &mut [f32], source: &std::path::Path) -> Result<()> {
+        let d = self.offset.len().max(1);
+        for r in x.chunks_exact_mut(d) {
+            for ((v, &o), &f) in r.iter_mut().zip(&self.offset).zip(&self.factor) {
+                *v = (*v - o) * f;
+            }
+        }
+        if let Some(i) = x.iter().position(|v| !v.is_finite()) {
+            return Err(Error::data(
+                source,
+                format!(
+                    "{} scaling overflowed at row {}, feature {} (the values span more than f32 holds)",
+                    self.kind.name(),
+                    i / d + 1,
+                    i % d + 1
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Checks a scaler read from a file for `d` features: the message says what is wrong.
+    pub fn check(&self, d: usize) -> std::result::Result<(), String> {
+        if self.kind == Scale::None {
+            return Err("scaling kind \"none\" is written as no \"scaling\" field".into());
+        }
+        if self.offset.len() != d || self.factor.len() != d {
+            return Err(format!(
+                "scaling has {} offsets and {} factors for {d} features",
+                self.offset.len(),
+                self.factor.len()
+            ));
+        }
+        if self.offset.iter().any(|v| !v.is_finite()) {
+            return Err("a scaling offset is not a finite number".into());
+        }
+        if self.factor.iter().any(|v| !(v.is_finite() && *v > 0.0)) {
+            return Err("a scaling factor is not a positive finite number".into());
+        }
+        if self.kind == Scale::Maxabs && self.offset.iter().any(|&o| o != 0.0) {
+            return Err("maxabs scaling has a non-zero offset".into());
+        }
+        Ok(())
+    }
+}
+
+/// The spread of the features' ranges: (ratio of the widest range to the narrowest non-zero
+/// one, the widest feature, the narrowest feature), 0-based, over `n` rows of `d`. `None` when
+/// fewer than two features vary.
+pub fn range_spread(x: &[f32], n: usize, d: usize) -> Option<(f64, usize, usize)> {
+    if d < 2 || n == 0 {
+        return None;
+    }
+    let (mut lo, mut hi) = (vec![f32::INFINITY; d], vec![f32::NEG_INFINITY; d]);
+    for r in x.chunks_exact(d).take(n) {
+        for ((l, h), &v) in lo.iter_mut().zip(hi.iter_mut()).zip(r) {
+            *l = l.min(v);
+            *h = h.max(v);
+        }
+    }
+    let ranges: Vec<(usize, f64)> = (0..d)
+        .map(|j| (j, hi[j] as f64 - lo[j] as f64))
+        .filter(|&(_, r)| r > 0.0)
+        .collect();
+    let wide = ranges.iter().copied().max_by(|a, b| a.1.total_cmp(&b.1))?;
+    let narrow = ranges.iter().copied().min_by(|a, b| a.1.total_cmp(&b.1))?;
+    (wide.0 != narrow.0).then(|| (wide.1 / narrow.1, wide.0, narrow.0))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_scaling_by_hand_with_a_constant_column() {
+        // Two features: (1, 5), (3, 5), (-2, 5); the second is constant.
+        let x = [1.0, 5.0, 3.0, 5.0, -2.0, 5.0];
+        let s = Scaler::fit(Scale::Standard, &x, 3, 2).unwrap();
+        let mean = 2.0 / 3.0;
+        let sd =
+            ((((1.0 - mean) as f64).powi(2) + (3.0f64 - mean).powi(2) + (-2.0f64 - mean).powi(2))
+                / 3.0)
+                .sqrt();
+        assert_eq!(s.offset, vec![mean as f32, 5.0]);
+        assert_eq!(s.factor, vec![(1.0 / sd) as f32, 1.0]);
+        let m = Scaler::fit(Scale::Minmax, &x, 3, 2).unwrap();
+        assert_eq!(
+            (m.offset.clone(), m.factor.clone()),
+            (vec![-2.0, 5.0], vec![0.2, 1.0])
+        );
+        let mut y = x;
+        m.apply(&mut y, std::path::Path::new("t")).unwrap();
+        assert_eq!(y, [0.6, 0.0, 1.0, 0.0, 0.0, 0.0]);
+        let a = Scaler::fit(Scale::Maxabs, &x, 3, 2).unwrap();
+        assert_eq!(
+            (a.offset.clone(), a.factor.clone()),
+            (vec![0.0, 0.0], vec![1.0 / 3.0, 0.2])
+        );
+        assert!(Scaler::fit(Scale::None, &x, 3, 2).is_none());
+        assert!(a.check(2).is_ok() && a.check(3).is_err());
+    }
+
+    #[test]
+    fn spread_names_the_widest_and_narrowest_features() {
+        let x = [0.0, 0.05, 7.0, 4000.0, 0.1, 7.0];
+        let (r, wide, narrow) = range_spread(&x, 2, 3).unwrap();
+        assert_eq!((wide, narrow), (0, 1));
+        assert!((r - 4000.0 / 0.05).abs() / r < 1e-6, "{r}");
+        assert!(range_spread(&[1.0, 2.0], 1, 2).is_none());
+    }
+}
