@@ -92,7 +92,7 @@ fn epoch(c: &mut Criterion) {
                     for _ in 0..iters {
                         let t = Instant::now();
                         let st = bound.batch_epochs(&mut w, &rule, per).expect("epochs");
-                        total += t.elapsed() / st.len().max(1) as u32;
+                        total += t.elapsed() / st.stats.len().max(1) as u32;
                     }
                     total
                 })

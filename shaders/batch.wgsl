@@ -54,7 +54,7 @@ struct Params {
     flags: u32,        // FLAG_*
     patience: u32,     // epochs without improvement before stopping (0: off)
     keep_fraction: f32, // an epoch improves when its figure < keep_fraction * reference
-    floor: f32,        // the patience rule stops nothing while best <= floor
+    floor: f32,        // when positive, the patience rule stops nothing while best <= floor
     _pad0: u32,
     _pad1: u32,
 }
@@ -76,9 +76,9 @@ struct Segment {
 struct Control {
     done: u32,         // 0 running, else STOP_*
     epoch: u32,        // epochs run in this submit
-    best: u32,         // fewest monitored mistakes seen (u32 max before the first epoch)
+    best: f32,         // fewest monitored mistakes seen (infinity before the first epoch)
     best_epoch: u32,   // the epoch (1-based, since binding) that saw them
-    reference: u32,    // the monitored figure at the last improvement
+    reference: f32,    // the monitored figure at the last improvement
     wait: u32,         // epochs since that improvement
     epochs: u32,       // epochs since binding
     updates: u32,      // epochs in the average sum
@@ -92,7 +92,7 @@ struct WgStat {
     mistakes: u32,     // training rows: mistakes
     criterion: f32,    // training rows: criterion J (weighted)
     held_out: u32,     // held-out rows: predicted wrong
-    _pad: u32,
+    weighted: f32,     // training rows: the mistakes' row weights, summed
 }
 
 struct EpochOut {
@@ -100,6 +100,10 @@ struct EpochOut {
     criterion: f32,
     update_norm: f32,
     held_out: u32,
+    weighted: f32,
+    _pad0: u32,
+    _pad1: u32,
+    _pad2: u32,
 }
 
 @group(0) @binding(0) var<uniform> P: Params;
@@ -201,6 +205,7 @@ fn margins(
     let K = P.heads;
     var count = 0u;
     var crit = 0.0;
+    var weighted = 0.0;
     for (var base = wid.x * groups; base < S.n; base += nwg.x * groups) {
         let r = base + lid / TPR;
         var s: array<f32, MAX_HEADS>;
@@ -241,6 +246,7 @@ fn margins(
                         coef[o + k] = yk * wr;
                         count += 1u;
                         crit -= m * wr;
+                        weighted += wr;
                     } else {
                         coef[o + k] = 0.0;
                     }
@@ -258,6 +264,7 @@ fn margins(
                 if (miss) {
                     count += 1u;
                     crit -= m * wr;
+                    weighted += wr;
                 }
                 for (var k = 0u; k < K; k++) {
                     var c = 0.0;
@@ -275,19 +282,21 @@ fn margins(
     }
     redu[lid] = count;
     red[lid] = crit;
+    red2[lid] = weighted;
     workgroupBarrier();
     for (var s = WG / 2u; s > 0u; s >>= 1u) {
         if (lid < s) {
             redu[lid] += redu[lid + s];
             red[lid] += red[lid + s];
+            red2[lid] += red2[lid + s];
         }
         workgroupBarrier();
     }
     if (lid == 0u) {
         if (held) {
-            wg_stats[S.wg_base + wid.x] = WgStat(0u, 0.0, redu[0], 0u);
+            wg_stats[S.wg_base + wid.x] = WgStat(0u, 0.0, redu[0], 0.0);
         } else {
-            wg_stats[S.wg_base + wid.x] = WgStat(redu[0], red[0], 0u, 0u);
+            wg_stats[S.wg_base + wid.x] = WgStat(redu[0], red[0], 0u, red2[0]);
         }
     }
 }
@@ -398,10 +407,12 @@ fn finalize(@builtin(local_invocation_index) lid: u32) {
     var cnt = 0u;
     var cr = 0.0;
     var held = 0u;
+    var wsum = 0.0;
     for (var k = lid; k < P.total_wgs; k += WG) {
         cnt += wg_stats[k].mistakes;
         cr += wg_stats[k].criterion;
         held += wg_stats[k].held_out;
+        wsum += wg_stats[k].weighted;
     }
     red[lid] = q;
     red2[lid] = cr;
@@ -420,15 +431,24 @@ fn finalize(@builtin(local_invocation_index) lid: u32) {
     let crit_total = red2[0];
     workgroupBarrier();
     redu[lid] = held;
+    red[lid] = wsum;
     workgroupBarrier();
     for (var s = WG / 2u; s > 0u; s >>= 1u) {
         if (lid < s) {
             redu[lid] += redu[lid + s];
+            red[lid] += red[lid + s];
         }
         workgroupBarrier();
     }
     let held_total = redu[0];
-    let fig = select(total, held_total, (P.flags & FLAG_HELD_OUT) != 0u);
+    let weighted_total = red[0];
+    // The monitored figure: EpochStats::monitored on the host.
+    var fig = f32(total);
+    if ((P.flags & FLAG_HELD_OUT) != 0u) {
+        fig = f32(held_total);
+    } else if ((P.flags & FLAG_WEIGHTS) != 0u) {
+        fig = weighted_total;
+    }
     let better = fig < ctl.best;
     let keep_best = better && (P.flags & FLAG_POCKET) != 0u;
     workgroupBarrier();
@@ -473,7 +493,7 @@ fn finalize(@builtin(local_invocation_index) lid: u32) {
             ctl.best = fig;
             ctl.best_epoch = epochs;
         }
-        if (f32(fig) < f32(ctl.reference) * P.keep_fraction) {
+        if (fig < ctl.reference * P.keep_fraction) {
             ctl.reference = fig;
             ctl.wait = 0u;
         } else if (ctl.wait < 0xffffffffu) {
@@ -481,13 +501,14 @@ fn finalize(@builtin(local_invocation_index) lid: u32) {
         }
         let norm = sqrt(q_total);
         let e = ctl.epoch;
-        stats[e] = EpochOut(total, crit_total, norm, held_total);
+        stats[e] = EpochOut(total, crit_total, norm, held_total, weighted_total, 0u, 0u, 0u);
         ctl.epoch = e + 1u;
         if (total == 0u) {
             ctl.done = STOP_CONVERGED;
         } else if (norm < P.tol) {
             ctl.done = STOP_TOLERANCE;
-        } else if (P.patience > 0u && ctl.wait >= P.patience && f32(ctl.best) > P.floor) {
+        } else if (P.patience > 0u && ctl.wait >= P.patience
+                   && (ctl.best > P.floor || P.floor <= 0.0)) {
             ctl.done = STOP_PATIENCE;
         }
     }

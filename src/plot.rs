@@ -14,7 +14,7 @@ use crate::backend::Backend;
 use crate::data::Dataset;
 use crate::error::{Error, Param, Result};
 use crate::metrics;
-use crate::model::{Model, ModelKind};
+use crate::model::Model;
 use crate::output;
 use crate::report::TrainReport;
 
@@ -285,7 +285,7 @@ pub fn boundary(
         None => None,
     };
     // Binary linear models: the line w.x + b = 0 in the slice, and the closest point.
-    let line = match model.hyperplane() {
+    let line = match model.input_hyperplane() {
         Some(h) => {
             let w = &h.weights;
             let off: f32 = h.bias
@@ -297,7 +297,7 @@ pub fn boundary(
         }
         None => None,
     };
-    let closest = model.hyperplane().map(|h| {
+    let closest = model.input_hyperplane().map(|h| {
         let norm = h
             .weights
             .iter()
@@ -580,6 +580,14 @@ pub fn training(r: &TrainReport, out: &Path, size: (u32, u32)) -> Result<()> {
         top,
         bound,
         j: r.criterion_per_epoch.iter().map(|&v| clamp(v)).collect(),
+        accuracy: r.validation_accuracy_per_epoch.as_ref().map(|v| {
+            let n = r.n.max(1) as f64;
+            (
+                m.iter().map(|&k| 1.0 - k / n).collect(),
+                v.iter().map(|&a| clamp(a)).collect(),
+                r.best_epoch,
+            )
+        }),
         m,
         cum,
         split: size.1 * 3 / 5,
@@ -595,6 +603,9 @@ struct TrainingPlot {
     log: bool,
     top: f64,
     j: Vec<f64>,
+    /// With a validation set: training accuracy (1 - mistakes / n) and validation accuracy
+    /// per epoch, and the best epoch; drawn instead of J.
+    accuracy: Option<(Vec<f64>, Vec<f64>, usize)>,
     split: u32,
 }
 
@@ -635,6 +646,56 @@ impl Painter for TrainingPlot {
                 .draw()
                 .map_err(perr)?;
             self.top_series(&mut c, 0.0)?;
+        }
+        if let Some((train, val, best)) = &self.accuracy {
+            let lo = train
+                .iter()
+                .chain(val)
+                .copied()
+                .fold(1f64, f64::min)
+                .clamp(0.0, 0.99);
+            let mut c = ChartBuilder::on(&down)
+                .margin(10)
+                .x_label_area_size(35)
+                .y_label_area_size(60)
+                .build_cartesian_2d(1f64..e, lo..1.0)
+                .map_err(perr)?;
+            c.configure_mesh()
+                .x_desc("epoch")
+                .y_desc("accuracy")
+                .label_style((FONT, 13))
+                .light_line_style(WHITE)
+                .draw()
+                .map_err(perr)?;
+            let at = |s: &[f64]| -> Vec<(f64, f64)> {
+                s.iter()
+                    .enumerate()
+                    .map(|(k, v)| ((k + 1) as f64, *v))
+                    .collect()
+            };
+            line(
+                &mut c,
+                at(train),
+                colour(0).stroke_width(2),
+                "training (1 - mistakes / n)".into(),
+            )?;
+            line(
+                &mut c,
+                at(val),
+                colour(3).stroke_width(2),
+                "validation".into(),
+            )?;
+            if *best > 0 {
+                let b = *best as f64;
+                line(
+                    &mut c,
+                    [(b, lo), (b, 1.0)],
+                    BLACK.stroke_width(1),
+                    format!("best epoch {best} (the model kept)"),
+                )?;
+            }
+            legend(&mut c, 13, SeriesLabelPosition::LowerRight)?;
+            return Ok(());
         }
         let jmax = self.j.iter().copied().fold(0f64, f64::max).max(1e-9);
         let mut c = ChartBuilder::on(&down)
@@ -712,10 +773,7 @@ pub fn roc(
     out: &Path,
     size: (u32, u32),
 ) -> Result<()> {
-    if !matches!(
-        model.kind(),
-        ModelKind::Binary | ModelKind::Voted | ModelKind::Kernel
-    ) {
+    if !model.is_binary() {
         return Err(Error::Data {
             path: ds.source.clone(),
             msg: format!(

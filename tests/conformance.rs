@@ -16,6 +16,7 @@ use rosenblatt::backend::reference::ReferenceBackend;
 use rosenblatt::backend::{
     Backend, BatchRule, DataView, EpochStats, Extras, HeadRule, Keep, Kernel, TrainView, Update,
 };
+// (Patience and ValView are imported where used.)
 
 fn gpu() -> Option<&'static GpuBackend> {
     static G: OnceLock<Option<GpuBackend>> = OnceLock::new();
@@ -69,11 +70,18 @@ type Run = (Vec<EpochStats>, Vec<f32>, Vec<f32>, Extras);
 
 /// 6 epochs in two calls, then the scores and the extras.
 fn run(b: &dyn Backend, v: TrainView<'_>, rule: &BatchRule) -> Run {
+    run_for(b, v, rule, [4, 2])
+}
+
+/// Epochs in calls of `calls[0]` then `calls[1]` (unless the first stops), then the scores
+/// and the extras.
+fn run_for(b: &dyn Backend, v: TrainView<'_>, rule: &BatchRule, calls: [usize; 2]) -> Run {
     let mut bound = b.bind(v).unwrap();
     let mut w = vec![0f32; v.heads * (v.d + 1)];
-    let mut stats = bound.batch_epochs(&mut w, rule, 4).unwrap().stats;
-    if rule.stop(stats.last().unwrap()).is_none() {
-        stats.extend(bound.batch_epochs(&mut w, rule, 2).unwrap().stats);
+    let first = bound.batch_epochs(&mut w, rule, calls[0]).unwrap();
+    let mut stats = first.stats;
+    if first.stop.is_none() {
+        stats.extend(bound.batch_epochs(&mut w, rule, calls[1]).unwrap().stats);
     }
     let scores = bound.scores(&w).unwrap();
     (stats, w, scores, bound.extras().unwrap())
@@ -148,6 +156,80 @@ fn batch_epochs_equal_the_reference_bit_for_bit_on_integer_data() {
 }
 
 #[test]
+fn row_weights_held_out_rows_and_patience_equal_the_reference_bit_for_bit() {
+    use rosenblatt::backend::{Patience, ValView};
+    for &(n, d, heads, nv) in &[
+        (1, 1, 1, 1),
+        (63, 3, 1, 17),
+        (257, 5, 1, 255),
+        (300, 4, 3, 40),
+        (63, 1, 4, 63),
+        (200, 9, 10, 257),
+    ] {
+        let (x, y) = integer_set(n, d, heads, (n * 7 + d) as u64);
+        let (xv, yv) = integer_set(nv, d, heads, (nv * 3 + d) as u64);
+        let mut rng = ChaCha8Rng::seed_from_u64(n as u64);
+        let sw: Vec<f32> = (0..n).map(|_| rng.random_range(0..4) as f32).collect();
+        let v = TrainView {
+            sw: Some(&sw),
+            val: Some(ValView {
+                x: &xv,
+                y: &yv,
+                n: nv,
+            }),
+            ..TrainView::new(&x, &y, n, d, 1.0, heads)
+        };
+        let head_rule = if heads == 1 {
+            HeadRule::Binary
+        } else {
+            HeadRule::MulticlassArgmax
+        };
+        for (keep, update) in [
+            (Keep::Nothing, Update::Additive),
+            (Keep::Pocket, Update::Additive),
+            (Keep::AveragePocket, Update::Additive),
+            (Keep::Pocket, Update::Multiplicative),
+        ] {
+            if update == Update::Multiplicative && heads > 1 {
+                continue;
+            }
+            let rule = BatchRule {
+                rule: head_rule,
+                keep,
+                update,
+                eta: if update == Update::Multiplicative {
+                    0.25
+                } else {
+                    1.0
+                },
+                patience: Patience {
+                    epochs: 2,
+                    keep_fraction: 0.9,
+                    floor: 1.0,
+                },
+                ..BatchRule::new(1.0, 0.0)
+            };
+            let want = run_for(&ReferenceBackend, v, &rule, [5, 9]);
+            for (name, b) in under_test() {
+                let got = run_for(b, v, &rule, [5, 9]);
+                let what = format!("{name} n={n} d={d} K={heads} held-out {nv} {rule:?}");
+                let m = |r: &Run| {
+                    r.0.iter()
+                        .map(|e| (e.mistakes, e.val_mistakes))
+                        .collect::<Vec<_>>()
+                };
+                assert_eq!(m(&got), m(&want), "{what}: mistakes");
+                assert_eq!(got.3, want.3, "{what}: pocket, average, stop state");
+                if update == Update::Additive {
+                    assert_eq!(got.1, want.1, "{what}: weights");
+                    assert_eq!(got.2, want.2, "{what}: scores");
+                }
+            }
+        }
+    }
+}
+
+#[test]
 fn batch_epochs_agree_with_the_reference_on_float_data() {
     let (n, d) = (500, 33);
     let mut rng = ChaCha8Rng::seed_from_u64(5);
@@ -165,11 +247,11 @@ fn batch_epochs_agree_with_the_reference_on_float_data() {
     let rule = BatchRule::new(0.5, 0.0);
     let mut rb = ReferenceBackend.bind(v).unwrap();
     let mut want = vec![0f32; d + 1];
-    rb.batch_epochs(&mut want, &rule, 1).unwrap().stats;
+    rb.batch_epochs(&mut want, &rule, 1).unwrap();
     for (name, b) in under_test() {
         let mut bound = b.bind(v).unwrap();
         let mut w = vec![0f32; d + 1];
-        bound.batch_epochs(&mut w, &rule, 1).unwrap().stats;
+        bound.batch_epochs(&mut w, &rule, 1).unwrap();
         for (a, b) in w.iter().zip(&want) {
             assert_relative_eq!(*a, *b, epsilon = 1e-4, max_relative = 1e-4);
         }

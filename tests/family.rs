@@ -435,14 +435,28 @@ fn cli_family_options_and_errors() {
     // The voted perceptron of 10 classes: each vector is 10 rows and votes for its argmax.
     let o = common::run(
         p,
-        &["train", "digits.csv", "--algo", "voted", "--epochs", "5", "-o", "v.json", "--json"],
+        &[
+            "train",
+            "digits.csv",
+            "--algo",
+            "voted",
+            "--epochs",
+            "5",
+            "-o",
+            "v.json",
+            "--json",
+        ],
     );
     assert!(o.status.success(), "{}", common::stderr(&o));
     let v: serde_json::Value = serde_json::from_str(common::stdout(&o).trim()).unwrap();
     assert!(v["train_accuracy"].as_f64().unwrap() > 0.95, "{v}");
     let o = common::run(p, &["predict", "v.json", "digits.csv", "--margins"]);
     let first = common::stdout(&o).lines().next().unwrap().to_string();
-    assert_eq!(first.split('\t').count(), 11, "label and 10 vote totals: {first}");
+    assert_eq!(
+        first.split('\t').count(),
+        11,
+        "label and 10 vote totals: {first}"
+    );
     let o = common::run(p, &["train", "digits.csv", "--algo", "winnow"]);
     assert_eq!(o.status.code(), Some(2));
     assert!(

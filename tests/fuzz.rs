@@ -115,6 +115,14 @@ fn seeds() -> Vec<Seed> {
             bytes: std::fs::read(dir.join(format!("{name}.json"))).unwrap(),
         });
     }
+    // Version 2: scaling and voted models of 3 classes.
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/v2");
+    for name in ["binary-standard", "voted-multi", "ovr-maxabs"] {
+        s.push(Seed {
+            name: "m.json",
+            bytes: std::fs::read(dir.join(format!("{name}.json"))).unwrap(),
+        });
+    }
     s
 }
 
@@ -442,7 +450,22 @@ fn cli_case(dir: &Path, seed: &Seed, bytes: &[u8], rng: &mut ChaCha8Rng) -> Resu
         "multiclass",
     ];
     let algo = algos[rng.random_range(0..algos.len())];
-    let train = [
+    // The real-data options too: scaling, class weights, a validation split, patience.
+    let extras: [&[&str]; 5] = [
+        &[],
+        &["--scale", "standard"],
+        &["--scale", "maxabs", "--class-weight", "balanced"],
+        &["--validation-fraction", "0.3", "--patience", "2"],
+        &[
+            "--scale",
+            "minmax",
+            "--patience",
+            "1",
+            "--min-improvement",
+            "0.5",
+        ],
+    ];
+    let mut train = vec![
         "train",
         name,
         "--backend",
@@ -454,6 +477,7 @@ fn cli_case(dir: &Path, seed: &Seed, bytes: &[u8], rng: &mut ChaCha8Rng) -> Resu
         "-o",
         "m.json",
     ];
+    train.extend_from_slice(extras[rng.random_range(0..extras.len())]);
     let (code, _) = check_run(run_limited(dir, &train, 60), &train.join(" "))?;
     if code != 0 {
         return Ok(());
@@ -475,7 +499,7 @@ fn cli_case(dir: &Path, seed: &Seed, bytes: &[u8], rng: &mut ChaCha8Rng) -> Resu
         run_limited(dir, &["eval", "m.json", name, "--backend", "cpu"], 60),
         "eval",
     )?;
-    if model.kind().is_binary() {
+    if model.is_binary() {
         let roc = [
             "plot",
             "roc",

@@ -12,17 +12,29 @@ use rosenblatt::backend::cpu::CpuBackend;
 use rosenblatt::model::{Model, ModelKind};
 
 fn fixtures() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/v1")
+    fixtures_of("v1")
+}
+
+fn fixtures_of(version: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(version)
 }
 
 /// Every committed v1 model with the data file it was trained on.
 fn v1_models() -> Vec<(String, PathBuf, &'static str)> {
+    models_of(&fixtures())
+}
+
+/// Every committed model under `dir` with the data file it was trained on.
+fn models_of(dir: &Path) -> Vec<(String, PathBuf, &'static str)> {
     let mut out = Vec::new();
-    for e in std::fs::read_dir(fixtures()).unwrap() {
+    for e in std::fs::read_dir(dir).unwrap() {
         let p = e.unwrap().path();
         let name = p.file_name().unwrap().to_str().unwrap().to_string();
         if let Some(stem) = name.strip_suffix(".json") {
-            let multi = stem.starts_with("multiclass") || stem.ends_with("multi") || stem == "ovr";
+            let multi =
+                stem.starts_with("multiclass") || stem.contains("multi") || stem.starts_with("ovr");
             let data = if multi { "multi.csv" } else { "binary.csv" };
             out.push((stem.to_string(), p, data));
         }
@@ -68,6 +80,65 @@ fn v1_files_of_every_kind_load_and_predict_as_before() {
         assert!(kinds.contains(&k), "no v1 fixture of kind {k:?}");
     }
     assert!(models.len() >= 19, "{} fixtures", models.len());
+}
+
+#[test]
+fn v2_files_load_and_predict_as_before() {
+    // Version 2: scaling, class weights, validation, patience, voted models of 3 classes.
+    let dir = fixtures_of("v2");
+    let models = models_of(&dir);
+    assert!(models.len() >= 7, "{} fixtures", models.len());
+    let mut scaled = 0;
+    for (stem, path, data) in &models {
+        let m = Model::load(path).unwrap_or_else(|e| panic!("{stem}: {e}"));
+        scaled += usize::from(m.scaling().is_some());
+        let o = common::run(
+            &dir,
+            &[
+                "predict",
+                &format!("{stem}.json"),
+                data,
+                "--margins",
+                "--backend",
+                "cpu",
+            ],
+        );
+        assert!(o.status.success(), "{stem}: {}", common::stderr(&o));
+        let want = std::fs::read_to_string(dir.join(format!("{stem}.expected.tsv"))).unwrap();
+        assert_eq!(
+            common::stdout(&o),
+            want,
+            "{stem}: predictions differ from v2"
+        );
+        // Read back equal, and the same JSON.
+        let mut buf = Vec::new();
+        m.write(&mut buf).unwrap();
+        let text = String::from_utf8(buf).unwrap();
+        let old: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+        let new: serde_json::Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(new, old, "{stem}: layout");
+    }
+    assert!(scaled >= 4, "{scaled} scaled fixtures");
+    // A scaling of the wrong length or with a zero factor is refused whole.
+    for (field, edit) in [
+        ("offset", serde_json::json!([0.0])),
+        ("factor", serde_json::json!([1.0, 0.0, 1.0])),
+    ] {
+        let path = dir.join("binary-standard.json");
+        let mut v: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+        v["scaling"][field] = edit;
+        let e = Model::from_json(Path::new("bad.json"), &v.to_string()).unwrap_err();
+        assert!(e.to_string().contains("scaling"), "{e}");
+    }
+    // A voted model whose weight rows are not counts x classes is refused.
+    let path = dir.join("voted-multi.json");
+    let mut v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    v["counts"].as_array_mut().unwrap().push(3.into());
+    let e = Model::from_json(Path::new("bad.json"), &v.to_string()).unwrap_err();
+    assert!(e.to_string().contains("rows per voted vector"), "{e}");
 }
 
 #[test]

@@ -593,13 +593,7 @@ fn averaged_perceptron_stays_exact_past_2_to_the_24_steps() {
     // Three integer rows that no line separates: the online perceptron never converges.
     let x = vec![1.0f32, 2.0, -1.0];
     let names = ["pos", "neg", "neg"];
-    let ds = Dataset::new(
-        x.clone(),
-        3,
-        1,
-        Some(Labels::from_names(&names)),
-        "three",
-    );
+    let ds = Dataset::new(x.clone(), 3, 1, Some(Labels::from_names(&names)), "three");
     let y: Vec<i64> = ds
         .labels
         .as_ref()

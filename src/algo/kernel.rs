@@ -69,6 +69,9 @@ pub fn fit(
                     let wi = view.weight(i);
                     e.mistakes += 1;
                     e.criterion -= (m * wi) as f64;
+                    if view.sw.is_some() {
+                        *e.weighted.get_or_insert(0.0) += wi as f64;
+                    }
                     alpha[i] += wi;
                     sq += (wi as f64).powi(2);
                 }

@@ -324,7 +324,8 @@ impl<'a> Problem<'a> {
     }
 
     /// The patience rule of `params` for this problem: the floor applies to training mistakes
-    /// only (with held-out rows it is 0).
+    /// only (with held-out rows it is 0), as a fraction of the rows (of their total weight
+    /// when rows have weights).
     pub fn patience(&self, params: &Params) -> Patience {
         let epochs = params.effective_patience();
         if epochs == 0 {
@@ -333,10 +334,10 @@ impl<'a> Problem<'a> {
         Patience {
             epochs,
             keep_fraction: 1.0 - params.min_improvement,
-            floor: if self.val.is_some() {
-                0.0
-            } else {
-                params.patience_floor * self.ds.n as f32
+            floor: match (&self.val, &self.sw) {
+                (Some(_), _) => 0.0,
+                (None, Some(sw)) => params.patience_floor * sw.iter().sum::<f32>(),
+                (None, None) => params.patience_floor * self.ds.n as f32,
             },
         }
     }

@@ -330,6 +330,9 @@ fn train(
             });
             e.mistakes += m;
             e.criterion += crit * wi as f64;
+            if v.sw.is_some() {
+                *e.weighted.get_or_insert(0.0) += m as f64 * wi as f64;
+            }
             if m > 0 && snapshots {
                 progress.snapshot(epoch + 1, w);
             }

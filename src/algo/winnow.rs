@@ -76,6 +76,9 @@ fn train(
                 let wi = v.weight(i);
                 e.mistakes += 1;
                 e.criterion -= (m * wi) as f64;
+                if v.sw.is_some() {
+                    *e.weighted.get_or_insert(0.0) += wi as f64;
+                }
                 let step = eta * y as f64 * wi as f64;
                 for (lb, &xj) in logb.iter_mut().zip(row) {
                     *lb += step * xj as f64;

@@ -159,6 +159,8 @@ struct Partial {
     scratch: Vec<f32>,
     mistakes: u64,
     criterion: f64,
+    /// The mistakes' row weights, summed.
+    weighted: f64,
 }
 
 /// Most rows in a block of the binary epoch.
@@ -201,7 +203,7 @@ fn chunk_epoch<L: Lanes>(
     let d = v.d;
     let sum = &mut p.sum[..=d];
     sum.fill(0.0);
-    let (mut mistakes, mut criterion) = (0u64, 0f64);
+    let (mut mistakes, mut criterion, mut weighted) = (0u64, 0f64, 0f64);
     let (mut ms, mut cs) = ([0f32; BLOCK], [0f32; BLOCK]);
     let per = block_rows(d);
     let prefetch = d * 4 <= PREFETCH_MAX_ROW;
@@ -227,6 +229,7 @@ fn chunk_epoch<L: Lanes>(
             let hit = *m <= tau;
             let wk = ws.map_or(1.0, |s| s[k]);
             hits += hit as u32;
+            weighted += if hit { wk as f64 } else { 0.0 };
             *c = if hit { y * wk } else { 0.0 };
             *m = if hit { *m * wk } else { 0.0 };
         }
@@ -244,6 +247,7 @@ fn chunk_epoch<L: Lanes>(
     }
     p.mistakes = mistakes;
     p.criterion = criterion;
+    p.weighted = weighted;
 }
 
 simd_dispatch! {
@@ -265,7 +269,7 @@ fn chunk_epoch_heads<L: Lanes>(
     let d = v.d;
     let da = d + 1;
     p.sum.fill(0.0);
-    let (mut mistakes, mut criterion) = (0u64, 0f64);
+    let (mut mistakes, mut criterion, mut weighted) = (0u64, 0f64, 0f64);
     for i in start..end {
         let row = &v.x[i * d..(i + 1) * d];
         let s = &mut p.scratch;
@@ -281,9 +285,11 @@ fn chunk_epoch_heads<L: Lanes>(
         });
         mistakes += m;
         criterion += c * wi as f64;
+        weighted += m as f64 * wi as f64;
     }
     p.mistakes = mistakes;
     p.criterion = criterion;
+    p.weighted = weighted;
 }
 
 simd_dispatch! {
@@ -315,6 +321,7 @@ impl<'a> CpuBound<'a> {
             scratch: vec![0.0; v.heads.max(1)],
             mistakes: 0,
             criterion: 0.0,
+            weighted: 0.0,
         };
         CpuBound {
             v,
@@ -329,8 +336,8 @@ impl<'a> CpuBound<'a> {
     }
 
     /// One fused epoch with the weights `w`: fills `self.total` with the sums over the
-    /// mistakes and returns (mistakes, criterion).
-    fn accumulate(&mut self, w: &[f32], rule: &BatchRule) -> (u64, f64) {
+    /// mistakes and returns (mistakes, criterion, the mistakes' weights summed).
+    fn accumulate(&mut self, w: &[f32], rule: &BatchRule) -> (u64, f64, f64) {
         let v = self.v;
         let rows = self.rows;
         let binary = rule.rule == HeadRule::Binary && v.heads == 1;
@@ -343,15 +350,16 @@ impl<'a> CpuBound<'a> {
             }
         });
         self.total.fill(0.0);
-        let (mut mistakes, mut criterion) = (0u64, 0f64);
+        let (mut mistakes, mut criterion, mut weighted) = (0u64, 0f64, 0f64);
         for p in &self.partials {
             if p.mistakes > 0 {
                 axpy(1.0, &p.sum, &mut self.total);
             }
             mistakes += p.mistakes;
             criterion += p.criterion;
+            weighted += p.weighted;
         }
-        (mistakes, criterion)
+        (mistakes, criterion, weighted)
     }
 }
 
@@ -388,7 +396,7 @@ impl Bound for CpuBound<'_> {
                 }
                 Update::Additive => w,
             };
-            let (mistakes, criterion) = self.accumulate(scored, rule);
+            let (mistakes, criterion, weighted) = self.accumulate(scored, rule);
             // Held-out rows are scored by the model the epoch starts with: for averaging with
             // a pocket, the running sum (the average up to a positive factor).
             let (candidate, updates): (&[f32], u64) = match &self.average {
@@ -400,6 +408,7 @@ impl Bound for CpuBound<'_> {
                 mistakes,
                 criterion,
                 val_mistakes: val,
+                weighted: self.v.sw.is_some().then_some(weighted),
                 ..Default::default()
             };
             if rule.keep.pocket() && e.monitored() < self.stop.best {
@@ -412,13 +421,13 @@ impl Bound for CpuBound<'_> {
                     None => {
                         self.pocket = Some(Pocket {
                             w: kept.to_vec(),
-                            mistakes: 0,
+                            figure: 0.0,
                             updates: 0,
                         })
                     }
                 }
                 if let Some(p) = &mut self.pocket {
-                    p.mistakes = e.monitored() as u64;
+                    p.figure = e.monitored();
                     p.updates = updates;
                 }
             }
@@ -549,7 +558,7 @@ mod tests {
             ex.pocket,
             Some(Pocket {
                 w: vec![1.0, -1.0, 0.0],
-                mistakes: 0,
+                figure: 0.0,
                 updates: 0
             })
         );
@@ -623,6 +632,7 @@ mod tests {
                     scratch: vec![0.0],
                     mistakes: 0,
                     criterion: 0.0,
+                    weighted: 0.0,
                 };
                 chunk_epoch(crate::backend::simd::Portable, v, &w, tau, 0, n, &mut p);
                 assert_eq!(

@@ -217,14 +217,16 @@ pub struct BatchRule {
 /// The patience rule: stop when `epochs` epochs in a row did not improve the monitored figure
 /// (training mistakes, or held-out mistakes when there are held-out rows) to below
 /// `keep_fraction` times the figure at the last improvement, unless the fewest seen is at most
-/// `floor` (then the data is taken as (nearly) separated and the classic stops decide).
+/// a positive `floor` (then the data is taken as (nearly) separated and the classic stops
+/// decide).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Patience {
     /// Epochs without improvement before stopping; 0 turns the rule off.
     pub epochs: u32,
     /// 1 - the relative improvement required (1: any decrease improves).
     pub keep_fraction: f32,
-    /// The rule stops nothing while the fewest monitored mistakes are at most this.
+    /// When positive, the rule stops nothing while the fewest monitored mistakes are at most
+    /// this.
     pub floor: f32,
 }
 
@@ -379,7 +381,7 @@ pub struct Pocket {
     /// The weights (for a multiplicative update: the log-weights).
     pub w: Vec<f32>,
     /// The monitored figure of the best epoch.
-    pub mistakes: u64,
+    pub figure: f32,
     /// Epochs whose updates the weights include.
     pub updates: u64,
 }
@@ -426,27 +428,35 @@ pub struct EpochStats {
     /// by the model after the epoch), when there are held-out rows.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub val_mistakes: Option<u64>,
+    /// The sum of the mistakes' row weights, when rows have weights.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub weighted: Option<f64>,
 }
 
 impl EpochStats {
-    /// The figure the patience rule and the pocket watch: held-out mistakes when there are
-    /// held-out rows, else training mistakes (saturating at u32::MAX, as the GPU counts).
-    pub fn monitored(&self) -> u32 {
-        u32::try_from(self.val_mistakes.unwrap_or(self.mistakes)).unwrap_or(u32::MAX)
+    /// The figure the patience rule and the pocket watch, in f32 as the GPU keeps it:
+    /// held-out mistakes when there are held-out rows, else the weighted training mistakes
+    /// when rows have weights, else the training mistakes.
+    pub fn monitored(&self) -> f32 {
+        match (self.val_mistakes, self.weighted) {
+            (Some(v), _) => v as f32,
+            (None, Some(w)) => w as f32,
+            (None, None) => self.mistakes as f32,
+        }
     }
 }
 
 /// What the stop rules remember between epochs: the one home of the patience rule and the
 /// best epoch on the host (the GPU keeps the same fields in its control word and applies the
 /// same f32 arithmetic in `finalize`, shaders/batch.wgsl).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct StopState {
-    /// Fewest monitored mistakes seen (`u32::MAX` before the first epoch).
-    pub best: u32,
+    /// Fewest monitored mistakes seen (infinity before the first epoch).
+    pub best: f32,
     /// The epoch (1-based) that saw them; 0 before the first epoch.
     pub best_epoch: u32,
     /// The monitored figure at the last improvement by the patience rule's margin.
-    pub reference: u32,
+    pub reference: f32,
     /// Epochs since that improvement.
     pub wait: u32,
     /// Epochs recorded.
@@ -456,9 +466,9 @@ pub struct StopState {
 impl Default for StopState {
     fn default() -> Self {
         StopState {
-            best: u32::MAX,
+            best: f32::INFINITY,
             best_epoch: 0,
-            reference: u32::MAX,
+            reference: f32::INFINITY,
             wait: 0,
             epochs: 0,
         }
@@ -478,14 +488,14 @@ impl StopState {
             self.best_epoch = self.epochs;
         }
         let p = rule.patience;
-        if (fig as f32) < (self.reference as f32) * p.keep_fraction {
+        if fig < self.reference * p.keep_fraction {
             self.reference = fig;
             self.wait = 0;
         } else {
             self.wait = self.wait.saturating_add(1);
         }
         let stop = rule.stop(e).or_else(|| {
-            (p.epochs > 0 && self.wait >= p.epochs && (self.best as f32) > p.floor)
+            (p.epochs > 0 && self.wait >= p.epochs && (self.best > p.floor || p.floor <= 0.0))
                 .then_some(StopReason::Patience)
         });
         (better, stop)

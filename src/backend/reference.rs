@@ -41,10 +41,10 @@ pub fn margins(
     wv: &[f32],
     rule: &BatchRule,
     coef: &mut [f32],
-) -> (u64, f64, Option<u64>) {
+) -> Margins {
     let (d, k) = (v.d, v.heads);
     let mut s = vec![0f32; k];
-    let (mut mistakes, mut criterion) = (0u64, 0f64);
+    let (mut mistakes, mut criterion, mut weighted) = (0u64, 0f64, 0f64);
     for i in 0..v.n {
         let row = &v.x[i * d..(i + 1) * d];
         for (h, sh) in s.iter_mut().enumerate() {
@@ -56,6 +56,7 @@ pub fn margins(
         let (m, j) = row_rule(rule.rule, rule.tau, &s, v.y[i], |h, a| c[h] = a * wi);
         mistakes += m;
         criterion += j * wi as f64;
+        weighted += m as f64 * wi as f64;
     }
     let val = v.val.map(|val| {
         let mut wrong = 0u64;
@@ -68,7 +69,25 @@ pub fn margins(
         }
         wrong
     });
-    (mistakes, criterion, val)
+    Margins {
+        mistakes,
+        criterion,
+        val_mistakes: val,
+        weighted: v.sw.is_some().then_some(weighted),
+    }
+}
+
+/// What `margins` counts in an epoch.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Margins {
+    /// Training mistakes.
+    pub mistakes: u64,
+    /// The criterion J (weighted).
+    pub criterion: f64,
+    /// Held-out rows predicted wrong, when there are held-out rows.
+    pub val_mistakes: Option<u64>,
+    /// The mistakes' row weights summed, when rows have weights.
+    pub weighted: Option<f64>,
 }
 
 /// Twin of `accumulate`: per chunk of `chunk_rows` rows, the sum over its rows of
@@ -187,13 +206,11 @@ pub fn apply(partials: &[f32], rule: &BatchRule, st: &mut EpochState) -> Vec<f32
     sq
 }
 
-/// Twin of `finalize`: the epoch's statistics from the mistakes, the criterion, the held-out
-/// mistakes and the squared steps; the Winnow weights from the log-weights; the stop rules
-/// ([`StopState::record`]); and the pocket when the epoch is the best so far.
+/// Twin of `finalize`: the epoch's statistics from what `margins` counted and the squared
+/// steps; the Winnow weights from the log-weights; the stop rules ([`StopState::record`]);
+/// and the pocket when the epoch is the best so far.
 pub fn finalize(
-    mistakes: u64,
-    criterion: f64,
-    val_mistakes: Option<u64>,
+    m: Margins,
     sq: &[f32],
     rule: &BatchRule,
     st: &mut EpochState,
@@ -203,10 +220,11 @@ pub fn finalize(
         winnow_weights(&st.logw, &mut st.w);
     }
     let e = EpochStats {
-        mistakes,
-        criterion,
+        mistakes: m.mistakes,
+        criterion: m.criterion,
         update_norm: q.sqrt() as f64,
-        val_mistakes,
+        val_mistakes: m.val_mistakes,
+        weighted: m.weighted,
     };
     let (better, stop) = st.stop.record(rule, &e);
     if rule.keep.pocket() && better {
@@ -329,10 +347,10 @@ impl Bound for ReferenceBound<'_> {
         let mut out = Epochs::default();
         for _ in 0..max_epochs {
             let wv = st.held_out_weights(rule).to_vec();
-            let (mistakes, criterion, val) = margins(self.v, &st.w, &wv, rule, &mut self.coef);
+            let m = margins(self.v, &st.w, &wv, rule, &mut self.coef);
             let partials = accumulate(self.v, &self.coef, rows);
             let sq = apply(&partials, rule, st);
-            let (e, stop) = finalize(mistakes, criterion, val, &sq, rule, st);
+            let (e, stop) = finalize(m, &sq, rule, st);
             out.stats.push(e);
             if stop.is_some() {
                 out.stop = stop;
@@ -353,9 +371,9 @@ impl Bound for ReferenceBound<'_> {
     fn extras(&mut self) -> Result<Extras> {
         let st = &self.st;
         Ok(Extras {
-            pocket: (self.kept.0 && st.stop.best != u32::MAX).then(|| Pocket {
+            pocket: (self.kept.0 && st.stop.epochs > 0).then(|| Pocket {
                 w: st.pocket.clone(),
-                mistakes: st.stop.best as u64,
+                figure: st.stop.best,
                 updates: st.pocket_updates,
             }),
             average: self.kept.1.then(|| (st.average_sum.clone(), st.updates)),

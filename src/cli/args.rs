@@ -23,7 +23,7 @@ pub(crate) struct Cli {
 #[derive(Subcommand, Debug)]
 pub(crate) enum Command {
     /// Train a perceptron on a data file.
-    Train(TrainArgs),
+    Train(Box<TrainArgs>),
     /// Predict labels for a data file with a trained model.
     Predict(PredictArgs),
     /// Evaluate a model on labelled data: accuracy and confusion matrix.

@@ -55,6 +55,13 @@ pub fn flag_error(e: Error, flag: &'static str) -> anyhow::Error {
     }
 }
 
+/// A usage error about `flag` (exit 2): "FLAG TEXT".
+pub fn usage(flag: &str, text: &str) -> anyhow::Error {
+    anyhow::anyhow!(FlagError {
+        text: format!("{flag} {text}"),
+    })
+}
+
 /// A message that already names its flag; an input error (exit 2).
 #[derive(Debug)]
 struct FlagError {

@@ -59,7 +59,7 @@ pub fn run() -> i32 {
     });
     let cli = Cli::parse();
     let result = match cli.command {
-        Command::Train(a) => train::train(a),
+        Command::Train(a) => train::train(*a),
         Command::Predict(a) => predict::predict(a),
         Command::Eval(a) => predict::eval(a),
         Command::Gen(a) => gen::gen(a),

@@ -14,7 +14,7 @@ use rosenblatt::params::{Algo, Mode, Params, Scale};
 use rosenblatt::plot;
 
 use super::args::TrainArgs;
-use super::errors::flag_error;
+use super::errors::{flag_error, usage};
 use super::{check_outputs, load_data, select_backend, stage, Bar};
 
 pub fn train(a: TrainArgs) -> anyhow::Result<()> {
@@ -53,6 +53,12 @@ pub fn train(a: TrainArgs) -> anyhow::Result<()> {
         plot::image_kind(p).map_err(|e| flag_error(e, "--plot"))?;
     }
     if let Some(anim) = &a.animate {
+        if a.scale != Scale::None || start.as_ref().is_some_and(|m| m.scaling().is_some()) {
+            return Err(usage(
+                "--animate",
+                "draws the data as given and cannot follow scaled training; leave out --scale",
+            ));
+        }
         let binary_linear = !matches!(params.algo, Algo::Voted | Algo::Kernel | Algo::Multiclass)
             && ds.labels.as_ref().is_some_and(|l| l.classes.len() == 2);
         plot::check_animation(anim, &ds, binary_linear)?;

@@ -172,10 +172,9 @@ mod tests {
         let x = [1.0, 5.0, 3.0, 5.0, -2.0, 5.0];
         let s = Scaler::fit(Scale::Standard, &x, 3, 2).unwrap();
         let mean = 2.0 / 3.0;
-        let sd =
-            ((((1.0 - mean) as f64).powi(2) + (3.0f64 - mean).powi(2) + (-2.0f64 - mean).powi(2))
-                / 3.0)
-                .sqrt();
+        let sd = (((1.0f64 - mean).powi(2) + (3.0f64 - mean).powi(2) + (-2.0f64 - mean).powi(2))
+            / 3.0)
+            .sqrt();
         assert_eq!(s.offset, vec![mean as f32, 5.0]);
         assert_eq!(s.factor, vec![(1.0 / sd) as f32, 1.0]);
         let m = Scaler::fit(Scale::Minmax, &x, 3, 2).unwrap();

@@ -300,6 +300,26 @@ impl Model {
             _ => None,
         }
     }
+    /// The hyperplane of a binary model in the input's coordinates: with scaling
+    /// x' = (x - o) * f, w.x' + b = (w * f).x + (b - sum_j w_j f_j o_j).
+    pub fn input_hyperplane(&self) -> Option<Hyperplane> {
+        let h = self.hyperplane()?;
+        let Some(s) = &self.scaling else {
+            return Some(h.clone());
+        };
+        let weights: Vec<f32> = h
+            .weights
+            .iter()
+            .zip(&s.factor)
+            .map(|(w, f)| w * f)
+            .collect();
+        let shift: f32 = weights.iter().zip(&s.offset).map(|(w, o)| w * o).sum();
+        Some(Hyperplane {
+            weights,
+            bias: h.bias - shift,
+        })
+    }
+
     /// The weight rows of a multiclass, one-vs-rest or voted model.
     pub fn rows(&self) -> Option<&Rows> {
         match &self.body {

@@ -88,9 +88,9 @@ pub struct Segment {
 pub struct Control {
     pub done: u32,
     pub epoch: u32,
-    pub best: u32,
+    pub best: f32,
     pub best_epoch: u32,
-    pub reference: u32,
+    pub reference: f32,
     pub wait: u32,
     pub epochs: u32,
     pub updates: u32,
@@ -104,8 +104,8 @@ impl Control {
     /// The control word of a freshly bound data set.
     pub fn fresh() -> Control {
         Control {
-            best: u32::MAX,
-            reference: u32::MAX,
+            best: f32::INFINITY,
+            reference: f32::INFINITY,
             ..Control::default()
         }
     }
@@ -118,7 +118,7 @@ pub struct WgStat {
     pub mistakes: u32,
     pub criterion: f32,
     pub held_out: u32,
-    pub _pad: u32,
+    pub weighted: f32,
 }
 
 /// Mirrors `EpochOut` in batch.wgsl.
@@ -129,6 +129,10 @@ pub struct EpochOut {
     pub criterion: f32,
     pub update_norm: f32,
     pub held_out: u32,
+    pub weighted: f32,
+    pub _pad0: u32,
+    pub _pad1: u32,
+    pub _pad2: u32,
 }
 
 /// Mirrors `KParams` in kernel.wgsl.
@@ -260,13 +264,17 @@ mod tests {
                     mistakes,
                     criterion,
                     held_out,
-                    _pad
+                    weighted
                 }),
                 rust_layout!(EpochOut {
                     mistakes,
                     criterion,
                     update_norm,
-                    held_out
+                    held_out,
+                    weighted,
+                    _pad0,
+                    _pad1,
+                    _pad2
                 }),
             ],
         );

@@ -548,15 +548,18 @@ impl<'c> Resident<'c> {
         let ctl: Control = bytemuck::pod_read_unaligned(&bytes[..CTL]);
         let run = (ctl.epoch as usize).min(k);
         let held = self.data_flags & FLAG_HELD_OUT != 0;
+        let weighted = self.data_flags & FLAG_WEIGHTS != 0;
         let stats = (0..run)
             .map(|e| {
                 let at = CTL + e * size_of::<EpochOut>();
-                let o: EpochOut = bytemuck::pod_read_unaligned(&bytes[at..at + 16]);
+                let o: EpochOut =
+                    bytemuck::pod_read_unaligned(&bytes[at..at + size_of::<EpochOut>()]);
                 EpochStats {
                     mistakes: o.mistakes as u64,
                     criterion: o.criterion as f64,
                     update_norm: o.update_norm as f64,
                     val_mistakes: held.then_some(o.held_out as u64),
+                    weighted: weighted.then_some(o.weighted as f64),
                 }
             })
             .collect();
@@ -592,9 +595,9 @@ impl<'c> Resident<'c> {
         let floats: &[f32] = bytemuck::cast_slice(&bytes[CTL..]);
         let (pocket, avg) = floats.split_at(floats.len() / 2);
         Ok(Extras {
-            pocket: (self.kept_pocket && ctl.best != u32::MAX).then(|| Pocket {
+            pocket: (self.kept_pocket && ctl.epochs > 0).then(|| Pocket {
                 w: pocket.to_vec(),
-                mistakes: ctl.best as u64,
+                figure: ctl.best,
                 updates: ctl.pocket_updates as u64,
             }),
             average: self
