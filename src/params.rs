@@ -308,7 +308,7 @@ fn default_patience_floor() -> f32 {
 }
 
 /// Default epochs without improvement before stopping.
-pub const DEFAULT_PATIENCE: u32 = 20;
+pub const DEFAULT_PATIENCE: u32 = 30;
 
 impl Default for TrainParams {
     fn default() -> Self {
