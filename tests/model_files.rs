@@ -132,6 +132,19 @@ fn v2_files_load_and_predict_as_before() {
         let e = Model::from_json(Path::new("bad.json"), &v.to_string()).unwrap_err();
         assert!(e.to_string().contains("scaling"), "{e}");
     }
+    // A scaling that sends ordinary inputs past the f32 range still scores every row (the
+    // scaled values saturate, as inputs that large would): found by the long fuzz run.
+    let path = dir.join("binary-standard.json");
+    let mut v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    v["scaling"]["factor"] = serde_json::json!([3e38, 3e38, 3e38]);
+    v["scaling"]["offset"] = serde_json::json!([-3e38, 0.0, 0.0]);
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::write(tmp.path().join("huge.json"), v.to_string()).unwrap();
+    std::fs::copy(dir.join("binary.csv"), tmp.path().join("binary.csv")).unwrap();
+    let o = common::run(tmp.path(), &["predict", "huge.json", "binary.csv", "--backend", "cpu"]);
+    assert!(o.status.success(), "{}", common::stderr(&o));
+    assert_eq!(common::stdout(&o).lines().count(), 40);
     // A voted model whose weight rows are not counts x classes is refused.
     let path = dir.join("voted-multi.json");
     let mut v: serde_json::Value =

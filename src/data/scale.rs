@@ -114,6 +114,18 @@ impl Scaler {
         Ok(())
     }
 
+    /// Scales the rows of `x` in place for scoring: a value past the f32 range saturates at
+    /// +-f32::MAX (as an input value could be that large), so a model that loads always
+    /// scores.
+    pub fn apply_saturating(&self, x: &mut [f32]) {
+        let d = self.offset.len().max(1);
+        for r in x.chunks_exact_mut(d) {
+            for ((v, &o), &f) in r.iter_mut().zip(&self.offset).zip(&self.factor) {
+                *v = ((*v - o) * f).clamp(-f32::MAX, f32::MAX);
+            }
+        }
+    }
+
     /// Checks a scaler read from a file for `d` features: the message says what is wrong.
     pub fn check(&self, d: usize) -> std::result::Result<(), String> {
         if self.kind == Scale::None {

@@ -370,7 +370,7 @@ impl Model {
         match &self.scaling {
             Some(s) => {
                 let mut x = ds.x.clone();
-                s.apply(&mut x, &ds.source)?;
+                s.apply_saturating(&mut x);
                 let scaled = Dataset::new(x, ds.n, ds.d, None, ds.source.clone());
                 self.scores_of_scaled(&scaled, backend)
             }
