@@ -12,8 +12,8 @@ use serde::Serialize;
 use crate::algo;
 use crate::backend::cpu::{chunk_rows, CpuBackend};
 use crate::backend::gpu::{GpuBackend, GpuOptions};
-use crate::backend::{sum_simd, Backend, BatchRule, Bound, TrainView};
-use crate::data::synth::{generate, SynthSpec};
+use crate::backend::{sum_simd, Backend, BatchRule, Bound, HeadRule, TrainView};
+use crate::data::synth::{generate, generate_classes, SynthSpec};
 use crate::error::{Error, Param, Result};
 use crate::params::TrainParams;
 
@@ -38,6 +38,9 @@ pub struct BenchSpec {
     pub seed: u64,
     /// Also time training to convergence on separable data of the same shape.
     pub converge: bool,
+    /// Classes: 1 or 2 times the binary epoch; K > 2 the multiclass (argmax) epoch with K
+    /// heads on generated K-class data.
+    pub classes: usize,
 }
 
 /// Figures for one backend.
@@ -55,6 +58,17 @@ pub struct BackendBench {
     pub epochs_per_second: f64,
     /// Bytes of X per epoch / median epoch time, in GB/s (1e9 bytes).
     pub gbs: f64,
+    /// Floating-point operations of the epoch's scores (2 * heads * (d + 1) * n) per second,
+    /// in GFLOP/s.
+    pub gflops: f64,
+    /// CPU: the measured arithmetic peak (all cores, multiply and add as the kernels use
+    /// them), in GFLOP/s.
+    pub peak_gflops: Option<f64>,
+    /// The epoch's time at the binding roofline (the slower of reading X at the read roofline
+    /// and computing at the arithmetic peak) / the epoch's time.
+    pub bound_fraction: Option<f64>,
+    /// Which roofline binds: "read" or "compute".
+    pub bound_by: Option<String>,
     /// Roofline in GB/s, when known.
     pub roofline_gbs: Option<f64>,
     /// Where the roofline comes from.
@@ -87,6 +101,8 @@ pub struct BenchReport {
     pub n: usize,
     /// Features.
     pub d: usize,
+    /// Classes (heads: 1 for two classes).
+    pub classes: usize,
     /// Bytes of X read per epoch (n * d * 4).
     pub bytes_per_epoch: u64,
     /// CPU figures.
@@ -146,13 +162,13 @@ pub fn cpu_read_pass(x: &[f32], d: usize) -> f64 {
 /// (so a roofline and the epochs are measured under the same conditions).
 fn time_epochs(
     bound: &mut dyn Bound,
-    d: usize,
+    view: &TrainView<'_>,
     epochs: usize,
     per_call: usize,
     probe: Option<&dyn Fn() -> f64>,
 ) -> Result<(Vec<f64>, Vec<f64>)> {
-    let rule = BatchRule::new(1.0, 0.0);
-    let mut w = vec![0f32; d + 1];
+    let rule = bench_rule(view.heads);
+    let mut w = vec![0f32; view.heads * (view.d + 1)];
     bound.batch_epochs(&mut w, &rule, per_call)?;
     let calls = epochs.div_ceil(per_call).max(3);
     let (mut out, mut probes) = (Vec::with_capacity(calls), Vec::new());
@@ -165,6 +181,35 @@ fn time_epochs(
         out.push(s.elapsed().as_secs_f64() / stats.stats.len().max(1) as f64);
     }
     Ok((out, probes))
+}
+
+/// The rule timed: the binary rule for one head, the multiclass argmax rule for more.
+fn bench_rule(heads: usize) -> BatchRule {
+    BatchRule {
+        rule: if heads > 1 {
+            HeadRule::MulticlassArgmax
+        } else {
+            HeadRule::Binary
+        },
+        ..BatchRule::new(1.0, 0.0)
+    }
+}
+
+/// The CPU's arithmetic peak in GFLOP/s as the kernels compute (separate multiply and add,
+/// never fused, 8-wide with AVX2): independent multiply-add chains held in registers, on
+/// every thread of the pool for about 50 ms.
+pub fn peak_gflops() -> f64 {
+    let threads = rayon::current_num_threads();
+    let iters: u64 = 4_000_000;
+    let s = Instant::now();
+    let total: f64 = (0..threads)
+        .into_par_iter()
+        .map(|t| crate::backend::simd::flops_probe(iters, t as f32))
+        .sum();
+    let secs = s.elapsed().as_secs_f64();
+    std::hint::black_box(total);
+    // Each iteration: 16 chains x 8 lanes x (1 multiply + 1 add).
+    threads as f64 * iters as f64 * 16.0 * 8.0 * 2.0 / secs / 1e9
 }
 
 /// Where a backend's roofline comes from.
@@ -196,12 +241,12 @@ fn measure(
         }
         Roof::Given(..) => None,
     };
-    let (mut times, mut probes) = time_epochs(&mut *bound, view.d, spec.epochs, per_call, probe)?;
+    let (mut times, mut probes) = time_epochs(&mut *bound, &view, spec.epochs, per_call, probe)?;
     let epochs_timed = times.len() * per_call;
     let min = times.iter().cloned().fold(f64::INFINITY, f64::min);
     let med = median(&mut times);
     let submit_overhead_ms = if overhead {
-        let (mut one, _) = time_epochs(&mut *bound, view.d, 3, 1, None)?;
+        let (mut one, _) = time_epochs(&mut *bound, &view, 3, 1, None)?;
         Some(((median(&mut one) - med) * 1e3).max(0.0))
     } else {
         None
@@ -209,6 +254,11 @@ fn measure(
     drop(bound);
     let bytes = (view.n * view.d * 4) as f64;
     let gbs = bytes / med / 1e9;
+    let flops = 2.0 * view.heads as f64 * (view.d + 1) as f64 * view.n as f64;
+    let peak_gflops = match roof {
+        Roof::Measured(_) => Some(peak_gflops()),
+        Roof::Given(..) => None,
+    };
     let roofline = match roof {
         Roof::Measured(_) => (
             Some(bytes / median(&mut probes) / 1e9),
@@ -228,6 +278,18 @@ fn measure(
         }
         None => (None, None, None),
     };
+    let bound_by = match (roofline.0, peak_gflops) {
+        (Some(r), Some(p)) => {
+            let (read, compute) = (bytes / (r * 1e9), flops / (p * 1e9));
+            Some(if read >= compute {
+                (read / med, "read")
+            } else {
+                (compute / med, "compute")
+            })
+        }
+        (Some(r), None) => Some((bytes / (r * 1e9) / med, "read")),
+        _ => None,
+    };
     Ok(BackendBench {
         backend: backend.kind().name().into(),
         device: backend.device(),
@@ -235,6 +297,10 @@ fn measure(
         ms_per_epoch_min: min * 1e3,
         epochs_per_second: 1.0 / med,
         gbs,
+        gflops: flops / med / 1e9,
+        peak_gflops,
+        bound_fraction: bound_by.map(|b| b.0),
+        bound_by: bound_by.map(|b| b.1.to_string()),
         roofline_gbs: roofline.0,
         roofline_source: roofline.1,
         roofline_fraction: roofline.0.map(|r| gbs / r),
@@ -262,16 +328,39 @@ pub fn run(spec: &BenchSpec) -> Result<BenchReport> {
         ));
     }
     // Non-separable (10% label noise), so every epoch has mistakes and none stops early.
-    let noisy = generate(&SynthSpec {
-        n: spec.n,
-        d: spec.d,
-        margin: 0.0,
-        noise: 0.1,
-        seed: spec.seed,
-    })?;
-    let y = noisy.data.binary_signs()?;
-    let view = TrainView::new(&noisy.data.x, &y, spec.n, spec.d, 1.0, 1);
-    let separable = if spec.converge {
+    let heads = if spec.classes > 2 { spec.classes } else { 1 };
+    let (noisy, y) = if heads > 1 {
+        if heads > crate::backend::MAX_HEADS {
+            return Err(Error::data(
+                "<bench>",
+                format!(
+                    "{heads} classes: the benchmark's multiclass epoch takes at most {}",
+                    crate::backend::MAX_HEADS
+                ),
+            ));
+        }
+        let ds = generate_classes(spec.n, spec.d, heads, 0.1, spec.seed)?;
+        let y = ds
+            .require_labels()?
+            .index
+            .iter()
+            .map(|&c| c as f32)
+            .collect();
+        (ds, y)
+    } else {
+        let ds = generate(&SynthSpec {
+            n: spec.n,
+            d: spec.d,
+            margin: 0.0,
+            noise: 0.1,
+            seed: spec.seed,
+        })?
+        .data;
+        let y = ds.binary_signs()?;
+        (ds, y)
+    };
+    let view = TrainView::new(&noisy.x, &y, spec.n, spec.d, 1.0, heads);
+    let separable = if spec.converge && heads == 1 {
         Some(
             generate(&SynthSpec {
                 n: spec.n,
@@ -288,6 +377,7 @@ pub fn run(spec: &BenchSpec) -> Result<BenchReport> {
     let mut report = BenchReport {
         n: spec.n,
         d: spec.d,
+        classes: spec.classes.max(2),
         bytes_per_epoch: (spec.n * spec.d * 4) as u64,
         cpu: None,
         gpu: None,
@@ -296,7 +386,7 @@ pub fn run(spec: &BenchSpec) -> Result<BenchReport> {
     };
     if spec.cpu {
         let cpu = CpuBackend::new();
-        let x = &noisy.data.x;
+        let x = &noisy.x;
         let probe = || cpu_read_pass(x, spec.d);
         report.cpu = Some(measure(
             &cpu,

@@ -17,6 +17,7 @@ fn cpu_bench_reports_every_figure() {
         gpu_opts: Default::default(),
         seed: 1,
         converge: true,
+        classes: 2,
     };
     let r = bench::run(&spec).unwrap();
     assert_eq!(r.bytes_per_epoch, 20_000 * 16 * 4);
@@ -29,6 +30,40 @@ fn cpu_bench_reports_every_figure() {
     assert_eq!(c.converged, Some(true));
     assert!(c.converge_epochs.unwrap() >= 1);
     assert!(r.gpu.is_none() && r.gpu_speedup.is_none());
+    // The arithmetic side: GFLOP/s of the scores against the measured peak, and which
+    // roofline binds.
+    assert!((c.gflops - 2.0 * 17.0 * 20_000.0 / c.ms_per_epoch / 1e6).abs() < 1e-6 * c.gflops);
+    assert!(c.peak_gflops.unwrap() > 0.0);
+    assert!(matches!(c.bound_by.as_deref(), Some("read" | "compute")));
+    assert!(c.bound_fraction.unwrap() > 0.0);
+}
+
+#[test]
+fn bench_times_the_multiclass_epoch_with_k_heads() {
+    let spec = BenchSpec {
+        n: 3000,
+        d: 20,
+        epochs: 3,
+        cpu: true,
+        gpu: false,
+        peak_gbs: None,
+        gpu_opts: Default::default(),
+        seed: 1,
+        converge: true,
+        classes: 10,
+    };
+    let r = bench::run(&spec).unwrap();
+    assert_eq!(r.classes, 10);
+    let c = r.cpu.expect("cpu measured");
+    // Ten heads of 21 weights per row.
+    assert!((c.gflops - 2.0 * 10.0 * 21.0 * 3000.0 / c.ms_per_epoch / 1e6).abs() < 1e-6 * c.gflops);
+    assert_eq!(c.converged, None, "no convergence run for K classes");
+    let e = bench::run(&BenchSpec {
+        classes: 65,
+        ..spec
+    })
+    .unwrap_err();
+    assert!(e.to_string().contains("at most 64"), "{e}");
 }
 
 #[test]

@@ -142,7 +142,10 @@ fn v2_files_load_and_predict_as_before() {
     let tmp = tempfile::tempdir().unwrap();
     std::fs::write(tmp.path().join("huge.json"), v.to_string()).unwrap();
     std::fs::copy(dir.join("binary.csv"), tmp.path().join("binary.csv")).unwrap();
-    let o = common::run(tmp.path(), &["predict", "huge.json", "binary.csv", "--backend", "cpu"]);
+    let o = common::run(
+        tmp.path(),
+        &["predict", "huge.json", "binary.csv", "--backend", "cpu"],
+    );
     assert!(o.status.success(), "{}", common::stderr(&o));
     assert_eq!(common::stdout(&o).lines().count(), 40);
     // A voted model whose weight rows are not counts x classes is refused.

@@ -28,6 +28,16 @@ pub trait Lanes: Copy {
         let d = row.len();
         self.dot(&w[..d], row) + w[d] * bias
     }
+
+    /// `out[r][h] = dot(w[h], x[r])` for R rows and H weight vectors at once, each with the
+    /// lanes and order of [`Lanes::dot`] (so bit-identical to R * H calls of it), loading
+    /// each row and each weight vector once per 16 columns for the whole tile: the K-head
+    /// epoch's register tile. Every slice is at least as long as `x[0]`.
+    fn dot_tile<const R: usize, const H: usize>(
+        self,
+        x: [&[f32]; R],
+        w: [&[f32]; H],
+    ) -> [[f32; H]; R];
 }
 
 /// Plain Rust, for any CPU.
@@ -46,6 +56,21 @@ impl Lanes for Portable {
         for (&ck, row) in c.iter().zip(xb.chunks_exact(d.max(1))) {
             axpy(ck, row, sum);
         }
+    }
+
+    #[inline(always)]
+    fn dot_tile<const R: usize, const H: usize>(
+        self,
+        x: [&[f32]; R],
+        w: [&[f32]; H],
+    ) -> [[f32; H]; R] {
+        let mut out = [[0f32; H]; R];
+        for (o, xr) in out.iter_mut().zip(x) {
+            for (oh, wh) in o.iter_mut().zip(w) {
+                *oh = dot(&wh[..xr.len()], xr);
+            }
+        }
+        out
     }
 }
 
@@ -77,6 +102,72 @@ impl Lanes for Avx2 {
         // SAFETY: as above.
         unsafe { axpy_rows_avx2(c, xb, sum) }
     }
+
+    #[inline(always)]
+    fn dot_tile<const R: usize, const H: usize>(
+        self,
+        x: [&[f32]; R],
+        w: [&[f32]; H],
+    ) -> [[f32; H]; R] {
+        // SAFETY: as above.
+        unsafe { dot_tile_avx2(x, w) }
+    }
+}
+
+/// [`Lanes::dot_tile`] with AVX2: two 8-wide accumulators per (row, head), as in
+/// [`dot_avx2`], combined the same way; the tails in column order.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+#[inline]
+unsafe fn dot_tile_avx2<const R: usize, const H: usize>(
+    x: [&[f32]; R],
+    w: [&[f32]; H],
+) -> [[f32; H]; R] {
+    use std::arch::x86_64::*;
+    let len = x[0].len();
+    for xr in &x {
+        assert_eq!(xr.len(), len);
+    }
+    for wh in &w {
+        assert!(wh.len() >= len);
+    }
+    let n16 = len - len % 16;
+    let mut acc = [[[_mm256_setzero_ps(); 2]; H]; R];
+    let mut i = 0;
+    while i < n16 {
+        // SAFETY: i + 16 <= n16 <= the length of every slice (checked above).
+        unsafe {
+            let mut xv = [[_mm256_setzero_ps(); 2]; R];
+            for (v, xr) in xv.iter_mut().zip(&x) {
+                v[0] = _mm256_loadu_ps(xr.as_ptr().add(i));
+                v[1] = _mm256_loadu_ps(xr.as_ptr().add(i + 8));
+            }
+            for (h, wh) in w.iter().enumerate() {
+                let w0 = _mm256_loadu_ps(wh.as_ptr().add(i));
+                let w1 = _mm256_loadu_ps(wh.as_ptr().add(i + 8));
+                for (a, v) in acc.iter_mut().zip(&xv) {
+                    a[h][0] = _mm256_add_ps(a[h][0], _mm256_mul_ps(v[0], w0));
+                    a[h][1] = _mm256_add_ps(a[h][1], _mm256_mul_ps(v[1], w1));
+                }
+            }
+        }
+        i += 16;
+    }
+    let mut out = [[0f32; H]; R];
+    for r in 0..R {
+        for h in 0..H {
+            let mut tail = 0f32;
+            for (a, b) in x[r][n16..].iter().zip(&w[h][n16..len]) {
+                tail += a * b;
+            }
+            let s = _mm256_add_ps(acc[r][h][0], acc[r][h][1]);
+            let q = _mm_add_ps(_mm256_castps256_ps128(s), _mm256_extractf128_ps::<1>(s));
+            let e = _mm_add_ps(q, _mm_movehl_ps(q, q));
+            let t = _mm_add_ss(e, _mm_shuffle_ps::<1>(e, e));
+            out[r][h] = _mm_cvtss_f32(t) + tail;
+        }
+    }
+    out
 }
 
 /// [`Lanes::axpy_rows`] with AVX2: columns in tiles of 32 (four vectors held in registers
@@ -280,9 +371,89 @@ simd_dispatch! {
     pub fn sum_simd(a: &[f32]) -> f32 => sum
 }
 
+/// `iters` rounds of 16 independent 8-lane chains acc = acc * m + a (a multiply and an add,
+/// never fused, as the kernels compute), from `seed`: the arithmetic-peak probe. Returns a
+/// value that depends on every chain.
+pub fn flops_probe(iters: u64, seed: f32) -> f64 {
+    #[cfg(target_arch = "x86_64")]
+    if simd_enabled() {
+        // SAFETY: simd_enabled() is true only when the CPU supports AVX2.
+        return unsafe { flops_probe_avx2(iters, seed) };
+    }
+    let mut acc = [[seed; 8]; 16];
+    let (m, a) = (0.999_999f32, 1e-6f32);
+    for _ in 0..iters {
+        for c in acc.iter_mut() {
+            for v in c.iter_mut() {
+                *v = *v * m + a;
+            }
+        }
+    }
+    acc.iter().flatten().map(|&v| v as f64).sum()
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn flops_probe_avx2(iters: u64, seed: f32) -> f64 {
+    use std::arch::x86_64::*;
+    let mut acc = [_mm256_set1_ps(seed); 16];
+    let (m, a) = (_mm256_set1_ps(0.999_999), _mm256_set1_ps(1e-6));
+    for _ in 0..iters {
+        for c in acc.iter_mut() {
+            *c = _mm256_add_ps(_mm256_mul_ps(*c, m), a);
+        }
+    }
+    let mut out = 0f64;
+    for c in acc {
+        let mut lanes = [0f32; 8];
+        // SAFETY: 8 floats are stored into 8 floats.
+        unsafe { _mm256_storeu_ps(lanes.as_mut_ptr(), c) };
+        out += lanes.iter().map(|&v| v as f64).sum::<f64>();
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The register tile gives exactly the dot of every (row, head) pair, with both lanes.
+    #[test]
+    fn dot_tile_equals_the_dots_bit_for_bit() {
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand::rngs::StdRng::seed_from_u64(9);
+        for len in (0..40).chain([255, 784, 1031]) {
+            let rows: Vec<Vec<f32>> = (0..2)
+                .map(|_| (0..len).map(|_| rng.random_range(-1e3..1e3)).collect())
+                .collect();
+            let ws: Vec<Vec<f32>> = (0..2)
+                .map(|_| (0..len + 1).map(|_| rng.random_range(-1.0..1.0)).collect())
+                .collect();
+            let x = [&rows[0][..], &rows[1][..]];
+            let w = [&ws[0][..], &ws[1][..]];
+            let want = |r: usize, h: usize| dot(&ws[h][..len], &rows[r]).to_bits();
+            let p = Portable.dot_tile(x, w);
+            #[cfg(target_arch = "x86_64")]
+            let a = if std::arch::is_x86_feature_detected!("avx2") {
+                // SAFETY: checked just above.
+                Some(unsafe { Avx2::assume() }.dot_tile(x, w))
+            } else {
+                None
+            };
+            #[cfg(not(target_arch = "x86_64"))]
+            let a: Option<[[f32; 2]; 2]> = None;
+            for r in 0..2 {
+                for h in 0..2 {
+                    assert_eq!(p[r][h].to_bits(), want(r, h), "portable len {len}");
+                    if let Some(a) = a {
+                        assert_eq!(a[r][h].to_bits(), want(r, h), "avx2 len {len}");
+                    }
+                }
+            }
+            let one = Portable.dot_tile([x[1]], [w[0]]);
+            assert_eq!(one[0][0].to_bits(), want(1, 0));
+        }
+    }
 
     /// The AVX2 dot is bit-identical to the portable one, on every length class (whole
     /// 16-lane blocks, tails, empty) and on values whose sums round.

@@ -179,6 +179,10 @@ pub(crate) struct BenchArgs {
     /// Seed of the generated data.
     #[arg(long, default_value_t = 7)]
     pub(crate) seed: u64,
+    /// Classes: 2 times the binary epoch; K > 2 (at most 64) the multiclass argmax epoch
+    /// with K heads on generated K-class data.
+    #[arg(long, value_name = "K", default_value_t = 2)]
+    pub(crate) classes: usize,
     /// Print one JSON object on stdout.
     #[arg(long)]
     pub(crate) json: bool,

@@ -71,6 +71,7 @@ pub fn bench(a: BenchArgs) -> anyhow::Result<()> {
         },
         seed: a.seed,
         converge: !a.no_converge,
+        classes: a.classes,
     };
     if !a.json {
         note!(
@@ -91,8 +92,13 @@ pub fn bench(a: BenchArgs) -> anyhow::Result<()> {
         outln!("{}", serde_json::to_string(&r)?);
         return Ok(());
     }
+    let rule = if r.classes > 2 {
+        format!("multiclass (argmax) epoch, K = {} heads", r.classes)
+    } else {
+        "binary batch epoch".to_string()
+    };
     outln!(
-        "batch epoch, n = {}, d = {}: {:.1} MB of X per epoch",
+        "{rule}, n = {}, d = {}: {:.1} MB of X per epoch",
         r.n,
         r.d,
         r.bytes_per_epoch as f64 / 1e6
@@ -132,6 +138,20 @@ fn print_bench(b: &BackendBench) -> anyhow::Result<()> {
             b.gbs,
             b.roofline_source
         ),
+    }
+    match b.peak_gflops {
+        Some(p) => outln!(
+            "  {:.1} GFLOP/s of scores; arithmetic peak {:.1} GFLOP/s (measured: multiply and add on all cores)",
+            b.gflops,
+            p
+        ),
+        None => outln!("  {:.1} GFLOP/s of scores", b.gflops),
+    }
+    if let (Some(f), Some(by)) = (b.bound_fraction, &b.bound_by) {
+        outln!(
+            "  bound by the {by} roofline: the epoch runs at {:.0}% of it",
+            100.0 * f
+        );
     }
     out!(
         "  setup {:.3} s, upload {:.3} s",

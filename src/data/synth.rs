@@ -156,6 +156,51 @@ pub fn generate(spec: &SynthSpec) -> Result<Synthetic> {
     })
 }
 
+/// `n` points uniform in [-1, 1]^d in `k` classes: the class of a point is the highest of k
+/// seeded random linear scores w*_c.x (so a multiclass perceptron can learn it), then a
+/// fraction `noise` of the labels is replaced by a random class. Class names are 0..k-1.
+pub fn generate_classes(n: usize, d: usize, k: usize, noise: f32, seed: u64) -> Result<Dataset> {
+    if n == 0 || d == 0 || k < 2 {
+        return Err(Error::data(
+            "<generated>",
+            format!("{n} rows of {d} features in {k} classes: need rows, features and 2 classes"),
+        ));
+    }
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let w: Vec<f32> = (0..k * d).map(|_| normal(&mut rng) as f32).collect();
+    let mut x = super::dense_zeros(Path::new("<generated>"), n, d)?;
+    let mut names = Vec::with_capacity(n);
+    for row in x.chunks_exact_mut(d) {
+        for v in row.iter_mut() {
+            *v = rng.random_range(-1.0f32..=1.0);
+        }
+        let score = |c: usize| -> f32 {
+            w[c * d..(c + 1) * d]
+                .iter()
+                .zip(&*row)
+                .map(|(a, b)| a * b)
+                .sum()
+        };
+        let mut best = 0;
+        for c in 1..k {
+            if score(c) > score(best) {
+                best = c;
+            }
+        }
+        if rng.random_bool(noise as f64) {
+            best = rng.random_range(0..k);
+        }
+        names.push(best.to_string());
+    }
+    Ok(Dataset::new(
+        x,
+        n,
+        d,
+        Some(Labels::from_names(&names)),
+        "<generated>",
+    ))
+}
+
 /// Writes a dataset as CSV with a header `f1,...,fd,label` (no label column when unlabelled).
 pub fn write_csv(ds: &Dataset, out: &mut (impl Write + ?Sized)) -> std::io::Result<()> {
     let mut header: Vec<String> = (1..=ds.d).map(|j| format!("f{j}")).collect();
