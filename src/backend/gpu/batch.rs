@@ -209,10 +209,12 @@ impl BatchPipelines {
                 l.max_compute_invocations_per_workgroup, l.max_compute_workgroup_storage_size
             )));
         }
+        // A panic while the lock was held (wgpu's GL backend panics when its context lock
+        // times out) leaves the map as it was: keep using it.
         let mut cache = self
             .cache
             .lock()
-            .map_err(|_| Error::Gpu("pipeline cache poisoned".into()))?;
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         if let Some(p) = cache.get(&(entry, shape)) {
             return Ok(p.clone());
         }

@@ -256,7 +256,7 @@ impl GpuContext {
         let mut v = self
             .captured
             .lock()
-            .map_err(|_| Error::Gpu("error sink poisoned".into()))?;
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         if let Some(first) = v.first().cloned() {
             v.clear();
             return Err(Error::Gpu(format!("{what}: {first}")));
