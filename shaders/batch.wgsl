@@ -3,7 +3,7 @@
 // one-vs-rest). Weights are stored head after head, each d + 1 long (the last is the bias).
 //
 // One epoch is four dispatches: `margins` and `accumulate` once per X segment, then `apply`
-// and `finalize` once. Many epochs are recorded in one submit; `finalize` takes the stop
+// (or `apply_tree` when there are many chunks) and `finalize` once. Many epochs are recorded in one submit; `finalize` takes the stop
 // decision (BatchRule::stop in src/backend/mod.rs) and every entry point returns at once when
 // `ctl.done` is set, so epochs after convergence cost only empty dispatches.
 // Every entry point has a plain CPU twin of the same name in src/backend/reference.rs
@@ -20,7 +20,7 @@ override WG: u32 = 256u;   // workgroup size (checked against the device limits 
 override TPR: u32 = 32u;   // threads per row in `margins` and `scores`: a power of two <= WG
 override TC: u32 = 64u;    // columns per tile in `accumulate`: a power of two <= WG
 
-const MAX_HEADS: u32 = 64u;  // the host refuses more heads on the GPU
+const MAX_HEADS: u32 = 64u;  // the host refuses more heads on the GPU (scores go in blocks)
 
 const RULE_BINARY: u32 = 0u;      // y in {-1,+1}: mistake when y s <= tau, the head gets y x
 const RULE_OVR: u32 = 1u;         // head k: +1 for class k, -1 otherwise, each head on its own
@@ -208,75 +208,84 @@ fn margins(
     var weighted = 0.0;
     for (var base = wid.x * groups; base < S.n; base += nwg.x * groups) {
         let r = base + lid / TPR;
-        var s: array<f32, MAX_HEADS>;
-        for (var k = 0u; k < K; k++) {
-            s[k] = row_score(lid, r, k, by_sum);
+        // Only lane 0 of a row group with a row acts; the others help with the dots.
+        let acts = lane == 0u && r < S.n;
+        var yv = 0.0;
+        var wr = 1.0;
+        if (acts) {
+            yv = y[r];
+            if (!held && (P.flags & FLAG_WEIGHTS) != 0u) {
+                wr = sw[r];
+            }
         }
-        if (lane == 0u && r < S.n && held) {
+        let t = u32(max(yv, 0.0));
+        let o = r * K;
+        // Running scalars instead of a per-thread array of K scores (which would be zeroed
+        // for every row and live in local memory): the binary and one-vs-rest rules decide
+        // each head as its score arrives; the multiclass rules keep the true class's score
+        // and the highest wrong one; held-out rows keep the highest score.
+        var s_true = 0.0;
+        var best = K;
+        var s_best = 0.0;
+        var top = 0u;
+        var s_top = 0.0;
+        for (var k = 0u; k < K; k++) {
+            let sk = row_score(lid, r, k, by_sum);
+            if (!acts) {
+            } else if (held) {
+                if (k == 0u || sk > s_top) {
+                    top = k;
+                    s_top = sk;
+                }
+            } else if (P.rule == RULE_BINARY || P.rule == RULE_OVR) {
+                var yk = yv;
+                if (P.rule == RULE_OVR) {
+                    yk = select(-1.0, 1.0, k == t);
+                }
+                let m = yk * sk;
+                if (m <= P.tau) {
+                    coef[o + k] = yk * wr;
+                    count += 1u;
+                    crit -= m * wr;
+                    weighted += wr;
+                } else {
+                    coef[o + k] = 0.0;
+                }
+            } else if (k == t) {
+                s_true = sk;
+            } else if (best == K || sk > s_best) {
+                best = k;
+                s_best = sk;
+            }
+        }
+        if (acts && held) {
             var wrong = false;
             if (P.rule == RULE_BINARY) {
-                wrong = (s[0] >= 0.0) != (y[r] > 0.0);
+                wrong = (s_top >= 0.0) != (yv > 0.0);
             } else {
-                var top = 0u;
-                for (var k = 1u; k < K; k++) {
-                    if (s[k] > s[top]) {
-                        top = k;
-                    }
-                }
-                wrong = top != u32(y[r]);
+                wrong = top != t;
             }
             if (wrong) {
                 count += 1u;
             }
-        } else if (lane == 0u && r < S.n) {
-            var wr = 1.0;
-            if ((P.flags & FLAG_WEIGHTS) != 0u) {
-                wr = sw[r];
+        } else if (acts && P.rule != RULE_BINARY && P.rule != RULE_OVR) {
+            let m = s_true - s_best;
+            let miss = m <= P.tau;
+            if (miss) {
+                count += 1u;
+                crit -= m * wr;
+                weighted += wr;
             }
-            let o = r * K;
-            if (P.rule == RULE_BINARY || P.rule == RULE_OVR) {
-                let t = u32(y[r]);
-                for (var k = 0u; k < K; k++) {
-                    var yk = y[r];
-                    if (P.rule == RULE_OVR) {
-                        yk = select(-1.0, 1.0, k == t);
-                    }
-                    let m = yk * s[k];
-                    if (m <= P.tau) {
-                        coef[o + k] = yk * wr;
-                        count += 1u;
-                        crit -= m * wr;
-                        weighted += wr;
-                    } else {
-                        coef[o + k] = 0.0;
-                    }
-                }
-            } else {
-                let t = u32(y[r]);
-                var best = select(0u, 1u, t == 0u);
-                for (var k = 0u; k < K; k++) {
-                    if (k != t && s[k] > s[best]) {
-                        best = k;
-                    }
-                }
-                let m = s[t] - s[best];
-                let miss = m <= P.tau;
+            for (var k = 0u; k < K; k++) {
+                var c = 0.0;
                 if (miss) {
-                    count += 1u;
-                    crit -= m * wr;
-                    weighted += wr;
-                }
-                for (var k = 0u; k < K; k++) {
-                    var c = 0.0;
-                    if (miss) {
-                        if (k == t) {
-                            c = wr;
-                        } else if (P.rule == RULE_MC_ALL || k == best) {
-                            c = -wr;
-                        }
+                    if (k == t) {
+                        c = wr;
+                    } else if (P.rule == RULE_MC_ALL || k == best) {
+                        c = -wr;
                     }
-                    coef[o + k] = c;
                 }
+                coef[o + k] = c;
             }
         }
     }
@@ -347,9 +356,36 @@ fn accumulate(
     }
 }
 
-// One thread per weight: sum the chunk partials in chunk order, w += eta * sum; keep the
-// pocket's candidate (what the epoch started with: the weights, the log-weights, or the
-// running sum when averaging with a pocket) and the running sum after the update.
+// The update of weight j from its epoch sum s: w += eta * s (multiplicative: the
+// log-weights); keeps the pocket's candidate (what the epoch started with: the weights, the
+// log-weights, or the running sum when averaging with a pocket), the squared step and the
+// running sum after the update.
+fn update(j: u32, s: f32) {
+    let len = P.heads * P.d_aug;
+    if ((P.flags & FLAG_POCKET) != 0u) {
+        let both = FLAG_POCKET | FLAG_AVERAGE;
+        if ((P.flags & both) == both && ctl.updates > 0u) {
+            aux[j] = aux[2u * len + j];
+        } else if ((P.flags & FLAG_MULTIPLICATIVE) != 0u) {
+            aux[j] = aux[3u * len + j];
+        } else {
+            aux[j] = w[j];
+        }
+    }
+    let step = P.eta * s;
+    if ((P.flags & FLAG_MULTIPLICATIVE) != 0u) {
+        aux[3u * len + j] += step;
+    } else {
+        w[j] += step;
+    }
+    sq[j] = step * step;
+    if ((P.flags & FLAG_AVERAGE) != 0u) {
+        aux[2u * len + j] += w[j];
+    }
+}
+
+// One thread per weight: the chunk partials summed in chunk order, then `update`. Used when
+// there are few chunks (the host's choice, see resident.rs).
 // CPU twin: reference::apply (src/backend/reference.rs).
 @compute @workgroup_size(WG)
 fn apply(
@@ -366,27 +402,43 @@ fn apply(
         for (var c = 0u; c < P.total_chunks; c++) {
             s += partials[c * len + j];
         }
-        if ((P.flags & FLAG_POCKET) != 0u) {
-            // The pocket's candidate: what the epoch started with.
-            let both = FLAG_POCKET | FLAG_AVERAGE;
-            if ((P.flags & both) == both && ctl.updates > 0u) {
-                aux[j] = aux[2u * len + j];
-            } else if ((P.flags & FLAG_MULTIPLICATIVE) != 0u) {
-                aux[j] = aux[3u * len + j];
-            } else {
-                aux[j] = w[j];
-            }
+        update(j, s);
+    }
+}
+
+// One workgroup per weight (the grid folded over y past 65,535): each thread sums the chunks
+// lid, lid + WG, ... in order, then the workgroup adds the threads' sums in a fixed tree, so
+// the result is deterministic and exact on integer data, and many chunks take log2(WG)
+// dependent steps instead of one per chunk. Used when there are many chunks.
+// CPU twin: reference::apply (src/backend/reference.rs; it sums the reference's own chunks in
+// order, which equals this on integer data).
+@compute @workgroup_size(WG)
+fn apply_tree(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) nwg: vec3<u32>,
+) {
+    if (stopped(lid)) {
+        return;
+    }
+    let len = P.heads * P.d_aug;
+    let j = wid.x + wid.y * nwg.x;
+    var s = 0.0;
+    if (j < len) {
+        for (var c = lid; c < P.total_chunks; c += WG) {
+            s += partials[c * len + j];
         }
-        let step = P.eta * s;
-        if ((P.flags & FLAG_MULTIPLICATIVE) != 0u) {
-            aux[3u * len + j] += step;
-        } else {
-            w[j] += step;
+    }
+    red[lid] = s;
+    workgroupBarrier();
+    for (var k = WG / 2u; k > 0u; k >>= 1u) {
+        if (lid < k) {
+            red[lid] += red[lid + k];
         }
-        sq[j] = step * step;
-        if ((P.flags & FLAG_AVERAGE) != 0u) {
-            aux[2u * len + j] += w[j];
-        }
+        workgroupBarrier();
+    }
+    if (lid == 0u && j < len) {
+        update(j, red[0]);
     }
 }
 

@@ -156,6 +156,34 @@ fn batch_epochs_equal_the_reference_bit_for_bit_on_integer_data() {
 }
 
 #[test]
+fn many_chunks_reduce_in_a_tree_and_still_equal_the_reference() {
+    // Past 64 chunks of partials the GPU sums them per weight in a fixed tree (`apply_tree`);
+    // n not a multiple of anything, d = 1 and 3, one head and several.
+    for &(n, d, heads) in &[(20_011, 1, 1), (9_001, 3, 1), (12_345, 2, 5), (4_097, 1, 3)] {
+        let (x, y) = integer_set(n, d, heads, (n + d) as u64);
+        let v = TrainView::new(&x, &y, n, d, 1.0, heads);
+        let rule = BatchRule {
+            rule: if heads == 1 {
+                HeadRule::Binary
+            } else {
+                HeadRule::MulticlassArgmax
+            },
+            keep: Keep::Pocket,
+            ..BatchRule::new(1.0, 0.0)
+        };
+        let want = run(&ReferenceBackend, v, &rule);
+        for (name, b) in under_test() {
+            let got = run(b, v, &rule);
+            let what = format!("{name} n={n} d={d} K={heads}");
+            let m = |r: &Run| r.0.iter().map(|e| e.mistakes).collect::<Vec<_>>();
+            assert_eq!(m(&got), m(&want), "{what}: mistakes");
+            assert_eq!(got.1, want.1, "{what}: weights");
+            assert_eq!(got.3, want.3, "{what}: pocket");
+        }
+    }
+}
+
+#[test]
 fn row_weights_held_out_rows_and_patience_equal_the_reference_bit_for_bit() {
     use rosenblatt::backend::{Patience, ValView};
     for &(n, d, heads, nv) in &[

@@ -20,8 +20,10 @@ pub enum Entry {
     Margins,
     /// Per-chunk partial sums of y x over mistakes.
     Accumulate,
-    /// Reduce partials, update w.
+    /// Reduce partials in chunk order, update w.
     Apply,
+    /// Reduce many partials in a fixed tree per weight, update w.
+    ApplyTree,
     /// Epoch statistics and stop decision.
     Finalize,
     /// Decision values.
@@ -34,6 +36,7 @@ impl Entry {
             Entry::Margins => "margins",
             Entry::Accumulate => "accumulate",
             Entry::Apply => "apply",
+            Entry::ApplyTree => "apply_tree",
             Entry::Finalize => "finalize",
             Entry::Scores => "scores",
         }

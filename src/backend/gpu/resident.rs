@@ -109,11 +109,16 @@ pub struct Rows<'a> {
     pub held: Option<(DataView<'a>, &'a [f32])>,
 }
 
+/// Above this many chunk partials per weight, the epoch sums them with `apply_tree` (a
+/// workgroup per weight, a fixed tree) instead of one thread per weight in chunk order.
+pub const TREE_MIN_CHUNKS: usize = 64;
+
 /// Pipelines used by a resident data set.
 struct Pipes {
     margins: wgpu::ComputePipeline,
     accumulate: wgpu::ComputePipeline,
     apply: wgpu::ComputePipeline,
+    apply_tree: wgpu::ComputePipeline,
     finalize: wgpu::ComputePipeline,
     scores: wgpu::ComputePipeline,
 }
@@ -213,6 +218,7 @@ impl<'c> Resident<'c> {
             margins: batch.pipeline(ctx, Entry::Margins, shape)?,
             accumulate: batch.pipeline(ctx, Entry::Accumulate, shape)?,
             apply: batch.pipeline(ctx, Entry::Apply, shape)?,
+            apply_tree: batch.pipeline(ctx, Entry::ApplyTree, shape)?,
             finalize: batch.pipeline(ctx, Entry::Finalize, shape)?,
             scores: batch.pipeline(ctx, Entry::Scores, shape)?,
         };
@@ -517,6 +523,9 @@ impl<'c> Resident<'c> {
                 pass.set_bind_group(0, &self.global, &[]);
                 let tiles = len.div_ceil(self.plan.shape.tc as usize) as u32;
                 let apply_wgs = len.div_ceil(self.plan.shape.wg as usize) as u32;
+                let tree = self.params.total_chunks as usize > TREE_MIN_CHUNKS;
+                let per_dim = ctx.limits.max_compute_workgroups_per_dimension as usize;
+                let tree_grid = (len.min(per_dim) as u32, len.div_ceil(per_dim.max(1)) as u32);
                 for _ in 0..k {
                     for seg in &self.segs {
                         pass.set_bind_group(1, &seg.bind, &[]);
@@ -527,8 +536,13 @@ impl<'c> Resident<'c> {
                             pass.dispatch_workgroups(tiles, seg.chunks as u32, 1);
                         }
                     }
-                    pass.set_pipeline(&self.pipes.apply);
-                    pass.dispatch_workgroups(apply_wgs, 1, 1);
+                    if tree {
+                        pass.set_pipeline(&self.pipes.apply_tree);
+                        pass.dispatch_workgroups(tree_grid.0, tree_grid.1, 1);
+                    } else {
+                        pass.set_pipeline(&self.pipes.apply);
+                        pass.dispatch_workgroups(apply_wgs, 1, 1);
+                    }
                     pass.set_pipeline(&self.pipes.finalize);
                     pass.dispatch_workgroups(1, 1, 1);
                 }
@@ -673,4 +687,40 @@ pub fn read_back(ctx: &GpuContext, staging: &wgpu::Buffer) -> Result<Vec<u8>> {
         .to_vec();
     staging.unmap();
     Ok(bytes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The plan for sizes that stress the reduction: 16.7M rows of one feature (the issue's
+    /// worst case for a serial sum over chunks), n < the tree's threshold, and d = 1.
+    #[test]
+    fn plans_keep_every_dispatch_within_the_limits() {
+        let l = wgpu::Limits::default();
+        let per_dim = l.max_compute_workgroups_per_dimension as usize;
+        for (n, d, heads) in [
+            (16_777_216, 1, 1),
+            (1, 1, 1),
+            (4_000, 1, 1),
+            (1 << 20, 64, 10),
+        ] {
+            let p = plan(n, d, heads, &l, None).unwrap();
+            let chunks = n.div_ceil(p.chunk_rows);
+            let len = heads * (d + 1);
+            assert!(p.chunk_rows >= 64, "{n} x {d}: {p:?}");
+            // The partials stay within their budget and each segment's chunk grid fits.
+            assert!((chunks * len * 4) as u64 <= PARTIALS_BUDGET.max(64 * len as u64 * 4));
+            assert!(p.seg_rows.div_ceil(p.chunk_rows) <= per_dim, "{n} x {d}");
+            // Many chunks go through the tree: one workgroup per weight, a grid that fits.
+            if chunks > TREE_MIN_CHUNKS {
+                assert!(len.min(per_dim) <= per_dim && len.div_ceil(per_dim) <= per_dim);
+            }
+        }
+        // 16.7M x 1: tens of thousands of chunks (their grid within the 65,535 limit), summed
+        // by 2 workgroups of a tree each instead of one thread reading them all in turn.
+        let p = plan(16_777_216, 1, 1, &l, None).unwrap();
+        let chunks = 16_777_216usize.div_ceil(p.chunk_rows);
+        assert!(chunks > 60_000 && chunks <= per_dim, "{chunks} chunks");
+    }
 }
