@@ -12,7 +12,7 @@ use serde::Serialize;
 use crate::algo;
 use crate::backend::cpu::{chunk_rows, CpuBackend};
 use crate::backend::gpu::{GpuBackend, GpuOptions};
-use crate::backend::{sum_simd, Backend, BatchRule, Bound, HeadRule, TrainView};
+use crate::backend::{sum_simd, Backend, BatchRule, Bound, HeadRule, KernelProfile, TrainView};
 use crate::data::synth::{generate, generate_classes, SynthSpec};
 use crate::error::{Error, Param, Result};
 use crate::params::TrainParams;
@@ -41,6 +41,8 @@ pub struct BenchSpec {
     /// Classes: 1 or 2 times the binary epoch; K > 2 the multiclass (argmax) epoch with K
     /// heads on generated K-class data.
     pub classes: usize,
+    /// Also time each kernel of the epoch (GPU timestamp queries, where the adapter has them).
+    pub profile: bool,
 }
 
 /// Figures for one backend.
@@ -92,6 +94,12 @@ pub struct BackendBench {
     pub converge_epochs: Option<usize>,
     /// Whether it converged within the epoch limit.
     pub converged: Option<bool>,
+    /// With `profile`: each kernel's time per epoch and the bytes the plan moves.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub profile: Option<KernelProfile>,
+    /// With `profile`, when the kernels could not be timed: why.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub profile_note: Option<String>,
 }
 
 /// The whole measurement.
@@ -245,6 +253,25 @@ fn measure(
     let epochs_timed = times.len() * per_call;
     let min = times.iter().cloned().fold(f64::INFINITY, f64::min);
     let med = median(&mut times);
+    let (profile, profile_note) = if spec.profile {
+        let mut w = vec![0f32; view.heads * (view.d + 1)];
+        match bound.profile(&mut w, &bench_rule(view.heads), spec.epochs)? {
+            Some(p) => (Some(p), None),
+            None => (
+                None,
+                Some(match backend.kind() {
+                    crate::backend::BackendKind::Cpu => {
+                        "the CPU runs one fused pass per epoch: nothing to split".to_string()
+                    }
+                    crate::backend::BackendKind::Gpu => {
+                        "not supported by this adapter (no timestamp queries)".to_string()
+                    }
+                }),
+            ),
+        }
+    } else {
+        (None, None)
+    };
     let submit_overhead_ms = if overhead {
         let (mut one, _) = time_epochs(&mut *bound, &view, 3, 1, None)?;
         Some(((median(&mut one) - med) * 1e3).max(0.0))
@@ -312,6 +339,8 @@ fn measure(
         converge_seconds,
         converge_epochs,
         converged,
+        profile,
+        profile_note,
     })
 }
 

@@ -18,6 +18,7 @@ fn cpu_bench_reports_every_figure() {
         seed: 1,
         converge: true,
         classes: 2,
+        profile: true,
     };
     let r = bench::run(&spec).unwrap();
     assert_eq!(r.bytes_per_epoch, 20_000 * 16 * 4);
@@ -36,6 +37,13 @@ fn cpu_bench_reports_every_figure() {
     assert!(c.peak_gflops.unwrap() > 0.0);
     assert!(matches!(c.bound_by.as_deref(), Some("read" | "compute")));
     assert!(c.bound_fraction.unwrap() > 0.0);
+    // The CPU's epoch is one fused pass: --profile says so instead of timing kernels.
+    assert!(c.profile.is_none());
+    assert!(c
+        .profile_note
+        .as_deref()
+        .unwrap()
+        .contains("one fused pass"));
 }
 
 #[test]
@@ -51,6 +59,7 @@ fn bench_times_the_multiclass_epoch_with_k_heads() {
         seed: 1,
         converge: true,
         classes: 10,
+        profile: false,
     };
     let r = bench::run(&spec).unwrap();
     assert_eq!(r.classes, 10);
@@ -166,4 +175,50 @@ fn simd_and_baseline_cpu_paths_agree_bit_for_bit() {
         )
     };
     assert_eq!(train(true, "a.json"), train(false, "b.json"));
+}
+
+#[test]
+fn gpu_profile_times_each_kernel_or_says_why_not() {
+    use rosenblatt::backend::gpu::{GpuBackend, GpuOptions};
+    if let Err(e) = GpuBackend::new(&GpuOptions::default()) {
+        assert!(
+            !std::env::var("ROSENBLATT_REQUIRE_GPU").is_ok_and(|v| v == "1"),
+            "ROSENBLATT_REQUIRE_GPU=1 but no GPU backend: {e}"
+        );
+        eprintln!("skipped: no GPU adapter ({e})");
+        return;
+    }
+    // 5,000 rows: more than 64 chunks of partials, so the tree reduction runs.
+    let spec = BenchSpec {
+        n: 5_000,
+        d: 8,
+        epochs: 2,
+        cpu: false,
+        gpu: true,
+        peak_gbs: Some(1.0),
+        gpu_opts: Default::default(),
+        seed: 1,
+        converge: false,
+        classes: 3,
+        profile: true,
+    };
+    let r = bench::run(&spec).unwrap();
+    let g = r.gpu.expect("gpu measured");
+    match (&g.profile, &g.profile_note) {
+        (Some(p), None) => {
+            let names: Vec<&str> = p.kernels.iter().map(|k| k.0.as_str()).collect();
+            assert_eq!(names, ["margins", "accumulate", "apply_tree", "finalize"]);
+            assert!(p.kernels.iter().all(|k| k.1 >= 0.0));
+            assert!(p.kernels.iter().map(|k| k.1).sum::<f64>() > 0.0);
+            assert_eq!(p.x_bytes, 5_000 * 8 * 4);
+            assert!(
+                p.plan_bytes > p.x_bytes,
+                "{} <= {}",
+                p.plan_bytes,
+                p.x_bytes
+            );
+        }
+        (None, Some(note)) => assert!(note.contains("timestamp"), "{note}"),
+        other => panic!("{other:?}"),
+    }
 }

@@ -705,6 +705,32 @@ pub trait Bound {
     fn epochs_per_call(&self) -> usize {
         1
     }
+    /// Runs up to `epochs` batch epochs from `w` (updated) with a timer around every kernel
+    /// and returns the time per epoch of each kernel (entry point), or `None` where the
+    /// backend cannot time its kernels (the CPU runs one fused pass; a GPU adapter without
+    /// timestamp queries).
+    fn profile(
+        &mut self,
+        _w: &mut [f32],
+        _rule: &BatchRule,
+        _epochs: usize,
+    ) -> Result<Option<KernelProfile>> {
+        Ok(None)
+    }
+}
+
+/// Per-kernel timings of batch epochs ([`Bound::profile`]).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct KernelProfile {
+    /// Epochs timed.
+    pub epochs: usize,
+    /// (entry point, milliseconds per epoch, summed over the X segments), in dispatch order.
+    pub kernels: Vec<(String, f64)>,
+    /// Bytes the kernels read and write per epoch by the plan (X, labels, coefficients,
+    /// partials; with the last epoch's mistakes for the rows `accumulate` reads again).
+    pub plan_bytes: u64,
+    /// Bytes of X: the ideal single read per epoch.
+    pub x_bytes: u64,
 }
 
 /// What a call to [`Bound::batch_epochs`] ran.

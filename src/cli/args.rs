@@ -183,6 +183,10 @@ pub(crate) struct BenchArgs {
     /// with K heads on generated K-class data.
     #[arg(long, value_name = "K", default_value_t = 2)]
     pub(crate) classes: usize,
+    /// Also time each GPU kernel of the epoch (timestamp queries, where the adapter has them)
+    /// and give the bytes the kernel plan moves against one read of X.
+    #[arg(long)]
+    pub(crate) profile: bool,
     /// Print one JSON object on stdout.
     #[arg(long)]
     pub(crate) json: bool,

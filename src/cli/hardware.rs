@@ -72,6 +72,7 @@ pub fn bench(a: BenchArgs) -> anyhow::Result<()> {
         seed: a.seed,
         converge: !a.no_converge,
         classes: a.classes,
+        profile: a.profile,
     };
     if !a.json {
         note!(
@@ -162,6 +163,25 @@ fn print_bench(b: &BackendBench) -> anyhow::Result<()> {
         out!(", per-submit overhead {o:.3} ms");
     }
     outln!();
+    if let Some(p) = &b.profile {
+        let total: f64 = p.kernels.iter().map(|k| k.1).sum();
+        outln!("  kernels, ms per epoch ({} epochs timed):", p.epochs);
+        for (name, ms) in &p.kernels {
+            outln!(
+                "    {name:<12} {ms:>10.3}  {:>5.1}%",
+                100.0 * ms / total.max(1e-12)
+            );
+        }
+        outln!(
+            "  bytes moved per epoch by the plan: {:.1} MB, {:.2}x the single read of X ({:.1} MB)",
+            p.plan_bytes as f64 / 1e6,
+            p.plan_bytes as f64 / p.x_bytes.max(1) as f64,
+            p.x_bytes as f64 / 1e6
+        );
+    }
+    if let Some(n) = &b.profile_note {
+        outln!("  kernels: {n}");
+    }
     if let (Some(s), Some(e), Some(c)) = (b.converge_seconds, b.converge_epochs, b.converged) {
         outln!(
             "  train to convergence (separable, margin 0.05): {s:.3} s, {e} epochs{}",

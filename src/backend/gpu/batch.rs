@@ -31,7 +31,8 @@ pub enum Entry {
 }
 
 impl Entry {
-    fn name(self) -> &'static str {
+    /// The WGSL entry point's name.
+    pub fn name(self) -> &'static str {
         match self {
             Entry::Margins => "margins",
             Entry::Accumulate => "accumulate",

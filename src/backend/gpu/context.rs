@@ -70,11 +70,12 @@ fn describe(info: &wgpu::AdapterInfo) -> String {
     format!("{} ({:?})", info.name, info.backend)
 }
 
-/// Optional features that speed things up where present; nothing requires them.
-const OPTIONAL: [(wgpu::Features, &str); 3] = [
+/// Optional features that speed things up or measure where present; nothing requires them.
+const OPTIONAL: [(wgpu::Features, &str); 4] = [
     (wgpu::Features::SUBGROUP, "subgroup"),
     (wgpu::Features::SHADER_F16, "shader-f16"),
     (wgpu::Features::SHADER_FLOAT32_ATOMIC, "float32-atomic"),
+    (wgpu::Features::TIMESTAMP_QUERY, "timestamp-query"),
 ];
 
 fn instance() -> wgpu::Instance {

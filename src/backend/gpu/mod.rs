@@ -149,4 +149,13 @@ impl Bound for GpuBound<'_> {
     fn epochs_per_call(&self) -> usize {
         self.r.epochs_per_submit()
     }
+
+    fn profile(
+        &mut self,
+        w: &mut [f32],
+        rule: &BatchRule,
+        epochs: usize,
+    ) -> Result<Option<super::KernelProfile>> {
+        self.r.profile(w, rule, epochs)
+    }
 }

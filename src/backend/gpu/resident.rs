@@ -12,8 +12,8 @@ use super::mirror::{
     ROLE_TRAIN, STOP_CONVERGED, STOP_PATIENCE, STOP_TOLERANCE,
 };
 use crate::backend::{
-    winnow_weights, BatchRule, DataView, EpochStats, Epochs, Extras, Pocket, StopReason, StopState,
-    Update, MAX_HEADS,
+    winnow_weights, BatchRule, DataView, EpochStats, Epochs, Extras, KernelProfile, Pocket,
+    StopReason, StopState, Update, MAX_HEADS,
 };
 use crate::error::{Error, Result};
 
@@ -467,6 +467,193 @@ impl<'c> Resident<'c> {
         Ok(out)
     }
 
+    /// Writes the rule's parameters, the weights (for a multiplicative update: the log-weights
+    /// and the Winnow weights) and a fresh per-submit control word.
+    fn upload_rule_and_weights(&mut self, w: &[f32], rule: &BatchRule) {
+        let ctx = self.ctx;
+        self.kept_pocket |= rule.keep.pocket();
+        self.kept_average |= rule.keep.average();
+        self.params.eta = rule.eta;
+        self.params.tol = rule.tol;
+        self.params.tau = rule.tau;
+        self.params.rule = rule.rule.code();
+        self.params.flags = flags(rule) | self.data_flags;
+        self.params.patience = rule.patience.epochs;
+        self.params.keep_fraction = rule.patience.keep_fraction;
+        self.params.floor = rule.patience.floor;
+        ctx.queue
+            .write_buffer(&self.params_buf, 0, bytemuck::bytes_of(&self.params));
+        if rule.update == Update::Multiplicative {
+            // w holds log-weights: they go to aux[3 len..], the weights used to w_buf.
+            let mut beta = vec![0f32; w.len()];
+            winnow_weights(w, &mut beta);
+            ctx.queue
+                .write_buffer(&self.w_buf, 0, bytemuck::cast_slice(&beta));
+            let w_bytes = (w.len() * 4) as u64;
+            ctx.queue
+                .write_buffer(&self.aux, 3 * w_bytes, bytemuck::cast_slice(w));
+        } else {
+            ctx.queue
+                .write_buffer(&self.w_buf, 0, bytemuck::cast_slice(w));
+        }
+        ctx.queue
+            .write_buffer(&self.ctl_buf, 0, bytemuck::cast_slice(&[0u32, 0u32]));
+    }
+
+    /// The dispatches of one epoch, in order: (entry, segment or none, grid).
+    fn epoch_dispatches(&self) -> Vec<(Entry, Option<usize>, (u32, u32))> {
+        let len = self.heads * (self.d + 1);
+        let tiles = len.div_ceil(self.plan.shape.tc as usize) as u32;
+        let mut out = Vec::new();
+        for (k, seg) in self.segs.iter().enumerate() {
+            out.push((Entry::Margins, Some(k), (seg.margin_wgs as u32, 1)));
+            if !seg.held_out {
+                out.push((Entry::Accumulate, Some(k), (tiles, seg.chunks as u32)));
+            }
+        }
+        if self.params.total_chunks as usize > TREE_MIN_CHUNKS {
+            let per_dim = self.ctx.limits.max_compute_workgroups_per_dimension as usize;
+            let grid = (len.min(per_dim) as u32, len.div_ceil(per_dim.max(1)) as u32);
+            out.push((Entry::ApplyTree, None, grid));
+        } else {
+            let wgs = len.div_ceil(self.plan.shape.wg as usize) as u32;
+            out.push((Entry::Apply, None, (wgs, 1)));
+        }
+        out.push((Entry::Finalize, None, (1, 1)));
+        out
+    }
+
+    fn pipe(&self, e: Entry) -> &wgpu::ComputePipeline {
+        match e {
+            Entry::Margins => &self.pipes.margins,
+            Entry::Accumulate => &self.pipes.accumulate,
+            Entry::Apply => &self.pipes.apply,
+            Entry::ApplyTree => &self.pipes.apply_tree,
+            Entry::Finalize => &self.pipes.finalize,
+            Entry::Scores => &self.pipes.scores,
+        }
+    }
+
+    /// Runs up to `epochs` epochs from `w` with every dispatch in its own compute pass between
+    /// two timestamps, and returns each entry point's time per epoch; `None` when the adapter
+    /// has no timestamp queries. The bound data's state moves on by the epochs run; `w` is
+    /// left as it was.
+    pub fn profile(
+        &mut self,
+        w: &[f32],
+        rule: &BatchRule,
+        epochs: usize,
+    ) -> Result<Option<KernelProfile>> {
+        let ctx = self.ctx;
+        if !ctx.features.contains(wgpu::Features::TIMESTAMP_QUERY) {
+            return Ok(None);
+        }
+        let plan = self.epoch_dispatches();
+        // wgpu allows 4096 queries in a set; two per dispatch.
+        let epochs = epochs
+            .min(4096 / (2 * plan.len()))
+            .min(self.epochs_per_submit)
+            .max(1);
+        let count = 2 * plan.len() * epochs;
+        let ticks_bytes = (count * 8) as u64;
+        let stats_bytes = (epochs * size_of::<EpochOut>()) as u64;
+        let resolve = ctx.device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("rosenblatt.profile_resolve"),
+            size: ticks_bytes,
+            usage: wgpu::BufferUsages::QUERY_RESOLVE | wgpu::BufferUsages::COPY_SRC,
+            mapped_at_creation: false,
+        });
+        let staging = self.staging("rosenblatt.profile_readback", ticks_bytes + stats_bytes);
+        ctx.scoped("profiling batch epochs", || {
+            self.upload_rule_and_weights(w, rule);
+            let qs = ctx.device.create_query_set(&wgpu::QuerySetDescriptor {
+                label: Some("rosenblatt.profile"),
+                ty: wgpu::QueryType::Timestamp,
+                count: count as u32,
+            });
+            let mut enc = ctx
+                .device
+                .create_command_encoder(&wgpu::CommandEncoderDescriptor {
+                    label: Some("rosenblatt.profile"),
+                });
+            let mut q = 0u32;
+            for _ in 0..epochs {
+                for &(entry, seg, grid) in &plan {
+                    let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor {
+                        label: Some("rosenblatt.profile_pass"),
+                        timestamp_writes: Some(wgpu::ComputePassTimestampWrites {
+                            query_set: &qs,
+                            beginning_of_pass_write_index: Some(q),
+                            end_of_pass_write_index: Some(q + 1),
+                        }),
+                    });
+                    q += 2;
+                    pass.set_bind_group(0, &self.global, &[]);
+                    if let Some(k) = seg {
+                        pass.set_bind_group(1, &self.segs[k].bind, &[]);
+                    } else {
+                        pass.set_bind_group(1, &self.segs[0].bind, &[]);
+                    }
+                    pass.set_pipeline(self.pipe(entry));
+                    pass.dispatch_workgroups(grid.0, grid.1, 1);
+                }
+            }
+            enc.resolve_query_set(&qs, 0..count as u32, &resolve, 0);
+            enc.copy_buffer_to_buffer(&resolve, 0, &staging, 0, ticks_bytes);
+            enc.copy_buffer_to_buffer(&self.stats_buf, 0, &staging, ticks_bytes, stats_bytes);
+            ctx.queue.submit([enc.finish()]);
+        })?;
+        let bytes = self.read(&staging)?;
+        ctx.check("profiling batch epochs")?;
+        let ticks: &[u64] = bytemuck::cast_slice(&bytes[..ticks_bytes as usize]);
+        let period = ctx.queue.get_timestamp_period() as f64;
+        let mut kernels: Vec<(String, f64)> = Vec::new();
+        for (i, &(entry, _, _)) in plan.iter().enumerate() {
+            let mut ns = 0f64;
+            for e in 0..epochs {
+                let at = 2 * (e * plan.len() + i);
+                ns += ticks[at + 1].saturating_sub(ticks[at]) as f64 * period;
+            }
+            let ms = ns / 1e6 / epochs as f64;
+            match kernels.iter_mut().find(|(n, _)| n == entry.name()) {
+                Some(k) => k.1 += ms,
+                None => kernels.push((entry.name().to_string(), ms)),
+            }
+        }
+        let last: EpochOut = bytemuck::pod_read_unaligned(
+            &bytes[ticks_bytes as usize + (epochs - 1) * size_of::<EpochOut>()..]
+                [..size_of::<EpochOut>()],
+        );
+        Ok(Some(KernelProfile {
+            epochs,
+            kernels,
+            plan_bytes: self.plan_bytes(last.mistakes as u64),
+            x_bytes: (self.n * self.d * 4) as u64,
+        }))
+    }
+
+    /// Bytes the epoch's kernels read and write by the plan, with `mistakes` training rows
+    /// read again by `accumulate` (an upper bound: a row with a mistake on any head).
+    fn plan_bytes(&self, mistakes: u64) -> u64 {
+        let (n, d, k) = (self.n as u64, self.d as u64, self.heads as u64);
+        let len = k * (d + 1);
+        let held: u64 = self
+            .segs
+            .iter()
+            .filter(|s| s.held_out)
+            .map(|s| s.n as u64 * (d + 1) * 4)
+            .sum();
+        let weights = if self.data_flags & FLAG_WEIGHTS != 0 {
+            n * 4
+        } else {
+            0
+        };
+        let margins = n * d * 4 + n * 4 + weights + n * k * 4 + held;
+        let accumulate = n * k * 4 + mistakes.min(n) * d * 4;
+        let partials = self.params.total_chunks as u64 * len * 4;
+        margins + accumulate + 2 * partials + 6 * len * 4
+    }
+
     fn submit_epochs(
         &mut self,
         w: &mut [f32],
@@ -482,34 +669,9 @@ impl<'c> Resident<'c> {
         let stats_bytes = (k * size_of::<EpochOut>()) as u64;
         let w_bytes = (len * 4) as u64;
 
-        self.kept_pocket |= rule.keep.pocket();
-        self.kept_average |= rule.keep.average();
         let multiplicative = rule.update == Update::Multiplicative;
         ctx.scoped("running batch epochs", || {
-            self.params.eta = rule.eta;
-            self.params.tol = rule.tol;
-            self.params.tau = rule.tau;
-            self.params.rule = rule.rule.code();
-            self.params.flags = flags(rule) | self.data_flags;
-            self.params.patience = rule.patience.epochs;
-            self.params.keep_fraction = rule.patience.keep_fraction;
-            self.params.floor = rule.patience.floor;
-            ctx.queue
-                .write_buffer(&self.params_buf, 0, bytemuck::bytes_of(&self.params));
-            if multiplicative {
-                // w holds log-weights: they go to aux[3 len..], the weights used to w_buf.
-                let mut beta = vec![0f32; w.len()];
-                winnow_weights(w, &mut beta);
-                ctx.queue
-                    .write_buffer(&self.w_buf, 0, bytemuck::cast_slice(&beta));
-                ctx.queue
-                    .write_buffer(&self.aux, 3 * w_bytes, bytemuck::cast_slice(w));
-            } else {
-                ctx.queue
-                    .write_buffer(&self.w_buf, 0, bytemuck::cast_slice(w));
-            }
-            ctx.queue
-                .write_buffer(&self.ctl_buf, 0, bytemuck::cast_slice(&[0u32, 0u32]));
+            self.upload_rule_and_weights(w, rule);
             let mut enc = ctx
                 .device
                 .create_command_encoder(&wgpu::CommandEncoderDescriptor {
