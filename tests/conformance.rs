@@ -4,14 +4,15 @@
 //! update and kept extra, at sizes that break assumptions; on float data they agree within
 //! tolerance. Kernel scores likewise.
 
-use std::io::Write;
+mod common;
+
 use std::sync::OnceLock;
 
 use approx::assert_relative_eq;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use rosenblatt::backend::cpu::CpuBackend;
-use rosenblatt::backend::gpu::{GpuBackend, GpuOptions};
+use rosenblatt::backend::gpu::GpuBackend;
 use rosenblatt::backend::reference::ReferenceBackend;
 use rosenblatt::backend::{
     Backend, BatchRule, DataView, EpochStats, Extras, HeadRule, Keep, Kernel, TrainView, Update,
@@ -20,17 +21,7 @@ use rosenblatt::backend::{
 
 fn gpu() -> Option<&'static GpuBackend> {
     static G: OnceLock<Option<GpuBackend>> = OnceLock::new();
-    G.get_or_init(|| match GpuBackend::new(&GpuOptions::default()) {
-        Ok(g) => Some(g),
-        Err(e) if std::env::var("ROSENBLATT_REQUIRE_GPU").is_ok_and(|v| v == "1") => {
-            panic!("ROSENBLATT_REQUIRE_GPU=1 but no GPU backend: {e}")
-        }
-        Err(e) => {
-            let _ = writeln!(std::io::stderr(), "skipped: no GPU adapter ({e})");
-            None
-        }
-    })
-    .as_ref()
+    G.get_or_init(common::gpu).as_ref()
 }
 
 /// The backends held to the reference: the fast CPU, and the GPU when there is one.

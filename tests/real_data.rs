@@ -6,33 +6,18 @@
 
 mod common;
 
-use std::io::Write;
 use std::path::Path;
 
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use rosenblatt::algo::{self, stratified_split, Holdout, Problem};
 use rosenblatt::backend::cpu::CpuBackend;
-use rosenblatt::backend::gpu::{GpuBackend, GpuOptions};
 use rosenblatt::backend::{Backend, StopReason};
 use rosenblatt::data::scale::Scaler;
 use rosenblatt::data::synth::{generate, SynthSpec};
 use rosenblatt::data::{Dataset, Labels};
 use rosenblatt::model::Model;
 use rosenblatt::params::{Algo, ClassWeight, Mode, Scale, TrainParams};
-
-fn gpu() -> Option<GpuBackend> {
-    match GpuBackend::new(&GpuOptions::default()) {
-        Ok(g) => Some(g),
-        Err(e) if std::env::var("ROSENBLATT_REQUIRE_GPU").is_ok_and(|v| v == "1") => {
-            panic!("ROSENBLATT_REQUIRE_GPU=1 but no GPU backend: {e}")
-        }
-        Err(e) => {
-            let _ = writeln!(std::io::stderr(), "skipped: no GPU adapter ({e})");
-            None
-        }
-    }
-}
 
 /// Generated data with `noise` of the labels flipped (not separable when noise > 0).
 fn noisy(n: usize, d: usize, noise: f32, seed: u64) -> Dataset {
@@ -45,26 +30,6 @@ fn noisy(n: usize, d: usize, noise: f32, seed: u64) -> Dataset {
     })
     .unwrap()
     .data
-}
-
-/// Integer features in [-2, 2]; k classes from noisy integer prototypes (10% random labels).
-fn integer_classes(n: usize, d: usize, k: usize, seed: u64) -> Dataset {
-    let mut rng = ChaCha8Rng::seed_from_u64(seed);
-    let x: Vec<f32> = (0..n * d)
-        .map(|_| rng.random_range(-2i32..=2) as f32)
-        .collect();
-    let names: Vec<String> = (0..n)
-        .map(|i| {
-            let s: f32 = x[i * d..(i + 1) * d].iter().sum();
-            let c = if rng.random_bool(0.1) {
-                rng.random_range(0..k)
-            } else {
-                (s.rem_euclid(k as f32)) as usize
-            };
-            format!("c{c}")
-        })
-        .collect();
-    Dataset::new(x, n, d, Some(Labels::from_names(&names)), "integer")
 }
 
 fn wrong(acc: f64, n: usize) -> u64 {
@@ -345,15 +310,15 @@ fn class_weights_move_the_decision_toward_the_weighted_class() {
 
 #[test]
 fn every_new_rule_gives_the_same_model_on_the_gpu_and_the_cpu() {
-    let Some(g) = gpu() else {
+    let Some(g) = common::gpu() else {
         return;
     };
     let cpu = CpuBackend::new();
     for k in [2, 4] {
-        let mut ds = integer_classes(500, 6, k, 20 + k as u64);
+        let mut ds = common::integer_classes(500, 6, k, 20 + k as u64);
         let mut rng = ChaCha8Rng::seed_from_u64(k as u64);
         ds.weights = Some((0..ds.n).map(|_| rng.random_range(0..3) as f32).collect());
-        let held = integer_classes(200, 6, k, 40 + k as u64);
+        let held = common::integer_classes(200, 6, k, 40 + k as u64);
         // Integer class weights keep every sum exact.
         let cw2 = Some(ClassWeight::Given(vec![("c1".into(), 2.0)]));
         for (algo, cw, val, patience) in [
@@ -404,7 +369,7 @@ fn every_new_rule_gives_the_same_model_on_the_gpu_and_the_cpu() {
 
 #[test]
 fn the_voted_perceptron_handles_more_than_two_classes() {
-    let ds = integer_classes(400, 5, 3, 6);
+    let ds = common::integer_classes(400, 5, 3, 6);
     let p = TrainParams::default()
         .algo(Algo::Voted)
         .epochs(10)

@@ -4,51 +4,13 @@
 
 mod common;
 
-use std::io::Write;
 use std::path::Path;
 
-use rand::{Rng, SeedableRng};
-use rand_chacha::ChaCha8Rng;
 use rosenblatt::algo;
 use rosenblatt::backend::cpu::CpuBackend;
-use rosenblatt::backend::gpu::{GpuBackend, GpuOptions};
 use rosenblatt::backend::Backend;
-use rosenblatt::data::{Dataset, Labels};
 use rosenblatt::model::Model;
 use rosenblatt::params::{Algo, MulticlassStrategy, TrainParams};
-
-/// Integer features in [-2, 2] and k classes from noisy integer prototypes.
-fn integer_classes(n: usize, d: usize, k: usize, seed: u64) -> Dataset {
-    let mut rng = ChaCha8Rng::seed_from_u64(seed);
-    let x: Vec<f32> = (0..n * d)
-        .map(|_| rng.random_range(-2i32..=2) as f32)
-        .collect();
-    let names: Vec<String> = (0..n)
-        .map(|i| {
-            let s: f32 = x[i * d..(i + 1) * d].iter().sum();
-            let c = if rng.random_bool(0.1) {
-                rng.random_range(0..k)
-            } else {
-                (s.rem_euclid(k as f32)) as usize
-            };
-            format!("c{c}")
-        })
-        .collect();
-    Dataset::new(x, n, d, Some(Labels::from_names(&names)), "integer")
-}
-
-fn gpu() -> Option<GpuBackend> {
-    match GpuBackend::new(&GpuOptions::default()) {
-        Ok(g) => Some(g),
-        Err(e) if std::env::var("ROSENBLATT_REQUIRE_GPU").is_ok_and(|v| v == "1") => {
-            panic!("ROSENBLATT_REQUIRE_GPU=1 but no GPU backend: {e}")
-        }
-        Err(e) => {
-            let _ = writeln!(std::io::stderr(), "skipped: no GPU adapter ({e})");
-            None
-        }
-    }
-}
 
 fn check_n_plus_m(backend: &dyn Backend, name: &str) {
     for (k, algo, ovr) in [
@@ -56,7 +18,7 @@ fn check_n_plus_m(backend: &dyn Backend, name: &str) {
         (4, Algo::Multiclass, false),
         (4, Algo::Batch, true),
     ] {
-        let ds = integer_classes(300, 5, k, 7 + k as u64);
+        let ds = common::integer_classes(300, 5, k, 7 + k as u64);
         let p = |epochs| {
             let mut t = TrainParams::default().algo(algo).epochs(epochs);
             if ovr {
@@ -84,7 +46,7 @@ fn check_n_plus_m(backend: &dyn Backend, name: &str) {
 #[test]
 fn n_epochs_then_m_more_equal_n_plus_m_on_the_cpu_and_the_gpu() {
     check_n_plus_m(&CpuBackend::new(), "cpu");
-    if let Some(g) = gpu() {
+    if let Some(g) = common::gpu() {
         check_n_plus_m(&g, "gpu");
     }
 }
@@ -93,7 +55,7 @@ fn n_epochs_then_m_more_equal_n_plus_m_on_the_cpu_and_the_gpu() {
 fn a_pocket_model_continues_from_its_pocket_and_never_gets_worse() {
     // A saved pocket model is the pocket, not the last iterate: continuing starts from it, so
     // the new pocket has at most its training mistakes.
-    let ds = integer_classes(300, 5, 2, 9);
+    let ds = common::integer_classes(300, 5, 2, 9);
     let p = |epochs| {
         TrainParams::default()
             .algo(Algo::Pocket)
@@ -115,7 +77,7 @@ fn a_pocket_model_continues_from_its_pocket_and_never_gets_worse() {
 
 #[test]
 fn online_forms_continue_from_the_saved_weights() {
-    let ds = integer_classes(200, 4, 2, 3);
+    let ds = common::integer_classes(200, 4, 2, 3);
     let p = TrainParams::default()
         .algo(Algo::Online)
         .epochs(1)

@@ -4,7 +4,11 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use rosenblatt::backend::gpu::{GpuBackend, GpuOptions};
 use rosenblatt::data::synth::{generate, SynthSpec, Synthetic};
+use rosenblatt::data::{Dataset, Labels};
 
 /// Generated separable data.
 pub fn separable(n: usize, d: usize, margin: f32, seed: u64) -> Synthetic {
@@ -42,4 +46,41 @@ pub fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
     let p = dir.join(name);
     std::fs::write(&p, text).unwrap();
     p
+}
+
+/// The GPU backend on the default adapter, or `None` with a visible "skipped" line; with
+/// `ROSENBLATT_REQUIRE_GPU=1` a missing adapter fails the test instead.
+pub fn gpu() -> Option<GpuBackend> {
+    match GpuBackend::new(&GpuOptions::default()) {
+        Ok(g) => Some(g),
+        Err(e) if std::env::var("ROSENBLATT_REQUIRE_GPU").is_ok_and(|v| v == "1") => {
+            panic!("ROSENBLATT_REQUIRE_GPU=1 but no GPU backend: {e}")
+        }
+        Err(e) => {
+            use std::io::Write;
+            let _ = writeln!(std::io::stderr(), "skipped: no GPU adapter ({e})");
+            None
+        }
+    }
+}
+
+/// Integer features in [-2, 2]; `k` classes ("c0", ...) from noisy integer prototypes (10%
+/// random labels): every sum the backends make is exact.
+pub fn integer_classes(n: usize, d: usize, k: usize, seed: u64) -> Dataset {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let x: Vec<f32> = (0..n * d)
+        .map(|_| rng.random_range(-2i32..=2) as f32)
+        .collect();
+    let names: Vec<String> = (0..n)
+        .map(|i| {
+            let s: f32 = x[i * d..(i + 1) * d].iter().sum();
+            let c = if rng.random_bool(0.1) {
+                rng.random_range(0..k)
+            } else {
+                (s.rem_euclid(k as f32)) as usize
+            };
+            format!("c{c}")
+        })
+        .collect();
+    Dataset::new(x, n, d, Some(Labels::from_names(&names)), "integer")
 }
