@@ -43,6 +43,21 @@ fn models_of(dir: &Path) -> Vec<(String, PathBuf, &'static str)> {
     out
 }
 
+/// `predict --margins` of the model `stem` on `data` (both in `dir`) prints exactly the
+/// committed `stem.expected.tsv`.
+fn predicts_as_recorded(dir: &Path, stem: &str, data: &str) {
+    let model = format!("{stem}.json");
+    let args = ["predict", &model, data, "--margins", "--backend", "cpu"];
+    let o = common::run(dir, &args);
+    assert!(o.status.success(), "{stem}: {}", common::stderr(&o));
+    let want = std::fs::read_to_string(dir.join(format!("{stem}.expected.tsv"))).unwrap();
+    assert_eq!(
+        common::stdout(&o),
+        want,
+        "{stem}: predictions differ from the recorded ones"
+    );
+}
+
 #[test]
 fn v1_files_of_every_kind_load_and_predict_as_before() {
     let models = v1_models();
@@ -51,24 +66,7 @@ fn v1_files_of_every_kind_load_and_predict_as_before() {
     for (stem, path, data) in &models {
         let m = Model::load(path).unwrap_or_else(|e| panic!("{stem}: {e}"));
         kinds.push(m.kind());
-        let o = common::run(
-            &dir,
-            &[
-                "predict",
-                &format!("{stem}.json"),
-                data,
-                "--margins",
-                "--backend",
-                "cpu",
-            ],
-        );
-        assert!(o.status.success(), "{stem}: {}", common::stderr(&o));
-        let want = std::fs::read_to_string(dir.join(format!("{stem}.expected.tsv"))).unwrap();
-        assert_eq!(
-            common::stdout(&o),
-            want,
-            "{stem}: predictions differ from v1"
-        );
+        predicts_as_recorded(&dir, stem, data);
     }
     for k in [
         ModelKind::Binary,
@@ -92,24 +90,7 @@ fn v2_files_load_and_predict_as_before() {
     for (stem, path, data) in &models {
         let m = Model::load(path).unwrap_or_else(|e| panic!("{stem}: {e}"));
         scaled += usize::from(m.scaling().is_some());
-        let o = common::run(
-            &dir,
-            &[
-                "predict",
-                &format!("{stem}.json"),
-                data,
-                "--margins",
-                "--backend",
-                "cpu",
-            ],
-        );
-        assert!(o.status.success(), "{stem}: {}", common::stderr(&o));
-        let want = std::fs::read_to_string(dir.join(format!("{stem}.expected.tsv"))).unwrap();
-        assert_eq!(
-            common::stdout(&o),
-            want,
-            "{stem}: predictions differ from v2"
-        );
+        predicts_as_recorded(&dir, stem, data);
         // Read back equal, and the same JSON.
         let mut buf = Vec::new();
         m.write(&mut buf).unwrap();

@@ -176,7 +176,7 @@ impl<'a> Problem<'a> {
                             ),
                         });
                     }
-                    let idx = class_indices_of(v, &labels.classes)?;
+                    let idx = v.class_indices_in(&labels.classes, "the training data's")?;
                     (Cow::Borrowed(ds), Some((v.clone(), idx)))
                 }
                 (Holdout::FromParams, Some(f)) => {
@@ -590,30 +590,6 @@ pub fn fit(
         model: model.with_training(report.clone()),
         report,
     })
-}
-
-/// The class index (into `classes`) of every row of `v`, matching names by value or name; an
-/// unknown label is an error naming it.
-fn class_indices_of(v: &Dataset, classes: &[String]) -> Result<Vec<u32>> {
-    let labels = v.require_labels()?;
-    let map = labels
-        .classes
-        .iter()
-        .map(|c| {
-            classes
-                .iter()
-                .position(|m| same_class(m, c))
-                .map(|i| i as u32)
-                .ok_or_else(|| Error::Mismatch {
-                    path: v.source.clone(),
-                    msg: format!(
-                        "validation label {c:?} is not one of the training classes ({})",
-                        classes.join(", ")
-                    ),
-                })
-        })
-        .collect::<Result<Vec<u32>>>()?;
-    Ok(labels.index.iter().map(|&c| map[c as usize]).collect())
 }
 
 /// A seeded split stratified by class: of each class's rows, round(fraction * count) drawn at

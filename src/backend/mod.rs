@@ -114,12 +114,6 @@ impl<'a> TrainView<'a> {
         })
     }
 
-    /// Rows the monitored figure counts: the held-out rows when there are any, else the
-    /// training rows.
-    pub fn monitored_rows(&self) -> usize {
-        self.val.map_or(self.n, |v| v.n)
-    }
-
     /// Weight of row `i` (1 without per-row weights).
     #[inline(always)]
     pub fn weight(&self, i: usize) -> f32 {

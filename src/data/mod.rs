@@ -424,6 +424,28 @@ impl Dataset {
         &self.x[i * self.d..(i + 1) * self.d]
     }
 
+    /// The index in `classes` of every row's label: names match by name, or by value when both
+    /// are finite numbers ("1.0" and "+1" match "1"). A label not in `classes` is an error
+    /// naming it and `whose` (e.g. "the model's") classes.
+    pub fn class_indices_in(&self, classes: &[String], whose: &str) -> Result<Vec<u32>> {
+        let labels = self.require_labels()?;
+        let mut map = Vec::with_capacity(labels.classes.len());
+        for c in &labels.classes {
+            let idx = classes
+                .iter()
+                .position(|m| same_class(m, c))
+                .ok_or_else(|| Error::Mismatch {
+                    path: self.source.clone(),
+                    msg: format!(
+                        "label {c:?} is not one of {whose} classes ({})",
+                        classes.join(", ")
+                    ),
+                })?;
+            map.push(idx as u32);
+        }
+        Ok(labels.index.iter().map(|&t| map[t as usize]).collect())
+    }
+
     /// Labels, or an error naming the file when it has none.
     pub fn require_labels(&self) -> Result<&Labels> {
         self.labels

@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::backend::{Backend, DataView, Kernel, MAX_HEADS};
 use crate::data::scale::Scaler;
-use crate::data::{same_class, Dataset};
+use crate::data::Dataset;
 use crate::error::{Error, Result};
 use crate::metrics::{self, ClassMetrics};
 use crate::params::{Algo, TrainParams};
@@ -472,23 +472,7 @@ impl Model {
     /// a label the model does not know is an error naming it. Every command that compares
     /// labels with predictions goes through here.
     pub fn class_indices(&self, ds: &Dataset) -> Result<Vec<u32>> {
-        let labels = ds.require_labels()?;
-        let mut map = Vec::with_capacity(labels.classes.len());
-        for c in &labels.classes {
-            let idx = self
-                .classes
-                .iter()
-                .position(|m| same_class(m, c))
-                .ok_or_else(|| Error::Mismatch {
-                    path: ds.source.clone(),
-                    msg: format!(
-                        "label {c:?} is not one of the model's classes ({})",
-                        self.classes.join(", ")
-                    ),
-                })?;
-            map.push(idx as u32);
-        }
-        Ok(labels.index.iter().map(|&t| map[t as usize]).collect())
+        ds.class_indices_in(&self.classes, "the model's")
     }
 
     /// Evaluates on labelled data (labels matched as in [`Model::class_indices`]).
