@@ -10,8 +10,9 @@
 // (`row_score`, `margins`, `accumulate`, `apply`, `finalize`, `scores`); tests keep the GPU
 // bit-identical to them on integer data.
 //
-// Rows are row-major f32 with an implicit last column of value `P.bias` (1 with a bias,
-// 0 without).
+// Rows are row-major with an implicit last column of value `P.bias` (1 with a bias, 0
+// without), stored as f32 or as a narrower exact copy (f16, u8, i8) packed into 32-bit words:
+// `xat` widens each value exactly, so the arithmetic is f32 whatever the storage.
 //
 // The structs, rule and flag codes and MAX_HEADS are checked against src/backend/gpu/mirror.rs,
 // HeadRule::code and backend::MAX_HEADS by the tests in mirror.rs (naga's layouter).
@@ -19,6 +20,12 @@
 override WG: u32 = 256u;   // workgroup size (checked against the device limits by the host)
 override TPR: u32 = 32u;   // threads per row in `margins` and `scores`: a power of two <= WG
 override TC: u32 = 64u;    // columns per tile in `accumulate`: a power of two <= WG
+override STORAGE: u32 = 0u; // how X is stored: STORAGE_* (Storage::code on the host)
+
+const STORAGE_F32: u32 = 0u;
+const STORAGE_F16: u32 = 1u;  // two IEEE halves per word, the first in the low bits
+const STORAGE_U8: u32 = 2u;   // four bytes per word, the first in the low bits
+const STORAGE_I8: u32 = 3u;   // four signed bytes per word
 
 const MAX_HEADS: u32 = 64u;  // the host refuses more heads on the GPU (scores go in blocks)
 
@@ -117,7 +124,8 @@ struct EpochOut {
 @group(0) @binding(7) var<storage, read_write> aux: array<f32>;
 
 @group(1) @binding(0) var<uniform> S: Segment;
-@group(1) @binding(1) var<storage, read> x: array<f32>;
+// X in STORAGE, read through `xat`.
+@group(1) @binding(1) var<storage, read> x: array<u32>;
 @group(1) @binding(2) var<storage, read> y: array<f32>;
 // Per row and head: the coefficient of x in the update (`margins`), or the score (`scores`).
 @group(1) @binding(3) var<storage, read_write> coef: array<f32>;
@@ -129,6 +137,36 @@ var<workgroup> red2: array<f32, WG>;
 var<workgroup> redu: array<u32, WG>;
 var<workgroup> flag: u32;
 var<workgroup> flag2: u32;
+
+// Half i of this segment's X (STORAGE_F16) as f32, decoded with integer operations, so no
+// optional capability is needed (naga gates unpack2x16float behind SHADER_FLOAT16_IN_FLOAT32).
+// The host stores only normal halves and zeros (Storage::holds), so the exponent is rebiased
+// (15 -> 127) and the mantissa shifted; a zero exponent is a signed zero.
+fn half_at(i: u32) -> f32 {
+    let h = (x[i >> 1u] >> (16u * (i & 1u))) & 0xffffu;
+    let sign = (h & 0x8000u) << 16u;
+    let e = (h >> 10u) & 0x1fu;
+    let normal = sign | ((e + 112u) << 23u) | ((h & 0x3ffu) << 13u);
+    return bitcast<f32>(select(normal, sign, e == 0u));
+}
+
+// Value i of this segment's X, widened exactly to f32. CPU twin: simd::Elem::widen.
+fn xat(i: u32) -> f32 {
+    switch STORAGE {
+        case STORAGE_F16: {
+            return half_at(i);
+        }
+        case STORAGE_U8: {
+            return f32((x[i >> 2u] >> (8u * (i & 3u))) & 0xffu);
+        }
+        case STORAGE_I8: {
+            return f32(bitcast<i32>(x[i >> 2u] << (24u - 8u * (i & 3u))) >> 24u);
+        }
+        default: {
+            return bitcast<f32>(x[i]);
+        }
+    }
+}
 
 // True (uniformly across the workgroup) once training has stopped in this submit.
 fn stopped(lid: u32) -> bool {
@@ -160,11 +198,11 @@ fn row_score(lid: u32, r: u32, k: u32, by_sum: bool) -> f32 {
         let off = r * P.d;
         if (by_sum) {
             for (var j = lane; j < P.d; j += TPR) {
-                acc += x[off + j] * aux[so + j];
+                acc += xat(off + j) * aux[so + j];
             }
         } else {
             for (var j = lane; j < P.d; j += TPR) {
-                acc += x[off + j] * w[wo + j];
+                acc += xat(off + j) * w[wo + j];
             }
         }
     }
@@ -336,7 +374,7 @@ fn accumulate(
             let a = coef[r * K + k];
             if (a != 0.0) {
                 if (j < P.d) {
-                    acc += a * x[r * P.d + j];
+                    acc += a * xat(r * P.d + j);
                 } else {
                     acc += a * P.bias;
                 }

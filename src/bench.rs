@@ -12,7 +12,9 @@ use serde::Serialize;
 use crate::algo;
 use crate::backend::cpu::{chunk_rows, CpuBackend};
 use crate::backend::gpu::{GpuBackend, GpuOptions};
-use crate::backend::{sum_simd, Backend, BatchRule, Bound, HeadRule, KernelProfile, TrainView};
+use crate::backend::{
+    sum_simd, Backend, BatchRule, Bound, FeatureBuf, HeadRule, KernelProfile, Storage, TrainView,
+};
 use crate::data::synth::{generate, generate_classes, SynthSpec};
 use crate::error::{Error, Param, Result};
 use crate::params::TrainParams;
@@ -43,6 +45,9 @@ pub struct BenchSpec {
     pub classes: usize,
     /// Also time each kernel of the epoch (GPU timestamp queries, where the adapter has them).
     pub profile: bool,
+    /// How X is stored: f32 times the generated floats; a compact storage times them
+    /// quantized to values it holds exactly (u8: 0..=255, i8: -127..=127, f16: rounded).
+    pub storage: Storage,
 }
 
 /// Figures for one backend.
@@ -58,7 +63,7 @@ pub struct BackendBench {
     pub ms_per_epoch_min: f64,
     /// 1000 / ms_per_epoch.
     pub epochs_per_second: f64,
-    /// Bytes of X per epoch / median epoch time, in GB/s (1e9 bytes).
+    /// Bytes of X per epoch (in the storage used) / median epoch time, in GB/s (1e9 bytes).
     pub gbs: f64,
     /// Floating-point operations of the epoch's scores (2 * heads * (d + 1) * n) per second,
     /// in GFLOP/s.
@@ -111,7 +116,9 @@ pub struct BenchReport {
     pub d: usize,
     /// Classes (heads: 1 for two classes).
     pub classes: usize,
-    /// Bytes of X read per epoch (n * d * 4).
+    /// How X is stored.
+    pub storage: String,
+    /// Bytes of X read per epoch in that storage (n * d * bytes per value).
     pub bytes_per_epoch: u64,
     /// CPU figures.
     pub cpu: Option<BackendBench>,
@@ -279,7 +286,9 @@ fn measure(
         None
     };
     drop(bound);
-    let bytes = (view.n * view.d * 4) as f64;
+    let bytes = (view.n * view.d * view.x.storage().bytes()) as f64;
+    // The read pass reads X as f32: its GB/s are the roofline whatever the storage.
+    let probe_bytes = (view.n * view.d * 4) as f64;
     let gbs = bytes / med / 1e9;
     let flops = 2.0 * view.heads as f64 * (view.d + 1) as f64 * view.n as f64;
     let peak_gflops = match roof {
@@ -288,7 +297,7 @@ fn measure(
     };
     let roofline = match roof {
         Roof::Measured(_) => (
-            Some(bytes / median(&mut probes) / 1e9),
+            Some(probe_bytes / median(&mut probes) / 1e9),
             "measured: all-cores read of X, interleaved with the epochs".to_string(),
         ),
         Roof::Given(r, src) => (r, src),
@@ -344,6 +353,30 @@ fn measure(
     })
 }
 
+/// Maps generated floats onto values `storage` holds exactly: the largest |x| to 127 (i8) or
+/// 255 (u8, shifted to 0..=255 around 128) and rounded, or rounded to f16; f32 is left as is.
+fn quantize(x: &mut [f32], storage: Storage) {
+    let top = x
+        .iter()
+        .fold(0f32, |m, v| m.max(v.abs()))
+        .max(f32::MIN_POSITIVE);
+    for v in x.iter_mut() {
+        *v = match storage {
+            Storage::F32 => *v,
+            Storage::F16 => {
+                let h = half::f16::from_f32(*v);
+                if h.is_normal() {
+                    h.to_f32()
+                } else {
+                    0.0
+                }
+            }
+            Storage::U8 => (*v / top * 127.0 + 128.0).round().clamp(0.0, 255.0),
+            Storage::I8 => (*v / top * 127.0).round().clamp(-127.0, 127.0) + 0.0,
+        };
+    }
+}
+
 /// Generates the data and measures the requested backends.
 /// Most epochs a benchmark times.
 pub const MAX_BENCH_EPOCHS: usize = 1_000_000;
@@ -388,7 +421,15 @@ pub fn run(spec: &BenchSpec) -> Result<BenchReport> {
         let y = ds.binary_signs()?;
         (ds, y)
     };
-    let view = TrainView::new(&noisy.x, &y, spec.n, spec.d, 1.0, heads);
+    let mut noisy = noisy;
+    quantize(&mut noisy.x, spec.storage);
+    let packed = FeatureBuf::pack(&noisy.x, spec.storage).map_err(|i| {
+        Error::data(
+            "<bench>",
+            format!("value {} is not held exactly", noisy.x[i]),
+        )
+    })?;
+    let view = TrainView::new(packed.view(), &y, spec.n, spec.d, 1.0, heads);
     let separable = if spec.converge && heads == 1 {
         Some(
             generate(&SynthSpec {
@@ -407,7 +448,8 @@ pub fn run(spec: &BenchSpec) -> Result<BenchReport> {
         n: spec.n,
         d: spec.d,
         classes: spec.classes.max(2),
-        bytes_per_epoch: (spec.n * spec.d * 4) as u64,
+        storage: spec.storage.name().to_string(),
+        bytes_per_epoch: (spec.n * spec.d * spec.storage.bytes()) as u64,
         cpu: None,
         gpu: None,
         gpu_skipped: None,

@@ -3,6 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::backend::Storage;
 use crate::error::{Error, Param, Result};
 
 /// Training algorithm.
@@ -293,6 +294,11 @@ pub struct TrainParams {
     /// Feature scaling fitted on the training data and kept in the model.
     #[serde(default)]
     pub scale: Scale,
+    /// How X is stored for training: `None` picks the narrowest exact storage for batch
+    /// epochs (f32 for the online forms); a storage given must hold every value exactly.
+    /// Results do not depend on it, so it is not part of the model.
+    #[serde(skip)]
+    pub storage: Option<Storage>,
 }
 
 fn default_max_vectors() -> usize {
@@ -333,6 +339,7 @@ impl Default for TrainParams {
             validation_fraction: None,
             class_weight: None,
             scale: Scale::None,
+            storage: None,
         }
     }
 }

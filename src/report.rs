@@ -64,6 +64,9 @@ pub struct TrainReport {
     /// like its mistakes; online forms: of the model after the epoch).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub validation_accuracy_per_epoch: Option<Vec<f64>>,
+    /// How X was stored for the epochs (f32, f16, u8 or i8); absent in earlier reports.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub storage: Option<String>,
 }
 
 /// Where and how long a run went: the part of the report the algorithm itself cannot know.
@@ -103,6 +106,8 @@ pub struct RunFacts {
     pub best_epoch: usize,
     /// Validation rows and the final model's accuracy on them, when there were any.
     pub validation: Option<(usize, f64)>,
+    /// How X was stored for the epochs.
+    pub storage: crate::backend::Storage,
 }
 
 /// The report of a finished run: accuracy from the training scores `raw` (the model's heads
@@ -146,6 +151,7 @@ pub fn build(
         mistake_bound: margin.map(|g| (radius / g).powi(2)),
         seconds: run.seconds,
         fallback: run.ran.fallback,
+        storage: Some(run.storage.name().to_string()),
         best_epoch: run.best_epoch,
         n_validation: run.validation.map(|v| v.0),
         validation_accuracy: run.validation.map(|v| v.1),
@@ -218,7 +224,7 @@ fn geometry(
                 + (bias * bias) as f64;
             let flat: Vec<f32> = k.support_vectors.concat();
             let svv = DataView {
-                x: &flat,
+                x: (&flat).into(),
                 n: k.support_vectors.len(),
                 d: ds.d,
                 bias,

@@ -3,6 +3,7 @@
 
 mod common;
 
+use rosenblatt::backend::Storage;
 use rosenblatt::bench::{self, known_peak, BenchSpec};
 
 #[test]
@@ -19,6 +20,7 @@ fn cpu_bench_reports_every_figure() {
         converge: true,
         classes: 2,
         profile: true,
+        storage: Storage::F32,
     };
     let r = bench::run(&spec).unwrap();
     assert_eq!(r.bytes_per_epoch, 20_000 * 16 * 4);
@@ -60,6 +62,7 @@ fn bench_times_the_multiclass_epoch_with_k_heads() {
         converge: true,
         classes: 10,
         profile: false,
+        storage: Storage::F32,
     };
     let r = bench::run(&spec).unwrap();
     assert_eq!(r.classes, 10);
@@ -201,6 +204,7 @@ fn gpu_profile_times_each_kernel_or_says_why_not() {
         converge: false,
         classes: 3,
         profile: true,
+        storage: Storage::F32,
     };
     let r = bench::run(&spec).unwrap();
     let g = r.gpu.expect("gpu measured");
@@ -221,4 +225,54 @@ fn gpu_profile_times_each_kernel_or_says_why_not() {
         (None, Some(note)) => assert!(note.contains("timestamp"), "{note}"),
         other => panic!("{other:?}"),
     }
+}
+
+#[test]
+fn bench_reads_the_bytes_of_the_storage_it_is_given() {
+    for (storage, bytes) in [(Storage::U8, 1), (Storage::I8, 1), (Storage::F16, 2)] {
+        let spec = BenchSpec {
+            n: 5_000,
+            d: 12,
+            epochs: 2,
+            cpu: true,
+            gpu: false,
+            peak_gbs: None,
+            gpu_opts: Default::default(),
+            seed: 3,
+            converge: false,
+            classes: 2,
+            profile: false,
+            storage,
+        };
+        let r = bench::run(&spec).unwrap();
+        assert_eq!(r.storage, storage.name());
+        assert_eq!(r.bytes_per_epoch, 5_000 * 12 * bytes);
+        let c = r.cpu.expect("cpu measured");
+        // GB/s count the bytes of the storage actually read.
+        let gbs = (5_000 * 12 * bytes) as f64 / (c.ms_per_epoch / 1e3) / 1e9;
+        assert!((c.gbs - gbs).abs() < 1e-9 * gbs.max(1.0), "{storage:?}");
+    }
+    let o = common::run(
+        std::path::Path::new("."),
+        &[
+            "bench",
+            "--backend",
+            "cpu",
+            "--n",
+            "2000",
+            "--d",
+            "8",
+            "--epochs",
+            "2",
+            "--no-converge",
+            "--storage",
+            "u8",
+        ],
+    );
+    assert!(o.status.success(), "{}", common::stderr(&o));
+    assert!(
+        common::stdout(&o).contains("u8 storage"),
+        "{}",
+        common::stdout(&o)
+    );
 }

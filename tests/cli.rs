@@ -428,3 +428,62 @@ fn eval_reports_auc_and_per_class_metrics() {
     let o = run(p, &["eval", "mc.json", "digits.csv"]);
     assert!(stdout(&o).contains("macro"), "{}", stdout(&o));
 }
+
+#[test]
+fn storage_is_chosen_when_exact_and_refused_with_the_value_when_not() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path();
+    let mut text = String::from("a,b,c,label\n");
+    for i in 0..200 {
+        let (a, b, c) = (i % 7, (i * 5) % 200, (i * 3) % 11);
+        text.push_str(&format!("{a},{b},{c},{}\n", i32::from(a + c > 8)));
+    }
+    write(p, "u.csv", &text);
+    let json = |args: &[&str]| -> serde_json::Value {
+        let mut a = vec![
+            "train",
+            "u.csv",
+            "--backend",
+            "cpu",
+            "--json",
+            "--epochs",
+            "30",
+        ];
+        a.extend_from_slice(args);
+        let o = run(p, &a);
+        assert!(o.status.success(), "{args:?}: {}", stderr(&o));
+        serde_json::from_str(stdout(&o).trim()).unwrap()
+    };
+    let auto = json(&[]);
+    assert_eq!(auto["storage"], "u8");
+    // Every storage that holds the values gives the same run, bit for bit.
+    for s in ["f32", "f16", "u8"] {
+        let r = json(&["--storage", s]);
+        assert_eq!(r["storage"], s);
+        for key in [
+            "mistakes_per_epoch",
+            "criterion_per_epoch",
+            "update_norm_per_epoch",
+        ] {
+            assert_eq!(r[key], auto[key], "--storage {s}: {key}");
+        }
+    }
+    // Scaled features are not integers: auto keeps f32; the online form keeps f32.
+    assert_eq!(json(&["--scale", "standard"])["storage"], "f32");
+    assert_eq!(json(&["--algo", "online"])["storage"], "f32");
+    assert_input_error(
+        &["train", "u.csv", "-o", "out.json", "--storage", "i8"],
+        &[("u.csv", &text)],
+        &[
+            "u.csv",
+            "row 27, feature 2 is 130",
+            "i8 storage",
+            "-128 to 127",
+        ],
+    );
+    assert_input_error(
+        &["train", "u.csv", "-o", "out.json", "--storage", "u16"],
+        &[("u.csv", &text)],
+        &["unknown storage"],
+    );
+}

@@ -15,7 +15,8 @@ use rosenblatt::backend::cpu::CpuBackend;
 use rosenblatt::backend::gpu::GpuBackend;
 use rosenblatt::backend::reference::ReferenceBackend;
 use rosenblatt::backend::{
-    Backend, BatchRule, DataView, EpochStats, Extras, HeadRule, Keep, Kernel, TrainView, Update,
+    Backend, BatchRule, DataView, EpochStats, Extras, HeadRule, Keep, Kernel, Storage, TrainView,
+    Update,
 };
 // (Patience and ValView are imported where used.)
 
@@ -192,7 +193,7 @@ fn row_weights_held_out_rows_and_patience_equal_the_reference_bit_for_bit() {
         let v = TrainView {
             sw: Some(&sw),
             val: Some(ValView {
-                x: &xv,
+                x: (&xv).into(),
                 y: &yv,
                 n: nv,
             }),
@@ -288,7 +289,7 @@ fn kernel_scores_equal_the_reference() {
     let (n, d) = (300, 5);
     let (x, _) = integer_set(n, d, 1, 9);
     let view = DataView {
-        x: &x,
+        x: (&x).into(),
         n,
         d,
         bias: 1.0,
@@ -323,6 +324,96 @@ fn kernel_scores_equal_the_reference() {
             } else {
                 assert_eq!(got, want, "{name} {kernel:?}");
                 assert_eq!(again, want10, "{name} {kernel:?} second call");
+            }
+        }
+    }
+}
+
+/// Values `storage` holds exactly, small enough that every sum stays exact: u8 0..=3, i8
+/// -2..=2, f16 halves in [-2, 2], f32 as i8.
+fn storage_set(
+    storage: Storage,
+    n: usize,
+    d: usize,
+    heads: usize,
+    seed: u64,
+) -> (Vec<f32>, Vec<f32>) {
+    let (mut x, y) = integer_set(n, d, heads, seed);
+    let mut rng = ChaCha8Rng::seed_from_u64(seed ^ 0x5eed);
+    for v in x.iter_mut() {
+        *v = match storage {
+            Storage::U8 => (*v + 2.0).min(3.0),
+            Storage::F16 => *v * 0.5 + if rng.random_bool(0.5) { 0.5 } else { 0.0 },
+            Storage::I8 | Storage::F32 => *v,
+        };
+    }
+    (x, y)
+}
+
+#[test]
+fn every_storage_gives_the_f32_results_bit_for_bit() {
+    use rosenblatt::backend::gpu::{GpuOptions, ResidentOptions};
+    use rosenblatt::backend::{FeatureBuf, ValView};
+    // A GPU whose bindings hold 1 KiB, so packed X is split into many segments whose rows do
+    // not start on a word boundary.
+    let split = gpu().and_then(|_| {
+        GpuBackend::new(&GpuOptions {
+            resident: ResidentOptions {
+                max_binding: Some(1024),
+                epochs_per_submit: Some(3),
+                ..Default::default()
+            },
+            ..Default::default()
+        })
+        .ok()
+    });
+    for storage in [Storage::U8, Storage::I8, Storage::F16] {
+        // d = 1, 3, 7 and 17 put rows at every offset within a packed word.
+        for &(n, d, heads, nv) in &[
+            (63, 1, 1, 0),
+            (257, 7, 1, 30),
+            (200, 3, 4, 0),
+            (301, 17, 10, 41),
+            (1000, 5, 1, 0),
+        ] {
+            let seed = (n * 7 + d * 3 + heads) as u64;
+            let (x, y) = storage_set(storage, n, d, heads, seed);
+            let (xv, yv) = storage_set(storage, nv, d, heads, seed + 1);
+            let pack = |x: &[f32]| FeatureBuf::pack(x, storage).unwrap();
+            let (px, pv) = (pack(&x), pack(&xv));
+            let val = |x| (nv > 0).then_some(ValView { x, y: &yv, n: nv });
+            let f32_view = TrainView {
+                val: val((&xv).into()),
+                ..TrainView::new(&x, &y, n, d, 1.0, heads)
+            };
+            let packed_view = TrainView {
+                val: val(pv.view()),
+                ..TrainView::new(px.view(), &y, n, d, 1.0, heads)
+            };
+            assert_eq!(packed_view.x.storage(), storage);
+            let mut backends = under_test();
+            if let Some(s) = &split {
+                backends.push(("gpu split", s));
+            }
+            for rule in rules(heads).into_iter().take(4) {
+                let want = run(&ReferenceBackend, f32_view, &rule);
+                let packed_ref = run(&ReferenceBackend, packed_view, &rule);
+                assert_eq!(packed_ref.1, want.1, "reference on {storage:?}");
+                for (name, b) in &backends {
+                    let got = run(*b, packed_view, &rule);
+                    let what = format!("{name} {storage:?} n={n} d={d} K={heads} {rule:?}");
+                    let m = |r: &Run| {
+                        r.0.iter()
+                            .map(|e| (e.mistakes, e.val_mistakes))
+                            .collect::<Vec<_>>()
+                    };
+                    assert_eq!(m(&got), m(&want), "{what}: mistakes");
+                    assert_eq!(got.1, want.1, "{what}: weights");
+                    assert_eq!(got.3, want.3, "{what}: pocket/average");
+                    if rule.update == Update::Additive {
+                        assert_eq!(got.2, want.2, "{what}: scores");
+                    }
+                }
             }
         }
     }

@@ -451,8 +451,10 @@ fn cli_case(dir: &Path, seed: &Seed, bytes: &[u8], rng: &mut ChaCha8Rng) -> Resu
     ];
     let algo = algos[rng.random_range(0..algos.len())];
     // The real-data options too: scaling, class weights, a validation split, patience.
-    let extras: [&[&str]; 5] = [
+    let extras: [&[&str]; 7] = [
         &[],
+        &["--storage", "u8"],
+        &["--storage", "f16", "--validation-fraction", "0.2"],
         &["--scale", "standard"],
         &["--scale", "maxabs", "--class-weight", "balanced"],
         &["--validation-fraction", "0.3", "--patience", "2"],

@@ -213,11 +213,19 @@ fn data_split_over_many_bindings_matches_cpu() {
     }
     // A row larger than the binding limit is refused with the sizes, not truncated.
     let ds = integer_data(4, 2000, 1);
-    let p = TrainParams::default().validate().unwrap();
+    let f32_params = TrainParams {
+        storage: Some(rosenblatt::backend::Storage::F32),
+        ..TrainParams::default()
+    };
+    let p = f32_params.validate().unwrap();
     match algo::train(&ds, &p, &g, None, &mut ()) {
         Err(Error::TooLarge(m)) => assert!(m.contains("8000 bytes") && m.contains("4096"), "{m}"),
         other => panic!("expected TooLarge, got {:?}", other.map(|t| t.report)),
     }
+    // Stored as i8 (auto: the values are small integers), the same row is 2000 bytes and fits.
+    let p = TrainParams::default().validate().unwrap();
+    let t = algo::train(&ds, &p, &g, None, &mut ()).unwrap();
+    assert_eq!(t.report.storage.as_deref(), Some("i8"));
 }
 
 #[test]
@@ -693,7 +701,7 @@ fn kernel_scores_on_the_gpu_match_the_cpu() {
         let ds = integer_data(n.max(2), d, 3);
         let n = ds.n;
         let view = DataView {
-            x: &ds.x,
+            x: (&ds.x).into(),
             n,
             d,
             bias: 1.0,

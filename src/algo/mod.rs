@@ -21,8 +21,8 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 use crate::backend::{
-    cpu::CpuBackend, Backend, BackendKind, EpochStats, HeadRule, Patience, StopReason, TrainView,
-    ValView,
+    cpu::CpuBackend, Backend, BackendKind, EpochStats, FeatureBuf, HeadRule, Patience, StopReason,
+    Storage, TrainView, ValView,
 };
 use crate::data::scale::Scaler;
 use crate::data::{same_class, Dataset, Labels};
@@ -86,6 +86,9 @@ pub struct Problem<'a> {
     pub val: Option<(Dataset, Vec<f32>)>,
     /// The scaling fitted on the training rows (or taken from the model continued).
     pub scaling: Option<Scaler>,
+    /// A compact exact copy of the training and held-out rows (u8, i8 or f16), which the
+    /// backends bind instead of the f32 rows; `None`: they bind the f32 rows.
+    pub packed: Option<(FeatureBuf, Option<FeatureBuf>)>,
 }
 
 /// Where the held-out rows of a run come from.
@@ -212,6 +215,7 @@ impl<'a> Problem<'a> {
             let yv = internal(&idx);
             (v, yv)
         });
+        let packed = pack(&train, val.as_ref().map(|(v, _)| v), params)?;
         let mut pb = Problem {
             ds: train,
             y,
@@ -224,6 +228,7 @@ impl<'a> Problem<'a> {
             sw,
             val,
             scaling,
+            packed,
         };
         if let Some(m) = start {
             pb.continue_from(m, params)?;
@@ -308,18 +313,22 @@ impl<'a> Problem<'a> {
 
     /// The view the backends bind.
     pub fn view(&self) -> TrainView<'_> {
+        let packed = self.packed.as_ref();
         TrainView {
-            x: &self.ds.x,
+            x: packed.map_or((&self.ds.x).into(), |(t, _)| t.view()),
             y: &self.y,
             n: self.ds.n,
             d: self.ds.d,
             bias: self.bias,
             heads: self.heads,
             sw: self.sw.as_deref(),
-            val: self
-                .val
-                .as_ref()
-                .map(|(v, y)| ValView { x: &v.x, y, n: v.n }),
+            val: self.val.as_ref().map(|(v, y)| ValView {
+                x: packed
+                    .and_then(|(_, pv)| pv.as_ref())
+                    .map_or((&v.x).into(), |pv| pv.view()),
+                y,
+                n: v.n,
+            }),
         }
     }
 
@@ -474,6 +483,44 @@ pub fn overflow(ds: &Dataset) -> Error {
     )
 }
 
+/// The storage the rows of `train` and `val` are bound in, and their compact copies when it is
+/// not f32: the storage `params` names (an error naming the first value it does not hold
+/// exactly), or for batch epochs the narrowest that holds every value exactly.
+fn pack(
+    train: &Dataset,
+    val: Option<&Dataset>,
+    params: &Params,
+) -> Result<Option<(FeatureBuf, Option<FeatureBuf>)>> {
+    let sets = std::iter::once(train).chain(val);
+    let storage = match params.storage {
+        Some(s) => s,
+        None if params.algo != Algo::Kernel && params.effective_mode() == Mode::Batch => {
+            Storage::narrowest(sets.map(|ds| &ds.x[..]))
+        }
+        None => Storage::F32,
+    };
+    if storage == Storage::F32 {
+        return Ok(None);
+    }
+    let packed = |ds: &Dataset| {
+        FeatureBuf::pack(&ds.x, storage).map_err(|i| {
+            let d = ds.d.max(1);
+            Error::data(
+                &ds.source,
+                format!(
+                    "row {}, feature {} is {}, which {} storage does not hold exactly (it holds {})",
+                    i / d + 1,
+                    i % d + 1,
+                    ds.x[i],
+                    storage.name(),
+                    storage.holds_what()
+                ),
+            )
+        })
+    };
+    Ok(Some((packed(train)?, val.map(packed).transpose()?)))
+}
+
 /// Initial weights for `params`: `heads * (d + 1)` values.
 pub fn initial_weights(d: usize, heads: usize, params: &Params) -> Vec<f32> {
     let mut w = vec![0f32; heads * (d + 1)];
@@ -538,6 +585,7 @@ pub fn fit(
     progress: &mut dyn Progress,
 ) -> Result<Trained> {
     let ds: &Dataset = &pb.ds;
+    let storage = pb.view().x.storage();
     let backends = Backends {
         primary: backend,
         fallback,
@@ -584,6 +632,7 @@ pub fn fit(
         seconds,
         best_epoch: fitted.best_epoch,
         validation,
+        storage,
     };
     let report = report::build(ds, params, &model, &raw, pb.bias, run);
     Ok(Trained {

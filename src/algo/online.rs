@@ -302,6 +302,7 @@ fn train(
     let mut best_vote: Option<VotePrefix> = None;
     let mut stop = StopReason::MaxEpochs;
     let snapshots = progress.wants_snapshots();
+    let mut row_buf = Vec::new();
     'epochs: for epoch in 0..params.epochs {
         if params.shuffle {
             order.shuffle(&mut rng);
@@ -309,7 +310,7 @@ fn train(
         start.copy_from_slice(w);
         let mut e = EpochStats::default();
         for &i in &order {
-            let row = &v.x[i * d..(i + 1) * d];
+            let row = v.x.row(i, d, &mut row_buf);
             for (h, sh) in s.iter_mut().enumerate() {
                 *sh = decision(&w[h * da..(h + 1) * da], row, v.bias);
             }

@@ -62,6 +62,7 @@ fn train(
         w
     };
     let mut best: Option<Vec<f32>> = None;
+    let mut row_buf = Vec::new();
     for epoch in 0..params.epochs {
         if params.shuffle {
             order.shuffle(&mut rng);
@@ -69,7 +70,7 @@ fn train(
         start.copy_from_slice(&beta);
         let mut e = EpochStats::default();
         for &i in &order {
-            let row = &v.x[i * d..(i + 1) * d];
+            let row = v.x.row(i, d, &mut row_buf);
             let y = v.y[i];
             let m = y * dot(&beta, row);
             if m <= params.margin_threshold {

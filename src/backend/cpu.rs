@@ -9,10 +9,11 @@ use rayon::prelude::*;
 
 use super::{
     axpy, predicted_wrong, prefetch_ahead, row_rule, simd_dispatch, winnow_weights, Backend,
-    BackendKind, BatchRule, Bound, DataView, DualBound, DualRows, EpochStats, Epochs, Extras,
+    BackendKind, BatchRule, Bound, DataView, DualBound, DualRows, Elem, EpochStats, Epochs, Extras,
     HeadRule, Kernel, Lanes, Pocket, StopState, TrainView, Update,
 };
 use crate::error::Result;
+use crate::with_features;
 
 /// Rows per chunk: at least ~256 KiB of X per chunk, and at most 64 chunks in all.
 pub fn chunk_rows(n: usize, d: usize) -> usize {
@@ -66,13 +67,13 @@ impl DualBound for CpuDual<'_> {
         let mut out = vec![0f32; eval.n];
         let rows = chunk_rows(eval.n, eval.d);
         let svs = Supports {
-            x: self.0.sv,
+            x: &self.0.sx,
             idx,
             coef,
             sq: &self.0.sq,
         };
         out.par_chunks_mut(rows).enumerate().for_each(|(c, o)| {
-            chunk_kernel_scores_simd(eval, &svs, kernel, c * rows, o);
+            chunk_kernel_scores_simd(&self.0.ex, eval.d, eval.bias, &svs, kernel, c * rows, o);
         });
         Ok(out)
     }
@@ -81,7 +82,7 @@ impl DualBound for CpuDual<'_> {
 /// The support vectors of a kernel model: rows `idx` of `x`, their coefficients, and the
 /// squared norms of the rows of `x`.
 struct Supports<'a> {
-    x: DataView<'a>,
+    x: &'a [f32],
     idx: &'a [u32],
     coef: &'a [f32],
     sq: &'a [f32],
@@ -90,25 +91,27 @@ struct Supports<'a> {
 /// Kernel decision values of the rows `start..` of `eval` against the support vectors, into
 /// `out`.
 #[inline(always)]
+#[allow(clippy::too_many_arguments)]
 fn chunk_kernel_scores<L: Lanes>(
     l: L,
-    eval: DataView<'_>,
+    ex: &[f32],
+    d: usize,
+    bias: f32,
     svs: &Supports<'_>,
     kernel: &Kernel,
     start: usize,
     out: &mut [f32],
 ) {
-    let d = eval.d;
-    let b2 = eval.bias * eval.bias;
+    let b2 = bias * bias;
     for (k, f) in out.iter_mut().enumerate() {
         let i = start + k;
-        let xi = &eval.x[i * d..(i + 1) * d];
+        let xi = &ex[i * d..(i + 1) * d];
         let xx = l.dot(xi, xi);
         let mut acc = 0f32;
         for (&j, &a) in svs.idx.iter().zip(svs.coef) {
             let j = j as usize;
             let zz = svs.sq[j];
-            let xz = l.dot(xi, &svs.x.x[j * d..(j + 1) * d]);
+            let xz = l.dot(xi, &svs.x[j * d..(j + 1) * d]);
             acc += a * (kernel.eval(xz, xx, zz) + b2);
         }
         *f = acc;
@@ -116,7 +119,7 @@ fn chunk_kernel_scores<L: Lanes>(
 }
 
 simd_dispatch! {
-    fn chunk_kernel_scores_simd(eval: DataView<'_>, svs: &Supports<'_>, kernel: &Kernel, start: usize, out: &mut [f32]) => chunk_kernel_scores
+    fn chunk_kernel_scores_simd(ex: &[f32], d: usize, bias: f32, svs: &Supports<'_>, kernel: &Kernel, start: usize, out: &mut [f32]) => chunk_kernel_scores
 }
 
 fn cpu_scores(data: DataView<'_>, w: &[f32]) -> Vec<f32> {
@@ -126,30 +129,40 @@ fn cpu_scores(data: DataView<'_>, w: &[f32]) -> Vec<f32> {
         return out;
     }
     let rows = chunk_rows(data.n, data.d);
+    let (d, bias) = (data.d, data.bias);
     out.par_chunks_mut(rows * heads)
         .enumerate()
         .for_each(|(c, o)| {
-            chunk_scores_simd(data, w, c * rows, o);
+            with_features!(data.x, x => chunk_scores_simd(x, d, bias, w, c * rows, o));
         });
     out
 }
 
-/// Decision values of the rows `start..`, `heads` per row, into `out`.
+/// Decision values of the rows `start..` of `x` (`d` features each), `heads` per row, into
+/// `out`.
 #[inline(always)]
-fn chunk_scores<L: Lanes>(l: L, data: DataView<'_>, w: &[f32], start: usize, out: &mut [f32]) {
-    let da = data.d + 1;
+fn chunk_scores<L: Lanes, E: Elem>(
+    l: L,
+    x: &[E],
+    d: usize,
+    bias: f32,
+    w: &[f32],
+    start: usize,
+    out: &mut [f32],
+) {
+    let da = d + 1;
     let heads = w.len() / da;
     for (k, o) in out.chunks_exact_mut(heads).enumerate() {
         let i = start + k;
-        let row = &data.x[i * data.d..(i + 1) * data.d];
+        let row = &x[i * d..(i + 1) * d];
         for (h, s) in o.iter_mut().enumerate() {
-            *s = l.decision(&w[h * da..(h + 1) * da], row, data.bias);
+            *s = l.decision(&w[h * da..(h + 1) * da], row, bias);
         }
     }
 }
 
 simd_dispatch! {
-    fn chunk_scores_simd(data: DataView<'_>, w: &[f32], start: usize, out: &mut [f32]) => chunk_scores
+    fn chunk_scores_simd<E: Elem>(x: &[E], d: usize, bias: f32, w: &[f32], start: usize, out: &mut [f32]) => chunk_scores
 }
 
 /// One chunk's share of an epoch.
@@ -166,11 +179,14 @@ struct Partial {
 /// Most rows in a block of the binary epoch.
 const BLOCK: usize = 64;
 
+/// The row weights of a block when rows have none.
+const ONES: [f32; BLOCK] = [1.0; BLOCK];
+
 /// Rows per block of the binary epoch: as many as keep a block within 8 KiB (a quarter of a
 /// typical L1d; 8 KiB measured a little faster than 16 KiB at d = 64 and d = 256), from 1 to
-/// [`BLOCK`].
-fn block_rows(d: usize) -> usize {
-    (2048 / d.max(1)).clamp(1, BLOCK)
+/// [`BLOCK`], for rows of `d` values of `bytes` bytes.
+fn block_rows(d: usize, bytes: usize) -> usize {
+    (8192 / (d * bytes).max(1)).clamp(1, BLOCK)
 }
 
 /// How far ahead of the row being scored X is prefetched, in bytes, when rows are short.
@@ -191,8 +207,10 @@ const PREFETCH_MAX_ROW: usize = 4 << 10;
 /// scoring short rows, X is prefetched [`PREFETCH_AHEAD`] bytes ahead, so memory keeps
 /// streaming while a block is being added.
 #[inline(always)]
-fn chunk_epoch<L: Lanes>(
+#[allow(clippy::too_many_arguments)]
+fn chunk_epoch<L: Lanes, E: Elem>(
     l: L,
+    x: &[E],
     v: TrainView<'_>,
     w: &[f32],
     tau: f32,
@@ -204,41 +222,69 @@ fn chunk_epoch<L: Lanes>(
     let sum = &mut p.sum[..=d];
     sum.fill(0.0);
     let (mut mistakes, mut criterion, mut weighted) = (0u64, 0f64, 0f64);
-    let (mut ms, mut cs) = ([0f32; BLOCK], [0f32; BLOCK]);
-    let per = block_rows(d);
-    let prefetch = d * 4 <= PREFETCH_MAX_ROW;
+    let (mut ms, mut cs, mut ck, mut rk) =
+        ([0f32; BLOCK], [0f32; BLOCK], [0f32; BLOCK], [0u32; BLOCK]);
+    let per = block_rows(d, size_of::<E>());
+    let prefetch = d * size_of::<E>() <= PREFETCH_MAX_ROW;
     let mut r0 = start;
     while r0 < end {
         let b = per.min(end - r0);
-        for (k, m) in ms[..b].iter_mut().enumerate() {
+        // Four rows at a time: four independent dot products in flight (a row's dot is one
+        // dependency chain), bit-identical to one `decision` per row.
+        let wd = &w[..d];
+        let wb = w[d] * v.bias;
+        let mut k = 0;
+        while k + 4 <= b {
             let i = r0 + k;
-            let row = &v.x[i * d..(i + 1) * d];
+            let rows = std::array::from_fn(|r| &x[(i + r) * d..(i + r + 1) * d]);
+            if prefetch {
+                prefetch_ahead(&x[i * d..(i + 4) * d], PREFETCH_AHEAD);
+            }
+            let t = l.dot_tile::<E, 4, 1>(rows, [wd]);
+            for r in 0..4 {
+                ms[k + r] = v.y[i + r] * (t[r][0] + wb);
+            }
+            k += 4;
+        }
+        for (k, m) in ms[..b].iter_mut().enumerate().skip(k) {
+            let i = r0 + k;
+            let row = &x[i * d..(i + 1) * d];
             if prefetch {
                 prefetch_ahead(row, PREFETCH_AHEAD);
             }
             *m = v.y[i] * l.decision(w, row, v.bias);
         }
-        let mut hits = 0u32;
-        let ws = v.sw.map(|s| &s[r0..r0 + b]);
-        for (k, ((c, m), &y)) in cs[..b]
-            .iter_mut()
-            .zip(&mut ms[..b])
-            .zip(&v.y[r0..r0 + b])
-            .enumerate()
-        {
-            let hit = *m <= tau;
-            let wk = ws.map_or(1.0, |s| s[k]);
-            hits += hit as u32;
-            weighted += if hit { wk as f64 } else { 0.0 };
-            *c = if hit { y * wk } else { 0.0 };
-            *m = if hit { *m * wk } else { 0.0 };
+        let ws = v.sw.map_or(&ONES[..b], |s| &s[r0..r0 + b]);
+        if v.sw.is_some() {
+            for (&m, &wk) in ms[..b].iter().zip(ws) {
+                weighted += if m <= tau { wk as f64 } else { 0.0 };
+            }
+        }
+        // Branch-free (LLVM compiled the plain selects into branches, which mispredicted on
+        // random mistakes: 30% of the u8 epoch in perf).
+        let hits = l.block_rule(tau, &mut ms[..b], &v.y[r0..r0 + b], ws, &mut cs[..b]);
+        if v.sw.is_none() {
+            weighted += hits as f64;
         }
         for &m in &ms[..b] {
             criterion -= m as f64;
         }
         if hits > 0 {
-            l.axpy_rows(&cs[..b], &v.x[r0 * d..(r0 + b) * d], &mut sum[..d]);
-            for &c in &cs[..b] {
+            // Only the rows with a non-zero coefficient are added (adding c * x = ±0 to a sum
+            // that starts at +0 changes no bit), listed without a branch.
+            let mut nz = 0;
+            for (k, &c) in cs[..b].iter().enumerate() {
+                rk[nz] = k as u32;
+                ck[nz] = c;
+                nz += usize::from(c != 0.0);
+            }
+            l.axpy_rows(
+                &rk[..nz],
+                &ck[..nz],
+                &x[r0 * d..(r0 + b) * d],
+                &mut sum[..d],
+            );
+            for &c in &ck[..nz] {
                 sum[d] += c * v.bias;
             }
         }
@@ -251,7 +297,7 @@ fn chunk_epoch<L: Lanes>(
 }
 
 simd_dispatch! {
-    fn chunk_epoch_simd(v: TrainView<'_>, w: &[f32], tau: f32, start: usize, end: usize, p: &mut Partial) => chunk_epoch
+    fn chunk_epoch_simd<E: Elem>(x: &[E], v: TrainView<'_>, w: &[f32], tau: f32, start: usize, end: usize, p: &mut Partial) => chunk_epoch
 }
 
 /// The K-head epoch over one chunk: K scores per row, the rule's coefficients, and the sums.
@@ -264,8 +310,10 @@ simd_dispatch! {
 /// per-head [`Lanes::decision`] calls. A mistake row's heads are updated right after its
 /// scores, while the row is in L1, in row order (the reference's order).
 #[inline(always)]
-fn chunk_epoch_heads<L: Lanes>(
+#[allow(clippy::too_many_arguments)]
+fn chunk_epoch_heads<L: Lanes, E: Elem>(
     l: L,
+    x: &[E],
     v: TrainView<'_>,
     w: &[f32],
     rule: &BatchRule,
@@ -283,12 +331,12 @@ fn chunk_epoch_heads<L: Lanes>(
     while i < end {
         let pair = end - i >= 2;
         let rows = [
-            &v.x[i * d..(i + 1) * d],
-            &v.x[(i + usize::from(pair)) * d..(i + usize::from(pair) + 1) * d],
+            &x[i * d..(i + 1) * d],
+            &x[(i + usize::from(pair)) * d..(i + usize::from(pair) + 1) * d],
         ];
         // The next pair of rows is streamed in while this one is scored.
-        prefetch_ahead(rows[0], 4 * d * 4);
-        prefetch_ahead(rows[1], 4 * d * 4);
+        prefetch_ahead(rows[0], 4 * size_of_val(rows[0]));
+        prefetch_ahead(rows[1], 4 * size_of_val(rows[0]));
         let s = &mut p.scratch;
         let mut h = 0;
         while h < k {
@@ -335,7 +383,7 @@ fn chunk_epoch_heads<L: Lanes>(
 }
 
 simd_dispatch! {
-    fn chunk_epoch_heads_simd(v: TrainView<'_>, w: &[f32], rule: &BatchRule, start: usize, end: usize, p: &mut Partial) => chunk_epoch_heads
+    fn chunk_epoch_heads_simd<E: Elem>(x: &[E], v: TrainView<'_>, w: &[f32], rule: &BatchRule, start: usize, end: usize, p: &mut Partial) => chunk_epoch_heads
 }
 
 /// Training data bound to the CPU, with the per-chunk buffers of the batch epoch.
@@ -385,11 +433,11 @@ impl<'a> CpuBound<'a> {
         let binary = rule.rule == HeadRule::Binary && v.heads == 1;
         self.partials.par_iter_mut().enumerate().for_each(|(c, p)| {
             let end = ((c + 1) * rows).min(v.n);
-            if binary {
-                chunk_epoch_simd(v, w, rule.tau, c * rows, end, p);
+            with_features!(v.x, x => if binary {
+                chunk_epoch_simd(x, v, w, rule.tau, c * rows, end, p);
             } else {
-                chunk_epoch_heads_simd(v, w, rule, c * rows, end, p);
-            }
+                chunk_epoch_heads_simd(x, v, w, rule, c * rows, end, p);
+            })
         });
         self.total.fill(0.0);
         let (mut mistakes, mut criterion, mut weighted) = (0u64, 0f64, 0f64);
@@ -625,11 +673,11 @@ mod tests {
 
     /// The plain row-by-row form of the binary epoch (a branch per row, one axpy per
     /// mistake): the blocked, branch-free kernel must give exactly these sums and counts.
-    fn reference_epoch(v: TrainView<'_>, w: &[f32], tau: f32) -> (Vec<f32>, u64, f64) {
+    fn reference_epoch(x: &[f32], v: TrainView<'_>, w: &[f32], tau: f32) -> (Vec<f32>, u64, f64) {
         let d = v.d;
         let (mut sum, mut mistakes, mut criterion) = (vec![0f32; d + 1], 0u64, 0f64);
         for i in 0..v.n {
-            let row = &v.x[i * d..(i + 1) * d];
+            let row = &x[i * d..(i + 1) * d];
             let m = v.y[i] * crate::backend::decision(w, row, v.bias);
             if m <= tau {
                 mistakes += 1;
@@ -667,7 +715,7 @@ mod tests {
             let w: Vec<f32> = (0..=d).map(|_| rng.random_range(-1.0..1.0)).collect();
             let v = TrainView::new(&x, &y, n, d, 1.0, 1);
             for tau in [0.0, 0.5] {
-                let (sum, mistakes, criterion) = reference_epoch(v, &w, tau);
+                let (sum, mistakes, criterion) = reference_epoch(&x, v, &w, tau);
                 assert!(mistakes > 0 && mistakes < n as u64 || n < 3, "n {n} d {d}");
                 let mut p = Partial {
                     sum: vec![0.0; d + 1],
@@ -676,14 +724,23 @@ mod tests {
                     criterion: 0.0,
                     weighted: 0.0,
                 };
-                chunk_epoch(crate::backend::simd::Portable, v, &w, tau, 0, n, &mut p);
+                chunk_epoch(
+                    crate::backend::simd::Portable,
+                    &x[..],
+                    v,
+                    &w,
+                    tau,
+                    0,
+                    n,
+                    &mut p,
+                );
                 assert_eq!(
                     (p.sum.clone(), p.mistakes, p.criterion.to_bits()),
                     (sum.clone(), mistakes, criterion.to_bits()),
                     "portable n {n} d {d} tau {tau}"
                 );
                 p.sum.fill(9.0);
-                chunk_epoch_simd(v, &w, tau, 0, n, &mut p);
+                chunk_epoch_simd(&x[..], v, &w, tau, 0, n, &mut p);
                 assert_eq!(
                     (p.sum, p.mistakes, p.criterion.to_bits()),
                     (sum, mistakes, criterion.to_bits()),

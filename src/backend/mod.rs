@@ -15,9 +15,11 @@ pub mod cpu;
 pub mod gpu;
 pub mod reference;
 pub mod simd;
+pub mod storage;
 
 pub(crate) use simd::simd_dispatch;
-pub use simd::{axpy, decision, dot, prefetch_ahead, simd_enabled, sum_simd, Lanes};
+pub use simd::{axpy, decision, dot, prefetch_ahead, simd_enabled, sum_simd, Elem, Lanes};
+pub use storage::{FeatureBuf, Features, Storage};
 
 use serde::{Deserialize, Serialize};
 
@@ -33,8 +35,8 @@ pub const MAX_HEADS: usize = 64;
 /// the bias; weights are stored head after head (`heads * (d + 1)` values).
 #[derive(Debug, Clone, Copy)]
 pub struct TrainView<'a> {
-    /// Row-major features, `n * d`.
-    pub x: &'a [f32],
+    /// Row-major features, `n * d`, in any storage.
+    pub x: Features<'a>,
     /// Labels, `n` of them: -1 or +1 for [`HeadRule::Binary`], else the class index (exact in
     /// f32 below 2^24).
     pub y: &'a [f32],
@@ -57,8 +59,8 @@ pub struct TrainView<'a> {
 /// labels in the same internal form.
 #[derive(Debug, Clone, Copy)]
 pub struct ValView<'a> {
-    /// Row-major features, `n * d`.
-    pub x: &'a [f32],
+    /// Row-major features, `n * d`, in any storage.
+    pub x: Features<'a>,
     /// Labels (±1 or class index, as [`TrainView::y`]).
     pub y: &'a [f32],
     /// Rows.
@@ -68,8 +70,8 @@ pub struct ValView<'a> {
 /// Host view of unlabelled features, for scoring.
 #[derive(Debug, Clone, Copy)]
 pub struct DataView<'a> {
-    /// Row-major features, `n * d`.
-    pub x: &'a [f32],
+    /// Row-major features, `n * d`, in any storage.
+    pub x: Features<'a>,
     /// Rows.
     pub n: usize,
     /// Features (without the bias column).
@@ -81,9 +83,16 @@ pub struct DataView<'a> {
 impl<'a> TrainView<'a> {
     /// A view of `n` rows of `d` features with labels `y`, every row weighing 1 and no
     /// held-out rows.
-    pub fn new(x: &'a [f32], y: &'a [f32], n: usize, d: usize, bias: f32, heads: usize) -> Self {
+    pub fn new(
+        x: impl Into<Features<'a>>,
+        y: &'a [f32],
+        n: usize,
+        d: usize,
+        bias: f32,
+        heads: usize,
+    ) -> Self {
         TrainView {
-            x,
+            x: x.into(),
             y,
             n,
             d,
@@ -300,7 +309,13 @@ pub fn sq_norms(data: DataView<'_>) -> Vec<f32> {
     if data.d == 0 {
         return vec![0.0; data.n];
     }
-    data.x.chunks_exact(data.d).map(|r| dot(r, r)).collect()
+    let mut buf = Vec::new();
+    (0..data.n)
+        .map(|i| {
+            let r = data.x.row(i, data.d, &mut buf);
+            dot(r, r)
+        })
+        .collect()
 }
 
 /// Applies `rule` to one row's scores `s` (one per head) with label `y` (±1 for binary, the
@@ -656,16 +671,25 @@ pub struct DualRows<'a> {
     pub sv: DataView<'a>,
     /// ||sv_j||^2 for every support row j.
     pub sq: Vec<f32>,
+    /// The eval rows as f32 (widened once when stored compactly).
+    pub ex: std::borrow::Cow<'a, [f32]>,
+    /// The support rows as f32.
+    pub sx: std::borrow::Cow<'a, [f32]>,
 }
 
 impl<'a> DualRows<'a> {
     /// Binds `eval` and `sv` (`None`: the eval rows).
     pub fn new(eval: DataView<'a>, sv: Option<DataView<'a>>) -> Self {
+        let same = sv.is_none();
         let sv = sv.unwrap_or(eval);
+        let ex = eval.x.to_f32();
+        let sx = if same { ex.clone() } else { sv.x.to_f32() };
         DualRows {
             eval,
             sv,
             sq: sq_norms(sv),
+            ex,
+            sx,
         }
     }
 }

@@ -44,9 +44,10 @@ pub fn margins(
 ) -> Margins {
     let (d, k) = (v.d, v.heads);
     let mut s = vec![0f32; k];
+    let mut buf = Vec::new();
     let (mut mistakes, mut criterion, mut weighted) = (0u64, 0f64, 0f64);
     for i in 0..v.n {
-        let row = &v.x[i * d..(i + 1) * d];
+        let row = v.x.row(i, d, &mut buf);
         for (h, sh) in s.iter_mut().enumerate() {
             *sh = row_score(&w[h * (d + 1)..(h + 1) * (d + 1)], row, v.bias);
         }
@@ -61,7 +62,7 @@ pub fn margins(
     let val = v.val.map(|val| {
         let mut wrong = 0u64;
         for i in 0..val.n {
-            let row = &val.x[i * d..(i + 1) * d];
+            let row = val.x.row(i, d, &mut buf);
             for (h, sh) in s.iter_mut().enumerate() {
                 *sh = row_score(&wv[h * (d + 1)..(h + 1) * (d + 1)], row, v.bias);
             }
@@ -98,9 +99,10 @@ pub fn accumulate(v: TrainView<'_>, coef: &[f32], chunk_rows: usize) -> Vec<f32>
     let len = k * (d + 1);
     let chunks = v.n.div_ceil(chunk_rows).max(1);
     let mut partials = vec![0f32; chunks * len];
+    let mut buf = Vec::new();
     for (c, part) in partials.chunks_exact_mut(len).enumerate() {
         for r in c * chunk_rows..((c + 1) * chunk_rows).min(v.n) {
-            let row = &v.x[r * d..(r + 1) * d];
+            let row = v.x.row(r, d, &mut buf);
             for h in 0..k {
                 let a = coef[r * k + h];
                 if a == 0.0 {
@@ -239,8 +241,9 @@ pub fn scores(data: DataView<'_>, w: &[f32]) -> Vec<f32> {
     let d = data.d;
     let heads = w.len() / (d + 1);
     let mut out = Vec::with_capacity(data.n * heads);
+    let mut buf = Vec::new();
     for i in 0..data.n {
-        let row = &data.x[i * d..(i + 1) * d];
+        let row = data.x.row(i, d, &mut buf);
         for h in 0..heads {
             out.push(row_score(
                 &w[h * (d + 1)..(h + 1) * (d + 1)],
@@ -264,14 +267,15 @@ pub fn kscores(
 ) -> Vec<f32> {
     let d = eval.d;
     let b2 = eval.bias * eval.bias;
+    let (ex, sx) = (eval.x.to_f32(), sv.x.to_f32());
     (0..eval.n)
         .map(|i| {
-            let x = &eval.x[i * d..(i + 1) * d];
+            let x = &ex[i * d..(i + 1) * d];
             let xx = dot(x, x);
             let mut f = 0f32;
             for (&j, &a) in idx.iter().zip(coef) {
                 let j = j as usize;
-                let z = &sv.x[j * d..(j + 1) * d];
+                let z = &sx[j * d..(j + 1) * d];
                 let xz = dot(x, z);
                 f += a * (kernel.eval(xz, xx, sv_sq[j]) + b2);
             }

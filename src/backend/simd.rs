@@ -12,19 +12,98 @@
 //! operations with lane shuffles (seen in the disassembly), which made the batch epoch
 //! compute-bound at about a third of the read bandwidth even with X in cache.
 
+/// A stored feature type: f32, or a narrower exact copy (see `backend::storage`). Kernels
+/// read rows of any of them and compute in f32: each value is widened exactly on load, so a
+/// kernel gives bit-identical results whatever the storage of the same values.
+pub trait Elem: Copy + Send + Sync + bytemuck::Pod + 'static {
+    /// The value as f32 (exact).
+    fn widen(self) -> f32;
+
+    /// Eight consecutive values from `p`, widened.
+    ///
+    /// # Safety
+    /// The CPU must support AVX2 and F16C, and `p..p + 8` must be readable.
+    #[cfg(target_arch = "x86_64")]
+    unsafe fn load8(p: *const Self) -> std::arch::x86_64::__m256;
+}
+
+impl Elem for f32 {
+    #[inline(always)]
+    fn widen(self) -> f32 {
+        self
+    }
+    #[cfg(target_arch = "x86_64")]
+    #[inline(always)]
+    unsafe fn load8(p: *const Self) -> std::arch::x86_64::__m256 {
+        // SAFETY: the caller guarantees 8 readable values and AVX.
+        unsafe { std::arch::x86_64::_mm256_loadu_ps(p) }
+    }
+}
+
+impl Elem for u8 {
+    #[inline(always)]
+    fn widen(self) -> f32 {
+        self as f32
+    }
+    #[cfg(target_arch = "x86_64")]
+    #[inline(always)]
+    unsafe fn load8(p: *const Self) -> std::arch::x86_64::__m256 {
+        use std::arch::x86_64::*;
+        // SAFETY: the caller guarantees 8 readable bytes and AVX2.
+        unsafe { _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_loadl_epi64(p.cast()))) }
+    }
+}
+
+impl Elem for i8 {
+    #[inline(always)]
+    fn widen(self) -> f32 {
+        self as f32
+    }
+    #[cfg(target_arch = "x86_64")]
+    #[inline(always)]
+    unsafe fn load8(p: *const Self) -> std::arch::x86_64::__m256 {
+        use std::arch::x86_64::*;
+        // SAFETY: the caller guarantees 8 readable bytes and AVX2.
+        unsafe { _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64(p.cast()))) }
+    }
+}
+
+impl Elem for half::f16 {
+    #[inline(always)]
+    fn widen(self) -> f32 {
+        self.to_f32()
+    }
+    #[cfg(target_arch = "x86_64")]
+    #[inline(always)]
+    unsafe fn load8(p: *const Self) -> std::arch::x86_64::__m256 {
+        use std::arch::x86_64::*;
+        // SAFETY: the caller guarantees 8 readable halves and F16C.
+        unsafe { _mm256_cvtph_ps(_mm_loadu_si128(p.cast())) }
+    }
+}
+
 /// The vector primitives a hot loop is written against. A value of the type is the proof
 /// that the CPU can run it (see [`Avx2`]).
 pub trait Lanes: Copy {
     /// Dot product of two equal-length slices (the fixed lane structure above).
-    fn dot(self, a: &[f32], b: &[f32]) -> f32;
+    fn dot<E: Elem>(self, a: &[f32], b: &[E]) -> f32;
 
-    /// `sum[j] += c[k] * xb[k * d + j]` for each row k of the block `xb` in turn (d =
-    /// `sum.len()`): the same additions, in the same order, as one [`axpy`] per row.
-    fn axpy_rows(self, c: &[f32], xb: &[f32], sum: &mut [f32]);
+    /// `sum[j] += c[k] * xb[rows[k] * d + j]` for each listed row in turn (d = `sum.len()`,
+    /// `rows` ascending rows of the block `xb`): the same additions, in the same order, as one
+    /// [`axpy`] per listed row.
+    fn axpy_rows<E: Elem>(self, rows: &[u32], c: &[f32], xb: &[E], sum: &mut [f32]);
+
+    /// The binary rule over a block of rows with margins `m`, labels `y` and row weights
+    /// `w`: row k is a mistake when m[k] <= tau; then c[k] = y[k] * w[k] and m[k] becomes
+    /// m[k] * w[k], else both are +0. Returns the number of mistakes. Branch-free.
+    #[inline(always)]
+    fn block_rule(self, tau: f32, m: &mut [f32], y: &[f32], w: &[f32], c: &mut [f32]) -> u32 {
+        block_rule(tau, m, y, w, c)
+    }
 
     /// Decision value of one row: w[..d] . x + w[d] * bias.
     #[inline(always)]
-    fn decision(self, w: &[f32], row: &[f32], bias: f32) -> f32 {
+    fn decision<E: Elem>(self, w: &[f32], row: &[E], bias: f32) -> f32 {
         let d = row.len();
         self.dot(&w[..d], row) + w[d] * bias
     }
@@ -33,9 +112,9 @@ pub trait Lanes: Copy {
     /// lanes and order of [`Lanes::dot`] (so bit-identical to R * H calls of it), loading
     /// each row and each weight vector once per 16 columns for the whole tile: the K-head
     /// epoch's register tile. Every slice is at least as long as `x[0]`.
-    fn dot_tile<const R: usize, const H: usize>(
+    fn dot_tile<E: Elem, const R: usize, const H: usize>(
         self,
-        x: [&[f32]; R],
+        x: [&[E]; R],
         w: [&[f32]; H],
     ) -> [[f32; H]; R];
 }
@@ -46,22 +125,23 @@ pub struct Portable;
 
 impl Lanes for Portable {
     #[inline(always)]
-    fn dot(self, a: &[f32], b: &[f32]) -> f32 {
+    fn dot<E: Elem>(self, a: &[f32], b: &[E]) -> f32 {
         dot(a, b)
     }
 
     #[inline(always)]
-    fn axpy_rows(self, c: &[f32], xb: &[f32], sum: &mut [f32]) {
+    fn axpy_rows<E: Elem>(self, rows: &[u32], c: &[f32], xb: &[E], sum: &mut [f32]) {
         let d = sum.len();
-        for (&ck, row) in c.iter().zip(xb.chunks_exact(d.max(1))) {
-            axpy(ck, row, sum);
+        for (&ck, &r) in c.iter().zip(rows) {
+            let r = r as usize;
+            axpy(ck, &xb[r * d..(r + 1) * d], sum);
         }
     }
 
     #[inline(always)]
-    fn dot_tile<const R: usize, const H: usize>(
+    fn dot_tile<E: Elem, const R: usize, const H: usize>(
         self,
-        x: [&[f32]; R],
+        x: [&[E]; R],
         w: [&[f32]; H],
     ) -> [[f32; H]; R] {
         let mut out = [[0f32; H]; R];
@@ -82,7 +162,7 @@ pub struct Avx2(());
 #[cfg(target_arch = "x86_64")]
 impl Avx2 {
     /// # Safety
-    /// The CPU must support AVX2.
+    /// The CPU must support AVX2 and F16C.
     #[doc(hidden)]
     pub unsafe fn assume() -> Self {
         Avx2(())
@@ -92,21 +172,27 @@ impl Avx2 {
 #[cfg(target_arch = "x86_64")]
 impl Lanes for Avx2 {
     #[inline(always)]
-    fn dot(self, a: &[f32], b: &[f32]) -> f32 {
+    fn block_rule(self, tau: f32, m: &mut [f32], y: &[f32], w: &[f32], c: &mut [f32]) -> u32 {
+        // SAFETY: an Avx2 value exists only when the CPU supports AVX2.
+        unsafe { block_rule_avx2(tau, m, y, w, c) }
+    }
+
+    #[inline(always)]
+    fn dot<E: Elem>(self, a: &[f32], b: &[E]) -> f32 {
         // SAFETY: an Avx2 value exists only when the CPU supports AVX2.
         unsafe { dot_avx2(a, b) }
     }
 
     #[inline(always)]
-    fn axpy_rows(self, c: &[f32], xb: &[f32], sum: &mut [f32]) {
+    fn axpy_rows<E: Elem>(self, rows: &[u32], c: &[f32], xb: &[E], sum: &mut [f32]) {
         // SAFETY: as above.
-        unsafe { axpy_rows_avx2(c, xb, sum) }
+        unsafe { axpy_rows_avx2(rows, c, xb, sum) }
     }
 
     #[inline(always)]
-    fn dot_tile<const R: usize, const H: usize>(
+    fn dot_tile<E: Elem, const R: usize, const H: usize>(
         self,
-        x: [&[f32]; R],
+        x: [&[E]; R],
         w: [&[f32]; H],
     ) -> [[f32; H]; R] {
         // SAFETY: as above.
@@ -117,10 +203,10 @@ impl Lanes for Avx2 {
 /// [`Lanes::dot_tile`] with AVX2: two 8-wide accumulators per (row, head), as in
 /// [`dot_avx2`], combined the same way; the tails in column order.
 #[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
+#[target_feature(enable = "avx2,f16c")]
 #[inline]
-unsafe fn dot_tile_avx2<const R: usize, const H: usize>(
-    x: [&[f32]; R],
+unsafe fn dot_tile_avx2<E: Elem, const R: usize, const H: usize>(
+    x: [&[E]; R],
     w: [&[f32]; H],
 ) -> [[f32; H]; R] {
     use std::arch::x86_64::*;
@@ -139,8 +225,8 @@ unsafe fn dot_tile_avx2<const R: usize, const H: usize>(
         unsafe {
             let mut xv = [[_mm256_setzero_ps(); 2]; R];
             for (v, xr) in xv.iter_mut().zip(&x) {
-                v[0] = _mm256_loadu_ps(xr.as_ptr().add(i));
-                v[1] = _mm256_loadu_ps(xr.as_ptr().add(i + 8));
+                v[0] = E::load8(xr.as_ptr().add(i));
+                v[1] = E::load8(xr.as_ptr().add(i + 8));
             }
             for (h, wh) in w.iter().enumerate() {
                 let w0 = _mm256_loadu_ps(wh.as_ptr().add(i));
@@ -158,7 +244,7 @@ unsafe fn dot_tile_avx2<const R: usize, const H: usize>(
         for h in 0..H {
             let mut tail = 0f32;
             for (a, b) in x[r][n16..].iter().zip(&w[h][n16..len]) {
-                tail += a * b;
+                tail += a.widen() * b;
             }
             let s = _mm256_add_ps(acc[r][h][0], acc[r][h][1]);
             let q = _mm_add_ps(_mm256_castps256_ps128(s), _mm256_extractf128_ps::<1>(s));
@@ -173,12 +259,13 @@ unsafe fn dot_tile_avx2<const R: usize, const H: usize>(
 /// [`Lanes::axpy_rows`] with AVX2: columns in tiles of 32 (four vectors held in registers
 /// across the rows of the block), then of 8, then one by one.
 #[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
+#[target_feature(enable = "avx2,f16c")]
 #[inline]
-unsafe fn axpy_rows_avx2(c: &[f32], xb: &[f32], sum: &mut [f32]) {
+unsafe fn axpy_rows_avx2<E: Elem>(rows: &[u32], c: &[f32], xb: &[E], sum: &mut [f32]) {
     use std::arch::x86_64::*;
     let d = sum.len();
-    assert!(xb.len() >= c.len() * d);
+    assert!(rows.len() == c.len());
+    assert!(rows.iter().all(|&r| (r as usize + 1) * d <= xb.len()));
     let (px, ps) = (xb.as_ptr(), sum.as_mut_ptr());
     let mut t = 0;
     // SAFETY: every access is at column < d of row k < c.len() (checked above) or of sum.
@@ -190,11 +277,11 @@ unsafe fn axpy_rows_avx2(c: &[f32], xb: &[f32], sum: &mut [f32]) {
                 _mm256_loadu_ps(ps.add(t + 16)),
                 _mm256_loadu_ps(ps.add(t + 24)),
             ];
-            for (k, &ck) in c.iter().enumerate() {
+            for (&r, &ck) in rows.iter().zip(c) {
                 let cv = _mm256_set1_ps(ck);
-                let p = px.add(k * d + t);
+                let p = px.add(r as usize * d + t);
                 for (v, acc) in a.iter_mut().enumerate() {
-                    *acc = _mm256_add_ps(*acc, _mm256_mul_ps(cv, _mm256_loadu_ps(p.add(8 * v))));
+                    *acc = _mm256_add_ps(*acc, _mm256_mul_ps(cv, E::load8(p.add(8 * v))));
                 }
             }
             for (v, acc) in a.iter().enumerate() {
@@ -204,8 +291,8 @@ unsafe fn axpy_rows_avx2(c: &[f32], xb: &[f32], sum: &mut [f32]) {
         }
         while t + 8 <= d {
             let mut acc = _mm256_loadu_ps(ps.add(t));
-            for (k, &ck) in c.iter().enumerate() {
-                let x = _mm256_loadu_ps(px.add(k * d + t));
+            for (&r, &ck) in rows.iter().zip(c) {
+                let x = E::load8(px.add(r as usize * d + t));
                 acc = _mm256_add_ps(acc, _mm256_mul_ps(_mm256_set1_ps(ck), x));
             }
             _mm256_storeu_ps(ps.add(t), acc);
@@ -214,18 +301,66 @@ unsafe fn axpy_rows_avx2(c: &[f32], xb: &[f32], sum: &mut [f32]) {
     }
     for j in t..d {
         let mut acc = sum[j];
-        for (k, &ck) in c.iter().enumerate() {
-            acc += ck * xb[k * d + j];
+        for (&r, &ck) in rows.iter().zip(c) {
+            acc += ck * xb[r as usize * d + j].widen();
         }
         sum[j] = acc;
     }
 }
 
+/// [`Lanes::block_rule`] with AVX2: eight rows per compare and mask (LLVM compiles the
+/// portable form's selects into branches, which mispredict on random mistakes).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,f16c")]
+#[inline]
+unsafe fn block_rule_avx2(tau: f32, m: &mut [f32], y: &[f32], w: &[f32], c: &mut [f32]) -> u32 {
+    use std::arch::x86_64::*;
+    let b = m.len();
+    assert!(y.len() >= b && w.len() >= b && c.len() >= b);
+    let b8 = b - b % 8;
+    let t = _mm256_set1_ps(tau);
+    let mut hits = 0u32;
+    let mut k = 0;
+    while k < b8 {
+        // SAFETY: k + 8 <= b8 <= every slice's length (checked above).
+        unsafe {
+            let mv = _mm256_loadu_ps(m.as_ptr().add(k));
+            let wv = _mm256_loadu_ps(w.as_ptr().add(k));
+            let yv = _mm256_loadu_ps(y.as_ptr().add(k));
+            let hit = _mm256_cmp_ps::<_CMP_LE_OQ>(mv, t);
+            hits += (_mm256_movemask_ps(hit) as u32).count_ones();
+            _mm256_storeu_ps(
+                c.as_mut_ptr().add(k),
+                _mm256_and_ps(_mm256_mul_ps(yv, wv), hit),
+            );
+            _mm256_storeu_ps(
+                m.as_mut_ptr().add(k),
+                _mm256_and_ps(_mm256_mul_ps(mv, wv), hit),
+            );
+        }
+        k += 8;
+    }
+    hits + block_rule(tau, &mut m[b8..], &y[b8..b], &w[b8..b], &mut c[b8..b])
+}
+
+/// The portable form of [`Lanes::block_rule`].
+#[inline(always)]
+pub fn block_rule(tau: f32, m: &mut [f32], y: &[f32], w: &[f32], c: &mut [f32]) -> u32 {
+    let mut hits = 0;
+    for (((c, m), &y), &wk) in c.iter_mut().zip(m.iter_mut()).zip(y).zip(w) {
+        let hit = *m <= tau;
+        hits += hit as u32;
+        *c = if hit { y * wk } else { 0.0 };
+        *m = if hit { *m * wk } else { 0.0 };
+    }
+    hits
+}
+
 /// [`dot`] with AVX2 intrinsics: the same lanes, the same order.
 #[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
+#[target_feature(enable = "avx2,f16c")]
 #[inline]
-unsafe fn dot_avx2(a: &[f32], b: &[f32]) -> f32 {
+unsafe fn dot_avx2<E: Elem>(a: &[f32], b: &[E]) -> f32 {
     use std::arch::x86_64::*;
     assert_eq!(a.len(), b.len());
     let n16 = a.len() - a.len() % 16;
@@ -236,9 +371,9 @@ unsafe fn dot_avx2(a: &[f32], b: &[f32]) -> f32 {
         // SAFETY: i + 16 <= n16 <= len of both slices.
         unsafe {
             let x0 = _mm256_loadu_ps(pa.add(i));
-            let y0 = _mm256_loadu_ps(pb.add(i));
+            let y0 = E::load8(pb.add(i));
             let x1 = _mm256_loadu_ps(pa.add(i + 8));
-            let y1 = _mm256_loadu_ps(pb.add(i + 8));
+            let y1 = E::load8(pb.add(i + 8));
             lo = _mm256_add_ps(lo, _mm256_mul_ps(x0, y0));
             hi = _mm256_add_ps(hi, _mm256_mul_ps(x1, y1));
         }
@@ -246,7 +381,7 @@ unsafe fn dot_avx2(a: &[f32], b: &[f32]) -> f32 {
     }
     let mut tail = 0f32;
     for (x, y) in a[n16..].iter().zip(&b[n16..]) {
-        tail += x * y;
+        tail += x * y.widen();
     }
     let h = _mm256_add_ps(lo, hi);
     let q = _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps::<1>(h));
@@ -257,18 +392,18 @@ unsafe fn dot_avx2(a: &[f32], b: &[f32]) -> f32 {
 
 /// Dot product with the fixed lane structure of this module (the portable form).
 #[inline(always)]
-pub fn dot(a: &[f32], b: &[f32]) -> f32 {
+pub fn dot<E: Elem>(a: &[f32], b: &[E]) -> f32 {
     debug_assert_eq!(a.len(), b.len());
     let n16 = a.len() - a.len() % 16;
     let mut acc = [0f32; 16];
     for (x, y) in a[..n16].chunks_exact(16).zip(b[..n16].chunks_exact(16)) {
         for k in 0..16 {
-            acc[k] += x[k] * y[k];
+            acc[k] += x[k] * y[k].widen();
         }
     }
     let mut tail = 0f32;
     for (x, y) in a[n16..].iter().zip(&b[n16..]) {
-        tail += x * y;
+        tail += x * y.widen();
     }
     let mut h = [0f32; 8];
     for k in 0..8 {
@@ -283,7 +418,7 @@ pub fn dot(a: &[f32], b: &[f32]) -> f32 {
 
 /// Decision value of one row with the portable lanes: w[..d] . x + w[d] * bias.
 #[inline(always)]
-pub fn decision(w: &[f32], row: &[f32], bias: f32) -> f32 {
+pub fn decision<E: Elem>(w: &[f32], row: &[E], bias: f32) -> f32 {
     Portable.decision(w, row, bias)
 }
 
@@ -302,9 +437,9 @@ pub fn sum<L: Lanes>(_: L, a: &[f32]) -> f32 {
 
 /// `acc += alpha * x` (LLVM vectorises this loop at full width).
 #[inline(always)]
-pub fn axpy(alpha: f32, x: &[f32], acc: &mut [f32]) {
+pub fn axpy<E: Elem>(alpha: f32, x: &[E], acc: &mut [f32]) {
     for (a, v) in acc.iter_mut().zip(x) {
-        *a += alpha * v;
+        *a += alpha * v.widen();
     }
 }
 
@@ -312,7 +447,7 @@ pub fn axpy(alpha: f32, x: &[f32], acc: &mut [f32]) {
 /// `row` spans. A hint: it never faults, so the lines may lie past the end of the data. A no-op
 /// on CPUs other than x86_64.
 #[inline(always)]
-pub fn prefetch_ahead(row: &[f32], bytes: usize) {
+pub fn prefetch_ahead<T>(row: &[T], bytes: usize) {
     #[cfg(target_arch = "x86_64")]
     {
         use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
@@ -332,12 +467,30 @@ pub fn prefetch_ahead(row: &[f32], bytes: usize) {
 /// [`Lanes`] and taking the lanes as its first argument, with [`Avx2`] in a function compiled
 /// for AVX2 when [`simd_enabled`], else with [`Portable`].
 macro_rules! simd_dispatch {
+    ($(#[$m:meta])* $vis:vis fn $name:ident<$g:ident: $gb:path>($($arg:ident: $ty:ty),*) $(-> $ret:ty)? => $body:path) => {
+        $(#[$m])*
+        $vis fn $name<$g: $gb>($($arg: $ty),*) $(-> $ret)? {
+            #[cfg(target_arch = "x86_64")]
+            {
+                #[target_feature(enable = "avx2,f16c")]
+                unsafe fn avx2<$g: $gb>($($arg: $ty),*) $(-> $ret)? {
+                    // SAFETY: only called when the CPU supports AVX2 and F16C.
+                    $body(unsafe { $crate::backend::simd::Avx2::assume() }, $($arg),*)
+                }
+                if $crate::backend::simd_enabled() {
+                    // SAFETY: simd_enabled() is true only when the CPU supports AVX2 and F16C.
+                    return unsafe { avx2::<$g>($($arg),*) };
+                }
+            }
+            $body($crate::backend::simd::Portable, $($arg),*)
+        }
+    };
     ($(#[$m:meta])* $vis:vis fn $name:ident($($arg:ident: $ty:ty),*) $(-> $ret:ty)? => $body:path) => {
         $(#[$m])*
         $vis fn $name($($arg: $ty),*) $(-> $ret)? {
             #[cfg(target_arch = "x86_64")]
             {
-                #[target_feature(enable = "avx2")]
+                #[target_feature(enable = "avx2,f16c")]
                 unsafe fn avx2($($arg: $ty),*) $(-> $ret)? {
                     // SAFETY: only called when the CPU supports AVX2.
                     $body(unsafe { $crate::backend::simd::Avx2::assume() }, $($arg),*)
@@ -353,13 +506,15 @@ macro_rules! simd_dispatch {
 }
 pub(crate) use simd_dispatch;
 
-/// True when the CPU kernels use AVX2: the CPU has it and `ROSENBLATT_NO_SIMD` is not set
+/// True when the CPU kernels use AVX2 (and F16C, which every AVX2 CPU has, for f16 rows): the
+/// CPU has them and `ROSENBLATT_NO_SIMD` is not set
 /// (setting it gives the portable code path, for checking that both agree).
 pub fn simd_enabled() -> bool {
     static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
     *ON.get_or_init(|| {
         #[cfg(target_arch = "x86_64")]
-        let has = std::arch::is_x86_feature_detected!("avx2");
+        let has = std::arch::is_x86_feature_detected!("avx2")
+            && std::arch::is_x86_feature_detected!("f16c");
         #[cfg(not(target_arch = "x86_64"))]
         let has = false;
         has && std::env::var_os("ROSENBLATT_NO_SIMD").is_none()
@@ -393,7 +548,7 @@ pub fn flops_probe(iters: u64, seed: f32) -> f64 {
 }
 
 #[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
+#[target_feature(enable = "avx2,f16c")]
 unsafe fn flops_probe_avx2(iters: u64, seed: f32) -> f64 {
     use std::arch::x86_64::*;
     let mut acc = [_mm256_set1_ps(seed); 16];

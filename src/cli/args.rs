@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
 
-use rosenblatt::backend::{BackendChoice, Kernel};
+use rosenblatt::backend::{BackendChoice, Kernel, Storage};
 use rosenblatt::data::{Format, LabelCol};
 use rosenblatt::params::{
     Algo, ClassWeight, Init, Mode, MulticlassStrategy, MulticlassUpdate, Params, Scale, TrainParams,
@@ -187,6 +187,10 @@ pub(crate) struct BenchArgs {
     /// and give the bytes the kernel plan moves against one read of X.
     #[arg(long)]
     pub(crate) profile: bool,
+    /// How X is stored: f32 (the generated floats), or f16, u8, i8 (the same data quantized
+    /// to values the storage holds exactly, so the epoch reads 2 or 1 bytes per value).
+    #[arg(long, value_name = "S", default_value = "f32")]
+    pub(crate) storage: Storage,
     /// Print one JSON object on stdout.
     #[arg(long)]
     pub(crate) json: bool,
@@ -338,6 +342,27 @@ pub(crate) struct TrainArgs {
     /// minmax or maxabs.
     #[arg(long, value_name = "S", default_value = "none")]
     pub(crate) scale: Scale,
+    /// How X is stored for training: auto (the narrowest exact storage for batch epochs), f32,
+    /// f16, u8 or i8. Results are the same; a compact storage reads fewer bytes per epoch. A
+    /// storage that does not hold every value exactly is an error.
+    #[arg(long, value_name = "S", default_value = "auto")]
+    pub(crate) storage: StorageChoice,
+}
+
+/// `--storage`: `auto` or a storage.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct StorageChoice(pub(crate) Option<Storage>);
+
+impl std::str::FromStr for StorageChoice {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        if s == "auto" {
+            return Ok(StorageChoice(None));
+        }
+        s.parse::<Storage>()
+            .map(|s| StorageChoice(Some(s)))
+            .map_err(|_| format!("unknown storage {s:?} (expected auto, f32, f16, u8 or i8)"))
+    }
 }
 
 #[derive(Args, Debug)]
@@ -455,6 +480,7 @@ impl TryFrom<&TrainArgs> for Params {
             validation_fraction: a.validation_fraction,
             class_weight: a.class_weight.clone(),
             scale: a.scale,
+            storage: a.storage.0,
             kernel: (a.algo == Algo::Kernel).then_some(match a.kernel.as_str() {
                 "poly" => Kernel::Poly {
                     degree: a.degree,

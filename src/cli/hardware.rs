@@ -73,13 +73,15 @@ pub fn bench(a: BenchArgs) -> anyhow::Result<()> {
         converge: !a.no_converge,
         classes: a.classes,
         profile: a.profile,
+        storage: a.storage,
     };
     if !a.json {
         note!(
-            "generating {} x {} ({:.1} MB of f32) and timing {} epochs per backend...",
+            "generating {} x {} ({:.1} MB of {}) and timing {} epochs per backend...",
             a.n,
             a.d,
-            (a.n * a.d * 4) as f64 / 1e6,
+            (a.n * a.d * a.storage.bytes()) as f64 / 1e6,
+            a.storage.name(),
             spec.epochs
         );
     }
@@ -99,10 +101,11 @@ pub fn bench(a: BenchArgs) -> anyhow::Result<()> {
         "binary batch epoch".to_string()
     };
     outln!(
-        "{rule}, n = {}, d = {}: {:.1} MB of X per epoch",
+        "{rule}, n = {}, d = {}: {:.1} MB of X per epoch ({} storage)",
         r.n,
         r.d,
-        r.bytes_per_epoch as f64 / 1e6
+        r.bytes_per_epoch as f64 / 1e6,
+        r.storage
     );
     for b in [&r.cpu, &r.gpu].into_iter().flatten() {
         print_bench(b)?;

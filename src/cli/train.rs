@@ -190,6 +190,9 @@ pub fn print_report(r: &TrainReport, kind: ModelKind) -> anyhow::Result<()> {
             "stopped: the voted perceptron kept --max-vectors vectors (one per mistake)".to_string()
         }
     };
+    if let Some(s) = r.storage.as_deref().filter(|&s| s != "f32") {
+        outln!("  storage:           {s} (an exact compact copy of X; the arithmetic is f32)");
+    }
     outln!("  epochs:            {} ({why})", r.epochs);
     outln!("  training accuracy: {:.2}%", 100.0 * r.train_accuracy);
     if let (Some(nv), Some(acc)) = (r.n_validation, r.validation_accuracy) {

@@ -382,7 +382,7 @@ impl Model {
     pub fn scores_of_scaled(&self, ds: &Dataset, backend: &dyn Backend) -> Result<Vec<f32>> {
         self.check_features(ds)?;
         let view = DataView {
-            x: &ds.x,
+            x: (&ds.x).into(),
             n: ds.n,
             d: ds.d,
             bias: 1.0,
@@ -390,7 +390,7 @@ impl Model {
         if let Body::Kernel(k) = &self.body {
             let flat: Vec<f32> = k.support_vectors.concat();
             let sv = DataView {
-                x: &flat,
+                x: (&flat).into(),
                 n: k.support_vectors.len(),
                 ..view
             };

@@ -8,6 +8,7 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 
 use super::context::GpuContext;
+use crate::backend::Storage;
 use crate::error::{Error, Result};
 
 /// The batch pipelines' WGSL source.
@@ -53,6 +54,8 @@ pub struct Shape {
     pub tpr: u32,
     /// Columns per tile (accumulate).
     pub tc: u32,
+    /// How X is stored ([`Storage::code`]).
+    pub storage: u32,
 }
 
 impl Shape {
@@ -71,7 +74,12 @@ impl Shape {
         let tc = (heads.max(1) * (d + 1))
             .next_power_of_two()
             .min(wg as usize) as u32;
-        Shape { wg, tpr, tc }
+        Shape {
+            wg,
+            tpr,
+            tc,
+            storage: Storage::F32.code(),
+        }
     }
 }
 
@@ -227,6 +235,7 @@ impl BatchPipelines {
             ("WG", shape.wg as f64),
             ("TPR", shape.tpr as f64),
             ("TC", shape.tc as f64),
+            ("STORAGE", shape.storage as f64),
         ];
         let p = ctx.scoped(&format!("building pipeline {label}"), || {
             ctx.device
@@ -265,7 +274,8 @@ mod tests {
             Shape {
                 wg: 256,
                 tpr: 16,
-                tc: 128
+                tc: 128,
+                storage: 0
             }
         );
         assert_eq!(Shape::for_features(5000, 1, 256).tpr, 256);

@@ -133,11 +133,17 @@ impl<'c> DualResident<'c> {
             let xe = init_buf(
                 ctx,
                 "rosenblatt.kernel_eval",
-                bytemuck::cast_slice(eval.x),
+                bytemuck::cast_slice(&eval.x.to_f32()),
                 st,
             );
-            let xs =
-                sv.map(|sv| init_buf(ctx, "rosenblatt.kernel_sv", bytemuck::cast_slice(sv.x), st));
+            let xs = sv.map(|sv| {
+                init_buf(
+                    ctx,
+                    "rosenblatt.kernel_sv",
+                    bytemuck::cast_slice(&sv.x.to_f32()),
+                    st,
+                )
+            });
             let sq = init_buf(
                 ctx,
                 "rosenblatt.kernel_svsq",

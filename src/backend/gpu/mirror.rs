@@ -310,6 +310,14 @@ mod tests {
         ] {
             assert_eq!(constant(&module, name), rule.code(), "{name}");
         }
+        for (name, s) in [
+            ("STORAGE_F32", crate::backend::Storage::F32),
+            ("STORAGE_F16", crate::backend::Storage::F16),
+            ("STORAGE_U8", crate::backend::Storage::U8),
+            ("STORAGE_I8", crate::backend::Storage::I8),
+        ] {
+            assert_eq!(constant(&module, name), s.code(), "{name}");
+        }
         for (name, flag) in [
             ("FLAG_POCKET", FLAG_POCKET),
             ("FLAG_AVERAGE", FLAG_AVERAGE),

@@ -58,7 +58,14 @@ impl GpuBackend {
     /// How many storage bindings (segments) `n` rows of `d` features take on this device with
     /// `heads` weight vectors: more than one when X is larger than one binding holds.
     pub fn segments(&self, n: usize, d: usize, heads: usize) -> Result<usize> {
-        let plan = resident::plan(n, d, heads, &self.ctx.limits, self.opts.max_binding)?;
+        let plan = resident::plan(
+            n,
+            d,
+            heads,
+            super::Storage::F32,
+            &self.ctx.limits,
+            self.opts.max_binding,
+        )?;
         Ok(n.div_ceil(plan.seg_rows))
     }
 

@@ -12,8 +12,8 @@ use super::mirror::{
     ROLE_TRAIN, STOP_CONVERGED, STOP_PATIENCE, STOP_TOLERANCE,
 };
 use crate::backend::{
-    winnow_weights, BatchRule, DataView, EpochStats, Epochs, Extras, KernelProfile, Pocket,
-    StopReason, StopState, Update, MAX_HEADS,
+    winnow_weights, BatchRule, DataView, EpochStats, Epochs, Extras, Features, KernelProfile,
+    Pocket, StopReason, StopState, Storage, Update, MAX_HEADS,
 };
 use crate::error::{Error, Result};
 
@@ -42,6 +42,7 @@ pub fn plan(
     n: usize,
     d: usize,
     heads: usize,
+    storage: Storage,
     limits: &wgpu::Limits,
     max_binding: Option<u64>,
 ) -> Result<Plan> {
@@ -56,8 +57,8 @@ pub fn plan(
         .min(max_binding.unwrap_or(u64::MAX))
         .min(1 << 31);
     let len = heads.max(1) as u64 * (d as u64 + 1);
-    // Per row, a segment binds d features and `heads` outputs.
-    let row_bytes = d.max(heads) as u64 * 4;
+    // Per row, a segment binds d features (in words of packed values) and `heads` outputs.
+    let row_bytes = (d as u64 * storage.bytes() as u64).max(heads as u64 * 4);
     if row_bytes > binding || len * 4 > binding.max(limits.max_storage_buffer_binding_size) {
         return Err(Error::TooLarge(format!(
             "one row of {d} features is {row_bytes} bytes, more than the GPU binds at once \
@@ -65,14 +66,20 @@ pub fn plan(
         )));
     }
     let wg = workgroup_size(limits, 256)?;
-    let shape = Shape::for_features(d, heads, wg);
+    let shape = Shape {
+        storage: storage.code(),
+        ..Shape::for_features(d, heads, wg)
+    };
     let per_dim = limits.max_compute_workgroups_per_dimension as u64;
     if len.div_ceil(shape.tc as u64) > per_dim || len.div_ceil(wg as u64) > per_dim {
         return Err(Error::TooLarge(format!(
             "{d} features need more workgroups than the GPU dispatches per dimension ({per_dim})"
         )));
     }
-    let seg_rows = ((binding / row_bytes) as usize).min(n).max(1);
+    // A segment's packed rows are padded to a whole word.
+    let seg_rows = ((binding.saturating_sub(3) / row_bytes) as usize)
+        .min(n)
+        .max(1);
     let max_chunks = (PARTIALS_BUDGET.min(binding) / (len * 4)).max(1) as usize;
     let chunk_rows = 64usize
         .max(n.div_ceil(max_chunks))
@@ -205,6 +212,18 @@ impl<'c> Resident<'c> {
         opts: &ResidentOptions,
     ) -> Result<Self> {
         let DataView { x, n, d, bias } = rows.data;
+        // Held-out rows are bound in the training rows' storage (widened to f32 in the rare
+        // case that a caller gives them in another).
+        let widened = match rows.held {
+            Some((h, _)) if h.x.storage() != x.storage() => {
+                Some((x.to_f32().into_owned(), h.x.to_f32().into_owned()))
+            }
+            _ => None,
+        };
+        let (x, held_x) = match &widened {
+            Some((a, b)) => (Features::F32(a), Some(Features::F32(b))),
+            None => (x, rows.held.map(|(h, _)| h.x)),
+        };
         let heads = heads.max(1);
         if n == 0 || d == 0 {
             return Err(Error::Gpu(
@@ -212,7 +231,15 @@ impl<'c> Resident<'c> {
             ));
         }
         let held_n = rows.held.map_or(0, |(h, _)| h.n);
-        let plan = plan(n.max(held_n), d, heads, &ctx.limits, opts.max_binding)?;
+        let storage = x.storage();
+        let plan = plan(
+            n.max(held_n),
+            d,
+            heads,
+            storage,
+            &ctx.limits,
+            opts.max_binding,
+        )?;
         let shape = plan.shape;
         let pipes = Pipes {
             margins: batch.pipeline(ctx, Entry::Margins, shape)?,
@@ -226,7 +253,7 @@ impl<'c> Resident<'c> {
         let d_aug = d + 1;
         let len = heads * d_aug;
         let groups = (shape.wg / shape.tpr) as usize;
-        let bytes = (n * d * 4) as u64;
+        let bytes = (n * d * storage.bytes()) as u64;
         ctx.scoped(
             &format!("uploading {n} x {d} ({bytes} bytes) to {}", ctx.describe()),
             || {
@@ -336,15 +363,15 @@ impl<'c> Resident<'c> {
                                 uniform,
                             );
                             let held_out = role == ROLE_HELD_OUT;
-                            let (src_x, src_y, src_w) = match rows.held {
-                                Some((h, hy)) if held_out => (h.x, Some(hy), None),
+                            let (src_x, src_y, src_w) = match (rows.held, held_x) {
+                                (Some((_, hy)), Some(hx)) if held_out => (hx, Some(hy), None),
                                 _ => (x, rows.y, rows.sw),
                             };
-                            let xs = &src_x[start * d..(start + len) * d];
+                            let xs = src_x.slice(start * d..(start + len) * d);
                             let xbuf = init_buf(
                                 ctx,
                                 &format!("rosenblatt.x[{k}]"),
-                                bytemuck::cast_slice(xs),
+                                xs.bytes(),
                                 wgpu::BufferUsages::STORAGE,
                             );
                             let ys: &[f32] = match src_y {
@@ -867,7 +894,7 @@ mod tests {
             (4_000, 1, 1),
             (1 << 20, 64, 10),
         ] {
-            let p = plan(n, d, heads, &l, None).unwrap();
+            let p = plan(n, d, heads, Storage::F32, &l, None).unwrap();
             let chunks = n.div_ceil(p.chunk_rows);
             let len = heads * (d + 1);
             assert!(p.chunk_rows >= 64, "{n} x {d}: {p:?}");
@@ -881,7 +908,7 @@ mod tests {
         }
         // 16.7M x 1: tens of thousands of chunks (their grid within the 65,535 limit), summed
         // by 2 workgroups of a tree each instead of one thread reading them all in turn.
-        let p = plan(16_777_216, 1, 1, &l, None).unwrap();
+        let p = plan(16_777_216, 1, 1, Storage::F32, &l, None).unwrap();
         let chunks = 16_777_216usize.div_ceil(p.chunk_rows);
         assert!(chunks > 60_000 && chunks <= per_dim, "{chunks} chunks");
     }
