@@ -91,6 +91,9 @@ pub struct Problem<'a> {
     pub packed: Option<(FeatureBuf, Option<FeatureBuf>)>,
 }
 
+/// How many rows ahead the online forms prefetch the next row of a shuffled epoch.
+pub(crate) const PREFETCH_ROWS: usize = 16;
+
 /// Where the held-out rows of a run come from.
 #[derive(Clone, Copy, Default)]
 pub enum Holdout<'a> {

@@ -240,12 +240,50 @@ unsafe fn dot_tile_avx2<E: Elem, const R: usize, const H: usize>(
         i += 16;
     }
     let mut out = [[0f32; H]; R];
+    let tail = |r: usize, h: usize| {
+        let mut t = 0f32;
+        for (a, b) in x[r][n16..].iter().zip(&w[h][n16..len]) {
+            t += a.widen() * b;
+        }
+        t
+    };
+    if R == 4 {
+        // Four rows reduced together: the same additions as the one-row reduction below
+        // (lane k + 8, then k + 4, then (0 + 2) + (1 + 3)), two rows per register, so the
+        // reductions of a group of rows overlap instead of being four dependency chains.
+        for h in 0..H {
+            let s: [__m256; 4] = std::array::from_fn(|r| _mm256_add_ps(acc[r][h][0], acc[r][h][1]));
+            // [row 0 | row 1] and [row 2 | row 3], each lane k + 4 added to lane k.
+            let p = _mm256_add_ps(
+                _mm256_permute2f128_ps::<0x20>(s[0], s[1]),
+                _mm256_permute2f128_ps::<0x31>(s[0], s[1]),
+            );
+            let q = _mm256_add_ps(
+                _mm256_permute2f128_ps::<0x20>(s[2], s[3]),
+                _mm256_permute2f128_ps::<0x31>(s[2], s[3]),
+            );
+            // (p0 + p2, p1 + p3, q0 + q2, q1 + q3) per half, then the two added.
+            let e = _mm256_add_ps(
+                _mm256_shuffle_ps::<0b01_00_01_00>(p, q),
+                _mm256_shuffle_ps::<0b11_10_11_10>(p, q),
+            );
+            let f = _mm256_add_ps(
+                _mm256_shuffle_ps::<0b10_00_10_00>(e, e),
+                _mm256_shuffle_ps::<0b11_01_11_01>(e, e),
+            );
+            // f = (r0, r2, r0, r2 | r1, r3, r1, r3).
+            let mut lanes = [0f32; 8];
+            // SAFETY: 8 floats are stored into 8 floats.
+            unsafe { _mm256_storeu_ps(lanes.as_mut_ptr(), f) };
+            for (r, lane) in [0, 4, 1, 5].into_iter().enumerate() {
+                out[r][h] = lanes[lane] + tail(r, h);
+            }
+        }
+        return out;
+    }
     for r in 0..R {
         for h in 0..H {
-            let mut tail = 0f32;
-            for (a, b) in x[r][n16..].iter().zip(&w[h][n16..len]) {
-                tail += a.widen() * b;
-            }
+            let tail = tail(r, h);
             let s = _mm256_add_ps(acc[r][h][0], acc[r][h][1]);
             let q = _mm_add_ps(_mm256_castps256_ps128(s), _mm256_extractf128_ps::<1>(s));
             let e = _mm_add_ps(q, _mm_movehl_ps(q, q));
@@ -607,6 +645,26 @@ mod tests {
             }
             let one = Portable.dot_tile([x[1]], [w[0]]);
             assert_eq!(one[0][0].to_bits(), want(1, 0));
+            // The four-row tile (its own joint reduction) and u8 rows widened on load.
+            let four = [x[0], x[1], x[1], x[0]];
+            let bytes: Vec<Vec<u8>> = (0..4)
+                .map(|_| (0..len).map(|_| rng.random_range(0..=255u8)).collect())
+                .collect();
+            let b4 = [&bytes[0][..], &bytes[1][..], &bytes[2][..], &bytes[3][..]];
+            #[cfg(target_arch = "x86_64")]
+            if std::arch::is_x86_feature_detected!("avx2") {
+                // SAFETY: checked just above.
+                let l = unsafe { Avx2::assume() };
+                let t = l.dot_tile(four, w);
+                let tb = l.dot_tile(b4, [w[1]]);
+                for (r, (tr, br)) in t.iter().zip(&tb).enumerate() {
+                    for (h, v) in tr.iter().enumerate() {
+                        assert_eq!(v.to_bits(), want([0, 1, 1, 0][r], h), "avx2 4 rows");
+                    }
+                    let wb = dot(&ws[1][..len], &bytes[r]).to_bits();
+                    assert_eq!(br[0].to_bits(), wb, "avx2 u8 len {len}");
+                }
+            }
         }
     }
 
