@@ -2,12 +2,16 @@
 // for K weight vectors ("heads": K = 1 for a binary perceptron, K classes for multiclass or
 // one-vs-rest). Weights are stored head after head, each d + 1 long (the last is the bias).
 //
-// One epoch is four dispatches: `margins` and `accumulate` once per X segment, then `apply`
-// (or `apply_tree` when there are many chunks) and `finalize` once. Many epochs are recorded in one submit; `finalize` takes the stop
-// decision (BatchRule::stop in src/backend/mod.rs) and every entry point returns at once when
+// One epoch is `fused` once per training segment (one pass over X: a workgroup per row
+// chunk scores its rows and sums coef * x over them while they are in cache), or where the
+// chunks are too few to fill the device `margins` then `accumulate` (X read twice); held-out
+// segments run `margins`; then `apply` (or `apply_tree` when there are many chunks) and
+// `finalize` once: three dispatches an epoch for one segment. Many epochs are recorded in one
+// submit; `finalize` takes the stop decision (BatchRule::stop in src/backend/mod.rs) and every entry point returns at once when
 // `ctl.done` is set, so epochs after convergence cost only empty dispatches.
 // Every entry point has a plain CPU twin of the same name in src/backend/reference.rs
-// (`row_score`, `margins`, `accumulate`, `apply`, `finalize`, `scores`); tests keep the GPU
+// (`row_score`, `margins`, `accumulate`, `apply`, `finalize`, `scores`; `fused` is `margins`
+// then `accumulate` per chunk); tests keep the GPU
 // bit-identical to them on integer data.
 //
 // Rows are row-major with an implicit last column of value `P.bias` (1 with a bias, 0
@@ -236,18 +240,24 @@ fn margins(
     if (stopped(lid)) {
         return;
     }
+    let groups = WG / TPR;
+    margins_rows(lid, wid.x, wid.x * groups, nwg.x * groups, S.n);
+}
+
+// `margins` for the row groups starting at `start`, `start + step`, ... below `end`, with
+// this workgroup's counts in wg_stats slot `slot`. Called by the whole workgroup.
+fn margins_rows(lid: u32, slot: u32, start: u32, step: u32, end: u32) {
     let by_sum = held_out_by_sum(lid);
     let held = S.role == ROLE_HELD_OUT;
     let lane = lid % TPR;
-    let groups = WG / TPR;
     let K = P.heads;
     var count = 0u;
     var crit = 0.0;
     var weighted = 0.0;
-    for (var base = wid.x * groups; base < S.n; base += nwg.x * groups) {
+    for (var base = start; base < end; base += step) {
         let r = base + lid / TPR;
         // Only lane 0 of a row group with a row acts; the others help with the dots.
-        let acts = lane == 0u && r < S.n;
+        let acts = lane == 0u && r < end;
         var yv = 0.0;
         var wr = 1.0;
         if (acts) {
@@ -341,11 +351,12 @@ fn margins(
     }
     if (lid == 0u) {
         if (held) {
-            wg_stats[S.wg_base + wid.x] = WgStat(0u, 0.0, redu[0], 0.0);
+            wg_stats[S.wg_base + slot] = WgStat(0u, 0.0, redu[0], 0.0);
         } else {
-            wg_stats[S.wg_base + wid.x] = WgStat(redu[0], red[0], 0u, red2[0]);
+            wg_stats[S.wg_base + slot] = WgStat(redu[0], red[0], 0u, red2[0]);
         }
     }
+    workgroupBarrier();
 }
 
 // Grid: x = tile of TC "columns" over heads * d_aug (head k, column j), y = row chunk. Sums
@@ -359,14 +370,45 @@ fn accumulate(
     if (stopped(lid)) {
         return;
     }
+    accumulate_tile(lid, wid.x, wid.y);
+}
+
+// One pass over X per epoch: a workgroup takes one chunk of training rows, scores them and
+// decides their coefficients (`margins_rows`, counts in wg_stats slot = chunk), then sums
+// coef * x over the same rows for every column tile (`accumulate_tile`): the rows read again
+// were read just before, so they come from cache, not memory. Partial sums and counts are
+// those of `margins` + `accumulate` with one workgroup per chunk, so `apply` and `finalize`
+// follow unchanged. Used where the chunks give enough workgroups (the host decides).
+// CPU twin: reference::margins then reference::accumulate over each chunk.
+@compute @workgroup_size(WG)
+fn fused(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+) {
+    if (stopped(lid)) {
+        return;
+    }
+    let r0 = wid.x * S.chunk_rows;
+    let r1 = min(r0 + S.chunk_rows, S.n);
+    margins_rows(lid, wid.x, r0, WG / TPR, r1);
+    // The coefficients this workgroup wrote are read by other threads below.
+    storageBarrier();
+    let tiles = (P.heads * P.d_aug + TC - 1u) / TC;
+    for (var t = 0u; t < tiles; t++) {
+        accumulate_tile(lid, t, wid.x);
+    }
+}
+
+// `accumulate` for column tile `tile` of row chunk `chunk`. Called by the whole workgroup.
+fn accumulate_tile(lid: u32, tile: u32, chunk: u32) {
     let c = lid % TC;
     let lane = lid / TC;
     let lanes = WG / TC;
-    let col = wid.x * TC + c;
+    let col = tile * TC + c;
     let K = P.heads;
     let k = col / P.d_aug;
     let j = col % P.d_aug;
-    let r0 = wid.y * S.chunk_rows;
+    let r0 = chunk * S.chunk_rows;
     let r1 = min(r0 + S.chunk_rows, S.n);
     var acc = 0.0;
     if (k < K) {
@@ -390,8 +432,9 @@ fn accumulate(
         workgroupBarrier();
     }
     if (lane == 0u && k < K) {
-        partials[(S.chunk_base + wid.y) * K * P.d_aug + col] = red[lid];
+        partials[(S.chunk_base + chunk) * K * P.d_aug + col] = red[lid];
     }
+    workgroupBarrier();
 }
 
 // The update of weight j from its epoch sum s: w += eta * s (multiplicative: the

@@ -25,12 +25,39 @@ fn gpu() -> Option<&'static GpuBackend> {
     G.get_or_init(common::gpu).as_ref()
 }
 
-/// The backends held to the reference: the fast CPU, and the GPU when there is one.
+/// The GPU with the fused one-pass kernel forced on (`Some(true)`) or off for every
+/// training segment, whatever the sizes.
+fn gpu_fused(on: bool) -> Option<&'static GpuBackend> {
+    use rosenblatt::backend::gpu::{GpuOptions, ResidentOptions};
+    static G: [OnceLock<Option<GpuBackend>>; 2] = [OnceLock::new(), OnceLock::new()];
+    gpu()?;
+    G[usize::from(on)]
+        .get_or_init(|| {
+            GpuBackend::new(&GpuOptions {
+                resident: ResidentOptions {
+                    fused: Some(on),
+                    ..Default::default()
+                },
+                ..Default::default()
+            })
+            .ok()
+        })
+        .as_ref()
+}
+
+/// The backends held to the reference: the fast CPU, and the GPU when there is one (as it
+/// chooses, and with the fused one-pass kernel forced on and off).
 fn under_test() -> Vec<(&'static str, &'static dyn Backend)> {
     static CPU: CpuBackend = CpuBackend;
     let mut v: Vec<(&str, &dyn Backend)> = vec![("cpu", &CPU)];
     if let Some(g) = gpu() {
         v.push(("gpu", g));
+    }
+    if let Some(g) = gpu_fused(true) {
+        v.push(("gpu fused", g));
+    }
+    if let Some(g) = gpu_fused(false) {
+        v.push(("gpu two kernels", g));
     }
     v
 }

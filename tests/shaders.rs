@@ -32,7 +32,14 @@ fn batch_shader_has_the_entry_points_and_overrides_the_host_uses() {
         .iter()
         .map(|e| e.name.as_str())
         .collect();
-    for name in ["margins", "accumulate", "apply", "finalize", "scores"] {
+    for name in [
+        "margins",
+        "accumulate",
+        "fused",
+        "apply",
+        "finalize",
+        "scores",
+    ] {
         assert!(
             entries.contains(&name),
             "missing entry point {name}: {entries:?}"

@@ -21,6 +21,8 @@ pub enum Entry {
     Margins,
     /// Per-chunk partial sums of y x over mistakes.
     Accumulate,
+    /// Margins and accumulate in one pass, a workgroup per chunk.
+    Fused,
     /// Reduce partials in chunk order, update w.
     Apply,
     /// Reduce many partials in a fixed tree per weight, update w.
@@ -37,6 +39,7 @@ impl Entry {
         match self {
             Entry::Margins => "margins",
             Entry::Accumulate => "accumulate",
+            Entry::Fused => "fused",
             Entry::Apply => "apply",
             Entry::ApplyTree => "apply_tree",
             Entry::Finalize => "finalize",

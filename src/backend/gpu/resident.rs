@@ -98,6 +98,8 @@ struct SegBuf {
     chunks: usize,
     margin_wgs: usize,
     held_out: bool,
+    /// The epoch runs `fused` (one workgroup per chunk) instead of `margins` + `accumulate`.
+    fused: bool,
     coef: wgpu::Buffer,
     bind: wgpu::BindGroup,
 }
@@ -123,6 +125,7 @@ pub const TREE_MIN_CHUNKS: usize = 64;
 /// Pipelines used by a resident data set.
 struct Pipes {
     margins: wgpu::ComputePipeline,
+    fused: wgpu::ComputePipeline,
     accumulate: wgpu::ComputePipeline,
     apply: wgpu::ComputePipeline,
     apply_tree: wgpu::ComputePipeline,
@@ -135,6 +138,8 @@ pub struct Resident<'c> {
     ctx: &'c GpuContext,
     d: usize,
     n: usize,
+    /// How X is stored on the device.
+    storage: Storage,
     plan: Plan,
     params: Params,
     params_buf: wgpu::Buffer,
@@ -200,7 +205,14 @@ pub struct ResidentOptions {
     /// Test hook: destroy the device after this many training submits, so the next one fails
     /// as a lost device would.
     pub fail_after_submits: Option<usize>,
+    /// Whether training segments run the fused one-pass kernel: `None` where the chunks
+    /// give enough workgroups, `Some(true)` always, `Some(false)` never (`margins` +
+    /// `accumulate`); tests hold every choice to the reference.
+    pub fused: Option<bool>,
 }
+
+/// Workgroups (chunks) a segment needs for the fused pass when `margins` would launch more.
+pub const FUSED_MIN_WGS: usize = 1024;
 
 impl<'c> Resident<'c> {
     /// Uploads `rows`: the features and, for training, the labels, weights and held-out rows.
@@ -243,6 +255,7 @@ impl<'c> Resident<'c> {
         let shape = plan.shape;
         let pipes = Pipes {
             margins: batch.pipeline(ctx, Entry::Margins, shape)?,
+            fused: batch.pipeline(ctx, Entry::Fused, shape)?,
             accumulate: batch.pipeline(ctx, Entry::Accumulate, shape)?,
             apply: batch.pipeline(ctx, Entry::Apply, shape)?,
             apply_tree: batch.pipeline(ctx, Entry::ApplyTree, shape)?,
@@ -271,7 +284,17 @@ impl<'c> Resident<'c> {
                             0
                         };
                         let margin_wgs = len.div_ceil(groups).min(plan.margin_wgs_cap);
-                        segs_meta.push((role, start, len, chunks, margin_wgs, chunk_base, wg_base));
+                        // One pass over X (`fused`, a workgroup per chunk) where the chunks
+                        // give about as many workgroups as `margins` would (at most
+                        // FUSED_MIN_WGS needed); else two kernels, X read twice.
+                        let fused = role == ROLE_TRAIN
+                            && opts
+                                .fused
+                                .unwrap_or(chunks >= margin_wgs.min(FUSED_MIN_WGS));
+                        let margin_wgs = if fused { chunks } else { margin_wgs };
+                        segs_meta.push((
+                            role, start, len, chunks, margin_wgs, chunk_base, wg_base, fused,
+                        ));
                         chunk_base += chunks;
                         wg_base += margin_wgs;
                         start += len;
@@ -345,7 +368,10 @@ impl<'c> Resident<'c> {
                     .iter()
                     .enumerate()
                     .map(
-                        |(k, &(role, start, len, chunks, margin_wgs, chunk_base, wg_base))| {
+                        |(
+                            k,
+                            &(role, start, len, chunks, margin_wgs, chunk_base, wg_base, fused),
+                        )| {
                             let seg = Segment {
                                 n: len as u32,
                                 chunk_base: chunk_base as u32,
@@ -415,6 +441,7 @@ impl<'c> Resident<'c> {
                                 chunks,
                                 margin_wgs,
                                 held_out,
+                                fused,
                                 coef,
                                 bind,
                             }
@@ -425,6 +452,7 @@ impl<'c> Resident<'c> {
                     ctx,
                     d,
                     n,
+                    storage,
                     plan: plan.clone(),
                     params,
                     params_buf,
@@ -533,6 +561,10 @@ impl<'c> Resident<'c> {
         let tiles = len.div_ceil(self.plan.shape.tc as usize) as u32;
         let mut out = Vec::new();
         for (k, seg) in self.segs.iter().enumerate() {
+            if seg.fused {
+                out.push((Entry::Fused, Some(k), (seg.chunks as u32, 1)));
+                continue;
+            }
             out.push((Entry::Margins, Some(k), (seg.margin_wgs as u32, 1)));
             if !seg.held_out {
                 out.push((Entry::Accumulate, Some(k), (tiles, seg.chunks as u32)));
@@ -553,6 +585,7 @@ impl<'c> Resident<'c> {
     fn pipe(&self, e: Entry) -> &wgpu::ComputePipeline {
         match e {
             Entry::Margins => &self.pipes.margins,
+            Entry::Fused => &self.pipes.fused,
             Entry::Accumulate => &self.pipes.accumulate,
             Entry::Apply => &self.pipes.apply,
             Entry::ApplyTree => &self.pipes.apply_tree,
@@ -655,7 +688,7 @@ impl<'c> Resident<'c> {
             epochs,
             kernels,
             plan_bytes: self.plan_bytes(last.mistakes as u64),
-            x_bytes: (self.n * self.d * 4) as u64,
+            x_bytes: (self.n * self.d * self.storage.bytes()) as u64,
         }))
     }
 
@@ -675,8 +708,12 @@ impl<'c> Resident<'c> {
         } else {
             0
         };
-        let margins = n * d * 4 + n * 4 + weights + n * k * 4 + held;
-        let accumulate = n * k * 4 + mistakes.min(n) * d * 4;
+        let eb = self.storage.bytes() as u64;
+        let margins = n * d * eb + n * 4 + weights + n * k * 4 + held;
+        // The fused pass reads a chunk's mistake rows again from cache, not memory.
+        let fused = self.segs.iter().any(|s| s.fused);
+        let again = if fused { 0 } else { mistakes.min(n) * d * eb };
+        let accumulate = n * k * 4 + again;
         let partials = self.params.total_chunks as u64 * len * 4;
         margins + accumulate + 2 * partials + 6 * len * 4
     }
@@ -718,6 +755,11 @@ impl<'c> Resident<'c> {
                 for _ in 0..k {
                     for seg in &self.segs {
                         pass.set_bind_group(1, &seg.bind, &[]);
+                        if seg.fused {
+                            pass.set_pipeline(&self.pipes.fused);
+                            pass.dispatch_workgroups(seg.chunks as u32, 1, 1);
+                            continue;
+                        }
                         pass.set_pipeline(&self.pipes.margins);
                         pass.dispatch_workgroups(seg.margin_wgs as u32, 1, 1);
                         if !seg.held_out {
