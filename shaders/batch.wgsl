@@ -192,13 +192,14 @@ fn held_out_by_sum(lid: u32) -> bool {
 
 // CPU twin: reference::row_score. w_k . [x_r, bias] summed by the TPR threads of a row group
 // (weights from the running sum in `aux` when `by_sum`); the result is valid in lane 0.
-// Must be called by the whole workgroup (it has barriers); rows past S.n give the bias term.
-fn row_score(lid: u32, r: u32, k: u32, by_sum: bool) -> f32 {
+// Must be called by the whole workgroup (it has barriers); rows at or past `end` (at most
+// S.n) are not read and give the bias term.
+fn row_score(lid: u32, r: u32, k: u32, by_sum: bool, end: u32) -> f32 {
     let lane = lid % TPR;
     let wo = k * P.d_aug;
     let so = 2u * P.heads * P.d_aug + wo;
     var acc = 0.0;
-    if (r < S.n) {
+    if (r < end) {
         let off = r * P.d;
         if (by_sum) {
             for (var j = lane; j < P.d; j += TPR) {
@@ -278,7 +279,7 @@ fn margins_rows(lid: u32, slot: u32, start: u32, step: u32, end: u32) {
         var top = 0u;
         var s_top = 0.0;
         for (var k = 0u; k < K; k++) {
-            let sk = row_score(lid, r, k, by_sum);
+            let sk = row_score(lid, r, k, by_sum, end);
             if (!acts) {
             } else if (held) {
                 if (k == 0u || sk > s_top) {
@@ -660,7 +661,7 @@ fn scores(
     for (var base = wid.x * groups; base < S.n; base += nwg.x * groups) {
         let r = base + lid / TPR;
         for (var k = 0u; k < P.heads; k++) {
-            let s = row_score(lid, r, k, false);
+            let s = row_score(lid, r, k, false, S.n);
             if (lid % TPR == 0u && r < S.n) {
                 coef[r * P.heads + k] = s;
             }

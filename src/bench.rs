@@ -46,7 +46,8 @@ pub struct BenchSpec {
     /// Also time each kernel of the epoch (GPU timestamp queries, where the adapter has them).
     pub profile: bool,
     /// How X is stored: f32 times the generated floats; a compact storage times them
-    /// quantized to values it holds exactly (u8: 0..=255, i8: -127..=127, f16: rounded).
+    /// quantized to values it holds exactly (u8: 0..=255, i8: -127..=127, f16: rounded). The
+    /// time to converge is measured on the f32 separable data either way.
     pub storage: Storage,
 }
 

@@ -211,8 +211,9 @@ fn gpu_profile_times_each_kernel_or_says_why_not() {
     match (&g.profile, &g.profile_note) {
         (Some(p), None) => {
             let names: Vec<&str> = p.kernels.iter().map(|k| k.0.as_str()).collect();
-            // 79 chunks of 64 rows: the fused one-pass kernel, then the tree sum.
-            assert_eq!(names, ["fused", "apply_tree", "finalize"]);
+            // 40 chunks of 128 rows (whole groups of 128 rows at d = 8): the fused one-pass
+            // kernel, then the chunk-order sum.
+            assert_eq!(names, ["fused", "apply", "finalize"]);
             assert!(p.kernels.iter().all(|k| k.1 >= 0.0));
             assert!(p.kernels.iter().map(|k| k.1).sum::<f64>() > 0.0);
             assert_eq!(p.x_bytes, 5_000 * 8 * 4);

@@ -28,7 +28,9 @@ use crate::data::scale::Scaler;
 use crate::data::{same_class, Dataset, Labels};
 use crate::error::{Error, Param, Result};
 use crate::model::{Body, Hyperplane, Model, ModelKind, Rows};
-use crate::params::{Algo, ClassWeight, Init, Mode, MulticlassStrategy, MulticlassUpdate, Params};
+use crate::params::{
+    Algo, ClassWeight, Init, Mode, MulticlassStrategy, MulticlassUpdate, Params, Scale,
+};
 use crate::report::{self, Ran, RunFacts};
 
 pub use crate::report::TrainReport;
@@ -505,13 +507,25 @@ fn pack(
     if storage == Storage::F32 {
         return Ok(None);
     }
+    // Rows are counted in the rows trained on (after a validation split) and values are
+    // those trained on (after scaling): say so when they differ from the file's.
+    let after = match (
+        params.validation_fraction.is_some(),
+        params.scale != Scale::None,
+    ) {
+        (false, false) => "",
+        (true, false) => " (counting the rows left after the validation split)",
+        (false, true) => " (after scaling)",
+        (true, true) => " (after the validation split and scaling)",
+    };
     let packed = |ds: &Dataset| {
         FeatureBuf::pack(&ds.x, storage).map_err(|i| {
             let d = ds.d.max(1);
             Error::data(
                 &ds.source,
                 format!(
-                    "row {}, feature {} is {}, which {} storage does not hold exactly (it holds {})",
+                    "row {}, feature {} is {}{after}, which {} storage does not hold exactly \
+                     (it holds {})",
                     i / d + 1,
                     i % d + 1,
                     ds.x[i],

@@ -70,8 +70,8 @@ fn train(
         start.copy_from_slice(&beta);
         let mut e = EpochStats::default();
         for (j, &i) in order.iter().enumerate() {
-            // Shuffled rows are random reads: start fetching a row a few steps ahead (a
-            // shuffled epoch at 500,000 x 64 went from about 125 to 45 ms with it).
+            // Shuffled rows are random reads: start fetching a row some steps ahead (a
+            // shuffled epoch at 500,000 x 64 went from 125-133 to 95-120 ms with it).
             if let Some(&a) = order.get(j + PREFETCH_ROWS) {
                 v.x.prefetch_row(a, d);
             }

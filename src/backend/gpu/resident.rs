@@ -76,14 +76,19 @@ pub fn plan(
             "{d} features need more workgroups than the GPU dispatches per dimension ({per_dim})"
         )));
     }
-    // A segment's packed rows are padded to a whole word.
-    let seg_rows = ((binding.saturating_sub(3) / row_bytes) as usize)
+    // A segment's packed rows are padded to a whole word (f32 rows need no padding).
+    let pad = if storage == Storage::F32 { 0 } else { 3 };
+    let seg_rows = ((binding.saturating_sub(pad) / row_bytes) as usize)
         .min(n)
         .max(1);
     let max_chunks = (PARTIALS_BUDGET.min(binding) / (len * 4)).max(1) as usize;
+    // Whole row groups per chunk (WG / TPR rows are scored at once: 256 rows when d < 8), so
+    // the fused pass keeps every thread busy.
+    let groups = (shape.wg / shape.tpr) as usize;
     let chunk_rows = 64usize
         .max(n.div_ceil(max_chunks))
-        .max(seg_rows.div_ceil(per_dim as usize));
+        .max(seg_rows.div_ceil(per_dim as usize))
+        .next_multiple_of(groups);
     let margin_wgs_cap = (per_dim as usize).min(4096);
     Ok(Plan {
         seg_rows,
@@ -211,8 +216,9 @@ pub struct ResidentOptions {
     pub fused: Option<bool>,
 }
 
-/// Workgroups (chunks) a segment needs for the fused pass when `margins` would launch more.
-pub const FUSED_MIN_WGS: usize = 1024;
+/// Workgroups (chunks) a segment needs for the fused pass when `margins` would launch more:
+/// about four per multiprocessor of a 132-SM GPU (a guess until a real GPU measures it).
+pub const FUSED_MIN_WGS: usize = 512;
 
 impl<'c> Resident<'c> {
     /// Uploads `rows`: the features and, for training, the labels, weights and held-out rows.
@@ -948,10 +954,12 @@ mod tests {
                 assert!(len.min(per_dim) <= per_dim && len.div_ceil(per_dim) <= per_dim);
             }
         }
-        // 16.7M x 1: tens of thousands of chunks (their grid within the 65,535 limit), summed
-        // by 2 workgroups of a tree each instead of one thread reading them all in turn.
+        // 16.7M x 1: tens of thousands of chunks (their grid within the 65,535 limit, whole
+        // groups of 256 rows each), summed by 2 workgroups of a tree each instead of one
+        // thread reading them all in turn.
         let p = plan(16_777_216, 1, 1, Storage::F32, &l, None).unwrap();
         let chunks = 16_777_216usize.div_ceil(p.chunk_rows);
-        assert!(chunks > 60_000 && chunks <= per_dim, "{chunks} chunks");
+        assert!(chunks > 30_000 && chunks <= per_dim, "{chunks} chunks");
+        assert_eq!(p.chunk_rows % 256, 0);
     }
 }
