@@ -176,6 +176,9 @@ struct Partial {
     weighted: f64,
 }
 
+/// Rows per group of the K-head epoch (see `chunk_epoch_heads`).
+const HEAD_ROWS: usize = 4;
+
 /// Most rows in a block of the binary epoch.
 const BLOCK: usize = 64;
 
@@ -327,39 +330,43 @@ fn chunk_epoch_heads<L: Lanes, E: Elem>(
     p.sum.fill(0.0);
     let (mut mistakes, mut criterion, mut weighted) = (0u64, 0f64, 0f64);
     let head = |h: usize| &w[h * da..(h + 1) * da];
+    let s = &mut p.scratch;
     let mut i = start;
     while i < end {
-        let pair = end - i >= 2;
-        let rows = [
-            &x[i * d..(i + 1) * d],
-            &x[(i + usize::from(pair)) * d..(i + usize::from(pair) + 1) * d],
-        ];
-        // The next pair of rows is streamed in while this one is scored.
-        prefetch_ahead(rows[0], 4 * size_of_val(rows[0]));
-        prefetch_ahead(rows[1], 4 * size_of_val(rows[0]));
-        let s = &mut p.scratch;
+        // A group of up to HEAD_ROWS rows: each pair of heads is loaded once for all of them
+        // (from L2: the K heads together outgrow L1 at large K * d) and scores them in pairs
+        // of rows, while the group's rows stay in L1.
+        let g = HEAD_ROWS.min(end - i);
+        let row = |r: usize| &x[(i + r) * d..(i + r + 1) * d];
+        prefetch_ahead(&x[i * d..(i + g) * d], g * d * size_of::<E>());
         let mut h = 0;
         while h < k {
-            if h + 1 < k {
-                if pair {
-                    let t = l.dot_tile(rows, [head(h), head(h + 1)]);
-                    (s[h], s[h + 1], s[k + h], s[k + h + 1]) = (t[0][0], t[0][1], t[1][0], t[1][1]);
-                } else {
-                    let t = l.dot_tile([rows[0]], [head(h), head(h + 1)]);
-                    (s[h], s[h + 1]) = (t[0][0], t[0][1]);
+            let two = h + 1 < k;
+            let mut r = 0;
+            while r < g {
+                let pair = r + 1 < g;
+                let (a, b) = (r * k + h, (r + 1) * k + h);
+                match (pair, two) {
+                    (true, true) => {
+                        let t = l.dot_tile([row(r), row(r + 1)], [head(h), head(h + 1)]);
+                        (s[a], s[a + 1], s[b], s[b + 1]) = (t[0][0], t[0][1], t[1][0], t[1][1]);
+                    }
+                    (true, false) => {
+                        let t = l.dot_tile([row(r), row(r + 1)], [head(h)]);
+                        (s[a], s[b]) = (t[0][0], t[1][0]);
+                    }
+                    (false, true) => {
+                        let t = l.dot_tile([row(r)], [head(h), head(h + 1)]);
+                        (s[a], s[a + 1]) = (t[0][0], t[0][1]);
+                    }
+                    (false, false) => s[a] = l.dot_tile([row(r)], [head(h)])[0][0],
                 }
-                h += 2;
-            } else {
-                if pair {
-                    let t = l.dot_tile(rows, [head(h)]);
-                    (s[h], s[k + h]) = (t[0][0], t[1][0]);
-                } else {
-                    s[h] = l.dot_tile([rows[0]], [head(h)])[0][0];
-                }
-                h += 1;
+                r += 1 + usize::from(pair);
             }
+            h += 1 + usize::from(two);
         }
-        for (r, row) in rows.iter().enumerate().take(1 + usize::from(pair)) {
+        for r in 0..g {
+            let xr = row(r);
             let sr = &mut s[r * k..(r + 1) * k];
             for (h, sh) in sr.iter_mut().enumerate() {
                 *sh += w[h * da + d] * v.bias;
@@ -368,14 +375,14 @@ fn chunk_epoch_heads<L: Lanes, E: Elem>(
             let wi = v.weight(i + r);
             let (m, c) = row_rule(rule.rule, rule.tau, sr, v.y[i + r], |h, c| {
                 let c = c * wi;
-                axpy(c, row, &mut sum[h * da..h * da + d]);
+                axpy(c, xr, &mut sum[h * da..h * da + d]);
                 sum[h * da + d] += c * v.bias;
             });
             mistakes += m;
             criterion += c * wi as f64;
             weighted += m as f64 * wi as f64;
         }
-        i += 1 + usize::from(pair);
+        i += g;
     }
     p.mistakes = mistakes;
     p.criterion = criterion;
@@ -408,7 +415,7 @@ impl<'a> CpuBound<'a> {
         let len = v.heads.max(1) * (v.d + 1);
         let p = Partial {
             sum: vec![0.0; len],
-            scratch: vec![0.0; 2 * v.heads.max(1)],
+            scratch: vec![0.0; HEAD_ROWS * v.heads.max(1)],
             mistakes: 0,
             criterion: 0.0,
             weighted: 0.0,
