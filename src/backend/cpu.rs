@@ -338,7 +338,7 @@ fn chunk_epoch_heads<L: Lanes, E: Elem>(
         // of rows, while the group's rows stay in L1.
         let g = HEAD_ROWS.min(end - i);
         let row = |r: usize| &x[(i + r) * d..(i + r + 1) * d];
-        prefetch_ahead(&x[i * d..(i + g) * d], g * d * size_of::<E>());
+        // (No software prefetch: rows are read in order and the hardware prefetcher keeps up.)
         let mut h = 0;
         while h < k {
             let two = h + 1 < k;
