@@ -402,6 +402,9 @@ fn every_storage_gives_the_f32_results_bit_for_bit() {
             (200, 3, 4, 0),
             (301, 17, 10, 41),
             (1000, 5, 1, 0),
+            // K = 2 and K = MAX_HEADS (64), the ends of the head counts the GPU takes.
+            (90, 9, 2, 20),
+            (130, 2, 64, 0),
         ] {
             let seed = (n * 7 + d * 3 + heads) as u64;
             let (x, y) = storage_set(storage, n, d, heads, seed);
