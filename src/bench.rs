@@ -51,6 +51,26 @@ pub struct BenchSpec {
     pub storage: Storage,
 }
 
+impl Default for BenchSpec {
+    /// The command's defaults: 1,000,000 x 64, 20 epochs, both backends, binary, f32.
+    fn default() -> Self {
+        BenchSpec {
+            n: 1_000_000,
+            d: 64,
+            epochs: 20,
+            cpu: true,
+            gpu: true,
+            peak_gbs: None,
+            gpu_opts: GpuOptions::default(),
+            seed: 7,
+            converge: true,
+            classes: 2,
+            profile: false,
+            storage: Storage::F32,
+        }
+    }
+}
+
 /// Figures for one backend.
 #[derive(Debug, Clone, Serialize)]
 pub struct BackendBench {

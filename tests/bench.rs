@@ -12,15 +12,10 @@ fn cpu_bench_reports_every_figure() {
         n: 20_000,
         d: 16,
         epochs: 4,
-        cpu: true,
         gpu: false,
-        peak_gbs: None,
-        gpu_opts: Default::default(),
         seed: 1,
-        converge: true,
-        classes: 2,
         profile: true,
-        storage: Storage::F32,
+        ..Default::default()
     };
     let r = bench::run(&spec).unwrap();
     assert_eq!(r.bytes_per_epoch, 20_000 * 16 * 4);
@@ -54,15 +49,10 @@ fn bench_times_the_multiclass_epoch_with_k_heads() {
         n: 3000,
         d: 20,
         epochs: 3,
-        cpu: true,
         gpu: false,
-        peak_gbs: None,
-        gpu_opts: Default::default(),
         seed: 1,
-        converge: true,
         classes: 10,
-        profile: false,
-        storage: Storage::F32,
+        ..Default::default()
     };
     let r = bench::run(&spec).unwrap();
     assert_eq!(r.classes, 10);
@@ -197,14 +187,12 @@ fn gpu_profile_times_each_kernel_or_says_why_not() {
         d: 8,
         epochs: 2,
         cpu: false,
-        gpu: true,
         peak_gbs: Some(1.0),
-        gpu_opts: Default::default(),
         seed: 1,
         converge: false,
         classes: 3,
         profile: true,
-        storage: Storage::F32,
+        ..Default::default()
     };
     let r = bench::run(&spec).unwrap();
     let g = r.gpu.expect("gpu measured");
@@ -236,15 +224,11 @@ fn bench_reads_the_bytes_of_the_storage_it_is_given() {
             n: 5_000,
             d: 12,
             epochs: 2,
-            cpu: true,
             gpu: false,
-            peak_gbs: None,
-            gpu_opts: Default::default(),
             seed: 3,
             converge: false,
-            classes: 2,
-            profile: false,
             storage,
+            ..Default::default()
         };
         let r = bench::run(&spec).unwrap();
         assert_eq!(r.storage, storage.name());

@@ -202,13 +202,16 @@ const PREFETCH_MAX_ROW: usize = 4 << 10;
 /// The fused binary epoch over one chunk of rows: margins, mistakes, criterion, and the sum
 /// of y*x (times the row's weight) over the mistakes, reading each row from memory once.
 ///
-/// Rows go in blocks that stay in L1. First the block's margins; then each row's coefficient
-/// (y on a mistake, else 0) in a loop that compiles to vector compares and masks; then the
-/// block's rows are added with those coefficients (an exact no-op for the zeros, X being
-/// finite). No branch depends on the data: with 10-45% of rows mistakes in random places, a
-/// branch per row was mispredicted so often that it cost more than reading the row. While
-/// scoring short rows, X is prefetched [`PREFETCH_AHEAD`] bytes ahead, so memory keeps
-/// streaming while a block is being added.
+/// `x` is `v.x` as its typed slice (any storage; values are widened on load).
+///
+/// Rows go in blocks that stay in L1. First the block's margins, four rows' dot products at
+/// a time; then each row's coefficient (y on a mistake, else 0) with vector compares and masks
+/// ([`Lanes::block_rule`]); then the rows with a non-zero coefficient, listed without a
+/// branch, are added with those coefficients (skipping a zero adds nothing: the sums start at
+/// +0). No branch depends on the data: with 10-45% of rows mistakes in random places, a branch
+/// per row was mispredicted so often that it cost more than reading the row. While scoring
+/// short rows, X is prefetched [`PREFETCH_AHEAD`] bytes ahead, so memory keeps streaming while
+/// a block is being added.
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
 fn chunk_epoch<L: Lanes, E: Elem>(
@@ -306,12 +309,15 @@ simd_dispatch! {
 /// The K-head epoch over one chunk: K scores per row, the rule's coefficients, and the sums.
 /// The twin of `margins` + `accumulate` in shaders/batch.wgsl.
 ///
-/// Rows go in pairs and heads in pairs through [`Lanes::dot_tile`]: each 16 columns of two
-/// rows are loaded once for two heads, and each 16 columns of two heads once for two rows,
-/// instead of one row and one head per load (the per-head dots measured compute-bound on
-/// loads: 25 ms per epoch at 60,000 x 784, K = 10). The scores are bit-identical to
-/// per-head [`Lanes::decision`] calls. A mistake row's heads are updated right after its
-/// scores, while the row is in L1, in row order (the reference's order).
+/// `x` is `v.x` as its typed slice (any storage).
+///
+/// Rows go in groups of [`HEAD_ROWS`]; for each pair of heads, the group's rows go in pairs
+/// through [`Lanes::dot_tile`]: each 16 columns of two rows are loaded once for two heads, and
+/// each 16 columns of two heads once for two rows (the per-head dots measured compute-bound on
+/// loads: 25 ms per epoch at 60,000 x 784, K = 10), and each pair of heads is loaded once for
+/// the whole group (at K = 10, d = 784 the heads outgrow L1 next to the rows). The scores are
+/// bit-identical to per-head [`Lanes::decision`] calls. Then each row of the group in order:
+/// its rule, and its heads' updates while the row is in L1 (the reference's order).
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
 fn chunk_epoch_heads<L: Lanes, E: Elem>(
