@@ -2,6 +2,10 @@
 // for K weight vectors ("heads": K = 1 for a binary perceptron, K classes for multiclass or
 // one-vs-rest). Weights are stored head after head, each d + 1 long (the last is the bias).
 //
+// Sparse data (SPARSE = 1) is CSR rows: `row_score` strides over a row's stored values, and
+// each training segment runs `margins` then `gather` (a column-major copy summed per column)
+// instead of `accumulate`.
+//
 // One epoch is `fused` once per training segment (one pass over X: a workgroup per row
 // chunk scores its rows and sums coef * x over them while they are in cache), or where the
 // chunks are too few to fill the device `margins` then `accumulate` (X read twice); held-out
@@ -25,6 +29,8 @@ override WG: u32 = 256u;   // workgroup size (checked against the device limits 
 override TPR: u32 = 32u;   // threads per row in `margins` and `scores`: a power of two <= WG
 override TC: u32 = 64u;    // columns per tile in `accumulate`: a power of two <= WG
 override STORAGE: u32 = 0u; // how X is stored: STORAGE_* (Storage::code on the host)
+override SPARSE: u32 = 0u;  // 1: X is CSR rows (`csr`), training segments have a CSC copy (`csc`)
+override TPC: u32 = 1u;     // threads per column in `gather`: a power of two <= WG
 
 const STORAGE_F32: u32 = 0u;
 const STORAGE_F16: u32 = 1u;  // two IEEE halves per word, the first in the low bits
@@ -135,6 +141,12 @@ struct EpochOut {
 @group(1) @binding(3) var<storage, read_write> coef: array<f32>;
 // Per-row weights (read when FLAG_WEIGHTS is set).
 @group(1) @binding(4) var<storage, read> sw: array<f32>;
+// SPARSE: this segment's rows in CSR form, [row starts (S.n + 1, from 0) | column of each
+// value]; the values are `x`, read through `xat`. Dense segments bind a placeholder.
+@group(1) @binding(5) var<storage, read> csr: array<u32>;
+// SPARSE training segments: the same values column by column (CSC), [column starts (d + 1,
+// from 0) | row of each entry | its position in `x`], rows ascending within a column.
+@group(1) @binding(6) var<storage, read> csc: array<u32>;
 
 var<workgroup> red: array<f32, WG>;
 var<workgroup> red2: array<f32, WG>;
@@ -199,7 +211,20 @@ fn row_score(lid: u32, r: u32, k: u32, by_sum: bool, end: u32) -> f32 {
     let wo = k * P.d_aug;
     let so = 2u * P.heads * P.d_aug + wo;
     var acc = 0.0;
-    if (r < end) {
+    if (SPARSE != 0u && r < end) {
+        // CSR: the row's stored values, TPR threads striding over them.
+        let ix = S.n + 1u;
+        let p1 = csr[r + 1u];
+        if (by_sum) {
+            for (var p = csr[r] + lane; p < p1; p += TPR) {
+                acc += xat(p) * aux[so + csr[ix + p]];
+            }
+        } else {
+            for (var p = csr[r] + lane; p < p1; p += TPR) {
+                acc += xat(p) * w[wo + csr[ix + p]];
+            }
+        }
+    } else if (r < end) {
         let off = r * P.d;
         if (by_sum) {
             for (var j = lane; j < P.d; j += TPR) {
@@ -436,6 +461,60 @@ fn accumulate_tile(lid: u32, tile: u32, chunk: u32) {
         partials[(S.chunk_base + chunk) * K * P.d_aug + col] = red[lid];
     }
     workgroupBarrier();
+}
+
+// SPARSE training segments, instead of `accumulate`: for every (head k, column j) the sum of
+// coef[r, k] * x[r, j] over the column's entries in the CSC copy (rows ascending, TPC threads
+// striding, then a fixed tree), and for the bias column over every row; written as this
+// segment's one partial (chunk S.chunk_base), so `apply` and `finalize` follow unchanged. No
+// atomics: each sum has one owner, so the result is deterministic and exact on integer data.
+// Grid: WG / TPC columns per workgroup, folded over y past the per-dimension limit.
+// CPU twin: reference::gather (src/backend/reference.rs).
+@compute @workgroup_size(WG)
+fn gather(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) nwg: vec3<u32>,
+) {
+    if (stopped(lid)) {
+        return;
+    }
+    let K = P.heads;
+    let len = K * P.d_aug;
+    let lane = lid % TPC;
+    let col = (wid.x + wid.y * nwg.x) * (WG / TPC) + lid / TPC;
+    let k = col / P.d_aug;
+    let j = col % P.d_aug;
+    var acc = 0.0;
+    if (col < len && j < P.d) {
+        let rows = P.d + 1u;
+        let pos = rows + csc[P.d];
+        let c1 = csc[j + 1u];
+        for (var p = csc[j] + lane; p < c1; p += TPC) {
+            let a = coef[csc[rows + p] * K + k];
+            if (a != 0.0) {
+                acc += a * xat(csc[pos + p]);
+            }
+        }
+    } else if (col < len) {
+        for (var r = lane; r < S.n; r += TPC) {
+            let a = coef[r * K + k];
+            if (a != 0.0) {
+                acc += a * P.bias;
+            }
+        }
+    }
+    red[lid] = acc;
+    workgroupBarrier();
+    for (var s = TPC / 2u; s > 0u; s >>= 1u) {
+        if (lane < s) {
+            red[lid] += red[lid + s];
+        }
+        workgroupBarrier();
+    }
+    if (lane == 0u && col < len) {
+        partials[S.chunk_base * len + col] = red[lid];
+    }
 }
 
 // The update of weight j from its epoch sum s: w += eta * s (multiplicative: the

@@ -443,11 +443,11 @@ pub fn run(spec: &BenchSpec) -> Result<BenchReport> {
         (ds, y)
     };
     let mut noisy = noisy;
-    quantize(&mut noisy.x, spec.storage);
-    let packed = FeatureBuf::pack(&noisy.x, spec.storage).map_err(|i| {
+    quantize(noisy.x.values_mut(), spec.storage);
+    let packed = FeatureBuf::pack(noisy.x.values(), spec.storage).map_err(|i| {
         Error::data(
             "<bench>",
-            format!("value {} is not held exactly", noisy.x[i]),
+            format!("value {} is not held exactly", noisy.x.values()[i]),
         )
     })?;
     let view = TrainView::new(packed.view(), &y, spec.n, spec.d, 1.0, heads);
@@ -478,7 +478,7 @@ pub fn run(spec: &BenchSpec) -> Result<BenchReport> {
     };
     if spec.cpu {
         let cpu = CpuBackend::new();
-        let x = &noisy.x;
+        let x = noisy.x.values();
         let probe = || cpu_read_pass(x, spec.d);
         report.cpu = Some(measure(
             &cpu,

@@ -249,6 +249,10 @@ pub enum Param {
     SampleWeight,
     /// The weight column of a CSV file.
     WeightColumn,
+    /// Feature scaling.
+    Scale,
+    /// Share of non-zero features in generated sparse data.
+    Density,
 }
 
 impl Param {
@@ -284,6 +288,8 @@ impl Param {
             Param::ClassWeight => "class weight",
             Param::SampleWeight => "sample weight",
             Param::WeightColumn => "weight column",
+            Param::Scale => "scaling",
+            Param::Density => "density",
         }
     }
 }

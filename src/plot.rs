@@ -11,6 +11,7 @@ use plotters::prelude::*;
 
 use crate::backend::cpu::CpuBackend;
 use crate::backend::Backend;
+use crate::backend::MatrixBuf;
 use crate::data::Dataset;
 use crate::error::{Error, Param, Result};
 use crate::metrics;
@@ -186,10 +187,8 @@ fn slice(ds: &Dataset, features: Option<(usize, usize)>) -> Result<Slice> {
         }
     };
     let mut means = vec![0f64; ds.d];
-    for r in 0..ds.n {
-        for (m, v) in means.iter_mut().zip(ds.row(r)) {
-            *m += *v as f64;
-        }
+    for (j, &v) in ds.x.columns(ds.d).zip(ds.x.values()) {
+        means[j] += v as f64;
     }
     let means: Vec<f32> = means
         .iter()
@@ -199,7 +198,7 @@ fn slice(ds: &Dataset, features: Option<(usize, usize)>) -> Result<Slice> {
     // infinite; a span plotters cannot draw in f32 is refused rather than drawn forever.
     let range = |k: usize| -> Result<(f32, f32)> {
         let (lo, hi) = (0..ds.n)
-            .map(|r| ds.row(r)[k] as f64)
+            .map(|r| ds.get(r, k) as f64)
             .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), v| {
                 (a.min(v), b.max(v))
             });
@@ -250,7 +249,9 @@ fn grid_classes(model: &Model, s: &Slice, gw: usize, gh: usize) -> Result<Vec<u3
         }
         let grid = Dataset::new(std::mem::take(&mut x), c1 - c0, d, None, "<grid>");
         out.extend(model.predict(&model.raw_scores(&grid, &CpuBackend::new())?));
-        x = grid.x;
+        if let MatrixBuf::Dense(v) = grid.x {
+            x = v;
+        }
     }
     Ok(out)
 }
@@ -424,7 +425,7 @@ impl Painter for BoundaryPlot<'_> {
         for (ci, name) in model.classes().iter().enumerate() {
             let pts: Vec<(f32, f32)> = (0..ds.n)
                 .filter(|&r| truth.map_or(pred[r] as usize, |t| t[r] as usize) == ci)
-                .map(|r| (ds.row(r)[s.i], ds.row(r)[s.j]))
+                .map(|r| (ds.get(r, s.i), ds.get(r, s.j)))
                 .collect();
             chart
                 .draw_series(
@@ -438,7 +439,7 @@ impl Painter for BoundaryPlot<'_> {
         if let Some(t) = truth {
             let wrong: Vec<(f32, f32)> = (0..ds.n)
                 .filter(|&r| t[r] != pred[r])
-                .map(|r| (ds.row(r)[s.i], ds.row(r)[s.j]))
+                .map(|r| (ds.get(r, s.i), ds.get(r, s.j)))
                 .collect();
             let n_wrong = wrong.len();
             chart
@@ -452,7 +453,7 @@ impl Painter for BoundaryPlot<'_> {
                 .legend(|(x, y)| Circle::new((x + 9, y), 6, RED.stroke_width(2)));
         }
         if let Some((k, dist)) = closest {
-            let p = (ds.row(k)[s.i], ds.row(k)[s.j]);
+            let p = (ds.get(k, s.i), ds.get(k, s.j));
             chart
                 .draw_series(std::iter::once(TriangleMarker::new(p, 9, BLACK.filled())))
                 .map_err(perr)?
@@ -929,7 +930,7 @@ pub fn animate(ds: &Dataset, frames: &[(usize, Vec<f32>)], online: bool, out: &P
             }
             chart
                 .draw_series((0..ds.n).map(|r| {
-                    let p = (ds.row(r)[0], ds.row(r)[1]);
+                    let p = (ds.get(r, 0), ds.get(r, 1));
                     let y = labels.index[r] as usize;
                     let wrong = (a * p.0 + b * p.1 + c >= 0.0) != (y == 1);
                     let style = if wrong {

@@ -5,7 +5,9 @@
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
-use crate::backend::{cpu::CpuBackend, Backend, BackendKind, DataView, EpochStats, StopReason};
+use crate::backend::{
+    cpu::CpuBackend, Backend, BackendKind, DataView, EpochStats, MatrixBuf, StopReason,
+};
 use crate::data::{Dataset, Labels};
 use crate::model::{Body, Model};
 use crate::params::Params;
@@ -165,10 +167,26 @@ pub fn build(
 }
 
 /// R = max over rows of ||[x_i, bias]||.
-pub fn radius(x: &[f32], d: usize, bias: f32) -> f64 {
+pub fn radius(x: &MatrixBuf, d: usize, bias: f32) -> f64 {
     if d == 0 {
         return bias.abs() as f64;
     }
+    let x = match x {
+        MatrixBuf::Dense(x) => x,
+        MatrixBuf::Csr(c) => {
+            let max2 = c
+                .indptr
+                .windows(2)
+                .map(|w| {
+                    c.values[w[0]..w[1]]
+                        .iter()
+                        .map(|&v| (v as f64) * (v as f64))
+                        .sum::<f64>()
+                })
+                .fold(0f64, f64::max);
+            return (max2 + (bias as f64).powi(2)).sqrt();
+        }
+    };
     let max2 = x
         .par_chunks(d * 4096)
         .map(|block| {
@@ -217,7 +235,8 @@ fn geometry(
         Body::Kernel(k) => {
             let r2 = (0..ds.n)
                 .map(|i| {
-                    let xx = crate::backend::dot(ds.row(i), ds.row(i));
+                    let mut buf = Vec::new();
+                    let xx = ds.view().row(i, ds.d, &mut buf).sq_norm();
                     k.kernel.eval(xx, xx, xx) as f64
                 })
                 .fold(0f64, f64::max)

@@ -417,7 +417,7 @@ fn every_storage_gives_the_f32_results_bit_for_bit() {
                 ..TrainView::new(&x, &y, n, d, 1.0, heads)
             };
             let packed_view = TrainView {
-                val: val(pv.view()),
+                val: val(pv.view().into()),
                 ..TrainView::new(px.view(), &y, n, d, 1.0, heads)
             };
             assert_eq!(packed_view.x.storage(), storage);

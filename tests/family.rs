@@ -147,7 +147,7 @@ fn noisy(seed: u64) -> (Dataset, Dataset) {
             .map(|i| l.classes[l.index[i] as usize].as_str())
             .collect();
         Dataset::new(
-            s.data.x[lo * 20..(lo + 2000) * 20].to_vec(),
+            s.data.x.values()[lo * 20..(lo + 2000) * 20].to_vec(),
             2000,
             20,
             Some(data::Labels::from_names(&names)),

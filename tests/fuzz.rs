@@ -263,7 +263,9 @@ fn predict_rows(m: &Model) -> Result<(), String> {
         return Ok(());
     }
     let ds = Dataset::new(
-        (0..5 * d).map(|i| (i % 7) as f32 - 3.0).collect(),
+        (0..5 * d)
+            .map(|i| (i % 7) as f32 - 3.0)
+            .collect::<Vec<f32>>(),
         5,
         d,
         None,
@@ -314,7 +316,11 @@ fn in_process_case(seed: &Seed, bytes: &[u8], rng: &mut ChaCha8Rng) -> Result<()
     match data::load_bytes(&path, bytes, &opts) {
         Ok(ds) => {
             ACCEPTED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            if ds.x.len() != ds.n * ds.d || ds.x.iter().any(|v| !v.is_finite()) {
+            let whole = match ds.x.csr() {
+                Some(c) => c.check(ds.d).is_ok() && c.n() == ds.n,
+                None => ds.x.values().len() == ds.n * ds.d,
+            };
+            if !whole || ds.x.values().iter().any(|v| !v.is_finite()) {
                 return Err("a loaded data set is inconsistent or not finite".into());
             }
             if ds.labels.is_some() && ds.n * ds.d <= 100_000 {

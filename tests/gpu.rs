@@ -73,7 +73,7 @@ fn integer_data(n: usize, d: usize, seed: u64) -> Dataset {
 /// Asserts the run stayed in the range where f32 integer arithmetic is exact, so that
 /// bit-identity is a fair demand whatever the summation order.
 fn assert_exact_range(ds: &Dataset, t: &Trained) {
-    let xmax = ds.x.iter().fold(0f32, |a, v| a.max(v.abs())) as f64;
+    let xmax = ds.x.values().iter().fold(0f32, |a, v| a.max(v.abs())) as f64;
     let l1: f64 = t
         .model
         .hyperplane()
@@ -137,7 +137,8 @@ fn integer_data_is_bit_identical_to_cpu_at_awkward_sizes() {
         if n == 1 {
             // A single row cannot have two classes; train on it twice with opposite labels
             // would be contradictory, so duplicate it with the other class at a shifted point.
-            ds.x.extend(ds.x.iter().map(|v| v + 1.0).collect::<Vec<_>>());
+            let shifted: Vec<f32> = ds.x.values().iter().map(|v| v + 1.0).collect();
+            ds.x = [ds.x.values(), &shifted[..]].concat().into();
             ds.n = 2;
             ds.labels = Some(Labels::from_names(&["neg", "pos"]));
         }

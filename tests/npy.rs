@@ -104,7 +104,7 @@ fn npy_features_in_both_orders_with_npy_labels() {
     for f in ["c.npy", "f.npy"] {
         let ds = load(&p.join(f), Some(&p.join("y.npy"))).unwrap();
         assert_eq!((ds.n, ds.d), (2, 3), "{f}");
-        assert_eq!(ds.x, vec![1., 2., 3., 4., 5., 6.], "{f}");
+        assert_eq!(ds.x.values(), &[1., 2., 3., 4., 5., 6.], "{f}");
         assert_eq!(ds.labels.unwrap().classes, vec!["-1", "1"]);
     }
     let ds = load(&p.join("c.npy"), Some(&p.join("s.npy"))).unwrap();
@@ -126,7 +126,7 @@ fn npz_round_trip_through_the_cli() {
     npz(
         &p.join("d.npz"),
         &[
-            ("X", npy("<f4", false, &[200, 4], &f32s(&s.data.x))),
+            ("X", npy("<f4", false, &[200, 4], &f32s(s.data.x.values()))),
             ("y", npy("<i4", false, &[200], &y)),
         ],
     );
@@ -148,7 +148,7 @@ fn npz_round_trip_through_the_cli() {
     assert!(o.status.success(), "{}", common::stderr(&o));
     std::fs::write(
         p.join("X.npy"),
-        npy("<f4", false, &[200, 4], &f32s(&s.data.x)),
+        npy("<f4", false, &[200, 4], &f32s(s.data.x.values())),
     )
     .unwrap();
     let o = common::run(p, &["predict", "m.json", "X.npy", "--backend", "cpu"]);

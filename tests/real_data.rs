@@ -212,8 +212,8 @@ fn scaling_round_trips_through_the_model_file_and_predict_applies_it() {
         let t = algo::train(&ds, &p, &cpu, None, &mut ()).unwrap();
         assert_eq!(t.model.scaling().unwrap().kind, scale);
         // The same as training on data scaled by hand, without scaling.
-        let s = Scaler::fit(scale, &ds.x, ds.n, ds.d).unwrap();
-        let mut xs = ds.x.clone();
+        let s = Scaler::fit(scale, ds.x.values(), ds.n, ds.d).unwrap();
+        let mut xs = ds.x.values().to_vec();
         s.apply(&mut xs, Path::new("t")).unwrap();
         let scaled = Dataset::new(xs, n, 2, ds.labels.clone(), "scaled");
         let plain = TrainParams::default().epochs(300).validate().unwrap();
@@ -238,7 +238,7 @@ fn scaling_round_trips_through_the_model_file_and_predict_applies_it() {
         let h = back.input_hyperplane().unwrap();
         let raw = back.raw_scores(&ds, &cpu).unwrap();
         for (i, r) in raw.iter().enumerate() {
-            let v = h.weights[0] * ds.x[2 * i] + h.weights[1] * ds.x[2 * i + 1] + h.bias;
+            let v = h.weights[0] * ds.get(i, 0) + h.weights[1] * ds.get(i, 1) + h.bias;
             assert!(
                 (v - r).abs() <= 1e-3 * (1.0 + r.abs()),
                 "{scale:?}: {v} vs {r}"

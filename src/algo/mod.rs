@@ -21,8 +21,8 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 use crate::backend::{
-    cpu::CpuBackend, Backend, BackendKind, EpochStats, FeatureBuf, HeadRule, Patience, StopReason,
-    Storage, TrainView, ValView,
+    cpu::CpuBackend, Backend, BackendKind, EpochStats, FeatureBuf, HeadRule, Matrix, MatrixBuf,
+    Patience, StopReason, Storage, TrainView, ValView,
 };
 use crate::data::scale::Scaler;
 use crate::data::{same_class, Dataset, Labels};
@@ -161,6 +161,7 @@ impl<'a> Problem<'a> {
             };
             (rule, kind, k)
         };
+        weights_fit(ds, heads)?;
         let internal = |index: &[u32]| -> Vec<f32> {
             if rule == HeadRule::Binary {
                 index
@@ -204,13 +205,14 @@ impl<'a> Problem<'a> {
             };
         let scaling = match start {
             Some(m) => m.scaling().cloned(),
-            None => Scaler::fit(params.scale, &train.x, train.n, train.d),
+            None => Scaler::fit_matrix(params.scale, &train.x, train.n, train.d)
+                .map_err(|msg| Error::param(Param::Scale, params.scale.name(), msg))?,
         };
         if let Some(sc) = &scaling {
             let t = train.to_mut();
-            sc.apply(&mut t.x, &t.source)?;
+            sc.apply_matrix(&mut t.x, t.n, t.d, &t.source, false)?;
             if let Some((v, _)) = &mut val {
-                sc.apply(&mut v.x, &v.source)?;
+                sc.apply_matrix(&mut v.x, v.n, v.d, &v.source, false)?;
             }
         }
         let tl = train.require_labels()?;
@@ -319,8 +321,17 @@ impl<'a> Problem<'a> {
     /// The view the backends bind.
     pub fn view(&self) -> TrainView<'_> {
         let packed = self.packed.as_ref();
+        // The compact copy holds the stored values: all of them when dense, the non-zeros
+        // (with the data set's row starts and columns) when sparse.
+        fn bind<'b>(ds: &'b Dataset, p: Option<&'b FeatureBuf>) -> Matrix<'b> {
+            match (&ds.x, p) {
+                (_, None) => ds.view(),
+                (MatrixBuf::Dense(_), Some(p)) => Matrix::Dense(p.view()),
+                (MatrixBuf::Csr(c), Some(p)) => Matrix::Csr(c.view_with(p.view())),
+            }
+        }
         TrainView {
-            x: packed.map_or((&self.ds.x).into(), |(t, _)| t.view()),
+            x: bind(&self.ds, packed.map(|(t, _)| t)),
             y: &self.y,
             n: self.ds.n,
             d: self.ds.d,
@@ -328,9 +339,7 @@ impl<'a> Problem<'a> {
             heads: self.heads,
             sw: self.sw.as_deref(),
             val: self.val.as_ref().map(|(v, y)| ValView {
-                x: packed
-                    .and_then(|(_, pv)| pv.as_ref())
-                    .map_or((&v.x).into(), |pv| pv.view()),
+                x: bind(v, packed.and_then(|(_, pv)| pv.as_ref())),
                 y,
                 n: v.n,
             }),
@@ -478,7 +487,7 @@ pub fn fitter(params: &Params) -> Fit {
 /// The error for a run whose weights, margins or scores left the f32 range: the figures
 /// would be meaningless (a NaN margin is never a mistake) and the model could not be saved.
 pub fn overflow(ds: &Dataset) -> Error {
-    let top = ds.x.iter().fold(0f32, |m, v| m.max(v.abs()));
+    let top = ds.x.values().iter().fold(0f32, |m, v| m.max(v.abs()));
     Error::data(
         &ds.source,
         format!(
@@ -500,7 +509,7 @@ fn pack(
     let storage = match params.storage {
         Some(s) => s,
         None if params.algo != Algo::Kernel && params.effective_mode() == Mode::Batch => {
-            Storage::narrowest(sets.map(|ds| &ds.x[..]))
+            Storage::narrowest(sets.map(|ds| ds.x.values()))
         }
         None => Storage::F32,
     };
@@ -519,16 +528,14 @@ fn pack(
         (true, true) => " (after the validation split and scaling)",
     };
     let packed = |ds: &Dataset| {
-        FeatureBuf::pack(&ds.x, storage).map_err(|i| {
-            let d = ds.d.max(1);
+        FeatureBuf::pack(ds.x.values(), storage).map_err(|i| {
+            let (row, col) = ds.x.position(i, ds.d);
             Error::data(
                 &ds.source,
                 format!(
-                    "row {}, feature {} is {}{after}, which {} storage does not hold exactly \
+                    "row {row}, feature {col} is {}{after}, which {} storage does not hold exactly \
                      (it holds {})",
-                    i / d + 1,
-                    i % d + 1,
-                    ds.x[i],
+                    ds.x.values()[i],
                     storage.name(),
                     storage.holds_what()
                 ),
@@ -536,6 +543,24 @@ fn pack(
         })
     };
     Ok(Some((packed(train)?, val.map(packed).transpose()?)))
+}
+
+/// Checks that training `ds` with `heads` weight vectors has the memory for its per-feature
+/// state: the weights are dense whatever the data, and a run keeps about 8 copies (weights,
+/// start, update sums, pocket, average, scaling and scratch). A sparse file with a huge index
+/// is small itself; this refuses it before anything of d entries is allocated.
+pub fn weights_fit(ds: &Dataset, heads: usize) -> Result<()> {
+    crate::limits::check(
+        || {
+            format!(
+                "{}: {} features x {heads} weight vectors (8 copies while training)",
+                ds.source.display(),
+                ds.d
+            )
+        },
+        heads.max(1) as u128 * (ds.d as u128 + 1),
+        4 * 8,
+    )
 }
 
 /// Initial weights for `params`: `heads * (d + 1)` values.

@@ -17,8 +17,7 @@ use rand_chacha::ChaCha8Rng;
 use super::{Backends, Fitted, Problem, Progress, PREFETCH_ROWS};
 use crate::backend::cpu::{val_mistakes, CpuBackend};
 use crate::backend::{
-    axpy, decision, predicted_wrong, row_rule, update_norm, BatchRule, EpochStats, StopReason,
-    StopState,
+    predicted_wrong, row_rule, update_norm, BatchRule, EpochStats, Row, StopReason, StopState,
 };
 use crate::error::{Error, Result};
 use crate::model::{vote_totals, Body, Rows, Voted};
@@ -101,13 +100,24 @@ impl Average {
         }
     }
 
-    /// Records the update `a * [row, bias]` of the head at `off` (d + 1 weights).
-    fn add(&mut self, off: usize, a: f32, row: &[f32], bias: f32) {
+    /// Records the update `a * [row, bias]` of the head at `off` (d + 1 weights): O(d) for a
+    /// dense row, O(non-zeros) for a sparse one.
+    fn add(&mut self, off: usize, d: usize, a: f32, row: Row<'_>, bias: f32) {
         let ca = self.c as f64 * a as f64;
-        for (u, &x) in self.u[off..off + row.len()].iter_mut().zip(row) {
-            *u += ca * x as f64;
+        let u = &mut self.u[off..off + d];
+        match row {
+            Row::Dense(x) => {
+                for (u, &x) in u.iter_mut().zip(x) {
+                    *u += ca * x as f64;
+                }
+            }
+            Row::Sparse { idx, val } => {
+                for (&j, &x) in idx.iter().zip(val) {
+                    u[j as usize] += ca * x as f64;
+                }
+            }
         }
-        self.u[off + row.len()] += ca * bias as f64;
+        self.u[off + d] += ca * bias as f64;
     }
 
     fn finish(&self, w: &[f32]) -> Vec<f32> {
@@ -317,7 +327,7 @@ fn train(
             }
             let row = v.x.row(i, d, &mut row_buf);
             for (h, sh) in s.iter_mut().enumerate() {
-                *sh = decision(&w[h * da..(h + 1) * da], row, v.bias);
+                *sh = row.decision(&w[h * da..(h + 1) * da], v.bias);
             }
             let voting = votes.is_some();
             let mut updated = false;
@@ -328,10 +338,10 @@ fn train(
                 }
                 updated = true;
                 let a = eta * coef * wi;
-                axpy(a, row, &mut w[h * da..h * da + d]);
+                row.axpy(a, &mut w[h * da..h * da + d]);
                 w[h * da + d] += a * v.bias;
                 if let Some(avg) = avg.as_mut() {
-                    avg.add(h * da, a, row, v.bias);
+                    avg.add(h * da, d, a, row, v.bias);
                 }
             });
             e.mistakes += m;

@@ -12,7 +12,7 @@ use rand_chacha::ChaCha8Rng;
 use super::{Backends, Fitted, Problem, Progress, PREFETCH_ROWS};
 use crate::backend::cpu::val_mistakes;
 use crate::backend::{
-    dot, update_norm, winnow_weights, BatchRule, EpochStats, StopReason, StopState,
+    update_norm, winnow_weights, BatchRule, EpochStats, Row, StopReason, StopState,
 };
 use crate::error::Result;
 use crate::params::Params;
@@ -53,6 +53,7 @@ fn train(
     let mut order: Vec<usize> = (0..v.n).collect();
     let mut beta = vec![1f32; d];
     winnow_weights(&logb, &mut beta);
+    let mut top = logb.iter().copied().fold(f64::NEG_INFINITY, f64::max);
     let mut start = beta.clone();
     let mut stats = Vec::new();
     let mut stop = StopReason::MaxEpochs;
@@ -77,7 +78,9 @@ fn train(
             }
             let row = v.x.row(i, d, &mut row_buf);
             let y = v.y[i];
-            let m = y * dot(&beta, row);
+            // In column order for dense and sparse rows alike: the weights are not integers,
+            // so only one order of the sum gives the sparse and dense runs the same bits.
+            let m = y * row.dot_seq(&beta);
             if m <= params.margin_threshold {
                 let wi = v.weight(i);
                 e.mistakes += 1;
@@ -86,10 +89,7 @@ fn train(
                     *e.weighted.get_or_insert(0.0) += wi as f64;
                 }
                 let step = eta * y as f64 * wi as f64;
-                for (lb, &xj) in logb.iter_mut().zip(row) {
-                    *lb += step * xj as f64;
-                }
-                winnow_weights(&logb, &mut beta);
+                top = winnow_step(&mut logb, &mut beta, top, row, step);
             }
         }
         e.update_norm = update_norm(&beta, &start);
@@ -107,4 +107,43 @@ fn train(
     }
     let w = best.unwrap_or_else(|| augmented(&beta));
     (w, stats, stop, stop_state.best_epoch as usize)
+}
+
+/// One Winnow update: log beta_j += step * x_j for the row's non-zero values, then the
+/// weights exp(log beta - max log beta) again; returns the new max. Bit-identical to
+/// [`winnow_weights`] over all of `logb` after the update, at the cost of the non-zeros only,
+/// unless the max moved (then every weight changes: O(d)).
+fn winnow_step(logb: &mut [f64], beta: &mut [f32], top: f64, row: Row<'_>, step: f64) -> f64 {
+    let mut moved = false;
+    let mut touch = |j: usize, x: f32| {
+        if x == 0.0 {
+            return;
+        }
+        let old = logb[j];
+        let new = old + step * x as f64;
+        logb[j] = new;
+        // The max moved: it grew, or the entry holding it shrank.
+        moved |= new > top || (old == top && new < old);
+    };
+    match row {
+        Row::Dense(x) => x.iter().enumerate().for_each(|(j, &v)| touch(j, v)),
+        Row::Sparse { idx, val } => idx
+            .iter()
+            .zip(val)
+            .for_each(|(&j, &v)| touch(j as usize, v)),
+    }
+    if moved {
+        winnow_weights(logb, beta);
+        return logb.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    }
+    let mut set = |j: usize, x: f32| {
+        if x != 0.0 {
+            beta[j] = (logb[j] - top).exp() as f32;
+        }
+    };
+    match row {
+        Row::Dense(x) => x.iter().enumerate().for_each(|(j, &v)| set(j, v)),
+        Row::Sparse { idx, val } => idx.iter().zip(val).for_each(|(&j, &v)| set(j as usize, v)),
+    }
+    top
 }

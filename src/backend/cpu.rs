@@ -10,7 +10,7 @@ use rayon::prelude::*;
 use super::{
     axpy, predicted_wrong, prefetch_ahead, row_rule, simd_dispatch, winnow_weights, Backend,
     BackendKind, BatchRule, Bound, DataView, DualBound, DualRows, Elem, EpochStats, Epochs, Extras,
-    HeadRule, Kernel, Lanes, Pocket, StopState, TrainView, Update,
+    HeadRule, Kernel, Lanes, Matrix, Pocket, StopState, TrainView, Update,
 };
 use crate::error::Result;
 use crate::with_features;
@@ -66,14 +66,33 @@ impl DualBound for CpuDual<'_> {
         let eval = self.0.eval;
         let mut out = vec![0f32; eval.n];
         let rows = chunk_rows(eval.n, eval.d);
-        let svs = Supports {
-            x: &self.0.sx,
-            idx,
-            coef,
-            sq: &self.0.sq,
-        };
+        let (ex, sx) = (&self.0.ex, &self.0.sx);
+        if let (Some(ex), Some(sx)) = (ex.dense(), sx.dense()) {
+            let svs = Supports {
+                x: sx,
+                idx,
+                coef,
+                sq: &self.0.sq,
+            };
+            out.par_chunks_mut(rows).enumerate().for_each(|(c, o)| {
+                chunk_kernel_scores_simd(ex, eval.d, eval.bias, &svs, kernel, c * rows, o);
+            });
+            return Ok(out);
+        }
+        // Sparse rows: the same sums through the rows' own dot products.
+        let (d, b2) = (eval.d, eval.bias * eval.bias);
         out.par_chunks_mut(rows).enumerate().for_each(|(c, o)| {
-            chunk_kernel_scores_simd(&self.0.ex, eval.d, eval.bias, &svs, kernel, c * rows, o);
+            for (k, f) in o.iter_mut().enumerate() {
+                let xi = ex.row(c * rows + k, d);
+                let xx = xi.dot_row(&xi);
+                let mut acc = 0f32;
+                for (&j, &a) in idx.iter().zip(coef) {
+                    let j = j as usize;
+                    let xz = xi.dot_row(&sx.row(j, d));
+                    acc += a * (kernel.eval(xz, xx, self.0.sq[j]) + b2);
+                }
+                *f = acc;
+            }
         });
         Ok(out)
     }
@@ -132,8 +151,20 @@ fn cpu_scores(data: DataView<'_>, w: &[f32]) -> Vec<f32> {
     let (d, bias) = (data.d, data.bias);
     out.par_chunks_mut(rows * heads)
         .enumerate()
-        .for_each(|(c, o)| {
-            with_features!(data.x, x => chunk_scores_simd(x, d, bias, w, c * rows, o));
+        .for_each(|(c, o)| match data.x {
+            Matrix::Dense(f) => {
+                with_features!(f, x => chunk_scores_simd(x, d, bias, w, c * rows, o));
+            }
+            Matrix::Csr(_) => {
+                let mut buf = Vec::new();
+                let da = d + 1;
+                for (k, o) in o.chunks_exact_mut(heads).enumerate() {
+                    let row = data.x.row(c * rows + k, d, &mut buf);
+                    for (h, s) in o.iter_mut().enumerate() {
+                        *s = row.decision(&w[h * da..(h + 1) * da], bias);
+                    }
+                }
+            }
         });
     out
 }
@@ -404,6 +435,10 @@ pub struct CpuBound<'a> {
     v: TrainView<'a>,
     rows: usize,
     partials: Vec<Partial>,
+    /// Sparse rows: each row's coefficient per head (`n * heads`), written by the chunks and
+    /// then summed in row order (dense rows keep per-chunk sums instead: with millions of
+    /// columns those would not fit).
+    coef: Vec<f32>,
     total: Vec<f32>,
     pocket: Option<Pocket>,
     /// The running sum of the weights after each epoch, and how many epochs it holds.
@@ -416,11 +451,17 @@ pub struct CpuBound<'a> {
 impl<'a> CpuBound<'a> {
     /// Binds `v`, allocating the chunk partials once.
     pub fn new(v: TrainView<'a>) -> Self {
-        let rows = chunk_rows(v.n, v.d);
+        let sparse = v.x.is_sparse();
+        // Sparse rows are chunked by their stored values, not by d.
+        let rows = if sparse {
+            chunk_rows(v.n, v.x.stored(v.n, v.d) / v.n.max(1))
+        } else {
+            chunk_rows(v.n, v.d)
+        };
         let chunks = v.n.div_ceil(rows).max(1);
         let len = v.heads.max(1) * (v.d + 1);
         let p = Partial {
-            sum: vec![0.0; len],
+            sum: if sparse { Vec::new() } else { vec![0.0; len] },
             scratch: vec![0.0; HEAD_ROWS * v.heads.max(1)],
             mistakes: 0,
             criterion: 0.0,
@@ -430,6 +471,11 @@ impl<'a> CpuBound<'a> {
             v,
             rows,
             partials: vec![p; chunks],
+            coef: if sparse {
+                vec![0.0; v.n * v.heads.max(1)]
+            } else {
+                Vec::new()
+            },
             total: vec![0.0; len],
             pocket: None,
             average: None,
@@ -444,9 +490,13 @@ impl<'a> CpuBound<'a> {
         let v = self.v;
         let rows = self.rows;
         let binary = rule.rule == HeadRule::Binary && v.heads == 1;
+        let f = match v.x {
+            Matrix::Dense(f) => f,
+            Matrix::Csr(_) => return self.accumulate_csr(w, rule),
+        };
         self.partials.par_iter_mut().enumerate().for_each(|(c, p)| {
             let end = ((c + 1) * rows).min(v.n);
-            with_features!(v.x, x => if binary {
+            with_features!(f, x => if binary {
                 chunk_epoch_simd(x, v, w, rule.tau, c * rows, end, p);
             } else {
                 chunk_epoch_heads_simd(x, v, w, rule, c * rows, end, p);
@@ -458,6 +508,60 @@ impl<'a> CpuBound<'a> {
             if p.mistakes > 0 {
                 axpy(1.0, &p.sum, &mut self.total);
             }
+            mistakes += p.mistakes;
+            criterion += p.criterion;
+            weighted += p.weighted;
+        }
+        (mistakes, criterion, weighted)
+    }
+
+    /// The epoch on CSR rows: the chunks score their rows and write each row's coefficients
+    /// (the twin of `margins`), then the sums over the mistakes are added row after row, each
+    /// row touching only its own columns (the order of `gather` in shaders/batch.wgsl for every
+    /// column: rows ascending). The counts are added in chunk order, as for dense rows.
+    fn accumulate_csr(&mut self, w: &[f32], rule: &BatchRule) -> (u64, f64, f64) {
+        let v = self.v;
+        let (d, k, rows) = (v.d, v.heads.max(1), self.rows);
+        let da = d + 1;
+        self.partials
+            .par_iter_mut()
+            .zip(self.coef.par_chunks_mut(rows * k))
+            .enumerate()
+            .for_each(|(c, (p, coef))| {
+                let mut buf = Vec::new();
+                let s = &mut p.scratch[..k];
+                let (mut mistakes, mut criterion, mut weighted) = (0u64, 0f64, 0f64);
+                for (r, cr) in coef.chunks_exact_mut(k).enumerate() {
+                    let i = c * rows + r;
+                    let row = v.x.row(i, d, &mut buf);
+                    for (h, sh) in s.iter_mut().enumerate() {
+                        *sh = row.decision(&w[h * da..(h + 1) * da], v.bias);
+                    }
+                    cr.fill(0.0);
+                    let wi = v.weight(i);
+                    let (m, j) = row_rule(rule.rule, rule.tau, s, v.y[i], |h, a| cr[h] = a * wi);
+                    mistakes += m;
+                    criterion += j * wi as f64;
+                    weighted += m as f64 * wi as f64;
+                }
+                (p.mistakes, p.criterion, p.weighted) = (mistakes, criterion, weighted);
+            });
+        self.total.fill(0.0);
+        let mut buf = Vec::new();
+        for (i, cr) in self.coef.chunks_exact(k).enumerate() {
+            if cr.iter().all(|&a| a == 0.0) {
+                continue;
+            }
+            let row = v.x.row(i, d, &mut buf);
+            for (h, &a) in cr.iter().enumerate() {
+                if a != 0.0 {
+                    row.axpy(a, &mut self.total[h * da..h * da + d]);
+                    self.total[h * da + d] += a * v.bias;
+                }
+            }
+        }
+        let (mut mistakes, mut criterion, mut weighted) = (0u64, 0f64, 0f64);
+        for p in &self.partials {
             mistakes += p.mistakes;
             criterion += p.criterion;
             weighted += p.weighted;

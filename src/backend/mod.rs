@@ -19,7 +19,9 @@ pub mod storage;
 
 pub(crate) use simd::simd_dispatch;
 pub use simd::{axpy, decision, dot, prefetch_ahead, simd_enabled, sum_simd, Elem, Lanes};
-pub use storage::{FeatureBuf, Features, Storage};
+pub use storage::{
+    CsrBuf, CsrView, FeatureBuf, Features, Matrix, MatrixBuf, Row, Storage, WideMatrix,
+};
 
 use serde::{Deserialize, Serialize};
 
@@ -35,8 +37,8 @@ pub const MAX_HEADS: usize = 64;
 /// the bias; weights are stored head after head (`heads * (d + 1)` values).
 #[derive(Debug, Clone, Copy)]
 pub struct TrainView<'a> {
-    /// Row-major features, `n * d`, in any storage.
-    pub x: Features<'a>,
+    /// Features: dense (`n * d`, row-major) or CSR, in any storage.
+    pub x: Matrix<'a>,
     /// Labels, `n` of them: -1 or +1 for [`HeadRule::Binary`], else the class index (exact in
     /// f32 below 2^24).
     pub y: &'a [f32],
@@ -59,8 +61,8 @@ pub struct TrainView<'a> {
 /// labels in the same internal form.
 #[derive(Debug, Clone, Copy)]
 pub struct ValView<'a> {
-    /// Row-major features, `n * d`, in any storage.
-    pub x: Features<'a>,
+    /// Features: dense (`n * d`, row-major) or CSR, in any storage.
+    pub x: Matrix<'a>,
     /// Labels (±1 or class index, as [`TrainView::y`]).
     pub y: &'a [f32],
     /// Rows.
@@ -70,8 +72,8 @@ pub struct ValView<'a> {
 /// Host view of unlabelled features, for scoring.
 #[derive(Debug, Clone, Copy)]
 pub struct DataView<'a> {
-    /// Row-major features, `n * d`, in any storage.
-    pub x: Features<'a>,
+    /// Features: dense (`n * d`, row-major) or CSR, in any storage.
+    pub x: Matrix<'a>,
     /// Rows.
     pub n: usize,
     /// Features (without the bias column).
@@ -84,7 +86,7 @@ impl<'a> TrainView<'a> {
     /// A view of `n` rows of `d` features with labels `y`, every row weighing 1 and no
     /// held-out rows.
     pub fn new(
-        x: impl Into<Features<'a>>,
+        x: impl Into<Matrix<'a>>,
         y: &'a [f32],
         n: usize,
         d: usize,
@@ -311,10 +313,7 @@ pub fn sq_norms(data: DataView<'_>) -> Vec<f32> {
     }
     let mut buf = Vec::new();
     (0..data.n)
-        .map(|i| {
-            let r = data.x.row(i, data.d, &mut buf);
-            dot(r, r)
-        })
+        .map(|i| data.x.row(i, data.d, &mut buf).sq_norm())
         .collect()
 }
 
@@ -672,9 +671,9 @@ pub struct DualRows<'a> {
     /// ||sv_j||^2 for every support row j.
     pub sq: Vec<f32>,
     /// The eval rows as f32 (widened once when stored compactly).
-    pub ex: std::borrow::Cow<'a, [f32]>,
+    pub ex: WideMatrix<'a>,
     /// The support rows as f32.
-    pub sx: std::borrow::Cow<'a, [f32]>,
+    pub sx: WideMatrix<'a>,
 }
 
 impl<'a> DualRows<'a> {
@@ -682,8 +681,8 @@ impl<'a> DualRows<'a> {
     pub fn new(eval: DataView<'a>, sv: Option<DataView<'a>>) -> Self {
         let same = sv.is_none();
         let sv = sv.unwrap_or(eval);
-        let ex = eval.x.to_f32();
-        let sx = if same { ex.clone() } else { sv.x.to_f32() };
+        let ex = eval.x.widened();
+        let sx = if same { ex.clone() } else { sv.x.widened() };
         DualRows {
             eval,
             sv,

@@ -10,7 +10,7 @@
 
 use super::{
     cpu::chunk_rows, predicted_wrong, row_rule, winnow_weights, Backend, BackendKind, BatchRule,
-    Bound, DataView, DualBound, DualRows, EpochStats, Epochs, Extras, Keep, Kernel, Pocket,
+    Bound, DataView, DualBound, DualRows, EpochStats, Epochs, Extras, Keep, Kernel, Pocket, Row,
     StopReason, StopState, TrainView, Update,
 };
 use crate::error::Result;
@@ -24,11 +24,11 @@ pub fn dot(a: &[f32], b: &[f32]) -> f32 {
     acc
 }
 
-/// w_k . [x, bias]: the features in column order, then the bias term; the twin of
-/// `row_score` in batch.wgsl.
-pub fn row_score(w: &[f32], row: &[f32], bias: f32) -> f32 {
-    let d = row.len();
-    dot(row, &w[..d]) + w[d] * bias
+/// w_k . [x, bias]: the features in column order (a sparse row: its non-zeros in column
+/// order), then the bias term; the twin of `row_score` in batch.wgsl.
+pub fn row_score(w: &[f32], row: Row<'_>, bias: f32) -> f32 {
+    let d = w.len() - 1;
+    row.dot_seq(&w[..d]) + w[d] * bias
 }
 
 /// Twin of `margins`: for every training row the K scores, the rule's coefficient of x for
@@ -109,14 +109,35 @@ pub fn accumulate(v: TrainView<'_>, coef: &[f32], chunk_rows: usize) -> Vec<f32>
                     continue;
                 }
                 let out = &mut part[h * (d + 1)..(h + 1) * (d + 1)];
-                for (o, x) in out.iter_mut().zip(row) {
-                    *o += a * x;
-                }
+                add_row(a, row, out);
                 out[d] += a * v.bias;
             }
         }
     }
     partials
+}
+
+/// out[j] += a * x_j for every stored value of the row, in column order.
+fn add_row(a: f32, row: Row<'_>, out: &mut [f32]) {
+    match row {
+        Row::Dense(x) => {
+            for (o, x) in out.iter_mut().zip(x) {
+                *o += a * x;
+            }
+        }
+        Row::Sparse { idx, val } => {
+            for (&j, &x) in idx.iter().zip(val) {
+                out[j as usize] += a * x;
+            }
+        }
+    }
+}
+
+/// Twin of `gather` (CSR rows; the GPU reads a column-major copy): for every (head k, column
+/// j) the sum over the rows of coef[r, k] * [x_r, bias]_j, rows in ascending order, skipping
+/// rows whose coefficient is 0. Returns `heads * (d + 1)` sums (one partial).
+pub fn gather(v: TrainView<'_>, coef: &[f32]) -> Vec<f32> {
+    accumulate(v, coef, v.n.max(1))
 }
 
 /// What a resident data set keeps between epochs (the GPU's `w`, `aux` and `ctl` buffers).
@@ -267,7 +288,7 @@ pub fn kscores(
 ) -> Vec<f32> {
     let d = eval.d;
     let b2 = eval.bias * eval.bias;
-    let (ex, sx) = (eval.x.to_f32(), sv.x.to_f32());
+    let (ex, sx) = (eval.x.to_dense(eval.n, d), sv.x.to_dense(sv.n, d));
     (0..eval.n)
         .map(|i| {
             let x = &ex[i * d..(i + 1) * d];
@@ -352,7 +373,11 @@ impl Bound for ReferenceBound<'_> {
         for _ in 0..max_epochs {
             let wv = st.held_out_weights(rule).to_vec();
             let m = margins(self.v, &st.w, &wv, rule, &mut self.coef);
-            let partials = accumulate(self.v, &self.coef, rows);
+            let partials = if self.v.x.is_sparse() {
+                gather(self.v, &self.coef)
+            } else {
+                accumulate(self.v, &self.coef, rows)
+            };
             let sq = apply(&partials, rule, st);
             let (e, stop) = finalize(m, &sq, rule, st);
             out.stats.push(e);

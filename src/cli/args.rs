@@ -93,9 +93,17 @@ pub(crate) struct PlotDataArgs {
     /// File format: auto, csv, libsvm, npy or npz.
     #[arg(long, value_name = "F", default_value = "auto")]
     pub(crate) format: Format,
-    /// NumPy features (.npy): the .npy file with the labels.
+    /// NumPy features (.npy) or a scipy sparse matrix (.npz): the .npy file with the labels.
     #[arg(long, value_name = "FILE")]
     pub(crate) labels: Option<PathBuf>,
+    /// LIBSVM and scipy sparse .npz: hold the features dense (n x d values). By default
+    /// they are held sparse (memory grows with the non-zeros) when fewer than a quarter of
+    /// the values are non-zero.
+    #[arg(long, conflicts_with = "sparse")]
+    pub(crate) dense: bool,
+    /// LIBSVM and scipy sparse .npz: hold the features sparse (CSR) whatever their density.
+    #[arg(long)]
+    pub(crate) sparse: bool,
     /// CSV: the column holding per-row weights (a header name or 0-based index); it is not a
     /// feature.
     #[arg(long, value_name = "C")]
@@ -109,6 +117,8 @@ impl From<PlotDataArgs> for DataArgs {
             format: a.format,
             features: None,
             labels: a.labels,
+            dense: a.dense,
+            sparse: a.sparse,
             weight_col: a.weight_col,
         }
     }
@@ -216,9 +226,17 @@ pub(crate) struct DataArgs {
     /// LIBSVM: number of features (default: the largest index in the file).
     #[arg(long, value_name = "D")]
     pub(crate) features: Option<usize>,
-    /// NumPy features (.npy): the .npy file with the labels.
+    /// NumPy features (.npy) or a scipy sparse matrix (.npz): the .npy file with the labels.
     #[arg(long, value_name = "FILE")]
     pub(crate) labels: Option<PathBuf>,
+    /// LIBSVM and scipy sparse .npz: hold the features dense (n x d values). By default
+    /// they are held sparse (memory grows with the non-zeros) when fewer than a quarter of
+    /// the values are non-zero.
+    #[arg(long, conflicts_with = "sparse")]
+    pub(crate) dense: bool,
+    /// LIBSVM and scipy sparse .npz: hold the features sparse (CSR) whatever their density.
+    #[arg(long)]
+    pub(crate) sparse: bool,
     /// CSV: the column holding per-row weights (a header name or 0-based index); it is not a
     /// feature. `train` scales each row's updates by it.
     #[arg(long, value_name = "C")]

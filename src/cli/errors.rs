@@ -36,6 +36,8 @@ pub fn flag(p: Param) -> &'static str {
         Param::ClassWeight => "--class-weight",
         Param::SampleWeight => "--sample-weights",
         Param::WeightColumn => "--weight-col",
+        Param::Scale => "--scale",
+        Param::Density => "--density",
         _ => "an option",
     }
 }

@@ -45,7 +45,7 @@ use rosenblatt::algo::Progress;
 use rosenblatt::backend::gpu::context::AdapterQuery;
 use rosenblatt::backend::gpu::GpuOptions;
 use rosenblatt::backend::{self, BackendChoice, Selected};
-use rosenblatt::data::{self, Dataset, LoadOptions};
+use rosenblatt::data::{self, Dataset, Layout, LoadOptions};
 use rosenblatt::output::{check_distinct, check_target, temp_beside, Temp};
 
 use args::{BackendArgs, Cli, Command, DataArgs, ExperimentCmd, PlotCmd};
@@ -119,6 +119,11 @@ fn load_data(path: &Path, a: &DataArgs, features: Option<usize>) -> anyhow::Resu
         features: a.features.or(features),
         labels: a.labels.clone(),
         weight_col: a.weight_col.clone(),
+        layout: match (a.dense, a.sparse) {
+            (true, _) => Layout::Dense,
+            (_, true) => Layout::Sparse,
+            _ => Layout::Auto,
+        },
     };
     Ok(data::load(path, &opts)?)
 }

@@ -32,6 +32,8 @@ pub fn train(a: TrainArgs) -> anyhow::Result<()> {
     if let Some(p) = &a.sample_weights {
         ds.weights = Some(rosenblatt::data::npy::load_weights(p, ds.n)?);
     }
+    let classes = ds.labels.as_ref().map_or(1, |l| l.classes.len());
+    rosenblatt::algo::weights_fit(&ds, if classes > 2 { classes } else { 1 })?;
     let held = match &a.validation {
         // The validation file is read like the training data, with its feature count.
         Some(p) => Some(load_data(p, &a.data_args, Some(ds.d))?),

@@ -1,16 +1,19 @@
 //! LIBSVM / svmlight loader: `label idx:val ...` with 1-based strictly ascending indices,
-//! `#` comments and ignored `qid:` tokens, densified into the same [`Dataset`].
-//! d is the largest index seen, or `LoadOptions::features` when given (then a larger index
-//! is an error). Columns in error messages are 1-based byte offsets within the line.
+//! `#` comments and ignored `qid:` tokens, into a [`Dataset`] held sparse (CSR) or dense as
+//! `LoadOptions::layout` says (auto: CSR below 25% density). d is the largest index seen, or
+//! `LoadOptions::features` when given (then a larger index is an error). Columns in error
+//! messages are 1-based byte offsets within the line.
 //!
-//! Two passes over the text, so that only the dense X is ever held: a quick scan for the
-//! number of rows and the largest index, then the full parse straight into X.
+//! Two passes over the text, so that only X is ever held: a quick scan for the number of rows,
+//! the largest index and the number of pairs, then the full parse straight into X (CSR: memory
+//! grows with the non-zeros, never with n * d).
 
 use std::io::BufRead;
 use std::path::Path;
 
 use super::csv::parse_value;
 use super::{Dataset, LabelBuilder, LoadOptions};
+use crate::backend::{CsrBuf, MatrixBuf};
 use crate::error::{Error, Result};
 
 /// Parses LIBSVM bytes from `path` into a dense dataset.
@@ -25,14 +28,15 @@ pub fn parse_with<R: BufRead>(
     opts: &LoadOptions,
 ) -> Result<Dataset> {
     let io = |e| Error::io(path, e);
-    // Pass 1: rows and largest index (malformed tokens are reported by pass 2).
-    let (mut n, mut max_index) = (0usize, 0usize);
+    // Pass 1: rows, largest index and pairs (malformed tokens are reported by pass 2).
+    let (mut n, mut max_index, mut pairs) = (0usize, 0usize, 0usize);
     for_each_line(open().map_err(io)?, |_, content| {
         let mut tokens = Tokens::new(content);
         if tokens.next().is_some() {
             n += 1;
             for (_, tok) in tokens {
                 if let Some(c) = tok.iter().position(|&b| b == b':') {
+                    pairs += 1;
                     if let Some(i) = std::str::from_utf8(&tok[..c])
                         .ok()
                         .and_then(|k| k.parse::<usize>().ok())
@@ -59,7 +63,32 @@ pub fn parse_with<R: BufRead>(
         text: String::from_utf8_lossy(text).into_owned(),
         msg,
     };
-    let mut x = super::dense_zeros(path, n, d)?;
+    if d > u32::MAX as usize {
+        return Err(Error::data(
+            path,
+            format!("{d} features: at most {} are supported", u32::MAX),
+        ));
+    }
+    let sparse = opts.layout.sparse_for(n, d, pairs);
+    let mut x = if sparse {
+        Vec::new()
+    } else {
+        super::dense_zeros(path, n, d)?
+    };
+    let mut csr = CsrBuf::new();
+    if sparse {
+        let what = || {
+            format!(
+                "{}: {n} rows with {pairs} index:value pairs stored sparse",
+                path.display()
+            )
+        };
+        // A value and a column per pair, a row start per row.
+        crate::limits::check(what, pairs as u128 + n as u128, 8)?;
+        csr.indptr.reserve(n);
+        csr.indices.reserve(pairs);
+        csr.values.reserve(pairs);
+    }
     let mut labels = LabelBuilder::default();
     let mut row = 0usize;
     for_each_line(open().map_err(io)?, |line_no, content| {
@@ -81,7 +110,11 @@ pub fn parse_with<R: BufRead>(
         let label = std::str::from_utf8(label)
             .map_err(|_| perr(line_no, lcol, label, "label is not valid UTF-8".into()))?;
         labels.push(label);
-        let dense = &mut x[row * d..(row + 1) * d];
+        let dense = if sparse {
+            &mut [][..]
+        } else {
+            &mut x[row * d..(row + 1) * d]
+        };
         let mut prev = 0usize;
         for (col, tok) in tokens {
             let Some(colon) = tok.iter().position(|&b| b == b':') else {
@@ -134,9 +167,21 @@ pub fn parse_with<R: BufRead>(
                     format!("index {index} is past the {d} features expected"),
                 ));
             }
-            dense[index - 1] = parse_value(value)
+            let v = parse_value(value)
                 .map_err(|m| perr(line_no, col + colon + 1, value, m.to_string()))?;
+            if !sparse {
+                dense[index - 1] = v;
+            } else if v != 0.0 {
+                if csr.values.len() == pairs {
+                    return Err(Error::data(path, "the file changed while it was read"));
+                }
+                csr.indices.push((index - 1) as u32);
+                csr.values.push(v);
+            }
             prev = index;
+        }
+        if sparse {
+            csr.indptr.push(csr.values.len());
         }
         row += 1;
         Ok(())
@@ -148,7 +193,8 @@ pub fn parse_with<R: BufRead>(
     if d == 0 {
         return Err(Error::data(path, "no features: every row has only a label"));
     }
-    Ok(Dataset::new(
+    let x: MatrixBuf = if sparse { csr.into() } else { x.into() };
+    Ok(Dataset::from_matrix(
         x,
         n,
         d,
@@ -209,11 +255,17 @@ impl<'a> Iterator for Tokens<'a> {
 
 #[cfg(test)]
 mod tests {
+    use super::super::Layout;
     use super::*;
 
     fn load(text: &str, features: Option<usize>) -> Result<Dataset> {
+        load_as(text, features, Layout::Auto)
+    }
+
+    fn load_as(text: &str, features: Option<usize>, layout: Layout) -> Result<Dataset> {
         let opts = LoadOptions {
             features,
+            layout,
             ..Default::default()
         };
         parse(Path::new("t.svm"), text.as_bytes(), &opts)
@@ -221,9 +273,26 @@ mod tests {
 
     #[test]
     fn densifies_with_comments_and_qid() {
-        let ds = load("# header\n+1 qid:3 1:0.5 3:2 # tail\n\n-1 2:-1\r\n", None).unwrap();
+        let text = "# header\n+1 qid:3 1:0.5 3:2 # tail\n\n-1 2:-1\r\n";
+        let ds = load_as(text, None, Layout::Dense).unwrap();
         assert_eq!((ds.n, ds.d), (2, 3));
-        assert_eq!(ds.x, vec![0.5, 0.0, 2.0, 0.0, -1.0, 0.0]);
+        assert_eq!(ds.x.values(), &[0.5, 0.0, 2.0, 0.0, -1.0, 0.0]);
+        // The same file held sparse: the non-zeros only, the same rows.
+        let sp = load_as(text, None, Layout::Sparse).unwrap();
+        let c = sp.x.csr().unwrap();
+        assert_eq!(c.indptr, vec![0, 2, 3]);
+        assert_eq!(
+            (c.indices.clone(), c.values.clone()),
+            (vec![0, 2, 1], vec![0.5, 2.0, -1.0])
+        );
+        assert_eq!(sp.x.view().to_dense(2, 3).to_vec(), ds.x.values());
+        // Auto: 3 of 6 values are non-zero (50%), so dense; with 3 of 300, sparse.
+        assert!(!load(text, None).unwrap().is_sparse());
+        assert!(load(text, Some(100)).unwrap().is_sparse());
+        // An explicit zero is not stored, and a row with no pair is an empty row.
+        let z = load_as("1 2:0 5:1\n-1\n1 1:3\n", None, Layout::Sparse).unwrap();
+        assert_eq!(z.x.csr().unwrap().indptr, vec![0, 1, 1, 2]);
+        assert_eq!((z.n, z.d), (3, 5));
         assert_eq!(ds.labels.unwrap().classes, vec!["-1", "+1"]);
         let ds = load("1 1:1\n", Some(4)).unwrap();
         assert_eq!(ds.d, 4);

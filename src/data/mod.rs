@@ -12,13 +12,15 @@ use std::fs::File;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 
+use crate::backend::{Matrix, MatrixBuf};
 use crate::error::{Error, Result};
 
-/// A dense dataset: `n` rows of `d` features, row-major, with optional labels.
+/// A dataset: `n` rows of `d` features, dense (row-major) or sparse (CSR), with optional
+/// labels.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Dataset {
-    /// Row-major features, `n * d` values, all finite.
-    pub x: Vec<f32>,
+    /// The features: dense (`n * d` values) or CSR, all finite.
+    pub x: MatrixBuf,
     /// Number of rows.
     pub n: usize,
     /// Number of features (without the bias column).
@@ -220,6 +222,34 @@ pub struct LoadOptions {
     pub labels: Option<PathBuf>,
     /// CSV: the column holding per-row weights (not a feature).
     pub weight_col: Option<LabelCol>,
+    /// Dense or sparse (CSR) features for the sparse formats (LIBSVM, scipy `.npz`).
+    pub layout: Layout,
+}
+
+/// How a sparse format's features are held.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Layout {
+    /// Sparse (CSR) when it is the smaller form: fewer than a quarter of the values are
+    /// non-zero ([`Layout::sparse_for`]).
+    #[default]
+    Auto,
+    /// Always dense (`n * d` values).
+    Dense,
+    /// Always CSR.
+    Sparse,
+}
+
+impl Layout {
+    /// Whether `nnz` non-zeros in `n` rows of `d` features are held as CSR: for `Auto`, when
+    /// CSR (8 bytes per non-zero: value and column) takes less than half the dense form (4
+    /// bytes per value), that is below 25% density.
+    pub fn sparse_for(self, n: usize, d: usize, nnz: usize) -> bool {
+        match self {
+            Layout::Dense => false,
+            Layout::Sparse => true,
+            Layout::Auto => (nnz as u128) * 8 < (n as u128) * (d as u128) * 2,
+        }
+    }
 }
 
 /// Loads a dataset from a file, choosing the loader by `opts.format`. Regular text files are
@@ -248,7 +278,7 @@ pub fn load(path: &Path, opts: &LoadOptions) -> Result<Dataset> {
     };
     match format {
         Format::Npy => npy::load_npy(path, opts.labels.as_deref()),
-        Format::Npz => npy::load_npz(path),
+        Format::Npz => npy::load_npz(path, opts),
         Format::Libsvm => libsvm::parse_with(path, open, opts),
         Format::Csv | Format::Auto => {
             let size = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
@@ -277,7 +307,7 @@ pub fn load_bytes(path: &Path, bytes: &[u8], opts: &LoadOptions) -> Result<Datas
     };
     match format {
         Format::Npy => npy::parse_npy(path, bytes, opts.labels.as_deref()),
-        Format::Npz => npy::parse_npz(path, std::io::Cursor::new(bytes)),
+        Format::Npz => npy::parse_npz(path, std::io::Cursor::new(bytes), opts),
         Format::Libsvm => libsvm::parse(path, bytes, opts),
         Format::Csv | Format::Auto => csv::parse(path, bytes, opts),
     }
@@ -387,6 +417,17 @@ impl Dataset {
         labels: Option<Labels>,
         source: impl Into<PathBuf>,
     ) -> Dataset {
+        Dataset::from_matrix(x.into(), n, d, labels, source)
+    }
+
+    /// A dataset of `n` rows of `d` features held dense or sparse, without row weights.
+    pub fn from_matrix(
+        x: MatrixBuf,
+        n: usize,
+        d: usize,
+        labels: Option<Labels>,
+        source: impl Into<PathBuf>,
+    ) -> Dataset {
         Dataset {
             x,
             n,
@@ -399,12 +440,8 @@ impl Dataset {
 
     /// The rows `idx`, in that order (labels, weights and source kept).
     pub fn select(&self, idx: &[usize]) -> Dataset {
-        let mut x = Vec::with_capacity(idx.len() * self.d);
-        for &i in idx {
-            x.extend_from_slice(self.row(i));
-        }
         Dataset {
-            x,
+            x: self.x.select(idx, self.d),
             n: idx.len(),
             d: self.d,
             labels: self.labels.as_ref().map(|l| Labels {
@@ -419,9 +456,38 @@ impl Dataset {
         }
     }
 
-    /// Row `i` as a slice of `d` features.
-    pub fn row(&self, i: usize) -> &[f32] {
-        &self.x[i * self.d..(i + 1) * self.d]
+    /// Row `i` as `d` features (borrowed when dense, expanded when sparse).
+    pub fn row(&self, i: usize) -> std::borrow::Cow<'_, [f32]> {
+        self.x.row(i, self.d)
+    }
+
+    /// Feature `j` of row `i` (a binary search in a sparse row).
+    pub fn get(&self, i: usize, j: usize) -> f32 {
+        match &self.x {
+            MatrixBuf::Dense(x) => x[i * self.d + j],
+            MatrixBuf::Csr(c) => {
+                let span = c.indptr[i]..c.indptr[i + 1];
+                match c.indices[span.clone()].binary_search(&(j as u32)) {
+                    Ok(p) => c.values[span.start + p],
+                    Err(_) => 0.0,
+                }
+            }
+        }
+    }
+
+    /// The features as the backends see them.
+    pub fn view(&self) -> Matrix<'_> {
+        self.x.view()
+    }
+
+    /// True when the features are held in CSR form.
+    pub fn is_sparse(&self) -> bool {
+        self.x.is_sparse()
+    }
+
+    /// Stored feature values: `n * d` when dense, the non-zeros when sparse.
+    pub fn stored(&self) -> usize {
+        self.x.values().len()
     }
 
     /// The index in `classes` of every row's label: names match by name, or by value when both

@@ -6,7 +6,8 @@
 use std::io::Read;
 use std::path::Path;
 
-use super::{Dataset, LabelBuilder};
+use super::{Dataset, LabelBuilder, LoadOptions};
+use crate::backend::{CsrBuf, MatrixBuf};
 use crate::error::{Error, Result};
 
 /// A parsed `.npy` array: its dtype string, shape, order, and the raw data bytes.
@@ -338,15 +339,20 @@ pub fn parse_npy(path: &Path, bytes: &[u8], labels_path: Option<&Path>) -> Resul
 }
 
 /// Loads `X` and, when present, `y` from a `.npz` archive (saved by `numpy.savez` or
-/// `numpy.savez_compressed`).
-pub fn load_npz(path: &Path) -> Result<Dataset> {
+/// `numpy.savez_compressed`), or a scipy sparse matrix (`scipy.sparse.save_npz`, CSR or CSC)
+/// with labels from `opts.labels`.
+pub fn load_npz(path: &Path, opts: &LoadOptions) -> Result<Dataset> {
     let file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
-    parse_npz(path, std::io::BufReader::new(file))
+    parse_npz(path, std::io::BufReader::new(file), opts)
 }
 
 /// Parses a `.npz` archive read from `path`. Each member's declared size is checked against
 /// the memory budget before it is inflated, and it is never inflated past that size.
-pub fn parse_npz<R: Read + std::io::Seek>(path: &Path, reader: R) -> Result<Dataset> {
+pub fn parse_npz<R: Read + std::io::Seek>(
+    path: &Path,
+    reader: R,
+    opts: &LoadOptions,
+) -> Result<Dataset> {
     let mut zip = zip::ZipArchive::new(reader)
         .map_err(|e| bad(path, "archive", format!("not a .npz (zip) archive: {e}")))?;
     let mut member = |name: &str| -> Result<Option<Vec<u8>>> {
@@ -370,11 +376,28 @@ pub fn parse_npz<R: Read + std::io::Seek>(path: &Path, reader: R) -> Result<Data
             .map_err(|e| bad(path, name, format!("cannot read: {e}")))?;
         Ok(Some(v))
     };
+    if let Some(fb) = member("format")? {
+        let get = |name: &str, b: Option<Vec<u8>>| {
+            b.ok_or_else(|| {
+                bad(
+                    path,
+                    name,
+                    "a scipy sparse archive without this array (save with scipy.sparse.save_npz)",
+                )
+            })
+        };
+        let shape = get("shape", member("shape")?)?;
+        let indptr = get("indptr", member("indptr")?)?;
+        let indices = get("indices", member("indices")?)?;
+        let data = get("data", member("data")?)?;
+        return scipy_sparse(path, [fb, shape, indptr, indices, data], opts);
+    }
     let xb = member("X")?.ok_or_else(|| {
         bad(
             path,
             "X",
-            "the archive has no array named X (save with np.savez(f, X=..., y=...))",
+            "the archive has no array named X (save with np.savez(f, X=..., y=...)) and is not \
+             a scipy sparse matrix (scipy.sparse.save_npz)",
         )
     })?;
     let yb = member("y")?;
@@ -385,4 +408,255 @@ pub fn parse_npz<R: Read + std::io::Seek>(path: &Path, reader: R) -> Result<Data
         None => None,
     };
     Ok(Dataset::new(x, n, d, labels, path.to_path_buf()))
+}
+
+/// A 1-D array of `len` non-negative integers (int32/int64, or their unsigned forms), as u64.
+fn ints(path: &Path, what: &str, a: &Npy, len: Option<usize>) -> Result<Vec<u64>> {
+    let (_, kind, size) = dtype(path, what, &a.descr)?;
+    if !matches!(kind, 'i' | 'u') || !matches!(size, 4 | 8) {
+        return Err(bad(
+            path,
+            what,
+            format!("must be int32 or int64, found dtype {:?}", a.descr),
+        ));
+    }
+    let m = match a.shape[..] {
+        [m] => m,
+        _ => {
+            return Err(bad(
+                path,
+                what,
+                format!("must be 1-D, found shape {:?}", a.shape),
+            ))
+        }
+    };
+    if let Some(len) = len.filter(|&l| l != m) {
+        return Err(bad(path, what, format!("{m} values where {len} belong")));
+    }
+    if a.data.len() < m.saturating_mul(size) {
+        return Err(bad(
+            path,
+            what,
+            format!("truncated data: {} bytes for {m} values", a.data.len()),
+        ));
+    }
+    a.data[..m * size]
+        .chunks_exact(size)
+        .enumerate()
+        .map(|(k, b)| {
+            let mut buf = [0u8; 8];
+            buf[..size].copy_from_slice(b);
+            let v = if kind == 'u' {
+                u64::from_le_bytes(buf) as i128
+            } else {
+                let shift = 64 - 8 * size as u32;
+                ((i64::from_le_bytes(buf) << shift) >> shift) as i128
+            };
+            u64::try_from(v)
+                .map_err(|_| bad(path, what, format!("value {} is negative: {v}", k + 1)))
+        })
+        .collect()
+}
+
+/// The matrix of a `scipy.sparse.save_npz` archive: members format, shape, indptr, indices
+/// and data. CSR and CSC (float32/float64 data, int32/int64 indices) are read; the structure
+/// is checked whole (row or column starts from 0, non-decreasing, ending at the number of
+/// values; indices in range, strictly ascending within a row or column) before it is used,
+/// and every value must be a finite f32. CSC is turned into CSR. Explicit zeros are dropped.
+fn scipy_sparse(path: &Path, members: [Vec<u8>; 5], opts: &LoadOptions) -> Result<Dataset> {
+    let [fb, sb, pb, ib, db] = members;
+    let f = parse(path, "format", fb)?;
+    let format = String::from_utf8_lossy(&f.data)
+        .trim_end_matches('\0')
+        .to_string();
+    let csc = match format.as_str() {
+        "csr" => false,
+        "csc" => true,
+        other => {
+            return Err(bad(
+                path,
+                "format",
+                format!(
+                    "scipy sparse format {other:?} is not read; save a CSR or CSC matrix \
+                     (m.tocsr())"
+                ),
+            ))
+        }
+    };
+    let shape = ints(path, "shape", &parse(path, "shape", sb)?, Some(2))?;
+    let (n, d) = (shape[0] as usize, shape[1] as usize);
+    if n == 0 || d == 0 {
+        return Err(bad(
+            path,
+            "shape",
+            format!("empty matrix of shape ({n}, {d})"),
+        ));
+    }
+    if d > u32::MAX as usize || n > u32::MAX as usize {
+        return Err(bad(path, "shape", format!("shape ({n}, {d}) is too large")));
+    }
+    let (outer, inner) = if csc { (d, n) } else { (n, d) };
+    let (what_outer, what_inner) = if csc {
+        ("column", "row")
+    } else {
+        ("row", "column")
+    };
+    let indptr = ints(path, "indptr", &parse(path, "indptr", pb)?, Some(outer + 1))?;
+    let indices = ints(path, "indices", &parse(path, "indices", ib)?, None)?;
+    let nnz = indices.len();
+    let a = parse(path, "data", db)?;
+    let (_, kind, size) = dtype(path, "data", &a.descr)?;
+    if kind != 'f' || !(size == 4 || size == 8) {
+        return Err(bad(
+            path,
+            "data",
+            format!("must be float32 or float64, found dtype {:?}", a.descr),
+        ));
+    }
+    if a.shape[..] != [nnz] || a.data.len() < nnz.saturating_mul(size) {
+        return Err(bad(
+            path,
+            "data",
+            format!(
+                "shape {:?} ({} bytes) does not match the {nnz} indices",
+                a.shape,
+                a.data.len()
+            ),
+        ));
+    }
+    if indptr[0] != 0 || indptr[outer] != nnz as u64 {
+        return Err(bad(
+            path,
+            "indptr",
+            format!(
+                "must start at 0 and end at the number of values ({nnz}); it runs from {} to {}",
+                indptr[0], indptr[outer]
+            ),
+        ));
+    }
+    for k in 0..outer {
+        let (a0, a1) = (indptr[k], indptr[k + 1]);
+        if a1 < a0 || a1 > nnz as u64 {
+            return Err(bad(
+                path,
+                "indptr",
+                format!("not monotone at {what_outer} {}: {a0} then {a1}", k + 1),
+            ));
+        }
+        let seg = &indices[a0 as usize..a1 as usize];
+        for (t, &j) in seg.iter().enumerate() {
+            if j as usize >= inner {
+                return Err(bad(
+                    path,
+                    "indices",
+                    format!(
+                        "{what_outer} {}: index {j} is not below the {inner} {what_inner}s of the shape",
+                        k + 1
+                    ),
+                ));
+            }
+            if t > 0 && seg[t - 1] >= j {
+                return Err(bad(
+                    path,
+                    "indices",
+                    format!(
+                        "{what_outer} {}: indices not sorted and unique ({} then {j}); save after \
+                         m.sum_duplicates() and m.sort_indices()",
+                        k + 1,
+                        seg[t - 1]
+                    ),
+                ));
+            }
+        }
+    }
+    let value = |p: usize| -> Result<f32> {
+        let b = &a.data[p * size..(p + 1) * size];
+        let v = if size == 4 {
+            f32::from_le_bytes([b[0], b[1], b[2], b[3]]) as f64
+        } else {
+            f64::from_le_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]])
+        };
+        let f = v as f32;
+        if f.is_finite() {
+            Ok(f)
+        } else {
+            Err(bad(
+                path,
+                "data",
+                format!("value {} is {v}, not a finite f32 value", p + 1),
+            ))
+        }
+    };
+    crate::limits::check(
+        || {
+            format!(
+                "{}: {n} x {d} with {nnz} values stored sparse",
+                path.display()
+            )
+        },
+        nnz as u128 + n as u128 + 1,
+        16,
+    )?;
+    let mut c = CsrBuf::new();
+    if csc {
+        // Count per row, then place each column's entries in column order, so every row's
+        // columns ascend.
+        let mut start = vec![0usize; n + 1];
+        for &r in &indices {
+            start[r as usize + 1] += 1;
+        }
+        for i in 0..n {
+            start[i + 1] += start[i];
+        }
+        let mut next = start.clone();
+        let (mut cols, mut vals) = (vec![0u32; nnz], vec![0f32; nnz]);
+        for j in 0..d {
+            for p in indptr[j] as usize..indptr[j + 1] as usize {
+                let q = &mut next[indices[p] as usize];
+                cols[*q] = j as u32;
+                vals[*q] = value(p)?;
+                *q += 1;
+            }
+        }
+        for i in 0..n {
+            c.push_row(
+                (start[i]..start[i + 1])
+                    .map(|q| (cols[q], vals[q]))
+                    .filter(|e| e.1 != 0.0),
+            );
+        }
+    } else {
+        for i in 0..n {
+            let mut row = Vec::new();
+            for p in indptr[i] as usize..indptr[i + 1] as usize {
+                let v = value(p)?;
+                if v != 0.0 {
+                    row.push((indices[p] as u32, v));
+                }
+            }
+            c.push_row(row);
+        }
+    }
+    let x: MatrixBuf = if opts.layout.sparse_for(n, d, c.nnz()) {
+        c.into()
+    } else {
+        let mut x = super::dense_zeros(path, n, d)?;
+        for i in 0..n {
+            for p in c.indptr[i]..c.indptr[i + 1] {
+                x[i * d + c.indices[p] as usize] = c.values[p];
+            }
+        }
+        x.into()
+    };
+    let labels = match &opts.labels {
+        Some(lp) => {
+            let lname = lp
+                .file_name()
+                .map(|f| f.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            Some(labels(lp, &lname, &parse(lp, &lname, read_file(lp)?)?, n)?)
+        }
+        None => None,
+    };
+    Ok(Dataset::from_matrix(x, n, d, labels, path.to_path_buf()))
 }

@@ -5,6 +5,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::backend::MatrixBuf;
 use crate::error::{Error, Result};
 use crate::params::Scale;
 
@@ -73,17 +74,7 @@ impl Scaler {
             }
             Scale::None => unreachable!("handled above"),
         }
-        let factor = spread
-            .iter()
-            .map(|&s| {
-                let f = (1.0 / s) as f32;
-                if s > 0.0 && f.is_finite() && f > 0.0 {
-                    f
-                } else {
-                    1.0
-                }
-            })
-            .collect();
+        let factor = spread.iter().map(|&s| factor_of(s)).collect();
         Some(Scaler {
             kind,
             offset: offset.iter().map(|&o| o as f32).collect(),
@@ -126,6 +117,133 @@ impl Scaler {
         }
     }
 
+    /// Fits `kind` on `n` rows of `d` features, dense or sparse. Sparse data keeps its zeros:
+    /// maxabs as for dense rows; standard scaling divides by the standard deviation (the
+    /// implicit zeros counted) without centering (offset 0), as scikit-learn's
+    /// `StandardScaler(with_mean=False)`; minmax is refused (its offset would turn every zero
+    /// into a non-zero value), as scikit-learn's `MinMaxScaler` refuses sparse input.
+    pub fn fit_matrix(
+        kind: Scale,
+        x: &MatrixBuf,
+        n: usize,
+        d: usize,
+    ) -> std::result::Result<Option<Scaler>, String> {
+        let c = match x {
+            MatrixBuf::Dense(x) => return Ok(Scaler::fit(kind, x, n, d)),
+            MatrixBuf::Csr(c) => c,
+        };
+        let (mut offset, mut spread) = (vec![0f64; d], vec![0f64; d]);
+        match kind {
+            Scale::None => return Ok(None),
+            Scale::Minmax => {
+                return Err(
+                    "minmax scaling would turn the zeros of sparse data into non-zero \
+                            values (its offset shifts them); use maxabs, or standard (which \
+                            sparse data gets without centering)"
+                        .into(),
+                )
+            }
+            Scale::Maxabs => {
+                for (&j, &v) in c.indices.iter().zip(&c.values) {
+                    let s = &mut spread[j as usize];
+                    *s = s.max((v as f64).abs());
+                }
+            }
+            Scale::Standard => {
+                let mut sum = vec![0f64; d];
+                for (&j, &v) in c.indices.iter().zip(&c.values) {
+                    sum[j as usize] += v as f64;
+                }
+                let nf = n.max(1) as f64;
+                let mean: Vec<f64> = sum.iter().map(|s| s / nf).collect();
+                let (mut ss, mut count) = (vec![0f64; d], vec![0usize; d]);
+                for (&j, &v) in c.indices.iter().zip(&c.values) {
+                    let j = j as usize;
+                    ss[j] += (v as f64 - mean[j]).powi(2);
+                    count[j] += 1;
+                }
+                for j in 0..d {
+                    // The implicit zeros: each is mean[j] away from the mean.
+                    let q = ss[j] + (n - count[j].min(n)) as f64 * mean[j] * mean[j];
+                    spread[j] = (q / nf).sqrt();
+                }
+                offset.fill(0.0);
+            }
+        }
+        Ok(Some(Scaler {
+            kind,
+            offset: offset.iter().map(|&o| o as f32).collect(),
+            factor: spread.iter().map(|&s| factor_of(s)).collect(),
+        }))
+    }
+
+    /// True when the scaling maps 0 to 0 (every offset 0), so sparse data stays sparse.
+    pub fn keeps_zeros(&self) -> bool {
+        self.offset.iter().all(|&o| o == 0.0)
+    }
+
+    /// Scales `n` rows of `d` features in place, dense or sparse (sparse rows scale their
+    /// stored values; a scaling with offsets makes them dense first, within the memory
+    /// budget). `saturate`: values past the f32 range saturate (scoring) instead of being an
+    /// error naming `source` (training).
+    pub fn apply_matrix(
+        &self,
+        x: &mut MatrixBuf,
+        n: usize,
+        d: usize,
+        source: &std::path::Path,
+        saturate: bool,
+    ) -> Result<()> {
+        if let MatrixBuf::Csr(c) = x {
+            if !self.keeps_zeros() {
+                let what = || {
+                    format!(
+                        "{}: {n} rows x {d} features made dense by the model's {} scaling (its \
+                         offsets move the zeros)",
+                        source.display(),
+                        self.kind.name()
+                    )
+                };
+                let mut dense: Vec<f32> = crate::limits::zeros(what, n.saturating_mul(d))?;
+                for i in 0..n {
+                    for p in c.indptr[i]..c.indptr[i + 1] {
+                        dense[i * d + c.indices[p] as usize] = c.values[p];
+                    }
+                }
+                *x = MatrixBuf::Dense(dense);
+            }
+        }
+        match x {
+            MatrixBuf::Dense(x) if saturate => {
+                self.apply_saturating(x);
+                Ok(())
+            }
+            MatrixBuf::Dense(x) => self.apply(x, source),
+            MatrixBuf::Csr(c) => {
+                for (&j, v) in c.indices.iter().zip(c.values.iter_mut()) {
+                    let f = self.factor[j as usize];
+                    *v *= f;
+                    if saturate {
+                        *v = v.clamp(-f32::MAX, f32::MAX);
+                    }
+                }
+                if let Some(k) = c.values.iter().position(|v| !v.is_finite()) {
+                    let row = c.indptr.partition_point(|&p| p <= k);
+                    return Err(Error::data(
+                        source,
+                        format!(
+                            "{} scaling overflowed at row {row}, feature {} (the values span \
+                             more than f32 holds)",
+                            self.kind.name(),
+                            c.indices[k] + 1
+                        ),
+                    ));
+                }
+                Ok(())
+            }
+        }
+    }
+
     /// Checks a scaler read from a file for `d` features: the message says what is wrong.
     pub fn check(&self, d: usize) -> std::result::Result<(), String> {
         if self.kind == Scale::None {
@@ -151,18 +269,35 @@ impl Scaler {
     }
 }
 
+/// 1 / spread in f32, or 1 where the spread is 0 or its inverse is no positive finite f32.
+fn factor_of(s: f64) -> f32 {
+    let f = (1.0 / s) as f32;
+    if s > 0.0 && f.is_finite() && f > 0.0 {
+        f
+    } else {
+        1.0
+    }
+}
+
 /// The spread of the features' ranges: (ratio of the widest range to the narrowest non-zero
 /// one, the widest feature, the narrowest feature), 0-based, over `n` rows of `d`. `None` when
 /// fewer than two features vary.
-pub fn range_spread(x: &[f32], n: usize, d: usize) -> Option<(f64, usize, usize)> {
+pub fn range_spread(x: &MatrixBuf, n: usize, d: usize) -> Option<(f64, usize, usize)> {
     if d < 2 || n == 0 {
         return None;
     }
     let (mut lo, mut hi) = (vec![f32::INFINITY; d], vec![f32::NEG_INFINITY; d]);
-    for r in x.chunks_exact(d).take(n) {
-        for ((l, h), &v) in lo.iter_mut().zip(hi.iter_mut()).zip(r) {
-            *l = l.min(v);
-            *h = h.max(v);
+    let mut count = vec![0usize; d];
+    for (j, &v) in x.columns(d).zip(x.values()) {
+        lo[j] = lo[j].min(v);
+        hi[j] = hi[j].max(v);
+        count[j] += 1;
+    }
+    // Sparse rows: a column with fewer stored values than rows also holds 0.
+    for j in 0..d {
+        if count[j] < n {
+            lo[j] = lo[j].min(0.0);
+            hi[j] = hi[j].max(0.0);
         }
     }
     let ranges: Vec<(usize, f64)> = (0..d)
@@ -209,9 +344,48 @@ mod tests {
     #[test]
     fn spread_names_the_widest_and_narrowest_features() {
         let x = [0.0, 0.05, 7.0, 4000.0, 0.1, 7.0];
-        let (r, wide, narrow) = range_spread(&x, 2, 3).unwrap();
+        let (r, wide, narrow) = range_spread(&x.to_vec().into(), 2, 3).unwrap();
         assert_eq!((wide, narrow), (0, 1));
         assert!((r - 4000.0 / 0.05).abs() / r < 1e-6, "{r}");
-        assert!(range_spread(&[1.0, 2.0], 1, 2).is_none());
+        assert!(range_spread(&vec![1.0, 2.0].into(), 1, 2).is_none());
+        // The same rows sparse: the same answer.
+        let c = MatrixBuf::Csr(crate::backend::CsrBuf::from_dense(&x, 3));
+        assert_eq!(range_spread(&c, 2, 3).map(|t| (t.1, t.2)), Some((0, 1)));
+    }
+
+    #[test]
+    fn sparse_scaling_keeps_zeros_and_matches_dense_where_it_can() {
+        use crate::backend::CsrBuf;
+        // Rows (0, 2), (4, 0), (0, -6).
+        let x = [0.0, 2.0, 4.0, 0.0, 0.0, -6.0];
+        let sp = MatrixBuf::Csr(CsrBuf::from_dense(&x, 2));
+        let dense = MatrixBuf::Dense(x.to_vec());
+        let a = Scaler::fit_matrix(Scale::Maxabs, &sp, 3, 2)
+            .unwrap()
+            .unwrap();
+        let b = Scaler::fit_matrix(Scale::Maxabs, &dense, 3, 2)
+            .unwrap()
+            .unwrap();
+        assert_eq!(a, b);
+        let s = Scaler::fit_matrix(Scale::Standard, &sp, 3, 2)
+            .unwrap()
+            .unwrap();
+        let full = Scaler::fit(Scale::Standard, &x, 3, 2).unwrap();
+        assert!(s.keeps_zeros() && !full.keeps_zeros());
+        for (f, g) in s.factor.iter().zip(&full.factor) {
+            assert!((f - g).abs() <= 1e-6 * g, "{f} vs {g}");
+        }
+        assert!(Scaler::fit_matrix(Scale::Minmax, &sp, 3, 2).is_err());
+        let mut y = sp.clone();
+        a.apply_matrix(&mut y, 3, 2, std::path::Path::new("t"), false)
+            .unwrap();
+        assert_eq!(y.csr().unwrap().values, vec![2.0 / 6.0, 1.0, -1.0]);
+        // A scaling with offsets (a model trained on dense rows) makes sparse rows dense.
+        let mut z = sp.clone();
+        full.apply_matrix(&mut z, 3, 2, std::path::Path::new("t"), true)
+            .unwrap();
+        let mut want = x;
+        full.apply_saturating(&mut want);
+        assert_eq!(z.dense().unwrap(), &want[..]);
     }
 }

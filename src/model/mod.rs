@@ -370,8 +370,8 @@ impl Model {
         match &self.scaling {
             Some(s) => {
                 let mut x = ds.x.clone();
-                s.apply_saturating(&mut x);
-                let scaled = Dataset::new(x, ds.n, ds.d, None, ds.source.clone());
+                s.apply_matrix(&mut x, ds.n, ds.d, &ds.source, true)?;
+                let scaled = Dataset::from_matrix(x, ds.n, ds.d, None, ds.source.clone());
                 self.scores_of_scaled(&scaled, backend)
             }
             None => self.scores_of_scaled(ds, backend),
@@ -382,7 +382,7 @@ impl Model {
     pub fn scores_of_scaled(&self, ds: &Dataset, backend: &dyn Backend) -> Result<Vec<f32>> {
         self.check_features(ds)?;
         let view = DataView {
-            x: (&ds.x).into(),
+            x: ds.view(),
             n: ds.n,
             d: ds.d,
             bias: 1.0,

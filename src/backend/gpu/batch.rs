@@ -31,6 +31,8 @@ pub enum Entry {
     Finalize,
     /// Decision values.
     Scores,
+    /// Sparse training segments: per-column sums over a CSC copy.
+    Gather,
 }
 
 impl Entry {
@@ -44,6 +46,7 @@ impl Entry {
             Entry::ApplyTree => "apply_tree",
             Entry::Finalize => "finalize",
             Entry::Scores => "scores",
+            Entry::Gather => "gather",
         }
     }
 }
@@ -59,6 +62,10 @@ pub struct Shape {
     pub tc: u32,
     /// How X is stored ([`Storage::code`]).
     pub storage: u32,
+    /// 1 for CSR rows.
+    pub sparse: u32,
+    /// Threads per column (gather).
+    pub tpc: u32,
 }
 
 impl Shape {
@@ -82,6 +89,29 @@ impl Shape {
             tpr,
             tc,
             storage: Storage::F32.code(),
+            sparse: 0,
+            tpc: 1,
+        }
+    }
+
+    /// The shape for CSR rows with `nnz` stored values over `n` rows and `d` columns: about
+    /// 4 values per thread in a row's dot product (at most 32 threads), and about 4 entries
+    /// per thread in a column's sum (at most 32 threads).
+    pub fn for_sparse(n: usize, d: usize, nnz: usize, heads: usize, wg: u32) -> Shape {
+        let prev_pow2 = |v: usize| {
+            if v <= 1 {
+                1
+            } else {
+                1usize << (usize::BITS - 1 - v.leading_zeros())
+            }
+        };
+        let per_row = nnz / n.max(1);
+        let per_col = nnz / d.max(1);
+        Shape {
+            tpr: prev_pow2(per_row / 4).min(32).min(wg as usize) as u32,
+            tpc: prev_pow2(per_col / 4).min(32).min(wg as usize) as u32,
+            sparse: 1,
+            ..Shape::for_features(1, heads, wg)
         }
     }
 }
@@ -184,6 +214,8 @@ impl BatchPipelines {
                             storage(2, true),
                             storage(3, false),
                             storage(4, true),
+                            storage(5, true),
+                            storage(6, true),
                         ],
                     });
             let pipeline_layout =
@@ -213,8 +245,10 @@ impl BatchPipelines {
         let l = &ctx.limits;
         if !(shape.tpr.is_power_of_two()
             && shape.tc.is_power_of_two()
+            && shape.tpc.is_power_of_two()
             && shape.tpr <= shape.wg
-            && shape.tc <= shape.wg)
+            && shape.tc <= shape.wg
+            && shape.tpc <= shape.wg)
             || shape.wg > l.max_compute_invocations_per_workgroup
             || shape.wg > l.max_compute_workgroup_size_x
             || workgroup_bytes(shape.wg) > l.max_compute_workgroup_storage_size
@@ -239,6 +273,8 @@ impl BatchPipelines {
             ("TPR", shape.tpr as f64),
             ("TC", shape.tc as f64),
             ("STORAGE", shape.storage as f64),
+            ("SPARSE", shape.sparse as f64),
+            ("TPC", shape.tpc as f64),
         ];
         let p = ctx.scoped(&format!("building pipeline {label}"), || {
             ctx.device
@@ -278,7 +314,9 @@ mod tests {
                 wg: 256,
                 tpr: 16,
                 tc: 128,
-                storage: 0
+                storage: 0,
+                sparse: 0,
+                tpc: 1
             }
         );
         assert_eq!(Shape::for_features(5000, 1, 256).tpr, 256);

@@ -133,14 +133,14 @@ impl<'c> DualResident<'c> {
             let xe = init_buf(
                 ctx,
                 "rosenblatt.kernel_eval",
-                bytemuck::cast_slice(&eval.x.to_f32()),
+                bytemuck::cast_slice(&eval.x.to_dense(eval.n, eval.d)),
                 st,
             );
             let xs = sv.map(|sv| {
                 init_buf(
                     ctx,
                     "rosenblatt.kernel_sv",
-                    bytemuck::cast_slice(&sv.x.to_f32()),
+                    bytemuck::cast_slice(&sv.x.to_dense(sv.n, sv.d)),
                     st,
                 )
             });

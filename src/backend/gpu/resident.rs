@@ -12,8 +12,8 @@ use super::mirror::{
     ROLE_TRAIN, STOP_CONVERGED, STOP_PATIENCE, STOP_TOLERANCE,
 };
 use crate::backend::{
-    winnow_weights, BatchRule, DataView, EpochStats, Epochs, Extras, Features, KernelProfile,
-    Pocket, StopReason, StopState, Storage, Update, MAX_HEADS,
+    winnow_weights, BatchRule, CsrView, DataView, EpochStats, Epochs, Extras, Features,
+    KernelProfile, Matrix, MatrixBuf, Pocket, StopReason, StopState, Storage, Update, MAX_HEADS,
 };
 use crate::error::{Error, Result};
 
@@ -105,6 +105,8 @@ struct SegBuf {
     held_out: bool,
     /// The epoch runs `fused` (one workgroup per chunk) instead of `margins` + `accumulate`.
     fused: bool,
+    /// A sparse training segment: `margins` then `gather` (its one partial).
+    gather: bool,
     coef: wgpu::Buffer,
     bind: wgpu::BindGroup,
 }
@@ -132,6 +134,7 @@ struct Pipes {
     margins: wgpu::ComputePipeline,
     fused: wgpu::ComputePipeline,
     accumulate: wgpu::ComputePipeline,
+    gather: wgpu::ComputePipeline,
     apply: wgpu::ComputePipeline,
     apply_tree: wgpu::ComputePipeline,
     finalize: wgpu::ComputePipeline,
@@ -145,6 +148,10 @@ pub struct Resident<'c> {
     n: usize,
     /// How X is stored on the device.
     storage: Storage,
+    /// Bytes of X (CSR: values, columns and row starts).
+    x_bytes: u64,
+    /// Stored values of CSR rows (0 for dense rows).
+    nnz: u64,
     plan: Plan,
     params: Params,
     params_buf: wgpu::Buffer,
@@ -230,17 +237,27 @@ impl<'c> Resident<'c> {
         opts: &ResidentOptions,
     ) -> Result<Self> {
         let DataView { x, n, d, bias } = rows.data;
-        // Held-out rows are bound in the training rows' storage (widened to f32 in the rare
-        // case that a caller gives them in another).
-        let widened = match rows.held {
-            Some((h, _)) if h.x.storage() != x.storage() => {
-                Some((x.to_f32().into_owned(), h.x.to_f32().into_owned()))
-            }
+        // Held-out rows are bound in the training rows' form and storage (converted, with f32
+        // values, in the rare case that a caller gives them otherwise).
+        let held_in = rows.held.map(|(h, _)| h);
+        let mismatch = held_in
+            .is_some_and(|h| h.x.storage() != x.storage() || h.x.is_sparse() != x.is_sparse());
+        let train_vals: Option<Vec<f32>> = mismatch.then(|| values_of(x).to_f32().into_owned());
+        let held_own: Option<MatrixBuf> = match held_in {
+            Some(h) if mismatch => Some(if x.is_sparse() {
+                MatrixBuf::Csr(h.x.to_csr(h.n, d))
+            } else {
+                MatrixBuf::Dense(h.x.to_dense(h.n, d).into_owned())
+            }),
             _ => None,
         };
-        let (x, held_x) = match &widened {
-            Some((a, b)) => (Features::F32(a), Some(Features::F32(b))),
-            None => (x, rows.held.map(|(h, _)| h.x)),
+        let x = match &train_vals {
+            Some(v) => with_values(x, Features::F32(v)),
+            None => x,
+        };
+        let held_x = match &held_own {
+            Some(m) => Some(m.view()),
+            None => held_in.map(|h| h.x),
         };
         let heads = heads.max(1);
         if n == 0 || d == 0 {
@@ -250,19 +267,29 @@ impl<'c> Resident<'c> {
         }
         let held_n = rows.held.map_or(0, |(h, _)| h.n);
         let storage = x.storage();
-        let plan = plan(
-            n.max(held_n),
-            d,
-            heads,
-            storage,
-            &ctx.limits,
-            opts.max_binding,
-        )?;
+        let sparse = x.is_sparse();
+        let training = rows.y.is_some();
+        let plan = match (x, held_x) {
+            (Matrix::Csr(c), h) => {
+                let nnz = c.nnz() + h.and_then(|h| h.csr()).map_or(0, |h| h.nnz());
+                plan_sparse(n + held_n, d, nnz, heads, storage, &ctx.limits)?
+            }
+            _ => plan(
+                n.max(held_n),
+                d,
+                heads,
+                storage,
+                &ctx.limits,
+                opts.max_binding,
+            )?,
+        };
+        let binding = binding_limit(&ctx.limits, opts.max_binding);
         let shape = plan.shape;
         let pipes = Pipes {
             margins: batch.pipeline(ctx, Entry::Margins, shape)?,
             fused: batch.pipeline(ctx, Entry::Fused, shape)?,
             accumulate: batch.pipeline(ctx, Entry::Accumulate, shape)?,
+            gather: batch.pipeline(ctx, Entry::Gather, shape)?,
             apply: batch.pipeline(ctx, Entry::Apply, shape)?,
             apply_tree: batch.pipeline(ctx, Entry::ApplyTree, shape)?,
             finalize: batch.pipeline(ctx, Entry::Finalize, shape)?,
@@ -272,28 +299,46 @@ impl<'c> Resident<'c> {
         let d_aug = d + 1;
         let len = heads * d_aug;
         let groups = (shape.wg / shape.tpr) as usize;
-        let bytes = (n * d * storage.bytes()) as u64;
+        let x_bytes = x.bytes(n, d);
+        // The row ranges of each role's segments: a fixed number of rows per binding for
+        // dense rows; for CSR rows as many as keep each of the segment's buffers in a binding.
+        let ranges = |m: Matrix<'_>, total: usize, gather: bool| -> Result<Vec<(usize, usize)>> {
+            match m {
+                Matrix::Csr(c) => sparse_segments(c, d, heads, binding, gather),
+                Matrix::Dense(_) => Ok((0..total)
+                    .step_by(plan.seg_rows.max(1))
+                    .map(|a| (a, plan.seg_rows.min(total - a)))
+                    .collect()),
+            }
+        };
+        let mut role_ranges = vec![(ROLE_TRAIN, ranges(x, n, training)?)];
+        if let Some(hx) = held_x {
+            role_ranges.push((ROLE_HELD_OUT, ranges(hx, held_n, false)?));
+        }
         ctx.scoped(
-            &format!("uploading {n} x {d} ({bytes} bytes) to {}", ctx.describe()),
+            &format!(
+                "uploading {n} x {d} ({x_bytes} bytes) to {}",
+                ctx.describe()
+            ),
             || {
                 // Training segments first, then held-out ones (no chunks: never accumulated).
                 let mut segs_meta = Vec::new();
                 let (mut chunk_base, mut wg_base) = (0usize, 0usize);
-                let held_rows = rows.held.map_or(0, |(h, _)| h.n);
-                for (role, total) in [(ROLE_TRAIN, n), (ROLE_HELD_OUT, held_rows)] {
-                    let mut start = 0usize;
-                    while start < total {
-                        let len = plan.seg_rows.min(total - start);
-                        let chunks = if role == ROLE_TRAIN {
-                            len.div_ceil(plan.chunk_rows)
-                        } else {
-                            0
+                for (role, list) in &role_ranges {
+                    let role = *role;
+                    for &(start, len) in list {
+                        // A sparse training segment sums its rows in one partial (`gather`).
+                        let chunks = match role {
+                            ROLE_TRAIN if sparse => 1,
+                            ROLE_TRAIN => len.div_ceil(plan.chunk_rows),
+                            _ => 0,
                         };
-                        let margin_wgs = len.div_ceil(groups).min(plan.margin_wgs_cap);
+                        let margin_wgs = len.div_ceil(groups).clamp(1, plan.margin_wgs_cap);
                         // One pass over X (`fused`, a workgroup per chunk) where the chunks
                         // give about as many workgroups as `margins` would (at most
                         // FUSED_MIN_WGS needed); else two kernels, X read twice.
                         let fused = role == ROLE_TRAIN
+                            && !sparse
                             && opts
                                 .fused
                                 .unwrap_or(chunks >= margin_wgs.min(FUSED_MIN_WGS));
@@ -303,8 +348,15 @@ impl<'c> Resident<'c> {
                         ));
                         chunk_base += chunks;
                         wg_base += margin_wgs;
-                        start += len;
                     }
+                }
+                let real = binding_limit(&ctx.limits, None);
+                if sparse && (chunk_base * len * 4) as u64 > real {
+                    return Err(Error::TooLarge(format!(
+                        "{chunk_base} segments of {d} features need {} bytes of partial sums, \
+                         more than the GPU binds at once ({real} bytes)",
+                        chunk_base * len * 4
+                    )));
                 }
                 let params = Params {
                     d: d as u32,
@@ -370,6 +422,8 @@ impl<'c> Resident<'c> {
                     ],
                 });
                 let dummy = [0f32];
+                let no_index =
+                    init_buf(ctx, "rosenblatt.no_index", &[], wgpu::BufferUsages::STORAGE);
                 let segs = segs_meta
                     .iter()
                     .enumerate()
@@ -399,13 +453,28 @@ impl<'c> Resident<'c> {
                                 (Some((_, hy)), Some(hx)) if held_out => (hx, Some(hy), None),
                                 _ => (x, rows.y, rows.sw),
                             };
-                            let xs = src_x.slice(start * d..(start + len) * d);
+                            let gather = sparse && !held_out && training;
+                            let (xs, csr, csc) = segment_arrays(src_x, start, len, d, gather);
                             let xbuf = init_buf(
                                 ctx,
                                 &format!("rosenblatt.x[{k}]"),
                                 xs.bytes(),
                                 wgpu::BufferUsages::STORAGE,
                             );
+                            let index_buf = |what: &str, v: &[u32]| {
+                                if v.is_empty() {
+                                    no_index.clone()
+                                } else {
+                                    init_buf(
+                                        ctx,
+                                        &format!("rosenblatt.{what}[{k}]"),
+                                        bytemuck::cast_slice(v),
+                                        wgpu::BufferUsages::STORAGE,
+                                    )
+                                }
+                            };
+                            let (csr_buf, csc_buf) =
+                                (index_buf("csr", &csr), index_buf("csc", &csc));
                             let ys: &[f32] = match src_y {
                                 Some(y) => &y[start..start + len],
                                 None => &dummy,
@@ -440,6 +509,8 @@ impl<'c> Resident<'c> {
                                     entire(2, &ybuf),
                                     entire(3, &coef),
                                     entire(4, &wbuf),
+                                    entire(5, &csr_buf),
+                                    entire(6, &csc_buf),
                                 ],
                             });
                             SegBuf {
@@ -448,17 +519,20 @@ impl<'c> Resident<'c> {
                                 margin_wgs,
                                 held_out,
                                 fused,
+                                gather,
                                 coef,
                                 bind,
                             }
                         },
                     )
                     .collect();
-                Resident {
+                Ok(Resident {
                     ctx,
                     d,
                     n,
                     storage,
+                    x_bytes,
+                    nnz: x.csr().map_or(0, |c| c.nnz() as u64),
                     plan: plan.clone(),
                     params,
                     params_buf,
@@ -487,9 +561,9 @@ impl<'c> Resident<'c> {
                     epochs_per_submit,
                     submits: 0,
                     fail_after_submits: opts.fail_after_submits,
-                }
+                })
             },
-        )
+        )?
     }
 
     /// Epochs recorded per submit.
@@ -565,6 +639,7 @@ impl<'c> Resident<'c> {
     fn epoch_dispatches(&self) -> Vec<(Entry, Option<usize>, (u32, u32))> {
         let len = self.heads * (self.d + 1);
         let tiles = len.div_ceil(self.plan.shape.tc as usize) as u32;
+        let per_dim = self.ctx.limits.max_compute_workgroups_per_dimension as usize;
         let mut out = Vec::new();
         for (k, seg) in self.segs.iter().enumerate() {
             if seg.fused {
@@ -572,14 +647,15 @@ impl<'c> Resident<'c> {
                 continue;
             }
             out.push((Entry::Margins, Some(k), (seg.margin_wgs as u32, 1)));
-            if !seg.held_out {
+            if seg.gather {
+                let wgs = len.div_ceil((self.plan.shape.wg / self.plan.shape.tpc) as usize);
+                out.push((Entry::Gather, Some(k), fold(wgs, per_dim)));
+            } else if !seg.held_out {
                 out.push((Entry::Accumulate, Some(k), (tiles, seg.chunks as u32)));
             }
         }
         if self.params.total_chunks as usize > TREE_MIN_CHUNKS {
-            let per_dim = self.ctx.limits.max_compute_workgroups_per_dimension as usize;
-            let grid = (len.min(per_dim) as u32, len.div_ceil(per_dim.max(1)) as u32);
-            out.push((Entry::ApplyTree, None, grid));
+            out.push((Entry::ApplyTree, None, fold(len, per_dim)));
         } else {
             let wgs = len.div_ceil(self.plan.shape.wg as usize) as u32;
             out.push((Entry::Apply, None, (wgs, 1)));
@@ -593,6 +669,7 @@ impl<'c> Resident<'c> {
             Entry::Margins => &self.pipes.margins,
             Entry::Fused => &self.pipes.fused,
             Entry::Accumulate => &self.pipes.accumulate,
+            Entry::Gather => &self.pipes.gather,
             Entry::Apply => &self.pipes.apply,
             Entry::ApplyTree => &self.pipes.apply_tree,
             Entry::Finalize => &self.pipes.finalize,
@@ -694,7 +771,7 @@ impl<'c> Resident<'c> {
             epochs,
             kernels,
             plan_bytes: self.plan_bytes(last.mistakes as u64),
-            x_bytes: (self.n * self.d * self.storage.bytes()) as u64,
+            x_bytes: self.x_bytes,
         }))
     }
 
@@ -715,12 +792,21 @@ impl<'c> Resident<'c> {
             0
         };
         let eb = self.storage.bytes() as u64;
+        let partials = self.params.total_chunks as u64 * len * 4;
+        if self.nnz > 0 {
+            // CSR: `margins` reads the values, columns and row starts (and a weight per
+            // value); `gather` reads the CSC copy (column starts, rows, positions), the values
+            // again and a coefficient per entry.
+            let gathers = self.segs.iter().filter(|s| s.gather).count() as u64;
+            let margins = self.x_bytes + self.nnz * 4 * k + n * 4 + weights + n * k * 4;
+            let gather = gathers * (d + 1) * 4 + self.nnz * (8 + eb + 4 * k);
+            return margins + gather + 2 * partials + 6 * len * 4;
+        }
         let margins = n * d * eb + n * 4 + weights + n * k * 4 + held;
         // The fused pass reads a chunk's mistake rows again from cache, not memory.
         let fused = self.segs.iter().any(|s| s.fused);
         let again = if fused { 0 } else { mistakes.min(n) * d * eb };
         let accumulate = n * k * 4 + again;
-        let partials = self.params.total_chunks as u64 * len * 4;
         margins + accumulate + 2 * partials + 6 * len * 4
     }
 
@@ -740,6 +826,7 @@ impl<'c> Resident<'c> {
         let w_bytes = (len * 4) as u64;
 
         let multiplicative = rule.update == Update::Multiplicative;
+        let plan = self.epoch_dispatches();
         ctx.scoped("running batch epochs", || {
             self.upload_rule_and_weights(w, rule);
             let mut enc = ctx
@@ -753,35 +840,14 @@ impl<'c> Resident<'c> {
                     timestamp_writes: None,
                 });
                 pass.set_bind_group(0, &self.global, &[]);
-                let tiles = len.div_ceil(self.plan.shape.tc as usize) as u32;
-                let apply_wgs = len.div_ceil(self.plan.shape.wg as usize) as u32;
-                let tree = self.params.total_chunks as usize > TREE_MIN_CHUNKS;
-                let per_dim = ctx.limits.max_compute_workgroups_per_dimension as usize;
-                let tree_grid = (len.min(per_dim) as u32, len.div_ceil(per_dim.max(1)) as u32);
                 for _ in 0..k {
-                    for seg in &self.segs {
-                        pass.set_bind_group(1, &seg.bind, &[]);
-                        if seg.fused {
-                            pass.set_pipeline(&self.pipes.fused);
-                            pass.dispatch_workgroups(seg.chunks as u32, 1, 1);
-                            continue;
+                    for &(entry, seg, grid) in &plan {
+                        if let Some(s) = seg {
+                            pass.set_bind_group(1, &self.segs[s].bind, &[]);
                         }
-                        pass.set_pipeline(&self.pipes.margins);
-                        pass.dispatch_workgroups(seg.margin_wgs as u32, 1, 1);
-                        if !seg.held_out {
-                            pass.set_pipeline(&self.pipes.accumulate);
-                            pass.dispatch_workgroups(tiles, seg.chunks as u32, 1);
-                        }
+                        pass.set_pipeline(self.pipe(entry));
+                        pass.dispatch_workgroups(grid.0, grid.1, 1);
                     }
-                    if tree {
-                        pass.set_pipeline(&self.pipes.apply_tree);
-                        pass.dispatch_workgroups(tree_grid.0, tree_grid.1, 1);
-                    } else {
-                        pass.set_pipeline(&self.pipes.apply);
-                        pass.dispatch_workgroups(apply_wgs, 1, 1);
-                    }
-                    pass.set_pipeline(&self.pipes.finalize);
-                    pass.dispatch_workgroups(1, 1, 1);
                 }
             }
             enc.copy_buffer_to_buffer(&self.ctl_buf, 0, &self.readback, 0, CTL as u64);
@@ -903,6 +969,182 @@ impl<'c> Resident<'c> {
         ctx.check("scoring")?;
         Ok(bytemuck::cast_slice(&bytes).to_vec())
     }
+}
+
+/// The binding size the plan works with: the device's storage-binding and buffer limits, a
+/// test override, and 2 GiB.
+fn binding_limit(limits: &wgpu::Limits, max_binding: Option<u64>) -> u64 {
+    limits
+        .max_storage_buffer_binding_size
+        .min(limits.max_buffer_size)
+        .min(max_binding.unwrap_or(u64::MAX))
+        .min(1 << 31)
+}
+
+/// Plans CSR rows: `n` rows (training and held-out) with `nnz` stored values over `d` columns.
+/// Segments are cut by [`sparse_segments`]; what the plan fixes is the shape and the checks
+/// that the weights and a column's start table fit.
+fn plan_sparse(
+    n: usize,
+    d: usize,
+    nnz: usize,
+    heads: usize,
+    storage: Storage,
+    limits: &wgpu::Limits,
+) -> Result<Plan> {
+    if heads > MAX_HEADS {
+        return Err(Error::TooLarge(format!(
+            "{heads} classes: the GPU pipelines handle at most {MAX_HEADS}"
+        )));
+    }
+    let binding = binding_limit(limits, None);
+    let len = heads.max(1) as u64 * (d as u64 + 1);
+    if len * 4 > binding || (d as u64 + 1) * 4 > binding {
+        return Err(Error::TooLarge(format!(
+            "{d} features: the weights or the column table are more than the GPU binds at once \
+             ({binding} bytes)"
+        )));
+    }
+    let wg = workgroup_size(limits, 256)?;
+    let shape = Shape {
+        storage: storage.code(),
+        ..Shape::for_sparse(n, d, nnz, heads, wg)
+    };
+    let per_dim = limits.max_compute_workgroups_per_dimension as u64;
+    if len.div_ceil(wg as u64) > per_dim * per_dim {
+        return Err(Error::TooLarge(format!(
+            "{d} features need more workgroups than the GPU dispatches ({per_dim} per dimension)"
+        )));
+    }
+    Ok(Plan {
+        seg_rows: 0,
+        chunk_rows: n.max(1),
+        margin_wgs_cap: (per_dim as usize).min(4096),
+        shape,
+    })
+}
+
+/// Cuts CSR rows into segments (start, rows) whose buffers each fit `binding` bytes: the
+/// values, the row starts with the columns, the per-row outputs, and for training segments
+/// (`gather`) the column-major copy (column starts, rows, positions). A row that alone does
+/// not fit is an error.
+fn sparse_segments(
+    c: CsrView<'_>,
+    d: usize,
+    heads: usize,
+    binding: u64,
+    gather: bool,
+) -> Result<Vec<(usize, usize)>> {
+    let eb = c.values.storage().bytes() as u64;
+    let fits = |rows: u64, nnz: u64| {
+        nnz * eb + 3 <= binding
+            && (rows + 1 + nnz) * 4 <= binding
+            && rows * heads.max(1) as u64 * 4 <= binding
+            && (!gather || (d as u64 + 1 + 2 * nnz) * 4 <= binding)
+    };
+    let mut out = Vec::new();
+    let mut start = 0;
+    while start < c.n() {
+        let mut end = start;
+        while end < c.n()
+            && fits(
+                (end + 1 - start) as u64,
+                (c.indptr[end + 1] - c.indptr[start]) as u64,
+            )
+        {
+            end += 1;
+        }
+        if end == start {
+            return Err(Error::TooLarge(format!(
+                "row {} has {} stored values, more than the GPU binds at once ({binding} bytes)",
+                start + 1,
+                c.indptr[start + 1] - c.indptr[start]
+            )));
+        }
+        out.push((start, end - start));
+        start = end;
+    }
+    Ok(out)
+}
+
+/// The folded grid for `wgs` workgroups: (x, y) with x at most the per-dimension limit.
+fn fold(wgs: usize, per_dim: usize) -> (u32, u32) {
+    let per_dim = per_dim.max(1);
+    (
+        wgs.clamp(1, per_dim) as u32,
+        wgs.div_ceil(per_dim).max(1) as u32,
+    )
+}
+
+/// The stored values of `m` (all of them when dense, the non-zeros when CSR).
+fn values_of(m: Matrix<'_>) -> Features<'_> {
+    match m {
+        Matrix::Dense(f) => f,
+        Matrix::Csr(c) => c.values,
+    }
+}
+
+/// `m` with its stored values replaced by `v` (the same number of them).
+fn with_values<'a>(m: Matrix<'a>, v: Features<'a>) -> Matrix<'a> {
+    match m {
+        Matrix::Dense(_) => Matrix::Dense(v),
+        Matrix::Csr(c) => Matrix::Csr(CsrView { values: v, ..c }),
+    }
+}
+
+/// A segment's arrays: its values, and for CSR rows the row starts (from 0) with the columns,
+/// and for a training segment (`gather`) the CSC copy: column starts, the row of each entry
+/// and its position among the segment's values, rows ascending within a column. Dense rows
+/// give empty index arrays.
+fn segment_arrays<'a>(
+    m: Matrix<'a>,
+    start: usize,
+    len: usize,
+    d: usize,
+    gather: bool,
+) -> (Features<'a>, Vec<u32>, Vec<u32>) {
+    let c = match m {
+        Matrix::Dense(f) => {
+            return (
+                f.slice(start * d..(start + len) * d),
+                Vec::new(),
+                Vec::new(),
+            )
+        }
+        Matrix::Csr(c) => c,
+    };
+    let base = c.indptr[start];
+    let end = c.indptr[start + len];
+    let nnz = end - base;
+    let mut csr = Vec::with_capacity(len + 1 + nnz);
+    csr.extend(
+        c.indptr[start..=start + len]
+            .iter()
+            .map(|&p| (p - base) as u32),
+    );
+    csr.extend_from_slice(&c.indices[base..end]);
+    let mut csc = Vec::new();
+    if gather {
+        csc = vec![0u32; d + 1 + 2 * nnz];
+        for &j in &c.indices[base..end] {
+            csc[j as usize + 1] += 1;
+        }
+        for j in 0..d {
+            csc[j + 1] += csc[j];
+        }
+        let mut next: Vec<u32> = csc[..d].to_vec();
+        let (rows_at, pos_at) = (d + 1, d + 1 + nnz);
+        for r in 0..len {
+            for p in c.indptr[start + r]..c.indptr[start + r + 1] {
+                let j = c.indices[p] as usize;
+                let q = next[j] as usize;
+                csc[rows_at + q] = r as u32;
+                csc[pos_at + q] = (p - base) as u32;
+                next[j] += 1;
+            }
+        }
+    }
+    (c.values.slice(base..end), csr, csc)
 }
 
 /// Maps a staging buffer, waits for the GPU and returns its bytes.
