@@ -13,9 +13,10 @@ use crate::algo;
 use crate::backend::cpu::{chunk_rows, CpuBackend};
 use crate::backend::gpu::{GpuBackend, GpuOptions};
 use crate::backend::{
-    sum_simd, Backend, BatchRule, Bound, FeatureBuf, HeadRule, KernelProfile, Storage, TrainView,
+    sum_simd, Backend, BatchRule, Bound, FeatureBuf, HeadRule, KernelProfile, Matrix, Storage,
+    TrainView,
 };
-use crate::data::synth::{generate, generate_classes, SynthSpec};
+use crate::data::synth::{generate, generate_classes, generate_sparse, SynthSpec};
 use crate::error::{Error, Param, Result};
 use crate::params::TrainParams;
 
@@ -49,6 +50,9 @@ pub struct BenchSpec {
     /// quantized to values it holds exactly (u8: 0..=255, i8: -127..=127, f16: rounded). The
     /// time to converge is measured on the f32 separable data either way.
     pub storage: Storage,
+    /// Sparse rows: this share of the d features non-zero in each row (CSR), binary rule
+    /// only; `None`: dense rows.
+    pub density: Option<f64>,
 }
 
 impl Default for BenchSpec {
@@ -67,6 +71,7 @@ impl Default for BenchSpec {
             classes: 2,
             profile: false,
             storage: Storage::F32,
+            density: None,
         }
     }
 }
@@ -86,8 +91,11 @@ pub struct BackendBench {
     pub epochs_per_second: f64,
     /// Bytes of X per epoch (in the storage used) / median epoch time, in GB/s (1e9 bytes).
     pub gbs: f64,
-    /// Floating-point operations of the epoch's scores (2 * heads * (d + 1) * n) per second,
-    /// in GFLOP/s.
+    /// Sparse rows: stored (non-zero) values scored per second.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub nnz_per_second: Option<f64>,
+    /// Floating-point operations of the epoch's scores (2 * heads * (d + 1) * n, or 2 * heads
+    /// * (non-zeros + n) for sparse rows) per second, in GFLOP/s.
     pub gflops: f64,
     /// CPU: the measured arithmetic peak (all cores, multiply and add as the kernels use
     /// them), in GFLOP/s.
@@ -139,8 +147,15 @@ pub struct BenchReport {
     pub classes: usize,
     /// How X is stored.
     pub storage: String,
-    /// Bytes of X read per epoch in that storage (n * d * bytes per value).
+    /// Bytes of X read per epoch in that storage (n * d * bytes per value; sparse rows: the
+    /// values, their columns and the row starts).
     pub bytes_per_epoch: u64,
+    /// Sparse rows: the share of non-zero features asked for.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub density: Option<f64>,
+    /// Sparse rows: the stored values.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub nnz: Option<u64>,
     /// CPU figures.
     pub cpu: Option<BackendBench>,
     /// GPU figures.
@@ -307,11 +322,17 @@ fn measure(
         None
     };
     drop(bound);
-    let bytes = (view.n * view.d * view.x.storage().bytes()) as f64;
-    // The read pass reads X as f32: its GB/s are the roofline whatever the storage.
-    let probe_bytes = (view.n * view.d * 4) as f64;
+    let bytes = view.x.bytes(view.n, view.d) as f64;
+    let stored = view.x.stored(view.n, view.d);
+    // The read pass reads the stored values as f32: its GB/s are the roofline whatever the
+    // storage.
+    let probe_bytes = (stored * 4) as f64;
     let gbs = bytes / med / 1e9;
-    let flops = 2.0 * view.heads as f64 * (view.d + 1) as f64 * view.n as f64;
+    let flops = if view.x.is_sparse() {
+        2.0 * view.heads as f64 * (stored + view.n) as f64
+    } else {
+        2.0 * view.heads as f64 * (view.d + 1) as f64 * view.n as f64
+    };
     let peak_gflops = match roof {
         Roof::Measured(_) => Some(peak_gflops()),
         Roof::Given(..) => None,
@@ -325,7 +346,12 @@ fn measure(
     };
     let (converge_seconds, converge_epochs, converged) = match separable {
         Some(ds) => {
-            let p = TrainParams::default().epochs(1000).validate()?;
+            // Sparse rows go through the origin (no bias: with a few non-zeros per row the
+            // bias column would dominate the batch sums).
+            let p = TrainParams::default()
+                .epochs(1000)
+                .fit_bias(!ds.is_sparse())
+                .validate()?;
             let tr = algo::train(ds, &p, backend, None, &mut ())?;
             (
                 Some(tr.report.seconds),
@@ -354,6 +380,7 @@ fn measure(
         ms_per_epoch_min: min * 1e3,
         epochs_per_second: 1.0 / med,
         gbs,
+        nnz_per_second: view.x.is_sparse().then(|| stored as f64 / med),
         gflops: flops / med / 1e9,
         peak_gflops,
         bound_fraction: bound_by.map(|b| b.0),
@@ -412,6 +439,13 @@ pub fn run(spec: &BenchSpec) -> Result<BenchReport> {
     }
     // Non-separable (10% label noise), so every epoch has mistakes and none stops early.
     let heads = if spec.classes > 2 { spec.classes } else { 1 };
+    if spec.density.is_some() && heads > 1 {
+        return Err(Error::param(
+            Param::Density,
+            spec.density.unwrap_or(0.0),
+            "times the binary epoch: leave out --classes",
+        ));
+    }
     let (noisy, y) = if heads > 1 {
         if heads > crate::backend::MAX_HEADS {
             return Err(Error::data(
@@ -429,6 +463,20 @@ pub fn run(spec: &BenchSpec) -> Result<BenchReport> {
             .iter()
             .map(|&c| c as f32)
             .collect();
+        (ds, y)
+    } else if let Some(p) = spec.density {
+        let ds = generate_sparse(
+            &SynthSpec {
+                n: spec.n,
+                d: spec.d,
+                margin: 0.0,
+                noise: 0.1,
+                seed: spec.seed,
+            },
+            p,
+        )?
+        .data;
+        let y = ds.binary_signs()?;
         (ds, y)
     } else {
         let ds = generate(&SynthSpec {
@@ -450,9 +498,27 @@ pub fn run(spec: &BenchSpec) -> Result<BenchReport> {
             format!("value {} is not held exactly", noisy.x.values()[i]),
         )
     })?;
-    let view = TrainView::new(packed.view(), &y, spec.n, spec.d, 1.0, heads);
-    let separable = if spec.converge && heads == 1 {
-        Some(
+    let x = match noisy.x.csr() {
+        Some(c) => Matrix::Csr(c.view_with(packed.view())),
+        None => Matrix::Dense(packed.view()),
+    };
+    let view = TrainView::new(x, &y, spec.n, spec.d, 1.0, heads);
+    let separable = match (spec.converge && heads == 1, spec.density) {
+        (false, _) => None,
+        (true, Some(p)) => Some(
+            generate_sparse(
+                &SynthSpec {
+                    n: spec.n,
+                    d: spec.d,
+                    margin: 0.1 * (p.clamp(0.0, 1.0) / 3.0).sqrt() as f32,
+                    noise: 0.0,
+                    seed: spec.seed + 1,
+                },
+                p,
+            )?
+            .data,
+        ),
+        (true, None) => Some(
             generate(&SynthSpec {
                 n: spec.n,
                 d: spec.d,
@@ -461,16 +527,19 @@ pub fn run(spec: &BenchSpec) -> Result<BenchReport> {
                 seed: spec.seed + 1,
             })?
             .data,
-        )
-    } else {
-        None
+        ),
     };
     let mut report = BenchReport {
         n: spec.n,
         d: spec.d,
         classes: spec.classes.max(2),
         storage: spec.storage.name().to_string(),
-        bytes_per_epoch: (spec.n * spec.d * spec.storage.bytes()) as u64,
+        bytes_per_epoch: view.x.bytes(spec.n, spec.d),
+        density: spec.density,
+        nnz: view
+            .x
+            .is_sparse()
+            .then(|| view.x.stored(spec.n, spec.d) as u64),
         cpu: None,
         gpu: None,
         gpu_skipped: None,

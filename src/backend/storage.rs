@@ -496,10 +496,15 @@ impl<'a> Matrix<'a> {
         match self {
             Matrix::Dense(f) => f.prefetch_row(i, d),
             Matrix::Csr(c) => {
-                if let Some(&a) = c.indptr.get(i) {
-                    if let Some(ix) = c.indices.get(a..) {
+                // The row's columns and values, their first 256 entries at most.
+                if let (Some(&a), Some(&b)) = (c.indptr.get(i), c.indptr.get(i + 1)) {
+                    let b = b.min(a + 256);
+                    if let Some(ix) = c.indices.get(a..b) {
                         super::prefetch_ahead(ix, 0);
                     }
+                    with_features!(c.values, v => if let Some(v) = v.get(a..b) {
+                        super::prefetch_ahead(v, 0);
+                    });
                 }
             }
         }

@@ -201,6 +201,10 @@ pub(crate) struct BenchArgs {
     /// to values the storage holds exactly, so the epoch reads 2 or 1 bytes per value).
     #[arg(long, value_name = "S", default_value = "f32")]
     pub(crate) storage: Storage,
+    /// Time sparse epochs: each row has this share of its d features non-zero, held as CSR
+    /// (binary rule; the figures count the values, columns and row starts read).
+    #[arg(long, value_name = "P")]
+    pub(crate) density: Option<f64>,
     /// Print one JSON object on stdout.
     #[arg(long)]
     pub(crate) json: bool,
@@ -434,9 +438,14 @@ pub(crate) struct GenArgs {
     /// Committee: size of the hidden panel (odd).
     #[arg(long, default_value_t = 5)]
     pub(crate) k: usize,
-    /// Geometric margin: no point is closer than this to the true hyperplane.
-    #[arg(long, default_value_t = 0.1)]
-    pub(crate) margin: f32,
+    /// Geometric margin: no point is closer than this to the true hyperplane (default 0.1;
+    /// with --density, a tenth of the typical |w*.x|, sqrt(density / 3)).
+    #[arg(long)]
+    pub(crate) margin: Option<f32>,
+    /// Separable kind: make sparse rows with this share of non-zero features (in (0, 1]),
+    /// through the origin (no bias); write them with --format libsvm.
+    #[arg(long, value_name = "P")]
+    pub(crate) density: Option<f64>,
     /// Fraction of labels flipped (non-separable data), in [0, 0.5].
     #[arg(long, default_value_t = 0.0)]
     pub(crate) noise: f32,

@@ -14,11 +14,21 @@ pub fn gen(a: GenArgs) -> anyhow::Result<()> {
         let spec = SynthSpec {
             n: a.n,
             d: a.d.unwrap_or(0),
-            margin: a.margin,
+            margin: a.margin.unwrap_or(0.1),
             noise: a.noise,
             seed: a.seed,
         };
-        synth::generate(&spec)?.data
+        match a.density {
+            Some(p) => {
+                let typical = (p.clamp(0.0, 1.0) / 3.0).sqrt() as f32;
+                let spec = SynthSpec {
+                    margin: a.margin.unwrap_or(0.1 * typical),
+                    ..spec
+                };
+                synth::generate_sparse(&spec, p)?.data
+            }
+            None => synth::generate(&spec)?.data,
+        }
     };
     write_output(a.output.as_deref(), |w| match a.format {
         Format::Libsvm => synth::write_libsvm(&data, w),

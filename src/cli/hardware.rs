@@ -74,8 +74,20 @@ pub fn bench(a: BenchArgs) -> anyhow::Result<()> {
         classes: a.classes,
         profile: a.profile,
         storage: a.storage,
+        density: a.density,
     };
-    if !a.json {
+    if a.json {
+    } else if let Some(p) = a.density {
+        note!(
+            "generating {} x {} sparse rows ({} non-zeros each, {}) and timing {} epochs per \
+             backend...",
+            a.n,
+            a.d,
+            ((p * a.d as f64).round() as usize).clamp(1, a.d.max(1)),
+            a.storage.name(),
+            spec.epochs
+        );
+    } else {
         note!(
             "generating {} x {} ({:.1} MB of {}) and timing {} epochs per backend...",
             a.n,
@@ -100,13 +112,24 @@ pub fn bench(a: BenchArgs) -> anyhow::Result<()> {
     } else {
         "binary batch epoch".to_string()
     };
-    outln!(
-        "{rule}, n = {}, d = {}: {:.1} MB of X per epoch ({} storage)",
-        r.n,
-        r.d,
-        r.bytes_per_epoch as f64 / 1e6,
-        r.storage
-    );
+    match r.nnz {
+        Some(nnz) => outln!(
+            "{rule}, n = {}, d = {}, sparse: {nnz} non-zeros ({:.4}% of the values), {:.1} MB \
+             of X per epoch (CSR: values in {} storage, u32 columns, row starts)",
+            r.n,
+            r.d,
+            100.0 * nnz as f64 / (r.n as f64 * r.d as f64).max(1.0),
+            r.bytes_per_epoch as f64 / 1e6,
+            r.storage
+        ),
+        None => outln!(
+            "{rule}, n = {}, d = {}: {:.1} MB of X per epoch ({} storage)",
+            r.n,
+            r.d,
+            r.bytes_per_epoch as f64 / 1e6,
+            r.storage
+        ),
+    }
     for b in [&r.cpu, &r.gpu].into_iter().flatten() {
         print_bench(b)?;
     }
@@ -142,6 +165,9 @@ fn print_bench(b: &BackendBench) -> anyhow::Result<()> {
             b.gbs,
             b.roofline_source
         ),
+    }
+    if let Some(v) = b.nnz_per_second {
+        outln!("  {:.1} million non-zeros per second", v / 1e6);
     }
     match b.peak_gflops {
         Some(p) => outln!(
@@ -187,7 +213,7 @@ fn print_bench(b: &BackendBench) -> anyhow::Result<()> {
     }
     if let (Some(s), Some(e), Some(c)) = (b.converge_seconds, b.converge_epochs, b.converged) {
         outln!(
-            "  train to convergence (separable, margin 0.05): {s:.3} s, {e} epochs{}",
+            "  train to convergence (separable data of the same shape): {s:.3} s, {e} epochs{}",
             if c {
                 ""
             } else {

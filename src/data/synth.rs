@@ -156,6 +156,137 @@ pub fn generate(spec: &SynthSpec) -> Result<Synthetic> {
     })
 }
 
+/// Sparse separable data: each of `spec.n` rows has `round(density * d)` (at least 1)
+/// non-zero features in seeded random columns, each uniform in [-1, 1]; the labels are the
+/// side of a seeded unit normal w* through the origin (b* = 0: with few non-zeros per row a
+/// bias would label nearly every row alike), no row closer than `spec.margin` to it, then a
+/// fraction `spec.noise` flipped. Held as CSR: memory grows with the non-zeros, never with
+/// n * d. The typical |w*.x| is sqrt(density / 3), so the margin must be well below that.
+pub fn generate_sparse(spec: &SynthSpec, density: f64) -> Result<Synthetic> {
+    if !(density.is_finite() && density > 0.0 && density <= 1.0) {
+        return Err(Error::InvalidParam {
+            name: Param::Density,
+            value: density.to_string(),
+            reason: "must be in (0, 1]".into(),
+        });
+    }
+    if spec.d > u32::MAX as usize {
+        return Err(Error::param(
+            Param::Features,
+            spec.d,
+            "must be at most 2^32 - 1",
+        ));
+    }
+    if spec.n == 0 {
+        return Err(Error::param(Param::Rows, 0, "must be at least 1"));
+    }
+    if !(spec.noise.is_finite() && (0.0..=0.5).contains(&spec.noise)) {
+        return Err(Error::param(
+            Param::Noise,
+            spec.noise,
+            "must be in [0, 0.5]",
+        ));
+    }
+    if spec.d == 0 {
+        return Err(Error::param(Param::Features, 0, "must be at least 1"));
+    }
+    if !(spec.margin.is_finite() && spec.margin >= 0.0 && spec.margin < 1.0) {
+        return Err(Error::param(
+            Param::Margin,
+            spec.margin,
+            "must be in [0, 1) (features lie in [-1, 1])",
+        ));
+    }
+    let (n, d) = (spec.n, spec.d);
+    let k = ((density * d as f64).round() as usize).clamp(1, d);
+    crate::limits::check(
+        || format!("{n} generated rows with {k} non-zeros each"),
+        n as u128 * k as u128 + d as u128,
+        8,
+    )?;
+    let mut rng = ChaCha8Rng::seed_from_u64(spec.seed);
+    let mut w: Vec<f64> = (0..d).map(|_| normal(&mut rng)).collect();
+    let norm = w
+        .iter()
+        .map(|v| v * v)
+        .sum::<f64>()
+        .sqrt()
+        .max(f64::MIN_POSITIVE);
+    w.iter_mut().for_each(|v| *v /= norm);
+    let gamma = spec.margin as f64;
+    let mut c = crate::backend::CsrBuf::new();
+    c.indices.reserve(n * k);
+    c.values.reserve(n * k);
+    let mut y = Vec::with_capacity(n);
+    let mut cols: Vec<u32> = Vec::with_capacity(k);
+    let max_tries = 1000 * n as u64 + 100_000;
+    let mut tries = 0u64;
+    while y.len() < n {
+        tries += 1;
+        if tries > max_tries {
+            return Err(Error::InvalidParam {
+                name: Param::Margin,
+                value: spec.margin.to_string(),
+                reason: format!(
+                    "is too large for rows with {k} non-zeros of {d}: almost no row is that far \
+                     from the hyperplane (typical |w*.x| is {:.2e})",
+                    (k as f64 / d as f64 / 3.0).sqrt()
+                ),
+            });
+        }
+        // Floyd's sampling of k distinct columns, kept sorted.
+        cols.clear();
+        for j in (d - k)..d {
+            let t = rng.random_range(0..=j) as u32;
+            let pick = match cols.binary_search(&t) {
+                Ok(_) => j as u32,
+                Err(_) => t,
+            };
+            let at = cols.binary_search(&pick).unwrap_or_else(|e| e);
+            cols.insert(at, pick);
+        }
+        let start = c.values.len();
+        let mut s = 0f64;
+        for &j in &cols {
+            let mut v = 0f32;
+            while v == 0.0 {
+                v = rng.random_range(-1.0f32..=1.0);
+            }
+            s += v as f64 * w[j as usize];
+            c.indices.push(j);
+            c.values.push(v);
+        }
+        if s.abs() < gamma || s == 0.0 {
+            c.indices.truncate(start);
+            c.values.truncate(start);
+            continue;
+        }
+        c.indptr.push(c.values.len());
+        y.push(s > 0.0);
+    }
+    let flips = (spec.noise as f64 * n as f64).round() as usize;
+    if flips > 0 {
+        let mut order: Vec<usize> = (0..n).collect();
+        order.shuffle(&mut rng);
+        for &i in &order[..flips] {
+            y[i] = !y[i];
+        }
+    }
+    let names: Vec<&str> = y.iter().map(|&p| if p { "1" } else { "-1" }).collect();
+    Ok(Synthetic {
+        data: Dataset::from_matrix(
+            c.into(),
+            n,
+            d,
+            Some(Labels::from_names(&names)),
+            PathBuf::from("<generated>"),
+        ),
+        w_star: w.iter().map(|&v| v as f32).collect(),
+        b_star: 0.0,
+        margin_augmented: gamma,
+    })
+}
+
 /// `n` points uniform in [-1, 1]^d in `k` classes: the class of a point is the highest of k
 /// seeded random linear scores w*_c.x (so a multiclass perceptron can learn it), then a
 /// fraction `noise` of the labels is replaced by a random class. Class names are 0..k-1.
@@ -230,9 +361,20 @@ pub fn write_libsvm(ds: &Dataset, out: &mut (impl Write + ?Sized)) -> std::io::R
             Some(l) => write!(out, "{}", l.classes[l.index[i] as usize])?,
             None => write!(out, "0")?,
         }
-        for (j, v) in ds.row(i).iter().enumerate() {
-            if *v != 0.0 {
-                write!(out, " {}:{v}", j + 1)?;
+        match ds.x.csr() {
+            Some(c) => {
+                for p in c.indptr[i]..c.indptr[i + 1] {
+                    if c.values[p] != 0.0 {
+                        write!(out, " {}:{}", c.indices[p] + 1, c.values[p])?;
+                    }
+                }
+            }
+            None => {
+                for (j, v) in ds.row(i).iter().enumerate() {
+                    if *v != 0.0 {
+                        write!(out, " {}:{v}", j + 1)?;
+                    }
+                }
             }
         }
         out.write_all(b"\n")?;

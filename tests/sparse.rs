@@ -1,0 +1,597 @@
+//! Sparse (CSR) features: the same rows held sparse and dense give the same results bit for
+//! bit on integer data, for every batch rule and kept extra on every backend (reference, fast
+//! CPU, the GPU whole and split over many bindings, compact storage of the values), for every
+//! algorithm through `algo::train`, with rows that have no non-zero and at d = 2^22; and the
+//! CLI trains, predicts and evaluates a LIBSVM file whose dense form would need terabytes in
+//! a few hundred MB, and generates and times sparse data.
+
+mod common;
+
+use std::sync::OnceLock;
+
+use common::{run, stderr, stdout};
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use rosenblatt::algo;
+use rosenblatt::backend::cpu::CpuBackend;
+use rosenblatt::backend::gpu::{GpuBackend, GpuOptions, ResidentOptions};
+use rosenblatt::backend::reference::ReferenceBackend;
+use rosenblatt::backend::{
+    Backend, BatchRule, CsrBuf, CsrView, EpochStats, Extras, FeatureBuf, HeadRule, Keep, Kernel,
+    Matrix, Storage, TrainView, Update, ValView,
+};
+use rosenblatt::data::{Dataset, Labels};
+use rosenblatt::params::{Algo, Mode, Scale, TrainParams};
+
+fn gpu() -> Option<&'static GpuBackend> {
+    static G: OnceLock<Option<GpuBackend>> = OnceLock::new();
+    G.get_or_init(common::gpu).as_ref()
+}
+
+/// The GPU with bindings of at most 1 KiB, so a few dozen rows fill a segment.
+fn gpu_split() -> Option<&'static GpuBackend> {
+    static G: OnceLock<Option<GpuBackend>> = OnceLock::new();
+    gpu()?;
+    G.get_or_init(|| {
+        GpuBackend::new(&GpuOptions {
+            resident: ResidentOptions {
+                max_binding: Some(1024),
+                ..Default::default()
+            },
+            ..Default::default()
+        })
+        .ok()
+    })
+    .as_ref()
+}
+
+fn backends() -> Vec<(&'static str, &'static dyn Backend)> {
+    static CPU: CpuBackend = CpuBackend;
+    static REF: ReferenceBackend = ReferenceBackend;
+    let mut v: Vec<(&str, &dyn Backend)> = vec![("reference", &REF), ("cpu", &CPU)];
+    if let Some(g) = gpu() {
+        v.push(("gpu", g));
+    }
+    if let Some(g) = gpu_split() {
+        v.push(("gpu split", g));
+    }
+    v
+}
+
+/// `n` rows of `d` integer features in [-3, 3], about `fill` of them non-zero, with every
+/// fifth row all zeros; labels for `heads` (±1 for one head, class indices otherwise).
+fn sparse_set(n: usize, d: usize, heads: usize, fill: f64, seed: u64) -> (Vec<f32>, Vec<f32>) {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let mut x = vec![0f32; n * d];
+    for (i, row) in x.chunks_exact_mut(d).enumerate() {
+        if i % 5 == 4 {
+            continue;
+        }
+        for v in row.iter_mut() {
+            if rng.random_bool(fill) {
+                *v = [-3.0, -2.0, -1.0, 1.0, 2.0, 3.0][rng.random_range(0..6)];
+            }
+        }
+    }
+    let y = (0..n)
+        .map(|_| match heads {
+            1 if rng.random_bool(0.5) => 1.0,
+            1 => -1.0,
+            k => rng.random_range(0..k) as f32,
+        })
+        .collect();
+    (x, y)
+}
+
+type Run = (Vec<EpochStats>, Vec<f32>, Vec<f32>, Extras);
+
+fn run_epochs(b: &dyn Backend, v: TrainView<'_>, rule: &BatchRule, epochs: usize) -> Run {
+    let mut bound = b.bind(v).unwrap();
+    let mut w = vec![0f32; v.heads * (v.d + 1)];
+    let mut stats = bound.batch_epochs(&mut w, rule, epochs - 1).unwrap().stats;
+    stats.extend(bound.batch_epochs(&mut w, rule, 1).unwrap().stats);
+    let scores = bound.scores(&w).unwrap();
+    (stats, w, scores, bound.extras().unwrap())
+}
+
+fn bits(v: &[f32]) -> Vec<u32> {
+    v.iter().map(|f| f.to_bits()).collect()
+}
+
+/// Equal bit for bit, except that the update norm is compared to the reference's (which sums
+/// the squared steps in f32 where the fast CPU sums them in f64) within rounding.
+fn assert_same(a: &Run, b: &Run, what: &str) {
+    assert_eq!(a.0.len(), b.0.len(), "{what}: epochs");
+    for (x, y) in a.0.iter().zip(&b.0) {
+        assert!(
+            (x.update_norm - y.update_norm).abs() <= 1e-6 * (1.0 + y.update_norm),
+            "{what}: update norm {} vs {}",
+            x.update_norm,
+            y.update_norm
+        );
+        let same = EpochStats {
+            update_norm: y.update_norm,
+            ..*x
+        };
+        assert_eq!(&same, y, "{what}: per-epoch stats");
+    }
+    assert_eq!(bits(&a.1), bits(&b.1), "{what}: weights");
+    assert_eq!(bits(&a.2), bits(&b.2), "{what}: scores");
+    assert_eq!(a.3, b.3, "{what}: pocket, average and stop state");
+}
+
+fn rules(heads: usize) -> Vec<BatchRule> {
+    let head_rules: &[HeadRule] = if heads == 1 {
+        &[HeadRule::Binary]
+    } else {
+        &[
+            HeadRule::OneVsRest,
+            HeadRule::MulticlassAll,
+            HeadRule::MulticlassArgmax,
+        ]
+    };
+    let mut out = Vec::new();
+    for (i, &rule) in head_rules.iter().enumerate() {
+        for keep in [
+            Keep::Nothing,
+            Keep::Pocket,
+            Keep::Average,
+            Keep::AveragePocket,
+        ] {
+            out.push(BatchRule {
+                rule,
+                keep,
+                tau: (i % 2) as f32,
+                ..BatchRule::new(1.0, 0.0)
+            });
+        }
+    }
+    out
+}
+
+#[test]
+fn sparse_rows_give_the_dense_results_bit_for_bit_on_every_backend() {
+    let reference = ReferenceBackend;
+    for &(n, d, heads, nv) in &[(150, 23, 1, 40), (97, 41, 3, 0), (64, 9, 4, 17)] {
+        let seed = (n * 31 + d) as u64;
+        let (x, y) = sparse_set(n, d, heads, 0.3, seed);
+        let (xv, yv) = sparse_set(nv, d, heads, 0.3, seed + 1);
+        let (cx, cv) = (CsrBuf::from_dense(&x, d), CsrBuf::from_dense(&xv, d));
+        assert!(
+            cx.nnz() < n * d / 2 && cx.indptr[5] == cx.indptr[4],
+            "sparse, empty rows"
+        );
+        let sw: Vec<f32> = (0..n).map(|i| (1 + i % 3) as f32).collect();
+        // Values packed as i8 (they are integers in -3..=3): the same rows again.
+        let packed = FeatureBuf::pack(&cx.values, Storage::I8).unwrap();
+        let packed_v = FeatureBuf::pack(&cv.values, Storage::I8).unwrap();
+        for weighted in [false, true] {
+            let view = |x, xv| TrainView {
+                sw: weighted.then_some(&sw[..]),
+                val: (nv > 0).then_some(ValView {
+                    x: xv,
+                    y: &yv,
+                    n: nv,
+                }),
+                ..TrainView::new(x, &y, n, d, 1.0, heads)
+            };
+            let dense = view(Matrix::from(&x), Matrix::from(&xv));
+            let csr = view(Matrix::Csr(cx.view()), Matrix::Csr(cv.view()));
+            let compact = view(
+                Matrix::Csr(cx.view_with(packed.view())),
+                Matrix::Csr(cv.view_with(packed_v.view())),
+            );
+            for rule in rules(heads) {
+                let want = run_epochs(&reference, dense, &rule, 5);
+                for (name, b) in backends() {
+                    // The backend's own dense run: equal in every bit, update norm included.
+                    let own = run_epochs(b, dense, &rule, 5);
+                    for (form, v) in [("csr", csr), ("csr i8", compact)] {
+                        let what = format!(
+                            "{name} {form} n={n} d={d} K={heads} weighted={weighted} {rule:?}"
+                        );
+                        let got = run_epochs(b, v, &rule, 5);
+                        assert_eq!(got.0, own.0, "{what}: stats against its dense run");
+                        assert_same(&got, &want, &what);
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Batch Winnow scores rows with exp(log-weights): not integers, so sparse and dense sums in
+/// different orders agree within rounding only.
+#[test]
+fn batch_winnow_on_sparse_rows_agrees_within_rounding() {
+    let (n, d) = (120, 30);
+    let (x, y) = sparse_set(n, d, 1, 0.3, 5);
+    let cx = CsrBuf::from_dense(&x, d);
+    let rule = BatchRule {
+        update: Update::Multiplicative,
+        eta: 0.25,
+        ..BatchRule::new(0.25, 0.0)
+    };
+    let dense = TrainView::new(&x, &y, n, d, 0.0, 1);
+    let want = run_epochs(&ReferenceBackend, dense, &rule, 6);
+    for (name, b) in backends() {
+        let got = run_epochs(
+            b,
+            TrainView::new(Matrix::Csr(cx.view()), &y, n, d, 0.0, 1),
+            &rule,
+            6,
+        );
+        for (a, w) in got.1.iter().zip(&want.1) {
+            assert!(
+                (a - w).abs() <= 1e-4 * (1.0 + w.abs()),
+                "{name}: {a} vs {w}"
+            );
+        }
+    }
+}
+
+/// The same labelled rows dense and sparse.
+fn twin_datasets(n: usize, d: usize, k: usize, seed: u64) -> (Dataset, Dataset) {
+    let (x, y) = sparse_set(n, d, if k > 2 { k } else { 1 }, 0.25, seed);
+    let names: Vec<String> = y
+        .iter()
+        .map(|&v| {
+            if k > 2 {
+                format!("c{v}")
+            } else {
+                format!("{v}")
+            }
+        })
+        .collect();
+    let labels = Labels::from_names(&names);
+    let dense = Dataset::new(x.clone(), n, d, Some(labels.clone()), "dense");
+    let sparse = Dataset::from_matrix(
+        CsrBuf::from_dense(&x, d).into(),
+        n,
+        d,
+        Some(labels),
+        "dense",
+    );
+    (dense, sparse)
+}
+
+#[test]
+fn every_algorithm_trains_the_same_model_on_sparse_and_dense_rows() {
+    let cpu = CpuBackend::new();
+    let mut cases: Vec<(&str, TrainParams, usize)> = vec![
+        ("online", TrainParams::default().algo(Algo::Online), 2),
+        ("batch", TrainParams::default().algo(Algo::Batch), 2),
+        ("pocket", TrainParams::default().algo(Algo::Pocket), 2),
+        ("averaged", TrainParams::default().algo(Algo::Averaged), 2),
+        (
+            "averaged batch",
+            TrainParams::default()
+                .algo(Algo::Averaged)
+                .mode(Mode::Batch),
+            2,
+        ),
+        ("voted", TrainParams::default().algo(Algo::Voted), 2),
+        (
+            "voted multiclass",
+            TrainParams::default().algo(Algo::Voted),
+            4,
+        ),
+        ("winnow", TrainParams::default().algo(Algo::Winnow), 2),
+        (
+            "multiclass",
+            TrainParams::default().algo(Algo::Multiclass),
+            4,
+        ),
+        (
+            "multiclass online",
+            TrainParams::default()
+                .algo(Algo::Multiclass)
+                .mode(Mode::Online),
+            4,
+        ),
+        (
+            "margin",
+            TrainParams::default()
+                .algo(Algo::Online)
+                .margin_threshold(2.0),
+            2,
+        ),
+        (
+            "validation and patience",
+            TrainParams::default()
+                .algo(Algo::Pocket)
+                .validation_fraction(Some(0.2))
+                .patience(3),
+            2,
+        ),
+    ];
+    for kernel in [
+        Kernel::Linear,
+        Kernel::Poly {
+            degree: 2,
+            gamma: 1.0,
+            coef0: 1.0,
+        },
+        Kernel::Rbf { gamma: 0.5 },
+    ] {
+        let mut p = TrainParams::default().algo(Algo::Kernel);
+        p.kernel = Some(kernel);
+        cases.push(("kernel", p, 2));
+    }
+    for (name, p, k) in cases {
+        let (dense, sparse) = twin_datasets(90, 17, k, k as u64 + 3);
+        let p = p.epochs(12).validate().unwrap();
+        let mut hardware: Vec<(&str, &dyn Backend)> = vec![("cpu", &cpu)];
+        if let Some(g) = gpu() {
+            hardware.push(("gpu", g));
+        }
+        let want = algo::train(&dense, &p, &cpu, None, &mut ()).unwrap();
+        for (hw, b) in hardware {
+            let got = algo::train(&sparse, &p, b, None, &mut ()).unwrap();
+            let what = format!("{name} on {hw}");
+            assert_eq!(got.model.body(), want.model.body(), "{what}: model");
+            assert_eq!(
+                got.report.mistakes_per_epoch, want.report.mistakes_per_epoch,
+                "{what}: mistakes per epoch"
+            );
+            assert_eq!(got.report.radius, want.report.radius, "{what}: R");
+            assert_eq!(
+                got.report.train_accuracy, want.report.train_accuracy,
+                "{what}: accuracy"
+            );
+        }
+    }
+}
+
+#[test]
+fn scaling_keeps_sparse_rows_sparse_and_minmax_is_refused() {
+    let (dense, sparse) = twin_datasets(80, 12, 2, 9);
+    let cpu = CpuBackend::new();
+    for scale in [Scale::Maxabs, Scale::Standard] {
+        let p = TrainParams::default()
+            .scale(scale)
+            .epochs(20)
+            .validate()
+            .unwrap();
+        let pb = algo::Problem::new(&sparse, &p).unwrap();
+        assert!(pb.ds.is_sparse(), "{scale:?} keeps the rows sparse");
+        let t = algo::train(&sparse, &p, &cpu, None, &mut ()).unwrap();
+        assert!(t.model.scaling().unwrap().keeps_zeros());
+        // Maxabs is the same scaling either way; its model scores the dense rows alike.
+        if scale == Scale::Maxabs {
+            let u = algo::train(&dense, &p, &cpu, None, &mut ()).unwrap();
+            assert_eq!(t.model.scaling(), u.model.scaling());
+            let (a, b) = (
+                t.model.raw_scores(&dense, &cpu).unwrap(),
+                u.model.raw_scores(&sparse, &cpu).unwrap(),
+            );
+            for (a, b) in a.iter().zip(&b) {
+                assert!((a - b).abs() <= 1e-4 * (1.0 + a.abs()), "{a} vs {b}");
+            }
+        }
+    }
+    let p = TrainParams::default()
+        .scale(Scale::Minmax)
+        .validate()
+        .unwrap();
+    let e = algo::Problem::new(&sparse, &p).err().unwrap().to_string();
+    assert!(e.contains("minmax") && e.contains("sparse"), "{e}");
+    // A model trained with centering scores sparse rows (made dense) like the dense rows.
+    let p = TrainParams::default()
+        .scale(Scale::Standard)
+        .validate()
+        .unwrap();
+    let m = algo::train(&dense, &p, &cpu, None, &mut ()).unwrap().model;
+    assert_eq!(
+        bits(&m.raw_scores(&sparse, &cpu).unwrap()),
+        bits(&m.raw_scores(&dense, &cpu).unwrap())
+    );
+}
+
+#[test]
+fn four_million_features_train_alike_on_every_backend() {
+    // d = 2^22: 300 rows of 6 integer non-zeros in random columns.
+    let (n, d) = (300, 1 << 22);
+    let mut rng = ChaCha8Rng::seed_from_u64(22);
+    let mut c = CsrBuf::new();
+    let mut y = Vec::new();
+    for i in 0..n {
+        let mut cols: Vec<u32> = (0..6).map(|_| rng.random_range(0..d as u32)).collect();
+        cols.sort_unstable();
+        cols.dedup();
+        if i % 7 == 3 {
+            cols.clear();
+        }
+        c.push_row(cols.iter().map(|&j| (j, rng.random_range(1..=3) as f32)));
+        y.push(if rng.random_bool(0.5) { 1.0 } else { -1.0 });
+    }
+    c.check(d).unwrap();
+    let v = TrainView::new(Matrix::Csr(c.view()), &y, n, d, 1.0, 1);
+    let rule = BatchRule {
+        keep: Keep::Pocket,
+        ..BatchRule::new(1.0, 0.0)
+    };
+    let want = run_epochs(&ReferenceBackend, v, &rule, 4);
+    assert!(want.0[0].mistakes > 0);
+    for (name, b) in backends() {
+        if name == "gpu split" {
+            continue; // The 16 MiB column table needs a real binding.
+        }
+        assert_same(&run_epochs(b, v, &rule, 4), &want, name);
+    }
+}
+
+#[test]
+fn csr_structure_is_checked_whole() {
+    let ok = CsrBuf {
+        indptr: vec![0, 2, 2, 3],
+        indices: vec![0, 4, 1],
+        values: vec![1.0, 2.0, 3.0],
+    };
+    assert!(ok.check(5).is_ok());
+    assert_eq!(ok.view().nnz(), 3);
+    let rows = ok.view().rows(1..3);
+    assert_eq!((rows.n(), rows.nnz()), (2, 1));
+    for (bad, want) in [
+        (vec![0, 2, 1, 3], "decrease"),
+        (vec![1, 2, 2, 3], "start at 0"),
+        (vec![0, 2, 2, 4], "end at"),
+    ] {
+        let c = CsrBuf {
+            indptr: bad,
+            ..ok.clone()
+        };
+        assert!(c.check(5).unwrap_err().contains(want), "{want}");
+    }
+    let unsorted = CsrBuf {
+        indices: vec![4, 0, 1],
+        ..ok.clone()
+    };
+    assert!(unsorted.check(5).unwrap_err().contains("ascending"));
+    assert!(ok.check(4).unwrap_err().contains("not below"));
+    let _: CsrView<'_> = ok.view();
+}
+
+/// Runs the binary with at most `kib` KiB of address space.
+fn run_limited(dir: &std::path::Path, kib: u64, args: &[&str]) -> std::process::Output {
+    std::process::Command::new("sh")
+        .arg("-c")
+        .arg(format!("ulimit -v {kib}; exec \"$0\" \"$@\""))
+        .arg(env!("CARGO_BIN_EXE_rosenblatt"))
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn a_libsvm_file_of_terabytes_dense_trains_predicts_and_evaluates_in_little_memory() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path();
+    // 20,000 rows x 4,000,000 features: 320 GB dense, 40 non-zeros a row.
+    let o = run(
+        p,
+        &[
+            "gen",
+            "--n",
+            "20000",
+            "--d",
+            "4000000",
+            "--density",
+            "0.00001",
+            "--format",
+            "libsvm",
+            "--seed",
+            "5",
+            "-o",
+            "big.svm",
+        ],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = std::fs::read_to_string(p.join("big.svm")).unwrap();
+    let first = text.lines().next().unwrap();
+    assert_eq!(first.split_whitespace().count(), 41, "{first}");
+    // 1 GiB of address space: the memory budget is 512 MiB.
+    let kib = 1 << 20;
+    for algo in ["online", "batch"] {
+        let mut args = vec![
+            "train",
+            "big.svm",
+            "--backend",
+            "cpu",
+            "--algo",
+            algo,
+            "--epochs",
+            "30",
+            "-o",
+        ];
+        let model = format!("{algo}.json");
+        args.push(&model);
+        if algo == "batch" {
+            args.push("--no-bias");
+        }
+        let o = run_limited(p, kib, &args);
+        assert!(o.status.success(), "{algo}: {}", stderr(&o));
+        let out = stdout(&o);
+        assert!(out.contains("training accuracy: 100.00%"), "{algo}: {out}");
+        let o = run_limited(p, kib, &["eval", &model, "big.svm", "--backend", "cpu"]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        assert!(stdout(&o).contains("100.00%"), "{}", stdout(&o));
+        let o = run_limited(p, kib, &["predict", &model, "big.svm", "--backend", "cpu"]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        assert_eq!(stdout(&o).lines().count(), 20_000);
+    }
+    // --dense asks for the 320 GB: refused with the sizes, exit 2.
+    let o = run_limited(p, kib, &["train", "big.svm", "--dense", "--backend", "cpu"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("GiB"), "{}", stderr(&o));
+}
+
+#[test]
+fn gen_and_bench_make_and_time_sparse_rows() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path();
+    let o = run(
+        p,
+        &[
+            "gen",
+            "--n",
+            "300",
+            "--d",
+            "1000",
+            "--density",
+            "0.01",
+            "--format",
+            "libsvm",
+            "-o",
+            "s.svm",
+        ],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = std::fs::read_to_string(p.join("s.svm")).unwrap();
+    assert_eq!(text.lines().count(), 300);
+    assert!(text.lines().all(|l| l.split_whitespace().count() == 11));
+    // Separable through the origin: the online perceptron separates it.
+    let o = run(
+        p,
+        &[
+            "train",
+            "s.svm",
+            "--algo",
+            "online",
+            "--backend",
+            "cpu",
+            "--epochs",
+            "100",
+        ],
+    );
+    assert!(stdout(&o).contains("100.00%"), "{}", stdout(&o));
+    for bad in ["0", "1.5", "nan"] {
+        let o = run(p, &["gen", "--n", "3", "--d", "10", "--density", bad]);
+        assert_eq!(o.status.code(), Some(2), "{bad}: {}", stderr(&o));
+        assert!(stderr(&o).contains("--density"), "{}", stderr(&o));
+    }
+    let o = run(
+        p,
+        &[
+            "bench",
+            "--n",
+            "2000",
+            "--d",
+            "100000",
+            "--density",
+            "0.0005",
+            "--epochs",
+            "3",
+            "--backend",
+            "cpu",
+            "--json",
+        ],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(v["nnz"], 2000 * 50);
+    assert_eq!(v["bytes_per_epoch"], 2000 * 50 * 8 + 2001 * 8);
+    assert!(v["cpu"]["nnz_per_second"].as_f64().unwrap() > 0.0);
+    assert_eq!(v["cpu"]["converged"], true);
+}
