@@ -26,7 +26,7 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use rosenblatt::algo;
 use rosenblatt::backend::cpu::CpuBackend;
-use rosenblatt::data::{self, Dataset, Format, LoadOptions};
+use rosenblatt::data::{self, Dataset, Format, Layout, LoadOptions};
 use rosenblatt::model::Model;
 use rosenblatt::params::{Algo, TrainParams};
 
@@ -101,6 +101,14 @@ fn seeds() -> Vec<Seed> {
             bytes: npz_bytes(&x, &yb),
         },
     ];
+    // scipy sparse archives (scripts/scipy_fixtures.py): CSR compressed, CSC stored.
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/scipy");
+    for name in ["rows_csr.npz", "rows_csc.npz"] {
+        s.push(Seed {
+            name: "s.npz",
+            bytes: std::fs::read(dir.join(name)).unwrap(),
+        });
+    }
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/v1");
     for name in [
         "binary-batch",
@@ -309,8 +317,10 @@ fn in_process_case(seed: &Seed, bytes: &[u8], rng: &mut ChaCha8Rng) -> Result<()
         1 => Format::Libsvm,
         _ => Format::Auto,
     };
+    let layout = [Layout::Auto, Layout::Sparse, Layout::Dense][rng.random_range(0..3)];
     let opts = LoadOptions {
         format,
+        layout,
         ..Default::default()
     };
     match data::load_bytes(&path, bytes, &opts) {

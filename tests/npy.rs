@@ -238,3 +238,216 @@ fn bad_numpy_input_is_named() {
     assert_eq!(o.status.code(), Some(2));
     assert!(!p.join("m.json").exists());
 }
+
+fn i32s(v: &[i32]) -> Vec<u8> {
+    v.iter().flat_map(|x| x.to_le_bytes()).collect()
+}
+
+fn i64s(v: &[i64]) -> Vec<u8> {
+    v.iter().flat_map(|x| x.to_le_bytes()).collect()
+}
+
+/// The members of a `scipy.sparse.save_npz` archive: format, shape, indptr, indices, data.
+fn scipy(
+    format: &str,
+    shape: [i64; 2],
+    indptr: Vec<u8>,
+    indices: Vec<u8>,
+    data: Vec<u8>,
+) -> Vec<(&'static str, Vec<u8>)> {
+    vec![
+        ("format", npy("|S3", false, &[], &format.as_bytes()[..3])),
+        ("shape", npy("<i8", false, &[2], &i64s(&shape))),
+        ("indptr", indptr),
+        ("indices", indices),
+        ("data", data),
+    ]
+}
+
+/// The 3 x 4 matrix [[1, 0, 2, 0], [0, 0, 0, 0], [0, 3, 0, -4]] with labels 1, -1, 1.
+const DENSE: [f32; 12] = [1., 0., 2., 0., 0., 0., 0., 0., 0., 3., 0., -4.];
+
+fn labels_npy(p: &Path) {
+    std::fs::write(p.join("y.npy"), npy("<i8", false, &[3], &i64s(&[1, -1, 1]))).unwrap();
+}
+
+#[test]
+fn scipy_sparse_npz_csr_and_csc_load_as_the_dense_rows() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path();
+    labels_npy(p);
+    // CSR with int32 indices and float64 data; CSC with int64 indices and float32 data.
+    let csr = scipy(
+        "csr",
+        [3, 4],
+        npy("<i4", false, &[4], &i32s(&[0, 2, 2, 4])),
+        npy("<i4", false, &[4], &i32s(&[0, 2, 1, 3])),
+        npy("<f8", false, &[4], &f64s(&[1., 2., 3., -4.])),
+    );
+    let csc = scipy(
+        "csc",
+        [3, 4],
+        npy("<i8", false, &[5], &i64s(&[0, 1, 2, 3, 4])),
+        npy("<i8", false, &[4], &i64s(&[0, 2, 0, 2])),
+        npy("<f4", false, &[4], &f32s(&[1., 3., 2., -4.])),
+    );
+    npz(&p.join("r.npz"), &csr);
+    npz(&p.join("c.npz"), &csc);
+    for f in ["r.npz", "c.npz"] {
+        for layout in [
+            data::Layout::Auto,
+            data::Layout::Sparse,
+            data::Layout::Dense,
+        ] {
+            let opts = LoadOptions {
+                labels: Some(p.join("y.npy")),
+                layout,
+                ..Default::default()
+            };
+            let ds = data::load(&p.join(f), &opts).unwrap();
+            assert_eq!((ds.n, ds.d), (3, 4), "{f}");
+            assert_eq!(
+                ds.is_sparse(),
+                layout == data::Layout::Sparse,
+                "{f} {layout:?}"
+            );
+            assert_eq!(ds.view().to_dense(3, 4).to_vec(), DENSE, "{f} {layout:?}");
+            assert_eq!(ds.labels.unwrap().classes, vec!["-1", "1"]);
+        }
+    }
+    // Through the CLI: train, then predict on the same file.
+    let o = common::run(
+        p,
+        &[
+            "train",
+            "r.npz",
+            "--labels",
+            "y.npy",
+            "--sparse",
+            "--algo",
+            "online",
+            "--backend",
+            "cpu",
+            "-o",
+            "m.json",
+        ],
+    );
+    assert!(o.status.success(), "{}", common::stderr(&o));
+    let o = common::run(p, &["predict", "m.json", "c.npz", "--backend", "cpu"]);
+    assert!(o.status.success(), "{}", common::stderr(&o));
+    assert_eq!(
+        common::stdout(&o).lines().collect::<Vec<_>>(),
+        ["1", "-1", "1"]
+    );
+}
+
+#[test]
+fn bad_scipy_sparse_archives_exit_2_naming_the_problem() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path();
+    labels_npy(p);
+    let ip = |v: &[i32]| npy("<i4", false, &[v.len()], &i32s(v));
+    let fd = |v: &[f64]| npy("<f8", false, &[v.len()], &f64s(v));
+    let good = || (ip(&[0, 2, 2, 4]), ip(&[0, 2, 1, 3]), fd(&[1., 2., 3., -4.]));
+    let cases: Vec<(&str, Vec<(&str, Vec<u8>)>, &str)> = vec![
+        {
+            let (pp, _, d) = good();
+            (
+                "unsorted",
+                scipy("csr", [3, 4], pp, ip(&[2, 0, 1, 3]), d),
+                "not sorted",
+            )
+        },
+        {
+            let (_, i, d) = good();
+            (
+                "indptr",
+                scipy("csr", [3, 4], ip(&[0, 3, 2, 4]), i, d),
+                "not monotone",
+            )
+        },
+        {
+            let (_, i, d) = good();
+            (
+                "shape",
+                scipy("csr", [2, 4], ip(&[0, 2, 2, 4]), i, d),
+                "where 3 belong",
+            )
+        },
+        {
+            let (pp, i, _) = good();
+            (
+                "dtype",
+                scipy(
+                    "csr",
+                    [3, 4],
+                    pp,
+                    i,
+                    npy("<i4", false, &[4], &i32s(&[1, 2, 3, 4])),
+                ),
+                "float32 or float64",
+            )
+        },
+        {
+            let (pp, _, d) = good();
+            (
+                "index",
+                scipy("csr", [3, 4], pp, ip(&[0, 2, 1, 4]), d),
+                "not below the 4",
+            )
+        },
+        {
+            let (pp, i, d) = good();
+            ("coo", scipy("coo", [3, 4], pp, i, d), "\"coo\" is not read")
+        },
+        {
+            let (pp, i, _) = good();
+            (
+                "nan",
+                scipy("csr", [3, 4], pp, i, fd(&[1., f64::NAN, 3., 4.])),
+                "not a finite",
+            )
+        },
+        {
+            let (pp, i, _) = good();
+            (
+                "count",
+                scipy("csr", [3, 4], pp, i, fd(&[1., 2., 3.])),
+                "does not match",
+            )
+        },
+        {
+            let (_, i, d) = good();
+            (
+                "end",
+                scipy("csr", [3, 4], ip(&[0, 2, 2, 3]), i, d),
+                "must start at 0 and end",
+            )
+        },
+    ];
+    for (name, members, want) in cases {
+        let f = format!("{name}.npz");
+        npz(&p.join(&f), &members);
+        let o = common::run(p, &["train", &f, "--labels", "y.npy", "--backend", "cpu"]);
+        assert_eq!(o.status.code(), Some(2), "{name}: {}", common::stderr(&o));
+        let e = common::stderr(&o);
+        assert!(
+            e.contains(&f) && e.contains(want),
+            "{name}: {want:?} not in {e}"
+        );
+    }
+}
+
+#[test]
+fn archives_written_by_scipy_load_as_their_dense_rows() {
+    // Written by scripts/scipy_fixtures.py with scipy.sparse.save_npz.
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/scipy");
+    let dense = data::load(&dir.join("rows.csv"), &LoadOptions::default()).unwrap();
+    for f in ["rows_csr.npz", "rows_csc.npz"] {
+        let ds = load(&dir.join(f), Some(&dir.join("labels.npy"))).unwrap();
+        assert!(ds.is_sparse(), "{f}");
+        assert_eq!((ds.n, ds.d, ds.stored()), (60, 500, 540), "{f}");
+        assert_eq!(ds.view().to_dense(60, 500), dense.x.values(), "{f}");
+        assert_eq!(ds.labels, dense.labels, "{f}");
+    }
+}

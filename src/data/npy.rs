@@ -543,7 +543,9 @@ fn scipy_sparse(path: &Path, members: [Vec<u8>; 5], opts: &LoadOptions) -> Resul
                 format!("not monotone at {what_outer} {}: {a0} then {a1}", k + 1),
             ));
         }
-        let seg = &indices[a0 as usize..a1 as usize];
+    }
+    for k in 0..outer {
+        let seg = &indices[indptr[k] as usize..indptr[k + 1] as usize];
         for (t, &j) in seg.iter().enumerate() {
             if j as usize >= inner {
                 return Err(bad(
