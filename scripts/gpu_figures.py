@@ -6,8 +6,8 @@ real GPU, printed as Markdown rows ready to paste (with the device and the date)
     python3 scripts/gpu_figures.py [--bin target/release/rosenblatt] [--peak-gbs F] [--torch]
 
 It runs `rosenblatt bench --backend all --profile --json` at the shapes the issues name
-(binary 1,048,576 x 64, binary 2^28 values as 4,194,304 x 64, K = 10 at 60,000 x 784, and u8
-storage of the first two) and, with --torch, scripts/torch_batch.py on CUDA at the same shapes
+(binary 1,048,576 x 64, binary 2^28 values as 4,194,304 x 64, K = 10 at 60,000 x 784, u8
+storage of the first two, and sparse rows: 100,000 x 4,000,000 with 40 non-zeros a row) and, with --torch, scripts/torch_batch.py on CUDA at the same shapes
 (plain and --compile). Nothing here is asserted: it measures and prints. Runs that fail are
 reported as such and the rest go on.
 """
@@ -19,20 +19,23 @@ import sys
 from pathlib import Path
 
 SHAPES = [
-    # (label, n, d, classes, storage)
-    ("binary", 1_048_576, 64, 2, "f32"),
-    ("binary, 2^28 values", 4_194_304, 64, 2, "f32"),
-    ("binary, u8", 1_048_576, 64, 2, "u8"),
-    ("binary, 2^28 values, u8", 4_194_304, 64, 2, "u8"),
-    ("argmax K = 10", 60_000, 784, 10, "f32"),
-    ("argmax K = 10, u8", 60_000, 784, 10, "u8"),
+    # (label, n, d, classes, storage, density of sparse rows)
+    ("binary", 1_048_576, 64, 2, "f32", None),
+    ("binary, 2^28 values", 4_194_304, 64, 2, "f32", None),
+    ("binary, u8", 1_048_576, 64, 2, "u8", None),
+    ("binary, 2^28 values, u8", 4_194_304, 64, 2, "u8", None),
+    ("argmax K = 10", 60_000, 784, 10, "f32", None),
+    ("argmax K = 10, u8", 60_000, 784, 10, "u8", None),
+    ("sparse, 40 non-zeros a row", 100_000, 4_000_000, 2, "f32", 0.00001),
 ]
 
 
-def bench(binary, backend, n, d, classes, storage, peak, epochs):
+def bench(binary, backend, n, d, classes, storage, peak, epochs, density=None):
     cmd = [binary, "bench", "--backend", backend, "--profile", "--json", "--no-converge",
            "--n", str(n), "--d", str(d), "--classes", str(classes), "--storage", storage,
            "--epochs", str(epochs)]
+    if density:
+        cmd += ["--density", repr(density)]
     if peak:
         cmd += ["--peak-gbs", str(peak)]
     out = subprocess.run(cmd, capture_output=True, text=True)
@@ -71,9 +74,9 @@ def main():
 
     device = None
     rows = []
-    for label, n, d, classes, storage in SHAPES:
+    for label, n, d, classes, storage, density in SHAPES:
         n = max(1, n // a.shrink)
-        r, err = bench(a.bin, a.backend, n, d, classes, storage, a.peak_gbs, a.epochs)
+        r, err = bench(a.bin, a.backend, n, d, classes, storage, a.peak_gbs, a.epochs, density)
         if r is None:
             rows.append(f"| {label} | {n:,} x {d} | failed: {' '.join(err)} | | | | | |")
             continue
@@ -86,7 +89,9 @@ def main():
         prof = g.get("profile")
         kernels = ", ".join(f"{k} {ms:.3f}" for k, ms in prof["kernels"]) if prof else g.get("profile_note", "")
         t = ""
-        if a.torch:
+        if a.torch and density:
+            t = "- (dense only)"
+        elif a.torch:
             t = f"{torch_run(n, d, classes, storage, False)} / {torch_run(n, d, classes, storage, True)}"
         cpu_ms = f"{c['ms_per_epoch']:.2f}" if c else ""
         rows.append(

@@ -93,8 +93,9 @@ def main():
                     continue
                 b, rss, _ = train(tmp, name, [held], a.epochs)
                 o, _, _ = train(tmp, name, [held, "--algo", "online"], a.epochs)
+                skt = f"{sk:.1f}" if held == "--sparse" else "-"
                 print(f"| {a.n:,} x {d:,} | {k} | {held[2:]} | {rss:,.0f} MB | {b:.1f} | "
-                      f"{o:.1f} | {sk if held == '--sparse' else float('nan'):.1f} |")
+                      f"{o:.1f} | {skt} |")
 
 
 if __name__ == "__main__":

@@ -247,6 +247,9 @@ fn i64s(v: &[i64]) -> Vec<u8> {
     v.iter().flat_map(|x| x.to_le_bytes()).collect()
 }
 
+/// An archive's members: (name, .npy bytes).
+type Members = Vec<(&'static str, Vec<u8>)>;
+
 /// The members of a `scipy.sparse.save_npz` archive: format, shape, indptr, indices, data.
 fn scipy(
     format: &str,
@@ -254,7 +257,7 @@ fn scipy(
     indptr: Vec<u8>,
     indices: Vec<u8>,
     data: Vec<u8>,
-) -> Vec<(&'static str, Vec<u8>)> {
+) -> Members {
     vec![
         ("format", npy("|S3", false, &[], &format.as_bytes()[..3])),
         ("shape", npy("<i8", false, &[2], &i64s(&shape))),
@@ -349,7 +352,7 @@ fn bad_scipy_sparse_archives_exit_2_naming_the_problem() {
     let ip = |v: &[i32]| npy("<i4", false, &[v.len()], &i32s(v));
     let fd = |v: &[f64]| npy("<f8", false, &[v.len()], &f64s(v));
     let good = || (ip(&[0, 2, 2, 4]), ip(&[0, 2, 1, 3]), fd(&[1., 2., 3., -4.]));
-    let cases: Vec<(&str, Vec<(&str, Vec<u8>)>, &str)> = vec![
+    let cases: Vec<(&str, Members, &str)> = vec![
         {
             let (pp, _, d) = good();
             (

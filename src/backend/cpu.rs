@@ -536,9 +536,11 @@ impl<'a> CpuBound<'a> {
                     let i = c * rows + r;
                     // The weights a row reads are in random places: ask for those of the row
                     // GATHER_AHEAD rows on while this one is scored.
-                    if let Some(ix) = csr.and_then(|m| m.indptr.get(i + GATHER_AHEAD + 1).map(|&e| {
-                        &m.indices[m.indptr[i + GATHER_AHEAD]..e]
-                    })) {
+                    if let Some(ix) = csr.and_then(|m| {
+                        m.indptr
+                            .get(i + GATHER_AHEAD + 1)
+                            .map(|&e| &m.indices[m.indptr[i + GATHER_AHEAD]..e])
+                    }) {
                         for h in 0..k {
                             prefetch_gather(&w[h * da..(h + 1) * da], ix);
                         }

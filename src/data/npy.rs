@@ -629,11 +629,12 @@ fn scipy_sparse(path: &Path, members: [Vec<u8>; 5], opts: &LoadOptions) -> Resul
         }
     } else {
         for i in 0..n {
+            let (a0, a1) = (indptr[i] as usize, indptr[i + 1] as usize);
             let mut row = Vec::new();
-            for p in indptr[i] as usize..indptr[i + 1] as usize {
+            for (p, &j) in indices.iter().enumerate().take(a1).skip(a0) {
                 let v = value(p)?;
                 if v != 0.0 {
-                    row.push((indices[p] as u32, v));
+                    row.push((j as u32, v));
                 }
             }
             c.push_row(row);
