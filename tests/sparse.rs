@@ -595,3 +595,35 @@ fn gen_and_bench_make_and_time_sparse_rows() {
     assert!(v["cpu"]["nnz_per_second"].as_f64().unwrap() > 0.0);
     assert_eq!(v["cpu"]["converged"], true);
 }
+
+#[test]
+fn a_dense_validation_file_checks_sparse_training_rows_alike() {
+    // Training rows held sparse (a LIBSVM file), held-out rows dense (a CSV file): the GPU
+    // binds both in one form; every backend gives the all-dense run's model and curve.
+    let (dense, sparse) = twin_datasets(120, 15, 2, 31);
+    let (val, _) = twin_datasets(40, 15, 2, 32);
+    let p = TrainParams::default()
+        .algo(Algo::Pocket)
+        .epochs(15)
+        .validate()
+        .unwrap();
+    let cpu = CpuBackend::new();
+    let fit = |train: &Dataset, b: &dyn Backend| {
+        let pb = algo::Problem::build(train, &p, algo::Holdout::Rows(&val), None).unwrap();
+        algo::fit(pb, &p, b, None, &mut ()).unwrap()
+    };
+    let want = fit(&dense, &cpu);
+    assert!(want.report.n_validation == Some(40));
+    let mut hardware: Vec<(&str, &dyn Backend)> = vec![("cpu", &cpu)];
+    if let Some(g) = gpu() {
+        hardware.push(("gpu", g));
+    }
+    for (name, b) in hardware {
+        let got = fit(&sparse, b);
+        assert_eq!(got.model.body(), want.model.body(), "{name}");
+        assert_eq!(
+            got.report.validation_accuracy_per_epoch, want.report.validation_accuracy_per_epoch,
+            "{name}"
+        );
+    }
+}

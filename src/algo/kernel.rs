@@ -118,6 +118,20 @@ pub fn fit(
         Ok((stop, alpha, scores, stop_state.best_epoch as usize))
     })?;
     let (support, coef) = support_of(&alpha);
+    // The model keeps its support vectors dense (d values each, as the model file holds
+    // them): check they fit before making them (sparse rows with millions of features).
+    crate::limits::check(
+        || {
+            format!(
+                "{}: the kernel model's {} support vectors of {} features, stored densely",
+                pb.ds.source.display(),
+                support.len(),
+                pb.ds.d
+            )
+        },
+        support.len() as u128 * pb.ds.d as u128,
+        4,
+    )?;
     let body = Body::Kernel(Dual {
         support_vectors: support
             .iter()
