@@ -491,7 +491,9 @@ pub fn run(spec: &BenchSpec) -> Result<BenchReport> {
         (ds, y)
     };
     let mut noisy = noisy;
-    quantize(noisy.x.values_mut(), spec.storage);
+    if let Some(v) = noisy.x.values_mut() {
+        quantize(v, spec.storage);
+    }
     let packed = FeatureBuf::pack(noisy.x.values(), spec.storage).map_err(|i| {
         Error::data(
             "<bench>",

@@ -172,7 +172,7 @@ pub fn radius(x: &MatrixBuf, d: usize, bias: f32) -> f64 {
         return bias.abs() as f64;
     }
     let x = match x {
-        MatrixBuf::Dense(x) => x,
+        MatrixBuf::Dense(_) | MatrixBuf::Mapped(_) => x.values(),
         MatrixBuf::Csr(c) => {
             let max2 = c
                 .indptr

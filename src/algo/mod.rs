@@ -197,9 +197,9 @@ impl<'a> Problem<'a> {
                             format!("leaves no rows on one side of the split of {} rows", ds.n),
                         ));
                     }
-                    let v = ds.select(&va);
+                    let v = ds.select(&va)?;
                     let idx = v.require_labels()?.index.clone();
-                    (Cow::Owned(ds.select(&tr)), Some((v, idx)))
+                    (Cow::Owned(ds.select(&tr)?), Some((v, idx)))
                 }
                 (Holdout::FromParams, None) => (Cow::Borrowed(ds), None),
             };
@@ -326,7 +326,7 @@ impl<'a> Problem<'a> {
         fn bind<'b>(ds: &'b Dataset, p: Option<&'b FeatureBuf>) -> Matrix<'b> {
             match (&ds.x, p) {
                 (_, None) => ds.view(),
-                (MatrixBuf::Dense(_), Some(p)) => Matrix::Dense(p.view()),
+                (MatrixBuf::Dense(_) | MatrixBuf::Mapped(_), Some(p)) => Matrix::Dense(p.view()),
                 (MatrixBuf::Csr(c), Some(p)) => Matrix::Csr(c.view_with(p.view())),
             }
         }
@@ -508,6 +508,8 @@ fn pack(
     let sets = std::iter::once(train).chain(val);
     let storage = match params.storage {
         Some(s) => s,
+        // A memory-mapped X is read in place: a compact copy would be anonymous memory.
+        None if train.x.is_mapped() => Storage::F32,
         None if params.algo != Algo::Kernel && params.effective_mode() == Mode::Batch => {
             Storage::narrowest(sets.map(|ds| ds.x.values()))
         }
@@ -528,6 +530,18 @@ fn pack(
         (true, true) => " (after the validation split and scaling)",
     };
     let packed = |ds: &Dataset| {
+        crate::limits::check(
+            || {
+                format!(
+                    "{}: a {} copy of {} values",
+                    ds.source.display(),
+                    storage.name(),
+                    ds.stored()
+                )
+            },
+            ds.stored() as u128,
+            storage.bytes() as u128,
+        )?;
         FeatureBuf::pack(ds.x.values(), storage).map_err(|i| {
             let (row, col) = ds.x.position(i, ds.d);
             Error::data(

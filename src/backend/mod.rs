@@ -20,7 +20,7 @@ pub mod storage;
 pub(crate) use simd::simd_dispatch;
 pub use simd::{axpy, decision, dot, prefetch_ahead, simd_enabled, sum_simd, Elem, Lanes};
 pub use storage::{
-    CsrBuf, CsrView, FeatureBuf, Features, Matrix, MatrixBuf, Row, Storage, WideMatrix,
+    CsrBuf, CsrView, FeatureBuf, Features, MappedF32, Matrix, MatrixBuf, Row, Storage, WideMatrix,
 };
 
 use serde::{Deserialize, Serialize};

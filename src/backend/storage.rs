@@ -805,13 +805,55 @@ impl CsrBuf {
     }
 }
 
-/// Features of n rows, owned, with f32 values: dense (row-major) or CSR. What a data set holds.
+/// Row-major f32 values in a read-only memory map of a file (a `.npy` array): epochs stream
+/// them from the page cache, so X takes no anonymous memory and may be larger than RAM.
+#[derive(Clone)]
+pub struct MappedF32 {
+    map: std::sync::Arc<memmap2::Mmap>,
+    start: usize,
+    len: usize,
+}
+
+impl MappedF32 {
+    /// The `len` f32 values at byte `start` of `map`; `None` when they are not all inside it
+    /// or `start` is not a multiple of 4 (the map itself starts on a page).
+    pub fn new(map: memmap2::Mmap, start: usize, len: usize) -> Option<MappedF32> {
+        let end = len.checked_mul(4)?.checked_add(start)?;
+        (start % 4 == 0 && end <= map.len()).then(|| MappedF32 {
+            map: std::sync::Arc::new(map),
+            start,
+            len,
+        })
+    }
+
+    /// The values.
+    pub fn values(&self) -> &[f32] {
+        bytemuck::cast_slice(&self.map[self.start..self.start + 4 * self.len])
+    }
+}
+
+impl std::fmt::Debug for MappedF32 {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "MappedF32 {{ {} values }}", self.len)
+    }
+}
+
+impl PartialEq for MappedF32 {
+    fn eq(&self, other: &Self) -> bool {
+        self.values() == other.values()
+    }
+}
+
+/// Features of n rows with f32 values: dense (row-major, owned or memory-mapped) or CSR. What
+/// a data set holds.
 #[derive(Debug, Clone, PartialEq)]
 pub enum MatrixBuf {
     /// Row-major, `n * d` values.
     Dense(Vec<f32>),
     /// Compressed sparse rows.
     Csr(CsrBuf),
+    /// Row-major, `n * d` values in a memory-mapped file.
+    Mapped(MappedF32),
 }
 
 impl From<Vec<f32>> for MatrixBuf {
@@ -836,8 +878,8 @@ impl MatrixBuf {
     /// The borrowed view.
     pub fn view(&self) -> Matrix<'_> {
         match self {
-            MatrixBuf::Dense(x) => Matrix::Dense(Features::F32(x)),
             MatrixBuf::Csr(c) => Matrix::Csr(c.view()),
+            _ => Matrix::Dense(Features::F32(self.values())),
         }
     }
 
@@ -846,22 +888,25 @@ impl MatrixBuf {
         match self {
             MatrixBuf::Dense(x) => x,
             MatrixBuf::Csr(c) => &c.values,
+            MatrixBuf::Mapped(m) => m.values(),
         }
     }
 
-    /// The stored values, to change in place (a zero written into CSR stays stored).
-    pub fn values_mut(&mut self) -> &mut [f32] {
-        match self {
-            MatrixBuf::Dense(x) => x,
-            MatrixBuf::Csr(c) => &mut c.values,
-        }
-    }
-
-    /// The dense values, when dense.
-    pub fn dense(&self) -> Option<&[f32]> {
+    /// The stored values, to change in place (a zero written into CSR stays stored); `None`
+    /// for a read-only map.
+    pub fn values_mut(&mut self) -> Option<&mut [f32]> {
         match self {
             MatrixBuf::Dense(x) => Some(x),
+            MatrixBuf::Csr(c) => Some(&mut c.values),
+            MatrixBuf::Mapped(_) => None,
+        }
+    }
+
+    /// The dense values, when dense (owned or mapped).
+    pub fn dense(&self) -> Option<&[f32]> {
+        match self {
             MatrixBuf::Csr(_) => None,
+            _ => Some(self.values()),
         }
     }
 
@@ -869,7 +914,7 @@ impl MatrixBuf {
     pub fn csr(&self) -> Option<&CsrBuf> {
         match self {
             MatrixBuf::Csr(c) => Some(c),
-            MatrixBuf::Dense(_) => None,
+            _ => None,
         }
     }
 
@@ -878,29 +923,36 @@ impl MatrixBuf {
         matches!(self, MatrixBuf::Csr(_))
     }
 
+    /// True for values in a memory-mapped file.
+    pub fn is_mapped(&self) -> bool {
+        matches!(self, MatrixBuf::Mapped(_))
+    }
+
     /// The column of each stored value (`d` columns per row when dense).
     pub fn columns(&self, d: usize) -> Box<dyn Iterator<Item = usize> + '_> {
         match self {
-            MatrixBuf::Dense(x) => Box::new((0..x.len()).map(move |i| i % d.max(1))),
             MatrixBuf::Csr(c) => Box::new(c.indices.iter().map(|&j| j as usize)),
+            _ => Box::new((0..self.values().len()).map(move |i| i % d.max(1))),
         }
     }
 
     /// (row, column) of stored value `k` (1-based, for messages).
     pub fn position(&self, k: usize, d: usize) -> (usize, usize) {
         match self {
-            MatrixBuf::Dense(_) => (k / d.max(1) + 1, k % d.max(1) + 1),
             MatrixBuf::Csr(c) => (
                 c.indptr.partition_point(|&p| p <= k),
                 c.indices[k] as usize + 1,
             ),
+            _ => (k / d.max(1) + 1, k % d.max(1) + 1),
         }
     }
 
     /// Row `i` of `d` values, dense (borrowed when dense).
     pub fn row(&self, i: usize, d: usize) -> Cow<'_, [f32]> {
         match self {
-            MatrixBuf::Dense(x) => Cow::Borrowed(&x[i * d..(i + 1) * d]),
+            MatrixBuf::Dense(_) | MatrixBuf::Mapped(_) => {
+                Cow::Borrowed(&self.values()[i * d..(i + 1) * d])
+            }
             MatrixBuf::Csr(c) => {
                 let mut r = vec![0f32; d];
                 for p in c.indptr[i]..c.indptr[i + 1] {
@@ -914,7 +966,8 @@ impl MatrixBuf {
     /// The rows `idx` of `d` values, in that order.
     pub fn select(&self, idx: &[usize], d: usize) -> MatrixBuf {
         match self {
-            MatrixBuf::Dense(x) => {
+            MatrixBuf::Dense(_) | MatrixBuf::Mapped(_) => {
+                let x = self.values();
                 let mut out = Vec::with_capacity(idx.len() * d);
                 for &i in idx {
                     out.extend_from_slice(&x[i * d..(i + 1) * d]);

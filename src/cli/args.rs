@@ -30,6 +30,8 @@ pub(crate) enum Command {
     Eval(EvalArgs),
     /// Generate a linearly separable data set (optionally with label noise).
     Gen(GenArgs),
+    /// Convert CSV or LIBSVM text to a float32 .npy that training memory-maps (streamed).
+    Convert(ConvertArgs),
     /// Generate data, train on it and print a report: no files needed.
     Demo(DemoArgs),
     /// List GPU adapters, their limits, and which one `--backend auto` picks.
@@ -458,6 +460,27 @@ pub(crate) struct GenArgs {
     /// Write here instead of stdout.
     #[arg(short, long, value_name = "FILE")]
     pub(crate) output: Option<PathBuf>,
+}
+
+#[derive(Args, Debug)]
+pub(crate) struct ConvertArgs {
+    /// CSV or LIBSVM data.
+    pub(crate) data: PathBuf,
+    /// The features, as a float32 C-order .npy.
+    #[arg(short, long, value_name = "X.npy")]
+    pub(crate) output: PathBuf,
+    /// The labels, as a .npy of class names (default: the output's name with .labels.npy).
+    #[arg(long, value_name = "Y.npy")]
+    pub(crate) labels_out: Option<PathBuf>,
+    /// Label column: a header name, a 0-based index (negative from the end), or none.
+    #[arg(long, value_name = "C", default_value = "auto")]
+    pub(crate) label_col: LabelCol,
+    /// File format: auto, csv or libsvm.
+    #[arg(long, value_name = "F", default_value = "auto")]
+    pub(crate) format: Format,
+    /// LIBSVM: number of features (default: the largest index in the file).
+    #[arg(long, value_name = "D")]
+    pub(crate) features: Option<usize>,
 }
 
 #[derive(Args, Debug)]

@@ -63,6 +63,7 @@ pub fn run() -> i32 {
         Command::Predict(a) => predict::predict(a),
         Command::Eval(a) => predict::eval(a),
         Command::Gen(a) => gen::gen(a),
+        Command::Convert(a) => gen::convert(a),
         Command::Demo(a) => demo::run(a),
         Command::Info(a) => hardware::info(a),
         Command::Bench(a) => hardware::bench(a),

@@ -54,6 +54,74 @@ pub fn parse_reader<R: Read>(
     size_hint: u64,
     opts: &LoadOptions,
 ) -> Result<Dataset> {
+    let mut x = VecSink {
+        path,
+        size_hint,
+        x: Vec::new(),
+    };
+    let (n, d, labels, weights) = parse_into(path, reader, opts, &mut x)?;
+    let mut x = x.x;
+    x.shrink_to_fit();
+    let mut ds = Dataset::new(x, n, d, labels, path.to_path_buf());
+    ds.weights = weights;
+    Ok(ds)
+}
+
+/// Where parsed feature values go, row after row.
+pub trait ValueSink {
+    /// Called once before the first value, with the number of features and the length in
+    /// bytes of the first data row (with its separators).
+    fn start(&mut self, _d: usize, _row_bytes: u64) -> Result<()> {
+        Ok(())
+    }
+    /// The next value (row-major), with the rows completed so far.
+    fn push(&mut self, v: f32, rows: usize) -> Result<()>;
+}
+
+/// X in memory: reserved once from the size of the input, grown within the memory budget.
+struct VecSink<'a> {
+    path: &'a Path,
+    size_hint: u64,
+    x: Vec<f32>,
+}
+
+impl ValueSink for VecSink<'_> {
+    fn start(&mut self, d: usize, row_bytes: u64) -> Result<()> {
+        // Rows estimated from the first data row's length, plus 10%: X is reserved about
+        // once. The estimate is only a hint (a huge comment can follow two rows): never more
+        // than a sixteenth of the memory budget, and a failed reservation is not an error.
+        let est_rows = (self.size_hint / row_bytes.max(1)) as usize;
+        let cap = (d.saturating_mul(est_rows.saturating_add(est_rows / 10 + 1)) as u64)
+            .min(crate::limits::budget() / 16);
+        let _ = self.x.try_reserve_exact(cap as usize);
+        Ok(())
+    }
+
+    fn push(&mut self, v: f32, rows: usize) -> Result<()> {
+        if self.x.len() == self.x.capacity() {
+            // Growing doubles X: check that against the budget instead of aborting.
+            crate::limits::check(
+                || format!("{}: more than {rows} rows", self.path.display()),
+                (self.x.capacity().max(1) as u128) * 2,
+                4,
+            )?;
+        }
+        self.x.push(v);
+        Ok(())
+    }
+}
+
+/// The parsed rows, counted: (rows, features, labels, row weights).
+pub type Parsed = (usize, usize, Option<super::Labels>, Option<Vec<f32>>);
+
+/// Parses CSV streamed from `reader`, sending the features to `sink` row by row; the labels
+/// and row weights are kept (O(n)).
+pub fn parse_into<R: Read>(
+    path: &Path,
+    reader: R,
+    opts: &LoadOptions,
+    sink: &mut dyn ValueSink,
+) -> Result<Parsed> {
     let mut rdr = ReaderBuilder::new()
         .has_headers(false)
         .flexible(true)
@@ -142,16 +210,8 @@ pub fn parse_reader<R: Read>(
     }
 
     let first_line = first.position().map_or(1, |p| p.line());
-    // Rows estimated from the first data row's length, plus 10%: X is reserved about once.
     let sample = if header { &second } else { &first };
-    let row_bytes = (sample.as_slice().len() + ncols) as u64;
-    let est_rows = (size_hint / row_bytes.max(1)) as usize;
-    // The estimate is only a hint (a huge comment can follow two rows): never more than a
-    // quarter of the memory budget, and a failed reservation is not an error.
-    let cap = (d.saturating_mul(est_rows.saturating_add(est_rows / 10 + 1)) as u64)
-        .min(crate::limits::budget() / 16);
-    let mut x: Vec<f32> = Vec::new();
-    let _ = x.try_reserve_exact(cap as usize);
+    sink.start(d, (sample.as_slice().len() + ncols) as u64)?;
     let mut labels = LabelBuilder::default();
     let mut weights: Vec<f32> = Vec::new();
     let mut n = 0usize;
@@ -185,15 +245,7 @@ pub fn parse_reader<R: Read>(
                 weights.push(v);
             } else {
                 let v = parse_value(field).map_err(|m| perr(line, Some(j + 1), field, m))?;
-                if x.len() == x.capacity() {
-                    // Growing doubles X: check that against the budget instead of aborting.
-                    crate::limits::check(
-                        || format!("{}: more than {n} rows x {d} features", path.display()),
-                        (x.capacity().max(1) as u128) * 2,
-                        4,
-                    )?;
-                }
-                x.push(v);
+                sink.push(v, n)?;
             }
         }
         n += 1;
@@ -209,16 +261,12 @@ pub fn parse_reader<R: Read>(
             push_row(&rec)?;
         }
     }
-    x.shrink_to_fit();
-    let mut ds = Dataset::new(
-        x,
+    Ok((
         n,
         d,
         label_idx.map(|_| labels.finish()),
-        path.to_path_buf(),
-    );
-    ds.weights = weight_idx.map(|_| weights);
-    Ok(ds)
+        weight_idx.map(|_| weights),
+    ))
 }
 
 /// The index of the column `col` names (a label or weight column: `param` says which, for

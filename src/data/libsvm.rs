@@ -11,7 +11,7 @@
 use std::io::BufRead;
 use std::path::Path;
 
-use super::csv::parse_value;
+use super::csv::{parse_value, Parsed, ValueSink};
 use super::{Dataset, LabelBuilder, LoadOptions};
 use crate::backend::{CsrBuf, MatrixBuf};
 use crate::error::{Error, Result};
@@ -24,9 +24,41 @@ pub fn parse(path: &Path, bytes: &[u8], opts: &LoadOptions) -> Result<Dataset> {
 /// Parses LIBSVM text that `open` provides (called once per pass).
 pub fn parse_with<R: BufRead>(
     path: &Path,
-    mut open: impl FnMut() -> std::io::Result<R>,
+    open: impl FnMut() -> std::io::Result<R>,
     opts: &LoadOptions,
 ) -> Result<Dataset> {
+    match parse_impl(path, open, opts, None)? {
+        Out::Data(ds) => Ok(ds),
+        Out::Streamed(..) => Err(Error::data(path, "internal: rows were streamed")),
+    }
+}
+
+/// Parses LIBSVM text that `open` provides, sending each row's d values (zeros included) to
+/// `sink`: memory O(d) for the row and O(n) for the labels, whatever the file's size.
+pub fn stream_with<R: BufRead>(
+    path: &Path,
+    open: impl FnMut() -> std::io::Result<R>,
+    opts: &LoadOptions,
+    sink: &mut dyn ValueSink,
+) -> Result<Parsed> {
+    match parse_impl(path, open, opts, Some(sink))? {
+        Out::Streamed(p) => Ok(p),
+        Out::Data(_) => Err(Error::data(path, "internal: rows were not streamed")),
+    }
+}
+
+/// What a parse made: a data set, or rows sent to a sink.
+enum Out {
+    Data(Dataset),
+    Streamed(Parsed),
+}
+
+fn parse_impl<R: BufRead>(
+    path: &Path,
+    mut open: impl FnMut() -> std::io::Result<R>,
+    opts: &LoadOptions,
+    mut sink: Option<&mut dyn ValueSink>,
+) -> Result<Out> {
     let io = |e| Error::io(path, e);
     // Pass 1: rows, largest index and pairs (malformed tokens are reported by pass 2).
     let (mut n, mut max_index, mut pairs) = (0usize, 0usize, 0usize);
@@ -69,12 +101,17 @@ pub fn parse_with<R: BufRead>(
             format!("{d} features: at most {} are supported", u32::MAX),
         ));
     }
-    let sparse = opts.layout.sparse_for(n, d, pairs);
-    let mut x = if sparse {
-        Vec::new()
-    } else {
-        super::dense_zeros(path, n, d)?
+    let sparse = sink.is_none() && opts.layout.sparse_for(n, d, pairs);
+    // Streamed: one row at a time.
+    let mut x = match &mut sink {
+        Some(s) => {
+            s.start(d, 0)?;
+            super::dense_zeros(path, 1, d)?
+        }
+        None if sparse => Vec::new(),
+        None => super::dense_zeros(path, n, d)?,
     };
+    let streamed = sink.is_some();
     let mut csr = CsrBuf::new();
     if sparse {
         let what = || {
@@ -112,6 +149,8 @@ pub fn parse_with<R: BufRead>(
         labels.push(label);
         let dense = if sparse {
             &mut [][..]
+        } else if streamed {
+            &mut x[..]
         } else {
             &mut x[row * d..(row + 1) * d]
         };
@@ -183,6 +222,12 @@ pub fn parse_with<R: BufRead>(
         if sparse {
             csr.indptr.push(csr.values.len());
         }
+        if let Some(s) = &mut sink {
+            for v in x.iter_mut() {
+                s.push(*v, row)?;
+                *v = 0.0;
+            }
+        }
         row += 1;
         Ok(())
     })
@@ -193,14 +238,17 @@ pub fn parse_with<R: BufRead>(
     if d == 0 {
         return Err(Error::data(path, "no features: every row has only a label"));
     }
+    if streamed {
+        return Ok(Out::Streamed((n, d, Some(labels.finish()), None)));
+    }
     let x: MatrixBuf = if sparse { csr.into() } else { x.into() };
-    Ok(Dataset::from_matrix(
+    Ok(Out::Data(Dataset::from_matrix(
         x,
         n,
         d,
         Some(labels.finish()),
         path.to_path_buf(),
-    ))
+    )))
 }
 
 /// Calls `f(line_number, content)` for each line, with any `#` comment and the line end

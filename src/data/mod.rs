@@ -2,6 +2,7 @@
 //! and in internal form. Loaders for CSV and LIBSVM live in submodules, with the synthetic
 //! generator.
 
+pub mod convert;
 pub mod csv;
 pub mod libsvm;
 pub mod npy;
@@ -439,9 +440,25 @@ impl Dataset {
         }
     }
 
-    /// The rows `idx`, in that order (labels, weights and source kept).
-    pub fn select(&self, idx: &[usize]) -> Dataset {
-        Dataset {
+    /// The rows `idx`, in that order (labels, weights and source kept): a copy, in memory
+    /// (checked against the budget first; memory-mapped rows too).
+    pub fn select(&self, idx: &[usize]) -> Result<Dataset> {
+        let per_row = match &self.x {
+            MatrixBuf::Csr(c) => c.nnz() / self.n.max(1) + 1,
+            _ => self.d,
+        };
+        crate::limits::check(
+            || {
+                format!(
+                    "{}: a copy of {} of its rows",
+                    self.source.display(),
+                    idx.len()
+                )
+            },
+            idx.len() as u128 * per_row as u128,
+            8,
+        )?;
+        Ok(Dataset {
             x: self.x.select(idx, self.d),
             n: idx.len(),
             d: self.d,
@@ -454,7 +471,7 @@ impl Dataset {
                 .weights
                 .as_ref()
                 .map(|w| idx.iter().map(|&i| w[i]).collect()),
-        }
+        })
     }
 
     /// Row `i` as `d` features (borrowed when dense, expanded when sparse).
@@ -465,7 +482,7 @@ impl Dataset {
     /// Feature `j` of row `i` (a binary search in a sparse row).
     pub fn get(&self, i: usize, j: usize) -> f32 {
         match &self.x {
-            MatrixBuf::Dense(x) => x[i * self.d + j],
+            MatrixBuf::Dense(_) | MatrixBuf::Mapped(_) => self.x.values()[i * self.d + j],
             MatrixBuf::Csr(c) => {
                 let span = c.indptr[i]..c.indptr[i + 1];
                 match c.indices[span.clone()].binary_search(&(j as u32)) {

@@ -7,7 +7,7 @@ use std::io::Read;
 use std::path::Path;
 
 use super::{Dataset, LabelBuilder, LoadOptions};
-use crate::backend::{CsrBuf, MatrixBuf};
+use crate::backend::{CsrBuf, MappedF32, MatrixBuf};
 use crate::error::{Error, Result};
 
 /// A parsed `.npy` array: its dtype string, shape, order, and the raw data bytes.
@@ -27,6 +27,20 @@ fn bad(path: &Path, what: &str, msg: impl Into<String>) -> Error {
 
 /// Parses the `.npy` bytes of array `what` (the file name or the array name in an archive).
 fn parse(path: &Path, what: &str, bytes: Vec<u8>) -> Result<Npy> {
+    let (descr, fortran, shape, start) = header(path, what, &bytes)?;
+    let mut data = bytes;
+    data.drain(..start);
+    Ok(Npy {
+        descr,
+        fortran,
+        shape,
+        data,
+    })
+}
+
+/// The header of the `.npy` bytes of array `what`: dtype, order, shape, and where the data
+/// starts.
+fn header(path: &Path, what: &str, bytes: &[u8]) -> Result<(String, bool, Vec<usize>, usize)> {
     if bytes.len() < 10 || &bytes[..6] != b"\x93NUMPY" {
         return Err(bad(
             path,
@@ -75,14 +89,7 @@ fn parse(path: &Path, what: &str, bytes: Vec<u8>) -> Result<Npy> {
                 .map_err(|_| bad(path, what, format!("bad shape {inner:?}")))
         })
         .collect::<Result<Vec<_>>>()?;
-    let mut data = bytes;
-    data.drain(..start + hlen);
-    Ok(Npy {
-        descr,
-        fortran,
-        shape,
-        data,
-    })
+    Ok((descr, fortran, shape, start + hlen))
 }
 
 /// Element size and kind of a dtype string such as `<f4`, `|u1`, `<U7`.
@@ -313,8 +320,78 @@ fn read_file(path: &Path) -> Result<Vec<u8>> {
 }
 
 /// Loads features from a `.npy` file, with labels from `labels` (another `.npy`) if given.
+/// A little-endian float32 array in C order is memory-mapped, not read: epochs stream it from
+/// the page cache and X takes no anonymous memory (a file larger than RAM trains); every value
+/// is still checked finite first. Other dtypes and orders are read into memory.
 pub fn load_npy(path: &Path, labels_path: Option<&Path>) -> Result<Dataset> {
+    if let Some(ds) = map_npy(path, labels_path)? {
+        return Ok(ds);
+    }
     parse_npy(path, &read_file(path)?, labels_path)
+}
+
+/// [`load_npy`] by memory map, or `None` when the file is not a 2-D little-endian float32 C
+/// array of the size its header says (the caller reads it instead, and names any error).
+fn map_npy(path: &Path, labels_path: Option<&Path>) -> Result<Option<Dataset>> {
+    let file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
+    // SAFETY: the map is read-only and private to this process; as with any memory-mapped
+    // input, the file must not be truncated while it is mapped (the README says so).
+    let Ok(map) = (unsafe { memmap2::Mmap::map(&file) }) else {
+        return Ok(None);
+    };
+    let name = path
+        .file_name()
+        .map(|f| f.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let Ok((descr, fortran, shape, start)) = header(path, &name, &map) else {
+        return Ok(None);
+    };
+    let (n, d) = match shape[..] {
+        [n, d] if n > 0 && d > 0 => (n, d),
+        _ => return Ok(None),
+    };
+    let Some(len) = n.checked_mul(d) else {
+        return Ok(None);
+    };
+    if descr != "<f4" || fortran || map.len() < start.saturating_add(len.saturating_mul(4)) {
+        return Ok(None);
+    }
+    let Some(m) = MappedF32::new(map, start, len) else {
+        return Ok(None);
+    };
+    {
+        use rayon::prelude::*;
+        let x = m.values();
+        if let Some(k) = x.par_iter().position_first(|v| !v.is_finite()) {
+            return Err(bad(
+                path,
+                &name,
+                format!(
+                    "row {}, column {}: {} is not a finite f32 value",
+                    k / d + 1,
+                    k % d + 1,
+                    x[k]
+                ),
+            ));
+        }
+    }
+    let labels = match labels_path {
+        Some(lp) => {
+            let lname = lp
+                .file_name()
+                .map(|f| f.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            Some(labels(lp, &lname, &parse(lp, &lname, read_file(lp)?)?, n)?)
+        }
+        None => None,
+    };
+    Ok(Some(Dataset::from_matrix(
+        MatrixBuf::Mapped(m),
+        n,
+        d,
+        labels,
+        path.to_path_buf(),
+    )))
 }
 
 /// Parses `.npy` bytes read from `path`, with labels from `labels` (another `.npy`) if given.

@@ -129,8 +129,8 @@ impl Scaler {
         d: usize,
     ) -> std::result::Result<Option<Scaler>, String> {
         let c = match x {
-            MatrixBuf::Dense(x) => return Ok(Scaler::fit(kind, x, n, d)),
             MatrixBuf::Csr(c) => c,
+            _ => return Ok(Scaler::fit(kind, x.values(), n, d)),
         };
         let (mut offset, mut spread) = (vec![0f64; d], vec![0f64; d]);
         match kind {
@@ -194,6 +194,20 @@ impl Scaler {
         source: &std::path::Path,
         saturate: bool,
     ) -> Result<()> {
+        if let MatrixBuf::Mapped(m) = x {
+            // A read-only map: the scaled rows are a copy, in memory.
+            crate::limits::check(
+                || {
+                    format!(
+                        "{}: a scaled copy of {n} rows x {d} features",
+                        source.display()
+                    )
+                },
+                m.values().len() as u128,
+                4,
+            )?;
+            *x = MatrixBuf::Dense(m.values().to_vec());
+        }
         if let MatrixBuf::Csr(c) = x {
             if !self.keeps_zeros() {
                 let what = || {
@@ -219,6 +233,7 @@ impl Scaler {
                 Ok(())
             }
             MatrixBuf::Dense(x) => self.apply(x, source),
+            MatrixBuf::Mapped(_) => Ok(()),
             MatrixBuf::Csr(c) => {
                 for (&j, v) in c.indices.iter().zip(c.values.iter_mut()) {
                     let f = self.factor[j as usize];

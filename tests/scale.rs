@@ -1,0 +1,182 @@
+//! Data larger than memory: a float32 `.npy` is memory-mapped, not read, so it trains in a
+//! memory budget smaller than X, with the model of the in-memory run, while the process's
+//! anonymous memory stays far below the size of X. (One test in this binary: the budget is
+//! process-wide.)
+
+mod common;
+
+use std::io::Write;
+use std::path::Path;
+
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use rosenblatt::algo;
+use rosenblatt::backend::cpu::CpuBackend;
+use rosenblatt::data::{self, npy, LoadOptions};
+use rosenblatt::params::TrainParams;
+
+/// The process's anonymous resident memory in bytes (Linux), or `None`.
+fn rss_anon() -> Option<u64> {
+    let s = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = s.lines().find(|l| l.starts_with("RssAnon:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib * 1024)
+}
+
+/// A version-1 `.npy` header for `descr` and `shape`, padded to 64 bytes.
+fn npy_header(descr: &str, shape: &str) -> Vec<u8> {
+    let mut h = format!("{{'descr': '{descr}', 'fortran_order': False, 'shape': {shape}, }}");
+    while (10 + h.len() + 1) % 64 != 0 {
+        h.push(' ');
+    }
+    h.push('\n');
+    let mut v = b"\x93NUMPY\x01\x00".to_vec();
+    v.extend((h.len() as u16).to_le_bytes());
+    v.extend(h.as_bytes());
+    v
+}
+
+/// Writes `n` x `d` integer features in -3..=3 (row by row, never all in memory) and labels
+/// from a fixed integer hyperplane with 5% flipped.
+fn write_set(dir: &Path, n: usize, d: usize) {
+    let mut rng = ChaCha8Rng::seed_from_u64(15);
+    let w: Vec<i32> = (0..d).map(|j| (j as i32 % 5) - 2).collect();
+    let mut x = std::io::BufWriter::new(std::fs::File::create(dir.join("x.npy")).unwrap());
+    x.write_all(&npy_header("<f4", &format!("({n}, {d})")))
+        .unwrap();
+    let mut y = npy_header("<i8", &format!("({n},)"));
+    let mut row = vec![0i32; d];
+    for _ in 0..n {
+        for v in row.iter_mut() {
+            *v = rng.random_range(-3..=3);
+        }
+        for v in &row {
+            x.write_all(&(*v as f32).to_le_bytes()).unwrap();
+        }
+        let s: i32 = row.iter().zip(&w).map(|(a, b)| a * b).sum();
+        let label: i64 = if (s >= 0) != rng.random_bool(0.05) {
+            1
+        } else {
+            -1
+        };
+        y.extend(label.to_le_bytes());
+    }
+    x.flush().unwrap();
+    std::fs::write(dir.join("y.npy"), y).unwrap();
+}
+
+#[test]
+fn a_mapped_npy_larger_than_the_budget_trains_like_in_memory() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path();
+    // 500,000 x 48 float32: 96 MB of X, against a budget of 16 MiB.
+    let (n, d) = (500_000, 48);
+    write_set(p, n, d);
+    let opts = LoadOptions {
+        labels: Some(p.join("y.npy")),
+        ..Default::default()
+    };
+    let params = TrainParams::default().epochs(8).validate().unwrap();
+    let cpu = CpuBackend::new();
+    rosenblatt::limits::set_budget(16 << 20);
+    let before = rss_anon();
+    let mapped = data::load(&p.join("x.npy"), &opts).unwrap();
+    assert!(mapped.x.is_mapped(), "a float32 C-order .npy is mapped");
+    assert_eq!((mapped.n, mapped.d), (n, d));
+    let t = algo::train(&mapped, &params, &cpu, None, &mut ()).unwrap();
+    let after = rss_anon();
+    if let (Some(a), Some(b)) = (before, after) {
+        let grown = b.saturating_sub(a);
+        assert!(
+            grown < 24 << 20,
+            "anonymous memory grew by {grown} bytes while training 96 MB of mapped X"
+        );
+    }
+    // Read into memory instead, the same file does not fit the budget...
+    let bytes = std::fs::read(p.join("x.npy")).unwrap();
+    let e = npy::parse_npy(&p.join("x.npy"), &bytes, Some(&p.join("y.npy")))
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(e.contains("x.npy"), "{e}");
+    // ...and with the budget lifted it trains the same model.
+    rosenblatt::limits::set_budget(0);
+    let in_memory = npy::parse_npy(&p.join("x.npy"), &bytes, Some(&p.join("y.npy"))).unwrap();
+    drop(bytes);
+    assert!(!in_memory.x.is_mapped());
+    let u = algo::train(&in_memory, &params, &cpu, None, &mut ()).unwrap();
+    assert_eq!(t.model.body(), u.model.body());
+    assert_eq!(t.report.mistakes_per_epoch, u.report.mistakes_per_epoch);
+    assert_eq!(t.report.radius, u.report.radius);
+    // A non-finite value in a mapped file is refused like one read into memory.
+    let mut bad = npy_header("<f4", "(2, 2)");
+    for v in [1.0f32, f32::NAN, 0.0, 2.0] {
+        bad.extend(v.to_le_bytes());
+    }
+    std::fs::write(p.join("bad.npy"), bad).unwrap();
+    let e = data::load(&p.join("bad.npy"), &LoadOptions::default())
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(e.contains("row 1, column 2"), "{e}");
+}
+
+/// `convert` streams CSV and LIBSVM text into a float32 `.npy` (and the labels into another),
+/// which training then memory-maps: the same model as training on the text. Run as a child
+/// process, so the budget above does not reach it.
+#[test]
+fn convert_writes_npy_that_trains_like_the_text() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path();
+    let o = common::run(
+        p,
+        &[
+            "gen", "--n", "3000", "--d", "7", "--seed", "4", "--noise", "0.05", "-o", "a.csv",
+        ],
+    );
+    assert!(o.status.success(), "{}", common::stderr(&o));
+    let o = common::run(
+        p,
+        &[
+            "gen", "--n", "3000", "--d", "7", "--seed", "4", "--noise", "0.05", "--format",
+            "libsvm", "-o", "a.svm",
+        ],
+    );
+    assert!(o.status.success(), "{}", common::stderr(&o));
+    let train = |args: &[&str]| {
+        let mut all = vec!["train"];
+        all.extend_from_slice(args);
+        all.extend_from_slice(&["--backend", "cpu", "--epochs", "40", "--json"]);
+        let o = common::run(p, &all);
+        assert!(o.status.success(), "{args:?}: {}", common::stderr(&o));
+        let r: serde_json::Value = serde_json::from_str(&common::stdout(&o)).unwrap();
+        (r["mistakes_per_epoch"].clone(), r["train_accuracy"].clone())
+    };
+    let want = train(&["a.csv"]);
+    for (src, out) in [("a.csv", "c.npy"), ("a.svm", "s.npy")] {
+        let o = common::run(p, &["convert", src, "-o", out]);
+        assert!(o.status.success(), "{}", common::stderr(&o));
+        let labels = out.replace(".npy", ".labels.npy");
+        assert!(
+            common::stderr(&o).contains(&labels),
+            "{}",
+            common::stderr(&o)
+        );
+        assert_eq!(train(&[out, "--labels", &labels]), want, "{src}");
+        let ds = data::load(&p.join(out), &LoadOptions::default()).unwrap();
+        assert!(ds.x.is_mapped());
+        assert_eq!((ds.n, ds.d), (3000, 7));
+    }
+    // Bad input is named, exit 2, and leaves no output behind.
+    common::write(p, "bad.csv", "a,b,label\n1,2,x\n3,oops,y\n");
+    let o = common::run(p, &["convert", "bad.csv", "-o", "bad.npy"]);
+    assert_eq!(o.status.code(), Some(2), "{}", common::stderr(&o));
+    assert!(
+        common::stderr(&o).contains("bad.csv"),
+        "{}",
+        common::stderr(&o)
+    );
+    assert!(!p.join("bad.npy").exists() && !p.join("bad.labels.npy").exists());
+    let o = common::run(p, &["convert", "c.npy", "-o", "d.npy"]);
+    assert_eq!(o.status.code(), Some(2), "{}", common::stderr(&o));
+}
