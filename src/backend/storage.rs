@@ -819,7 +819,7 @@ impl MappedF32 {
     /// or `start` is not a multiple of 4 (the map itself starts on a page).
     pub fn new(map: memmap2::Mmap, start: usize, len: usize) -> Option<MappedF32> {
         let end = len.checked_mul(4)?.checked_add(start)?;
-        (start % 4 == 0 && end <= map.len()).then(|| MappedF32 {
+        (start.is_multiple_of(4) && end <= map.len()).then(|| MappedF32 {
             map: std::sync::Arc::new(map),
             start,
             len,
