@@ -339,6 +339,19 @@ fn every_algorithm_trains_the_same_model_on_sparse_and_dense_rows() {
                 got.report.train_accuracy, want.report.train_accuracy,
                 "{what}: accuracy"
             );
+            // Scoring alone (predict, eval): the sparse rows on this backend, the dense rows
+            // on the CPU (an average's weights are not integers: equal to rounding).
+            let (a, b) = (
+                got.model.raw_scores(&sparse, b).unwrap(),
+                want.model.raw_scores(&dense, &cpu).unwrap(),
+            );
+            assert_eq!(a.len(), b.len());
+            for (x, y) in a.iter().zip(&b) {
+                assert!(
+                    (x - y).abs() <= 1e-5 * (1.0 + y.abs()),
+                    "{what}: score {x} vs {y}"
+                );
+            }
         }
     }
 }

@@ -517,8 +517,9 @@ impl<'a> CpuBound<'a> {
 
     /// The epoch on CSR rows: the chunks score their rows and write each row's coefficients
     /// (the twin of `margins`), then the sums over the mistakes are added row after row, each
-    /// row touching only its own columns (the order of `gather` in shaders/batch.wgsl for every
-    /// column: rows ascending). The counts are added in chunk order, as for dense rows.
+    /// row touching only its own columns (for every column rows ascending, as
+    /// `reference::gather`; the GPU's `gather` equals it where sums are exact). The counts are
+    /// added in chunk order, as for dense rows.
     fn accumulate_csr(&mut self, w: &[f32], rule: &BatchRule) -> (u64, f64, f64) {
         let v = self.v;
         let (d, k, rows) = (v.d, v.heads.max(1), self.rows);

@@ -135,7 +135,9 @@ fn add_row(a: f32, row: Row<'_>, out: &mut [f32]) {
 
 /// Twin of `gather` (CSR rows; the GPU reads a column-major copy): for every (head k, column
 /// j) the sum over the rows of coef[r, k] * [x_r, bias]_j, rows in ascending order, skipping
-/// rows whose coefficient is 0. Returns `heads * (d + 1)` sums (one partial).
+/// rows whose coefficient is 0. Returns `heads * (d + 1)` sums (one partial). The GPU sums a
+/// column's entries in TPC strided runs and then a tree, one partial per segment: the same
+/// sums wherever they are exact (integer data), not bit for bit on float data.
 pub fn gather(v: TrainView<'_>, coef: &[f32]) -> Vec<f32> {
     accumulate(v, coef, v.n.max(1))
 }

@@ -42,11 +42,18 @@ pub fn train(a: TrainArgs) -> anyhow::Result<()> {
     if ds.is_sparse()
         && params.fit_bias
         && params.effective_mode() == rosenblatt::params::Mode::Batch
-        && ds.stored() < ds.n.saturating_mul(8)
     {
         note!(
-            "hint: the rows are sparse ({:.1} non-zeros each): the batch sums add the bias              column of every row, which can outweigh the features and swing from epoch to              epoch; --no-bias or --algo online usually do better",
+            "hint: the rows are sparse ({:.1} non-zeros each): the batch sums add the bias \
+             column of every row, which can outweigh the rare features and swing from epoch to \
+             epoch; if training does not settle, try --no-bias or --algo online",
             ds.stored() as f64 / ds.n.max(1) as f64
+        );
+    }
+    if ds.is_sparse() && a.scale == Scale::Standard {
+        note!(
+            "note: the rows are held sparse, so --scale standard divides by the standard \
+             deviation without centering (centering would make them dense; --dense centers)"
         );
     } else if ds.is_sparse() {
     } else if a.scale == Scale::None && start.as_ref().is_none_or(|m| m.scaling().is_none()) {

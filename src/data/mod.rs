@@ -443,9 +443,11 @@ impl Dataset {
     /// The rows `idx`, in that order (labels, weights and source kept): a copy, in memory
     /// (checked against the budget first; memory-mapped rows too).
     pub fn select(&self, idx: &[usize]) -> Result<Dataset> {
+        // Bytes per copied row: 4 per value when dense; 8 per non-zero (value and column)
+        // and a row start when sparse.
         let per_row = match &self.x {
-            MatrixBuf::Csr(c) => c.nnz() / self.n.max(1) + 1,
-            _ => self.d,
+            MatrixBuf::Csr(c) => 8 * (c.nnz() / self.n.max(1) + 1) + 8,
+            _ => 4 * self.d,
         };
         crate::limits::check(
             || {
@@ -456,7 +458,7 @@ impl Dataset {
                 )
             },
             idx.len() as u128 * per_row as u128,
-            8,
+            1,
         )?;
         Ok(Dataset {
             x: self.x.select(idx, self.d),

@@ -581,6 +581,18 @@ fn scipy_sparse(path: &Path, members: [Vec<u8>; 5], opts: &LoadOptions) -> Resul
     let indptr = ints(path, "indptr", &parse(path, "indptr", pb)?, Some(outer + 1))?;
     let indices = ints(path, "indices", &parse(path, "indices", ib)?, None)?;
     let nnz = indices.len();
+    // The CSR form (a value, a column and for CSC a reordering of both, 16 bytes per value)
+    // and the row starts, before any of it is made.
+    crate::limits::check(
+        || {
+            format!(
+                "{}: {n} x {d} with {nnz} values stored sparse",
+                path.display()
+            )
+        },
+        nnz as u128 + n as u128 + 1,
+        16,
+    )?;
     let a = parse(path, "data", db)?;
     let (_, kind, size) = dtype(path, "data", &a.descr)?;
     if kind != 'f' || !(size == 4 || size == 8) {
@@ -659,23 +671,20 @@ fn scipy_sparse(path: &Path, members: [Vec<u8>; 5], opts: &LoadOptions) -> Resul
         if f.is_finite() {
             Ok(f)
         } else {
+            // The row and column of stored value p (1-based).
+            let outer_at = indptr.partition_point(|&q| q <= p as u64);
+            let (r, c) = if csc {
+                (indices[p] + 1, outer_at as u64)
+            } else {
+                (outer_at as u64, indices[p] + 1)
+            };
             Err(bad(
                 path,
                 "data",
-                format!("value {} is {v}, not a finite f32 value", p + 1),
+                format!("row {r}, column {c}: {v} is not a finite f32 value"),
             ))
         }
     };
-    crate::limits::check(
-        || {
-            format!(
-                "{}: {n} x {d} with {nnz} values stored sparse",
-                path.display()
-            )
-        },
-        nnz as u128 + n as u128 + 1,
-        16,
-    )?;
     let mut c = CsrBuf::new();
     if csc {
         // Count per row, then place each column's entries in column order, so every row's

@@ -219,6 +219,7 @@ pub fn generate_sparse(spec: &SynthSpec, density: f64) -> Result<Synthetic> {
     c.values.reserve(n * k);
     let mut y = Vec::with_capacity(n);
     let mut cols: Vec<u32> = Vec::with_capacity(k);
+    let mut picked = std::collections::HashSet::with_capacity(k);
     let max_tries = 1000 * n as u64 + 100_000;
     let mut tries = 0u64;
     while y.len() < n {
@@ -234,17 +235,16 @@ pub fn generate_sparse(spec: &SynthSpec, density: f64) -> Result<Synthetic> {
                 ),
             });
         }
-        // Floyd's sampling of k distinct columns, kept sorted.
+        // Floyd's sampling of k distinct columns, then sorted.
         cols.clear();
+        picked.clear();
         for j in (d - k)..d {
             let t = rng.random_range(0..=j) as u32;
-            let pick = match cols.binary_search(&t) {
-                Ok(_) => j as u32,
-                Err(_) => t,
-            };
-            let at = cols.binary_search(&pick).unwrap_or_else(|e| e);
-            cols.insert(at, pick);
+            let pick = if picked.contains(&t) { j as u32 } else { t };
+            picked.insert(pick);
+            cols.push(pick);
         }
+        cols.sort_unstable();
         let start = c.values.len();
         let mut s = 0f64;
         for &j in &cols {

@@ -329,7 +329,8 @@ impl<'c> Resident<'c> {
                     for &(start, len) in list {
                         // A sparse training segment sums its rows in one partial (`gather`).
                         let chunks = match role {
-                            ROLE_TRAIN if sparse => 1,
+                            // (Scoring alone sums nothing.)
+                            ROLE_TRAIN if sparse => usize::from(training),
                             ROLE_TRAIN => len.div_ceil(plan.chunk_rows),
                             _ => 0,
                         };
@@ -351,7 +352,7 @@ impl<'c> Resident<'c> {
                     }
                 }
                 let real = binding_limit(&ctx.limits, None);
-                if sparse && (chunk_base * len * 4) as u64 > real {
+                if sparse && training && (chunk_base * len * 4) as u64 > real {
                     return Err(Error::TooLarge(format!(
                         "{chunk_base} segments of {d} features need {} bytes of partial sums, \
                          more than the GPU binds at once ({real} bytes)",
@@ -1011,7 +1012,8 @@ fn plan_sparse(
         ..Shape::for_sparse(n, d, nnz, heads, wg)
     };
     let per_dim = limits.max_compute_workgroups_per_dimension as u64;
-    if len.div_ceil(wg as u64) > per_dim * per_dim {
+    // `gather` runs WG / TPC columns per workgroup.
+    if len.div_ceil((wg / shape.tpc).max(1) as u64) > per_dim * per_dim {
         return Err(Error::TooLarge(format!(
             "{d} features need more workgroups than the GPU dispatches ({per_dim} per dimension)"
         )));
