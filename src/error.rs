@@ -81,6 +81,10 @@ pub enum Error {
     #[error("GPU error: {0}")]
     Gpu(String),
 
+    /// The message-passing library (MPI) of a data-parallel run failed.
+    #[error("MPI: {0}")]
+    Mpi(String),
+
     /// The data is larger than the device can hold (the CPU backend has no such limit).
     #[error("{0}")]
     TooLarge(String),

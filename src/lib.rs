@@ -20,6 +20,8 @@ pub mod algo;
 pub mod backend;
 pub mod bench;
 pub mod data;
+#[cfg(feature = "mpi")]
+pub mod distributed;
 pub mod error;
 pub mod experiment;
 pub mod limits;

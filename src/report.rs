@@ -110,6 +110,8 @@ pub struct RunFacts {
     pub validation: Option<(usize, f64)>,
     /// How X was stored for the epochs.
     pub storage: crate::backend::Storage,
+    /// R, when computed already (a data-parallel run: the largest over the processes' rows).
+    pub radius: Option<f64>,
 }
 
 /// The report of a finished run: accuracy from the training scores `raw` (the model's heads
@@ -132,7 +134,7 @@ pub fn build(
         .zip(&labels.index)
         .filter(|(p, t)| p == t)
         .count();
-    let (radius, margin) = geometry(ds, model, raw, labels, bias);
+    let (radius, margin) = geometry(ds, model, raw, labels, bias, run.radius);
     let stats = &run.stats;
     TrainReport {
         algo: params.algo.name().to_string(),
@@ -217,7 +219,10 @@ fn geometry(
     raw: &[f32],
     labels: &Labels,
     bias: f32,
+    known_radius: Option<f64>,
 ) -> (f64, Option<f64>) {
+    let radius =
+        |x: &MatrixBuf, d: usize, bias: f32| known_radius.unwrap_or_else(|| radius(x, d, bias));
     let positive = |g: f64, norm2: f64| (norm2 > 0.0 && g > 0.0).then(|| g / norm2.sqrt());
     match model.body() {
         Body::Binary(h) => {

@@ -180,3 +180,19 @@ fn convert_writes_npy_that_trains_like_the_text() {
     let o = common::run(p, &["convert", "c.npy", "-o", "d.npy"]);
     assert_eq!(o.status.code(), Some(2), "{}", common::stderr(&o));
 }
+
+/// Without the `mpi` feature, `--distributed` says how to get it (exit 2).
+#[cfg(not(feature = "mpi"))]
+#[test]
+fn distributed_without_mpi_says_how_to_build_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path();
+    common::write(p, "a.csv", "x,label\n1,1\n-1,-1\n");
+    let o = common::run(p, &["train", "a.csv", "--distributed"]);
+    assert_eq!(o.status.code(), Some(2), "{}", common::stderr(&o));
+    assert!(
+        common::stderr(&o).contains("--features mpi"),
+        "{}",
+        common::stderr(&o)
+    );
+}

@@ -22,7 +22,7 @@ use rand_chacha::ChaCha8Rng;
 
 use crate::backend::{
     cpu::CpuBackend, Backend, BackendKind, EpochStats, FeatureBuf, HeadRule, Matrix, MatrixBuf,
-    Patience, StopReason, Storage, TrainView, ValView,
+    Patience, Reduce, StopReason, Storage, TrainView, ValView,
 };
 use crate::data::scale::Scaler;
 use crate::data::{same_class, Dataset, Labels};
@@ -91,6 +91,26 @@ pub struct Problem<'a> {
     /// A compact exact copy of the training and held-out rows (u8, i8 or f16), which the
     /// backends bind instead of the f32 rows; `None`: they bind the f32 rows.
     pub packed: Option<(FeatureBuf, Option<FeatureBuf>)>,
+    /// In a data-parallel run: this process's rows (the backends bind only them) and the sums
+    /// across processes. `None`: one process trains on every row.
+    pub shard: Option<Shard>,
+}
+
+/// One process's share of a data-parallel batch run ([`Problem::shard`]).
+#[derive(Debug, Clone)]
+pub struct Shard {
+    /// This process's rows: a contiguous range, ranges in process order.
+    pub rows: std::ops::Range<usize>,
+    /// Sums across the processes (the same as the backend's).
+    pub reduce: std::rc::Rc<dyn Reduce>,
+}
+
+impl Shard {
+    /// Process `rank` of `size`'s rows of `n`: rank * n / size up to (rank + 1) * n / size.
+    pub fn rows_of(n: usize, rank: usize, size: usize) -> std::ops::Range<usize> {
+        let at = |r: usize| (r as u128 * n as u128 / size.max(1) as u128) as usize;
+        at(rank)..at(rank + 1)
+    }
 }
 
 /// How many rows ahead the online forms prefetch the next row of a shuffled epoch.
@@ -236,6 +256,7 @@ impl<'a> Problem<'a> {
             val,
             scaling,
             packed,
+            shard: None,
         };
         if let Some(m) = start {
             pb.continue_from(m, params)?;
@@ -330,14 +351,15 @@ impl<'a> Problem<'a> {
                 (MatrixBuf::Csr(c), Some(p)) => Matrix::Csr(c.view_with(p.view())),
             }
         }
+        let rows = self.shard.as_ref().map_or(0..self.ds.n, |s| s.rows.clone());
         TrainView {
-            x: bind(&self.ds, packed.map(|(t, _)| t)),
-            y: &self.y,
-            n: self.ds.n,
+            x: bind(&self.ds, packed.map(|(t, _)| t)).rows(rows.clone(), self.ds.d),
+            y: &self.y[rows.clone()],
+            n: rows.len(),
             d: self.ds.d,
             bias: self.bias,
             heads: self.heads,
-            sw: self.sw.as_deref(),
+            sw: self.sw.as_deref().map(|s| &s[rows.clone()]),
             val: self.val.as_ref().map(|(v, y)| ValView {
                 x: bind(v, packed.and_then(|(_, pv)| pv.as_ref())),
                 y,
@@ -647,8 +669,29 @@ pub fn fit(
         fallback,
     };
     let t0 = Instant::now();
-    let fitted = fitter(params)(&pb, params, &backends, progress)?;
+    let mut fitted = fitter(params)(&pb, params, &backends, progress)?;
     let seconds = t0.elapsed().as_secs_f64();
+    // A data-parallel run: every process has the model; the training scores and R come from
+    // every process's rows, in process (row) order.
+    let mut radius = None;
+    if let Some(sh) = &pb.shard {
+        let local = fitted.scores.take().ok_or_else(|| {
+            Error::data(&ds.source, "a data-parallel run trains the batch form only")
+        })?;
+        fitted.scores = Some(sh.reduce.gather_f32(&local));
+        let v = pb.view();
+        let mut buf = Vec::new();
+        // In f64 and column order, as report::radius sums a row.
+        let r2 = (0..v.n)
+            .map(|i| match v.x.row(i, v.d, &mut buf) {
+                crate::backend::Row::Dense(x) => x.iter().map(|&a| (a as f64) * (a as f64)).sum(),
+                crate::backend::Row::Sparse { val, .. } => {
+                    val.iter().map(|&a| (a as f64) * (a as f64)).sum::<f64>()
+                }
+            })
+            .fold(0f64, f64::max);
+        radius = Some((sh.reduce.max_f64(r2) + (pb.bias as f64).powi(2)).sqrt());
+    }
     let finite_stats = fitted
         .stats
         .iter()
@@ -689,6 +732,7 @@ pub fn fit(
         best_epoch: fitted.best_epoch,
         validation,
         storage,
+        radius,
     };
     let report = report::build(ds, params, &model, &raw, pb.bias, run);
     Ok(Trained {

@@ -10,7 +10,7 @@ use rayon::prelude::*;
 use super::{
     axpy, predicted_wrong, prefetch_ahead, row_rule, simd_dispatch, winnow_weights, Backend,
     BackendKind, BatchRule, Bound, DataView, DualBound, DualRows, Elem, EpochStats, Epochs, Extras,
-    HeadRule, Kernel, Lanes, Matrix, Pocket, StopState, TrainView, Update,
+    HeadRule, Kernel, Lanes, Matrix, Pocket, Reduce, StopState, TrainView, Update,
 };
 use crate::error::Result;
 use crate::with_features;
@@ -430,9 +430,53 @@ simd_dispatch! {
     fn chunk_epoch_heads_simd<E: Elem>(x: &[E], v: TrainView<'_>, w: &[f32], rule: &BatchRule, start: usize, end: usize, p: &mut Partial) => chunk_epoch_heads
 }
 
+/// The CPU backend for one process of a data-parallel run: each epoch's sums and counts over
+/// this process's rows are summed over all processes (`reduce`) before the update, so every
+/// process applies the same update and takes the same stop decision.
+#[derive(Debug, Clone)]
+pub struct DistributedCpu<R: Reduce> {
+    /// The sums across processes.
+    pub reduce: R,
+}
+
+impl<R: Reduce> Backend for DistributedCpu<R> {
+    fn kind(&self) -> BackendKind {
+        BackendKind::Cpu
+    }
+
+    fn device(&self) -> String {
+        format!(
+            "CPU ({} threads), process {} of {}",
+            rayon::current_num_threads(),
+            self.reduce.rank() + 1,
+            self.reduce.size()
+        )
+    }
+
+    fn bind<'a>(&'a self, data: TrainView<'a>) -> Result<Box<dyn Bound + 'a>> {
+        let mut b = CpuBound::new(data);
+        b.reduce = Some(&self.reduce);
+        Ok(Box::new(b))
+    }
+
+    fn scores(&self, data: DataView<'_>, w: &[f32]) -> Result<Vec<f32>> {
+        Ok(cpu_scores(data, w))
+    }
+
+    fn bind_dual<'a>(
+        &'a self,
+        eval: DataView<'a>,
+        sv: Option<DataView<'a>>,
+    ) -> Result<Box<dyn DualBound + 'a>> {
+        Ok(Box::new(CpuDual(DualRows::new(eval, sv))))
+    }
+}
+
 /// Training data bound to the CPU, with the per-chunk buffers of the batch epoch.
 pub struct CpuBound<'a> {
     v: TrainView<'a>,
+    /// In a data-parallel run: the sums across processes.
+    reduce: Option<&'a dyn Reduce>,
     rows: usize,
     partials: Vec<Partial>,
     /// Sparse rows: each row's coefficient per head (`n * heads`), written by the chunks and
@@ -469,6 +513,7 @@ impl<'a> CpuBound<'a> {
         };
         CpuBound {
             v,
+            reduce: None,
             rows,
             partials: vec![p; chunks],
             coef: if sparse {
@@ -630,7 +675,14 @@ impl Bound for CpuBound<'_> {
                 }
                 Update::Additive => w,
             };
-            let (mistakes, criterion, weighted) = self.accumulate(scored, rule);
+            let (mut mistakes, mut criterion, mut weighted) = self.accumulate(scored, rule);
+            if let Some(r) = self.reduce {
+                // One epoch over every process's rows: the update sums and the counts.
+                r.sum_f32(&mut self.total);
+                let mut c = [mistakes as f64, criterion, weighted];
+                r.sum_f64(&mut c);
+                (mistakes, criterion, weighted) = (c[0] as u64, c[1], c[2]);
+            }
             // Held-out rows are scored by the model the epoch starts with: for averaging with
             // a pocket, the running sum (the average up to a positive factor).
             let (candidate, updates): (&[f32], u64) = match &self.average {

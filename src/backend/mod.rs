@@ -628,6 +628,46 @@ impl BackendKind {
     }
 }
 
+/// Sums across the processes of a data-parallel run, each holding a share of the rows: what
+/// makes their batch epochs one epoch over all rows. Implemented over MPI by
+/// `rosenblatt::distributed` (feature `mpi`); the backends only call it.
+pub trait Reduce: std::fmt::Debug {
+    /// This process's index (0-based).
+    fn rank(&self) -> usize;
+    /// Processes.
+    fn size(&self) -> usize;
+    /// Replaces `v` with its sum over the processes, added in process order (so the result
+    /// does not depend on how the processes are scheduled).
+    fn sum_f32(&self, v: &mut [f32]);
+    /// As [`Reduce::sum_f32`], in f64.
+    fn sum_f64(&self, v: &mut [f64]);
+    /// The largest `v` over the processes.
+    fn max_f64(&self, v: f64) -> f64;
+    /// Every process's `local`, concatenated in process order.
+    fn gather_f32(&self, local: &[f32]) -> Vec<f32>;
+}
+
+impl<T: Reduce + ?Sized> Reduce for std::rc::Rc<T> {
+    fn rank(&self) -> usize {
+        (**self).rank()
+    }
+    fn size(&self) -> usize {
+        (**self).size()
+    }
+    fn sum_f32(&self, v: &mut [f32]) {
+        (**self).sum_f32(v)
+    }
+    fn sum_f64(&self, v: &mut [f64]) {
+        (**self).sum_f64(v)
+    }
+    fn max_f64(&self, v: f64) -> f64 {
+        (**self).max_f64(v)
+    }
+    fn gather_f32(&self, local: &[f32]) -> Vec<f32> {
+        (**self).gather_f32(local)
+    }
+}
+
 /// Hardware that runs the primitive steps.
 pub trait Backend {
     /// CPU or GPU.

@@ -331,6 +331,11 @@ pub(crate) struct TrainArgs {
     /// this .gif (at most 150 frames, 640 x 480).
     #[arg(long, value_name = "FILE.gif")]
     pub(crate) animate: Option<PathBuf>,
+    /// Data-parallel training under `mpirun -np N`: each process takes its share of the rows
+    /// and the batch epoch's sums are added over all (the single-process model; see the
+    /// README's Scale section). Needs a build with `--features mpi`.
+    #[arg(long)]
+    pub(crate) distributed: bool,
     /// Continue from this saved model (same kind, features and classes) instead of w = 0.
     /// `-o` may name the same file: it is read before anything is written.
     #[arg(long, value_name = "MODEL", conflicts_with = "init")]

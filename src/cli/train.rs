@@ -13,12 +13,72 @@ use rosenblatt::output::{temp_beside, Temp};
 use rosenblatt::params::{Algo, Mode, Params, Scale};
 use rosenblatt::plot;
 
+use std::rc::Rc;
+
+use rosenblatt::backend::cpu::DistributedCpu;
+use rosenblatt::backend::{Reduce, Selected};
+
 use super::args::TrainArgs;
 use super::errors::{flag_error, usage};
 use super::{check_outputs, load_data, select_backend, stage, Bar};
 
+/// What `--distributed` trains: the batch family on the CPU, with neither held-out rows nor
+/// scaling (both would need statistics over every process's rows first).
+fn check_distributed(a: &TrainArgs, params: &Params) -> anyhow::Result<()> {
+    if params.effective_mode() != Mode::Batch || params.algo == Algo::Kernel {
+        return Err(usage(
+            "--distributed",
+            "trains the batch form (batch, multiclass, pocket, averaged, winnow with --mode \
+             batch); the online forms and the kernel perceptron run in one process",
+        ));
+    }
+    if a.validation.is_some() || params.validation_fraction.is_some() {
+        return Err(usage(
+            "--distributed",
+            "cannot hold out validation rows yet; leave out --validation and \
+             --validation-fraction",
+        ));
+    }
+    if params.scale != Scale::None {
+        return Err(usage(
+            "--distributed",
+            "cannot scale yet (the scaling is fitted on every row); scale the data beforehand",
+        ));
+    }
+    if a.backend.backend == BackendChoice::Gpu || a.animate.is_some() {
+        return Err(usage(
+            "--distributed",
+            "runs each process's epochs on its CPU, without --animate",
+        ));
+    }
+    Ok(())
+}
+
+/// The MPI world of a `--distributed` run.
+#[cfg(feature = "mpi")]
+fn world() -> anyhow::Result<Rc<dyn Reduce>> {
+    Ok(Rc::new(rosenblatt::distributed::Mpi::init()?))
+}
+
+#[cfg(not(feature = "mpi"))]
+fn world() -> anyhow::Result<Rc<dyn Reduce>> {
+    Err(usage(
+        "--distributed",
+        "needs a rosenblatt built with MPI: cargo build --release --features mpi (with Open \
+         MPI and libclang installed), then mpirun -np N rosenblatt train ... --distributed",
+    ))
+}
+
 pub fn train(a: TrainArgs) -> anyhow::Result<()> {
     let params = Params::try_from(&a)?;
+    let world = if a.distributed {
+        check_distributed(&a, &params)?;
+        Some(world()?)
+    } else {
+        None
+    };
+    // Only the first process of a data-parallel run speaks and writes.
+    let speaks = world.as_ref().is_none_or(|w| w.rank() == 0);
     let mut inputs = vec![a.data.as_path()];
     inputs.extend(a.data_args.labels.as_deref());
     inputs.extend(a.validation.as_deref());
@@ -39,7 +99,8 @@ pub fn train(a: TrainArgs) -> anyhow::Result<()> {
         Some(p) => Some(load_data(p, &a.data_args, Some(ds.d))?),
         None => None,
     };
-    if ds.is_sparse()
+    if speaks
+        && ds.is_sparse()
         && params.fit_bias
         && params.effective_mode() == rosenblatt::params::Mode::Batch
     {
@@ -50,7 +111,8 @@ pub fn train(a: TrainArgs) -> anyhow::Result<()> {
             ds.stored() as f64 / ds.n.max(1) as f64
         );
     }
-    if ds.is_sparse() && a.scale == Scale::Standard {
+    if !speaks {
+    } else if ds.is_sparse() && a.scale == Scale::Standard {
         note!(
             "note: the rows are held sparse, so --scale standard divides by the standard \
              deviation without centering (centering would make them dense; --dense centers)"
@@ -82,7 +144,22 @@ pub fn train(a: TrainArgs) -> anyhow::Result<()> {
             && ds.labels.as_ref().is_some_and(|l| l.classes.len() == 2);
         plot::check_animation(anim, &ds, binary_linear)?;
     }
-    let sel = select_backend(&a.backend, a.json)?;
+    let sel = match &world {
+        Some(w) => {
+            let backend = Box::new(DistributedCpu { reduce: w.clone() });
+            let note = format!("backend: {} (--distributed)", backend.device());
+            Selected { backend, note }
+        }
+        None => select_backend(&a.backend, a.json || !speaks)?,
+    };
+    if let (Some(w), true) = (&world, speaks) {
+        if !a.json {
+            note!(
+                "{} processes, each training on its share of the rows",
+                w.size()
+            );
+        }
+    }
     if params.effective_mode() == Mode::Online && sel.backend.kind() == BackendKind::Gpu {
         note!(
             "note: --algo {} is online (one update per mistake, sequential); it runs on the CPU",
@@ -90,7 +167,7 @@ pub fn train(a: TrainArgs) -> anyhow::Result<()> {
         );
     }
     let cpu = CpuBackend::new();
-    let mut bar = Bar::new(!a.json);
+    let mut bar = Bar::new(!a.json && speaks);
     if a.animate.is_some() {
         let w0 = match &start {
             Some(m) => m.augmented(),
@@ -104,12 +181,22 @@ pub fn train(a: TrainArgs) -> anyhow::Result<()> {
         Some(v) => Holdout::Rows(v),
         None => Holdout::FromParams,
     };
-    let trained = Problem::build(&ds, &params, holdout, start.as_ref())
-        .and_then(|pb| algo::fit(pb, &params, &*sel.backend, fallback, &mut bar));
+    let trained = Problem::build(&ds, &params, holdout, start.as_ref()).and_then(|mut pb| {
+        if let Some(w) = &world {
+            pb.shard = Some(algo::Shard {
+                rows: algo::Shard::rows_of(ds.n, w.rank(), w.size()),
+                reduce: w.clone(),
+            });
+        }
+        algo::fit(pb, &params, &*sel.backend, fallback, &mut bar)
+    });
     bar.finish();
     let trained = trained?;
     if let Some(note) = &trained.report.fallback {
         note!("warning: {note}");
+    }
+    if !speaks {
+        return Ok(());
     }
     // Every output is staged first and renamed into place only when all were written.
     let mut staged = Vec::new();

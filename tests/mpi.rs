@@ -1,0 +1,242 @@
+//! Data-parallel training under MPI (build with `--features mpi`; needs `mpirun` from Open
+//! MPI): `mpirun -np N rosenblatt train --distributed` for N = 1, 2 and 3 writes the model of
+//! the single-process run, bit for bit on integer data, for the batch family (binary,
+//! multiclass, one-vs-rest, pocket, averaged, Winnow) on a memory-mapped `.npy` and on sparse
+//! LIBSVM rows (Winnow's criterion, a sum of fractional margins, to rounding); float sums
+//! (balanced class weights) agree to rounding; what it cannot train yet is refused.
+#![cfg(feature = "mpi")]
+
+mod common;
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+
+/// `mpirun --oversubscribe -np N rosenblatt ARGS` in `dir` (as root too).
+fn mpirun(dir: &Path, np: usize, args: &[&str]) -> Output {
+    Command::new("mpirun")
+        .args(["--oversubscribe", "-np", &np.to_string()])
+        .arg(env!("CARGO_BIN_EXE_rosenblatt"))
+        .args(args)
+        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+        .current_dir(dir)
+        .output()
+        .expect("mpirun (Open MPI) on the PATH")
+}
+
+/// The model file without its training report (which holds times and the device).
+fn model(dir: &Path, name: &str) -> serde_json::Value {
+    let text = std::fs::read_to_string(dir.join(name)).unwrap();
+    let mut v: serde_json::Value = serde_json::from_str(&text).unwrap();
+    v.as_object_mut().unwrap().remove("training");
+    v
+}
+
+fn npy_header(descr: &str, shape: &str) -> Vec<u8> {
+    let mut h = format!("{{'descr': '{descr}', 'fortran_order': False, 'shape': {shape}, }}");
+    while (10 + h.len() + 1) % 64 != 0 {
+        h.push(' ');
+    }
+    h.push('\n');
+    let mut v = b"\x93NUMPY\x01\x00".to_vec();
+    v.extend((h.len() as u16).to_le_bytes());
+    v.extend(h.as_bytes());
+    v
+}
+
+/// 10,007 x 13 integer features; binary labels from a hyperplane (5% flipped) and 4-class
+/// labels, as `.npy`; and the same rows, sparse, as LIBSVM.
+fn write_sets(dir: &Path) {
+    let (n, d) = (10_007, 13);
+    let mut rng = ChaCha8Rng::seed_from_u64(7);
+    let mut x = npy_header("<f4", &format!("({n}, {d})"));
+    let (mut y2, mut y4) = (
+        npy_header("<i8", &format!("({n},)")),
+        npy_header("<i8", &format!("({n},)")),
+    );
+    let mut svm = String::new();
+    for _ in 0..n {
+        let row: Vec<i32> = (0..d)
+            .map(|_| {
+                if rng.random_bool(0.6) {
+                    0
+                } else {
+                    rng.random_range(-3..=3)
+                }
+            })
+            .collect();
+        let s: i32 = row
+            .iter()
+            .enumerate()
+            .map(|(j, v)| v * (j as i32 % 5 - 2))
+            .sum();
+        let b: i64 = if (s >= 0) != rng.random_bool(0.05) {
+            1
+        } else {
+            -1
+        };
+        x.extend(row.iter().flat_map(|&v| (v as f32).to_le_bytes()));
+        y2.extend(b.to_le_bytes());
+        y4.extend((s.rem_euclid(4) as i64).to_le_bytes());
+        svm.push_str(&b.to_string());
+        for (j, v) in row.iter().enumerate().filter(|(_, v)| **v != 0) {
+            svm.push_str(&format!(" {}:{v}", j + 1));
+        }
+        svm.push('\n');
+    }
+    std::fs::write(dir.join("x.npy"), x).unwrap();
+    std::fs::write(dir.join("y2.npy"), y2).unwrap();
+    std::fs::write(dir.join("y4.npy"), y4).unwrap();
+    std::fs::write(dir.join("x.svm"), svm).unwrap();
+}
+
+#[test]
+fn n_processes_train_the_single_process_model() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path();
+    write_sets(p);
+    let cases: &[&[&str]] = &[
+        &["x.npy", "--labels", "y2.npy"],
+        &["x.npy", "--labels", "y4.npy", "--algo", "multiclass"],
+        &[
+            "x.npy",
+            "--labels",
+            "y4.npy",
+            "--algo",
+            "multiclass",
+            "--multiclass",
+            "ovr",
+        ],
+        &[
+            "x.npy",
+            "--labels",
+            "y2.npy",
+            "--algo",
+            "pocket",
+            "--patience",
+            "4",
+        ],
+        &[
+            "x.npy", "--labels", "y2.npy", "--algo", "averaged", "--mode", "batch",
+        ],
+        &[
+            "x.npy", "--labels", "y2.npy", "--algo", "winnow", "--mode", "batch", "--lr", "0.1",
+        ],
+        &["x.svm", "--sparse"],
+    ];
+    for (k, case) in cases.iter().enumerate() {
+        let mut args = vec!["train"];
+        args.extend_from_slice(case);
+        args.extend_from_slice(&["--epochs", "25", "--json", "-o"]);
+        let one = format!("one{k}.json");
+        let mut single = args.clone();
+        single.extend_from_slice(&[&one, "--backend", "cpu"]);
+        let o = common::run(p, &single);
+        assert!(o.status.success(), "{case:?}: {}", common::stderr(&o));
+        let want: serde_json::Value = serde_json::from_str(&common::stdout(&o)).unwrap();
+        for np in [1, 2, 3] {
+            let out = format!("d{k}_{np}.json");
+            let mut dist = args.clone();
+            dist.extend_from_slice(&[&out, "--distributed"]);
+            let o = mpirun(p, np, &dist);
+            assert!(
+                o.status.success(),
+                "{case:?} np={np}: {}",
+                common::stderr(&o)
+            );
+            // One report, from the first process.
+            let text = common::stdout(&o);
+            assert_eq!(text.lines().count(), 1, "{case:?} np={np}: {text}");
+            let got: serde_json::Value = serde_json::from_str(&text).unwrap();
+            for key in [
+                "n",
+                "epochs",
+                "mistakes_per_epoch",
+                "train_accuracy",
+                "radius",
+                "stop_reason",
+            ] {
+                assert_eq!(got[key], want[key], "{case:?} np={np}: {key}");
+            }
+            // The criterion sums margins, which Winnow's weights make fractions: to rounding.
+            let crit = |v: &serde_json::Value| -> Vec<f64> {
+                v["criterion_per_epoch"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|x| x.as_f64().unwrap())
+                    .collect()
+            };
+            for (x, y) in crit(&got).iter().zip(crit(&want)) {
+                assert!(
+                    (x - y).abs() <= 1e-9 * (1.0 + y.abs()),
+                    "{case:?} np={np}: J {x} vs {y}"
+                );
+            }
+            assert_eq!(model(p, &out), model(p, &one), "{case:?} np={np}: model");
+        }
+    }
+}
+
+#[test]
+fn float_sums_agree_to_rounding_and_the_unsupported_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path();
+    write_sets(p);
+    // Balanced class weights make the sums fractions: the same model to rounding.
+    let base = [
+        "train",
+        "x.npy",
+        "--labels",
+        "y2.npy",
+        "--class-weight",
+        "balanced",
+        "--epochs",
+        "20",
+        "-o",
+    ];
+    let o = common::run(p, &[&base[..], &["one.json", "--backend", "cpu"]].concat());
+    assert!(o.status.success(), "{}", common::stderr(&o));
+    let o = mpirun(
+        p,
+        3,
+        &[&base[..], &["three.json", "--distributed"]].concat(),
+    );
+    assert!(o.status.success(), "{}", common::stderr(&o));
+    let (a, b) = (model(p, "one.json"), model(p, "three.json"));
+    let num = |v: &serde_json::Value| -> Vec<f64> {
+        v["weights"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|x| x.as_f64().unwrap())
+            .collect()
+    };
+    for (x, y) in num(&a).iter().zip(num(&b)) {
+        assert!((x - y).abs() <= 1e-3 * (1.0 + x.abs()), "{x} vs {y}");
+    }
+    for bad in [
+        &["--algo", "online"][..],
+        &["--validation-fraction", "0.2"],
+        &["--scale", "standard"],
+    ] {
+        let o = mpirun(
+            p,
+            2,
+            &[
+                &["train", "x.npy", "--labels", "y2.npy", "--distributed"][..],
+                bad,
+            ]
+            .concat(),
+        );
+        assert_eq!(o.status.code(), Some(2), "{bad:?}: {}", common::stderr(&o));
+        assert!(
+            common::stderr(&o).contains("--distributed"),
+            "{}",
+            common::stderr(&o)
+        );
+    }
+}
