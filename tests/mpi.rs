@@ -218,8 +218,40 @@ fn float_sums_agree_to_rounding_and_the_unsupported_is_refused() {
     for (x, y) in num(&a).iter().zip(num(&b)) {
         assert!((x - y).abs() <= 1e-3 * (1.0 + x.abs()), "{x} vs {y}");
     }
+    // The online perceptron by parameter mixing: one process is the sequential run; more
+    // mix their weights after every epoch (another algorithm, as good on this data).
+    let online = [
+        "train", "x.npy", "--labels", "y2.npy", "--algo", "online", "--epochs", "10", "--json",
+    ];
+    let o = common::run(
+        p,
+        &[&online[..], &["-o", "seq.json", "--backend", "cpu"]].concat(),
+    );
+    let seq: serde_json::Value = serde_json::from_str(&common::stdout(&o)).unwrap();
+    for np in [1, 3] {
+        let out = format!("ipm{np}.json");
+        let o = mpirun(
+            p,
+            np,
+            &[&online[..], &["-o", &out, "--distributed"]].concat(),
+        );
+        assert!(o.status.success(), "{}", common::stderr(&o));
+        let r: serde_json::Value = serde_json::from_str(&common::stdout(&o)).unwrap();
+        if np == 1 {
+            assert_eq!(model(p, &out), model(p, "seq.json"));
+            assert_eq!(r["mistakes_per_epoch"], seq["mistakes_per_epoch"]);
+        }
+        let (a, b) = (
+            r["train_accuracy"].as_f64().unwrap(),
+            seq["train_accuracy"].as_f64().unwrap(),
+        );
+        assert!(
+            a > b - 0.05,
+            "np={np}: accuracy {a} against {b} in one process"
+        );
+    }
     for bad in [
-        &["--algo", "online"][..],
+        &["--algo", "averaged"][..],
         &["--validation-fraction", "0.2"],
         &["--scale", "standard"],
     ] {

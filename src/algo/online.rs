@@ -17,7 +17,8 @@ use rand_chacha::ChaCha8Rng;
 use super::{Backends, Fitted, Problem, Progress, PREFETCH_ROWS};
 use crate::backend::cpu::{val_mistakes, CpuBackend};
 use crate::backend::{
-    predicted_wrong, row_rule, update_norm, BatchRule, EpochStats, Row, StopReason, StopState,
+    predicted_wrong, row_rule, update_norm, Backend, BatchRule, EpochStats, Reduce, Row,
+    StopReason, StopState,
 };
 use crate::error::{Error, Result};
 use crate::model::{vote_totals, Body, Rows, Voted};
@@ -36,14 +37,24 @@ pub fn fit(
     };
     let mut w = pb.initial_weights(params);
     let out = train(pb, params, keep, &mut w, progress)?;
+    let mut scores = None;
     let body = match out.model {
         Snapshot::Voted { flat, counts } => Body::Voted(Voted {
             rows: Rows::from_augmented(&flat, pb.ds.d, pb.fit_bias),
             counts,
         }),
-        Snapshot::Linear(w) => pb.linear_body(&w),
+        Snapshot::Linear(w) => {
+            if pb.shard.is_some() {
+                // A data-parallel run: this process's rows' scores, gathered by the caller.
+                scores = Some(CpuBackend::new().scores(pb.view().data(), &w)?);
+            }
+            pb.linear_body(&w)
+        }
     };
-    Ok(Fitted::on_cpu(body, out.stats, out.stop, out.best_epoch))
+    Ok(Fitted {
+        scores,
+        ..Fitted::on_cpu(body, out.stats, out.stop, out.best_epoch)
+    })
 }
 
 /// What to keep besides the final weights.
@@ -365,6 +376,20 @@ fn train(
             if let Some(avg) = avg.as_mut() {
                 avg.c += 1;
             }
+        }
+        if let Some(sh) = &pb.shard {
+            // Iterative parameter mixing (McDonald, Hall and Mann, 2010): each process ran one
+            // online epoch on its rows from the same weights; all continue from their mean.
+            // The counts are the sums over the processes.
+            let r = &sh.reduce;
+            r.sum_f32(w);
+            let k = r.size() as f32;
+            w.iter_mut().for_each(|v| *v /= k);
+            let mut c = [e.mistakes as f64, e.criterion, e.weighted.unwrap_or(0.0)];
+            r.sum_f64(&mut c);
+            e.mistakes = c[0] as u64;
+            e.criterion = c[1];
+            e.weighted = e.weighted.map(|_| c[2]);
         }
         e.update_norm = update_norm(w, &start);
         let linear = || match &avg {

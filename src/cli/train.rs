@@ -25,11 +25,16 @@ use super::{check_outputs, load_data, select_backend, stage, Bar};
 /// What `--distributed` trains: the batch family on the CPU, with neither held-out rows nor
 /// scaling (both would need statistics over every process's rows first).
 fn check_distributed(a: &TrainArgs, params: &Params) -> anyhow::Result<()> {
-    if params.effective_mode() != Mode::Batch || params.algo == Algo::Kernel {
+    let mixable = matches!(
+        params.algo,
+        Algo::Online | Algo::Batch | Algo::Multiclass | Algo::Pocket
+    );
+    if params.algo == Algo::Kernel || (params.effective_mode() == Mode::Online && !mixable) {
         return Err(usage(
             "--distributed",
-            "trains the batch form (batch, multiclass, pocket, averaged, winnow with --mode \
-             batch); the online forms and the kernel perceptron run in one process",
+            "trains the batch forms (batch, multiclass, pocket, averaged, winnow with --mode \
+             batch) and the plain online perceptron (binary or multiclass, by parameter \
+             mixing); the averaged, voted, Winnow and kernel online forms run in one process",
         ));
     }
     if a.validation.is_some() || params.validation_fraction.is_some() {
