@@ -10,11 +10,11 @@ use rayon::prelude::*;
 use serde::Serialize;
 
 use crate::algo;
-use crate::backend::cpu::{chunk_rows, CpuBackend};
+use crate::backend::cpu::{chunk_rows, CpuBackend, DistributedCpu};
 use crate::backend::gpu::{GpuBackend, GpuOptions};
 use crate::backend::{
-    sum_simd, Backend, BatchRule, Bound, FeatureBuf, HeadRule, KernelProfile, Matrix, Storage,
-    TrainView,
+    sum_simd, Backend, BatchRule, Bound, FeatureBuf, HeadRule, KernelProfile, Matrix, Reduce,
+    Storage, TrainView,
 };
 use crate::data::synth::{generate, generate_classes, generate_sparse, SynthSpec};
 use crate::error::{Error, Param, Result};
@@ -53,6 +53,50 @@ pub struct BenchSpec {
     /// Sparse rows: this share of the d features non-zero in each row (CSR), binary rule
     /// only; `None`: dense rows.
     pub density: Option<f64>,
+    /// A data-parallel run: this process times the CPU epoch over its share of the rows, the
+    /// sums going through this (no GPU, no time to converge).
+    pub distributed: Option<std::rc::Rc<dyn Reduce>>,
+}
+
+/// A [`Reduce`] that times its sums (for `bench --distributed`).
+#[derive(Debug)]
+struct TimedReduce {
+    inner: std::rc::Rc<dyn Reduce>,
+    seconds: std::cell::Cell<f64>,
+    epochs: std::cell::Cell<u64>,
+}
+
+impl TimedReduce {
+    fn timed<T>(&self, f: impl FnOnce() -> T) -> T {
+        let t = Instant::now();
+        let out = f();
+        self.seconds
+            .set(self.seconds.get() + t.elapsed().as_secs_f64());
+        out
+    }
+}
+
+impl Reduce for TimedReduce {
+    fn rank(&self) -> usize {
+        self.inner.rank()
+    }
+    fn size(&self) -> usize {
+        self.inner.size()
+    }
+    fn sum_f32(&self, v: &mut [f32]) {
+        // One per epoch: the update sums.
+        self.epochs.set(self.epochs.get() + 1);
+        self.timed(|| self.inner.sum_f32(v))
+    }
+    fn sum_f64(&self, v: &mut [f64]) {
+        self.timed(|| self.inner.sum_f64(v))
+    }
+    fn max_f64(&self, v: f64) -> f64 {
+        self.timed(|| self.inner.max_f64(v))
+    }
+    fn gather_f32(&self, local: &[f32]) -> Vec<f32> {
+        self.timed(|| self.inner.gather_f32(local))
+    }
 }
 
 impl Default for BenchSpec {
@@ -72,6 +116,7 @@ impl Default for BenchSpec {
             profile: false,
             storage: Storage::F32,
             density: None,
+            distributed: None,
         }
     }
 }
@@ -111,6 +156,13 @@ pub struct BackendBench {
     pub roofline_source: String,
     /// gbs / roofline_gbs.
     pub roofline_fraction: Option<f64>,
+    /// A data-parallel run: the processes, and the milliseconds per epoch spent summing over
+    /// them (the all-gather of the update and the counts, and the additions).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub processes: Option<usize>,
+    /// See `processes`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub allreduce_ms_per_epoch: Option<f64>,
     /// Backend creation (device, pipelines), seconds.
     pub setup_seconds: f64,
     /// Binding the data (upload for the GPU), seconds.
@@ -388,6 +440,8 @@ fn measure(
         roofline_gbs: roofline.0,
         roofline_source: roofline.1,
         roofline_fraction: roofline.0.map(|r| gbs / r),
+        processes: None,
+        allreduce_ms_per_epoch: None,
         setup_seconds,
         upload_seconds,
         submit_overhead_ms,
@@ -547,6 +601,43 @@ pub fn run(spec: &BenchSpec) -> Result<BenchReport> {
         gpu_skipped: None,
         gpu_speedup: None,
     };
+    if let Some(r) = &spec.distributed {
+        // This process's rows, timed with the sums over all processes.
+        let rows = algo::Shard::rows_of(spec.n, r.rank(), r.size());
+        let shard = TrainView {
+            x: view.x.rows(rows.clone(), spec.d),
+            y: &view.y[rows.clone()],
+            n: rows.len(),
+            ..view
+        };
+        let backend = DistributedCpu {
+            reduce: TimedReduce {
+                inner: r.clone(),
+                seconds: 0.0.into(),
+                epochs: 0.into(),
+            },
+        };
+        let x = match noisy.x.csr() {
+            Some(c) => &c.values[c.indptr[rows.start]..c.indptr[rows.end]],
+            None => &noisy.x.values()[rows.start * spec.d..rows.end * spec.d],
+        };
+        let probe = || cpu_read_pass(x, spec.d);
+        let mut b = measure(
+            &backend,
+            0.0,
+            shard,
+            spec,
+            1,
+            Roof::Measured(&probe),
+            None,
+            false,
+        )?;
+        let t = &backend.reduce;
+        b.processes = Some(r.size());
+        b.allreduce_ms_per_epoch = Some(1e3 * t.seconds.get() / t.epochs.get().max(1) as f64);
+        report.cpu = Some(b);
+        return Ok(report);
+    }
     if spec.cpu {
         let cpu = CpuBackend::new();
         let x = noisy.x.values();

@@ -272,3 +272,30 @@ fn float_sums_agree_to_rounding_and_the_unsupported_is_refused() {
         );
     }
 }
+
+#[test]
+fn bench_times_the_sums_over_the_processes() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = mpirun(
+        dir.path(),
+        2,
+        &[
+            "bench",
+            "--n",
+            "4000",
+            "--d",
+            "8",
+            "--epochs",
+            "3",
+            "--distributed",
+            "--json",
+        ],
+    );
+    assert!(o.status.success(), "{}", common::stderr(&o));
+    let text = common::stdout(&o);
+    assert_eq!(text.lines().count(), 1, "one report: {text}");
+    let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(v["cpu"]["processes"], 2);
+    assert!(v["cpu"]["allreduce_ms_per_epoch"].as_f64().unwrap() >= 0.0);
+    assert!(v["gpu"].is_null());
+}

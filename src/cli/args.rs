@@ -203,6 +203,11 @@ pub(crate) struct BenchArgs {
     /// to values the storage holds exactly, so the epoch reads 2 or 1 bytes per value).
     #[arg(long, value_name = "S", default_value = "f32")]
     pub(crate) storage: Storage,
+    /// Under `mpirun -np N` (a build with `--features mpi`): each process times the CPU epoch
+    /// over its share of the rows with the sums over all processes, and the first reports the
+    /// time those sums take.
+    #[arg(long)]
+    pub(crate) distributed: bool,
     /// Time sparse epochs: each row has this share of its d features non-zero, held as CSR
     /// (binary rule; the figures count the values, columns and row starts read).
     #[arg(long, value_name = "P")]

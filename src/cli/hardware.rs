@@ -75,7 +75,22 @@ pub fn bench(a: BenchArgs) -> anyhow::Result<()> {
         profile: a.profile,
         storage: a.storage,
         density: a.density,
+        distributed: None,
     };
+    let mut spec = spec;
+    if a.distributed {
+        let w = super::world()?;
+        spec.cpu = true;
+        spec.gpu = false;
+        spec.converge = false;
+        if w.rank() != 0 {
+            // Every process times its share; the first prints.
+            spec.distributed = Some(w);
+            bench::run(&spec)?;
+            return Ok(());
+        }
+        spec.distributed = Some(w);
+    }
     if a.json {
     } else if let Some(p) = a.density {
         note!(
@@ -168,6 +183,12 @@ fn print_bench(b: &BackendBench) -> anyhow::Result<()> {
     }
     if let Some(v) = b.nnz_per_second {
         outln!("  {:.1} million non-zeros per second", v / 1e6);
+    }
+    if let (Some(p), Some(ms)) = (b.processes, b.allreduce_ms_per_epoch) {
+        outln!(
+            "  {p} processes (this is the first, on its share of the rows): the sums over them \
+             take {ms:.3} ms of the epoch"
+        );
     }
     match b.peak_gflops {
         Some(p) => outln!(

@@ -129,6 +129,21 @@ fn load_data(path: &Path, a: &DataArgs, features: Option<usize>) -> anyhow::Resu
     Ok(data::load(path, &opts)?)
 }
 
+/// The MPI world of a `--distributed` run.
+#[cfg(feature = "mpi")]
+pub(crate) fn world() -> anyhow::Result<std::rc::Rc<dyn rosenblatt::backend::Reduce>> {
+    Ok(std::rc::Rc::new(rosenblatt::distributed::Mpi::init()?))
+}
+
+#[cfg(not(feature = "mpi"))]
+pub(crate) fn world() -> anyhow::Result<std::rc::Rc<dyn rosenblatt::backend::Reduce>> {
+    Err(errors::usage(
+        "--distributed",
+        "needs a rosenblatt built with MPI: cargo build --release --features mpi (with Open \
+         MPI and libclang installed), then mpirun -np N rosenblatt train ... --distributed",
+    ))
+}
+
 /// Chooses the backend and says which on stderr.
 fn select_backend(a: &BackendArgs, quiet: bool) -> anyhow::Result<Selected> {
     let opts = GpuOptions {

@@ -13,14 +13,12 @@ use rosenblatt::output::{temp_beside, Temp};
 use rosenblatt::params::{Algo, Mode, Params, Scale};
 use rosenblatt::plot;
 
-use std::rc::Rc;
-
 use rosenblatt::backend::cpu::DistributedCpu;
 use rosenblatt::backend::{Reduce, Selected};
 
 use super::args::TrainArgs;
 use super::errors::{flag_error, usage};
-use super::{check_outputs, load_data, select_backend, stage, Bar};
+use super::{check_outputs, load_data, select_backend, stage, world, Bar};
 
 /// What `--distributed` trains: the batch family on the CPU, with neither held-out rows nor
 /// scaling (both would need statistics over every process's rows first).
@@ -57,21 +55,6 @@ fn check_distributed(a: &TrainArgs, params: &Params) -> anyhow::Result<()> {
         ));
     }
     Ok(())
-}
-
-/// The MPI world of a `--distributed` run.
-#[cfg(feature = "mpi")]
-fn world() -> anyhow::Result<Rc<dyn Reduce>> {
-    Ok(Rc::new(rosenblatt::distributed::Mpi::init()?))
-}
-
-#[cfg(not(feature = "mpi"))]
-fn world() -> anyhow::Result<Rc<dyn Reduce>> {
-    Err(usage(
-        "--distributed",
-        "needs a rosenblatt built with MPI: cargo build --release --features mpi (with Open \
-         MPI and libclang installed), then mpirun -np N rosenblatt train ... --distributed",
-    ))
 }
 
 pub fn train(a: TrainArgs) -> anyhow::Result<()> {
