@@ -323,7 +323,18 @@ fn in_process_case(seed: &Seed, bytes: &[u8], rng: &mut ChaCha8Rng) -> Result<()
         layout,
         ..Default::default()
     };
-    match data::load_bytes(&path, bytes, &opts) {
+    let loaded = if seed.name.ends_with(".npy") && rng.random_bool(0.5) {
+        // Through a file, as `train x.npy` reads it: a float32 C array is memory-mapped.
+        let f = tempfile::Builder::new()
+            .suffix(".npy")
+            .tempfile()
+            .map_err(|e| e.to_string())?;
+        std::fs::write(f.path(), bytes).map_err(|e| e.to_string())?;
+        data::load(f.path(), &opts)
+    } else {
+        data::load_bytes(&path, bytes, &opts)
+    };
+    match loaded {
         Ok(ds) => {
             ACCEPTED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             let whole = match ds.x.csr() {
