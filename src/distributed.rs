@@ -79,6 +79,12 @@ impl Reduce for Mpi {
         self.all(&[v]).into_iter().fold(f64::NEG_INFINITY, f64::max)
     }
 
+    fn abort(&self, code: i32) {
+        if self.size() > 1 {
+            self.world.abort(code)
+        }
+    }
+
     fn gather_f32(&self, local: &[f32]) -> Vec<f32> {
         let counts: Vec<i32> = self.all(&[local.len() as i32]);
         let displs: Vec<i32> = counts

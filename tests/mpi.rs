@@ -250,6 +250,27 @@ fn float_sums_agree_to_rounding_and_the_unsupported_is_refused() {
             "np={np}: accuracy {a} against {b} in one process"
         );
     }
+    // An error after MPI started (every process fails to write the model) ends them all
+    // with the error's code instead of leaving any waiting.
+    let o = mpirun(
+        p,
+        2,
+        &[
+            "train",
+            "x.npy",
+            "--labels",
+            "y2.npy",
+            "--distributed",
+            "-o",
+            "no/such/dir/m.json",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", common::stderr(&o));
+    assert!(
+        common::stderr(&o).contains("no/such/dir"),
+        "{}",
+        common::stderr(&o)
+    );
     for bad in [
         &["--algo", "averaged"][..],
         &["--validation-fraction", "0.2"],

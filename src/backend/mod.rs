@@ -645,6 +645,9 @@ pub trait Reduce: std::fmt::Debug {
     fn max_f64(&self, v: f64) -> f64;
     /// Every process's `local`, concatenated in process order.
     fn gather_f32(&self, local: &[f32]) -> Vec<f32>;
+    /// Ends every process with exit code `code` (after an error in one, which the others may
+    /// be waiting for); returns only where there is nothing to end.
+    fn abort(&self, _code: i32) {}
 }
 
 impl<T: Reduce + ?Sized> Reduce for std::rc::Rc<T> {
@@ -665,6 +668,9 @@ impl<T: Reduce + ?Sized> Reduce for std::rc::Rc<T> {
     }
     fn gather_f32(&self, local: &[f32]) -> Vec<f32> {
         (**self).gather_f32(local)
+    }
+    fn abort(&self, code: i32) {
+        (**self).abort(code)
     }
 }
 

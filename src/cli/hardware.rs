@@ -83,13 +83,12 @@ pub fn bench(a: BenchArgs) -> anyhow::Result<()> {
         spec.cpu = true;
         spec.gpu = false;
         spec.converge = false;
-        if w.rank() != 0 {
-            // Every process times its share; the first prints.
-            spec.distributed = Some(w);
-            bench::run(&spec)?;
-            return Ok(());
-        }
+        let first = w.rank() == 0;
         spec.distributed = Some(w);
+        if !first {
+            // Every process times its share; the first prints.
+            return run_or_abort(&spec).map(|_| ());
+        }
     }
     if a.json {
     } else if let Some(p) = a.density {
@@ -112,7 +111,7 @@ pub fn bench(a: BenchArgs) -> anyhow::Result<()> {
             spec.epochs
         );
     }
-    let r = bench::run(&spec)?;
+    let r = run_or_abort(&spec)?;
     if a.backend == "gpu" && r.gpu.is_none() {
         anyhow::bail!(rosenblatt::Error::NoGpu(
             r.gpu_skipped.clone().unwrap_or_default()
@@ -243,4 +242,17 @@ fn print_bench(b: &BackendBench) -> anyhow::Result<()> {
         );
     }
     Ok(())
+}
+
+/// Runs the benchmark; in a data-parallel run an error ends every process (the others may be
+/// waiting for this one in a sum).
+fn run_or_abort(spec: &BenchSpec) -> anyhow::Result<rosenblatt::bench::BenchReport> {
+    let r = bench::run(spec).map_err(anyhow::Error::from);
+    if let (Err(e), Some(w)) = (&r, &spec.distributed) {
+        if w.size() > 1 {
+            note!("error: {}", super::errors::message(e));
+            w.abort(super::errors::exit_code(e));
+        }
+    }
+    r
 }

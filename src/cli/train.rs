@@ -20,8 +20,9 @@ use super::args::TrainArgs;
 use super::errors::{flag_error, usage};
 use super::{check_outputs, load_data, select_backend, stage, world, Bar};
 
-/// What `--distributed` trains: the batch family on the CPU, with neither held-out rows nor
-/// scaling (both would need statistics over every process's rows first).
+/// What `--distributed` trains: the batch family and the plain online perceptron on the CPU,
+/// with neither held-out rows nor scaling (both would need statistics over every process's
+/// rows first).
 fn check_distributed(a: &TrainArgs, params: &Params) -> anyhow::Result<()> {
     let mixable = matches!(
         params.algo,
@@ -65,6 +66,22 @@ pub fn train(a: TrainArgs) -> anyhow::Result<()> {
     } else {
         None
     };
+    let r = train_in(a, params, world.clone());
+    if let (Err(e), Some(w)) = (&r, &world) {
+        if w.size() > 1 {
+            // The other processes may be waiting for this one in a sum: end them all.
+            note!("error: {}", super::errors::message(e));
+            w.abort(super::errors::exit_code(e));
+        }
+    }
+    r
+}
+
+fn train_in(
+    a: TrainArgs,
+    params: Params,
+    world: Option<std::rc::Rc<dyn Reduce>>,
+) -> anyhow::Result<()> {
     // Only the first process of a data-parallel run speaks and writes.
     let speaks = world.as_ref().is_none_or(|w| w.rank() == 0);
     let mut inputs = vec![a.data.as_path()];
