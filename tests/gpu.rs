@@ -772,3 +772,107 @@ fn voted_models_with_many_vectors_score_on_the_gpu_in_blocks() {
         t.model.evaluate(&ds, &cpu).unwrap()
     );
 }
+
+/// X larger than the device memory it may take (`ResidentOptions::gpu_memory`) streams
+/// through two slots, a segment uploaded before its kernels every epoch: the same epochs,
+/// weights, pocket, average, held-out counts and scores as the CPU, bit for bit on integer
+/// data, in f32 and u8 storage, binary and multiclass.
+#[test]
+fn streamed_x_gives_the_resident_results() {
+    use rosenblatt::backend::{
+        BatchRule, FeatureBuf, HeadRule, Keep, Matrix, Storage, TrainView, ValView,
+    };
+    let Some(_) = gpu() else { return };
+    let streamed = GpuBackend::new(&GpuOptions {
+        resident: ResidentOptions {
+            gpu_memory: Some(4096),
+            ..Default::default()
+        },
+        ..Default::default()
+    })
+    .unwrap();
+    let cpu = CpuBackend::new();
+    let mut rng = ChaCha8Rng::seed_from_u64(44);
+    let (n, nv, d) = (1003, 97, 13);
+    let x: Vec<f32> = (0..n * d).map(|_| rng.random_range(0..=5) as f32).collect();
+    let xv: Vec<f32> = (0..nv * d)
+        .map(|_| rng.random_range(0..=5) as f32)
+        .collect();
+    for (heads, rule, keep) in [
+        (1, HeadRule::Binary, Keep::Pocket),
+        (3, HeadRule::MulticlassArgmax, Keep::Average),
+    ] {
+        let label = |rng: &mut ChaCha8Rng| -> f32 {
+            if heads == 1 {
+                if rng.random_bool(0.5) {
+                    1.0
+                } else {
+                    -1.0
+                }
+            } else {
+                rng.random_range(0..heads) as f32
+            }
+        };
+        let y: Vec<f32> = (0..n).map(|_| label(&mut rng)).collect();
+        let yv: Vec<f32> = (0..nv).map(|_| label(&mut rng)).collect();
+        let r = BatchRule {
+            rule,
+            keep,
+            ..BatchRule::new(1.0, 0.0)
+        };
+        for storage in [Storage::F32, Storage::U8] {
+            let (px, pv) = (
+                FeatureBuf::pack(&x, storage).unwrap(),
+                FeatureBuf::pack(&xv, storage).unwrap(),
+            );
+            let v = TrainView {
+                val: Some(ValView {
+                    x: Matrix::Dense(pv.view()),
+                    y: &yv,
+                    n: nv,
+                }),
+                ..TrainView::new(Matrix::Dense(px.view()), &y, n, d, 1.0, heads)
+            };
+            let run = |b: &dyn Backend| {
+                let mut bound = b.bind(v).unwrap();
+                let mut w = vec![0f32; heads * (d + 1)];
+                let mut stats = Vec::new();
+                for _ in 0..5 {
+                    stats.extend(bound.batch_epochs(&mut w, &r, 1).unwrap().stats);
+                }
+                let scores = bound.scores(&w).unwrap();
+                (stats, w, scores, bound.extras().unwrap())
+            };
+            let (want, got) = (run(&cpu), run(&streamed));
+            let what = format!("K={heads} {storage:?}");
+            for (a, b) in got.0.iter().zip(&want.0) {
+                assert_eq!(
+                    (a.mistakes, a.val_mistakes),
+                    (b.mistakes, b.val_mistakes),
+                    "{what}"
+                );
+                // The GPU adds J in f32, past 2^24 here: to rounding.
+                assert!(
+                    (a.criterion - b.criterion).abs() <= 1e-6 * b.criterion.abs(),
+                    "{what}: J"
+                );
+            }
+            assert_eq!(got.1, want.1, "{what}: weights");
+            assert_eq!(got.2, want.2, "{what}: scores");
+            assert_eq!(got.3.pocket, want.3.pocket, "{what}: pocket");
+            assert_eq!(got.3.average, want.3.average, "{what}: average");
+        }
+    }
+    // Scoring alone streams too.
+    let w: Vec<f32> = (0..d + 1).map(|j| j as f32 - 6.0).collect();
+    let data = DataView {
+        x: (&x).into(),
+        n,
+        d,
+        bias: 1.0,
+    };
+    assert_eq!(
+        streamed.scores(data, &w).unwrap(),
+        cpu.scores(data, &w).unwrap()
+    );
+}

@@ -182,6 +182,10 @@ pub(crate) struct BenchArgs {
     /// GPU adapter: a case-insensitive part of its name.
     #[arg(long, value_name = "NAME")]
     pub(crate) adapter: Option<String>,
+    /// Most device memory X may take (bytes; K, M, G suffixes): larger X streams through the
+    /// GPU every epoch, and the report gives the host-to-device bandwidth next to the epoch.
+    #[arg(long, value_name = "BYTES", value_parser = parse_bytes)]
+    pub(crate) gpu_memory: Option<u64>,
     /// GPU peak memory bandwidth in GB/s (default: a table of known devices).
     #[arg(long, value_name = "F")]
     pub(crate) peak_gbs: Option<f64>,
@@ -262,6 +266,26 @@ pub(crate) struct BackendArgs {
     /// GPU adapter to use: a case-insensitive part of its name (see `rosenblatt info`).
     #[arg(long, value_name = "NAME")]
     pub(crate) adapter: Option<String>,
+    /// Most device memory X may take (bytes; K, M, G suffixes are powers of 1024): larger X
+    /// streams through the GPU, two segments at a time, every epoch.
+    #[arg(long, value_name = "BYTES", value_parser = parse_bytes)]
+    pub(crate) gpu_memory: Option<u64>,
+}
+
+/// A byte count: digits with an optional K, M or G (powers of 1024).
+pub(crate) fn parse_bytes(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    let (num, mult) = match t.char_indices().last() {
+        Some((i, 'K' | 'k')) => (&t[..i], 1u64 << 10),
+        Some((i, 'M' | 'm')) => (&t[..i], 1 << 20),
+        Some((i, 'G' | 'g')) => (&t[..i], 1 << 30),
+        _ => (t, 1),
+    };
+    num.parse::<u64>()
+        .ok()
+        .and_then(|v| v.checked_mul(mult))
+        .filter(|&v| v > 0)
+        .ok_or_else(|| format!("{s:?} is not a positive byte count (e.g. 512M, 4G)"))
 }
 
 #[derive(Args, Debug)]

@@ -67,7 +67,10 @@ pub fn bench(a: BenchArgs) -> anyhow::Result<()> {
                 hardware_only: a.backend == "all" && a.adapter.is_none(),
                 name: a.adapter.clone(),
             },
-            ..Default::default()
+            resident: rosenblatt::backend::gpu::ResidentOptions {
+                gpu_memory: a.gpu_memory,
+                ..Default::default()
+            },
         },
         seed: a.seed,
         converge: !a.no_converge,
@@ -179,6 +182,13 @@ fn print_bench(b: &BackendBench) -> anyhow::Result<()> {
             b.gbs,
             b.roofline_source
         ),
+    }
+    if let Some(h) = b.streamed_h2d_gbs {
+        outln!(
+            "  X streamed through the GPU each epoch (--gpu-memory): uploads measured at {h:.2} \
+             GB/s, so moving X alone takes {:.3} ms of the epoch",
+            b.gbs / h * b.ms_per_epoch
+        );
     }
     if let Some(v) = b.nnz_per_second {
         outln!("  {:.1} million non-zeros per second", v / 1e6);

@@ -151,7 +151,10 @@ fn select_backend(a: &BackendArgs, quiet: bool) -> anyhow::Result<Selected> {
             name: a.adapter.clone(),
             hardware_only: false,
         },
-        ..Default::default()
+        resident: rosenblatt::backend::gpu::ResidentOptions {
+            gpu_memory: a.gpu_memory,
+            ..Default::default()
+        },
     };
     let sel = backend::select(a.backend, &opts).map_err(|e| match e {
         rosenblatt::Error::NoGpu(m) if a.adapter.is_none() => {

@@ -69,7 +69,35 @@ impl GpuBackend {
         Ok(n.div_ceil(plan.seg_rows))
     }
 
-    fn resident(&self, rows: Rows<'_>, heads: usize) -> Result<Resident<'_>> {
+    /// Host-to-device bandwidth in GB/s (1e9 bytes): `bytes` (at most 256 MiB) written to a
+    /// device buffer three times after a warm-up write, until the GPU has them. What streamed
+    /// X is bound by when the kernels are faster.
+    pub fn upload_gbs(&self, bytes: u64) -> Result<f64> {
+        let size = bytes.clamp(4, 256 << 20) / 4 * 4;
+        let ctx = &self.ctx;
+        let buf = resident::storage_buf(ctx, "rosenblatt.h2d_probe", size);
+        let data = vec![1u8; size as usize];
+        let wait = || {
+            ctx.device
+                .poll(wgpu::PollType::wait_indefinitely())
+                .map(|_| ())
+                .map_err(|e| crate::error::Error::Gpu(format!("waiting for the GPU: {e}")))
+        };
+        let write = || {
+            ctx.queue.write_buffer(&buf, 0, &data);
+            ctx.queue.submit([]);
+        };
+        ctx.scoped("timing uploads", write)?;
+        wait()?;
+        let t = std::time::Instant::now();
+        for _ in 0..3 {
+            ctx.scoped("timing uploads", write)?;
+        }
+        wait()?;
+        Ok(3.0 * size as f64 / t.elapsed().as_secs_f64() / 1e9)
+    }
+
+    fn resident<'a>(&'a self, rows: Rows<'a>, heads: usize) -> Result<Resident<'a>> {
         Resident::new(&self.ctx, &self.batch, rows, heads, &self.opts)
     }
 

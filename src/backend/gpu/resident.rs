@@ -144,6 +144,11 @@ struct Pipes {
 /// Data and buffers on the GPU for repeated epochs or scoring.
 pub struct Resident<'c> {
     ctx: &'c GpuContext,
+    /// Streamed X: each segment's bytes on the host, uploaded into slot (segment % 2) before
+    /// its kernels run; `None`: X is resident.
+    stream: Option<Vec<&'c [u8]>>,
+    /// The two device slots of streamed X.
+    slots: Option<[wgpu::Buffer; 2]>,
     d: usize,
     n: usize,
     /// How X is stored on the device.
@@ -221,6 +226,10 @@ pub struct ResidentOptions {
     /// give enough workgroups, `Some(true)` always, `Some(false)` never (`margins` +
     /// `accumulate`); tests hold every choice to the reference.
     pub fused: Option<bool>,
+    /// Most bytes of X to keep on the device: when X (training and held-out rows) is larger,
+    /// it streams: two segment slots on the device, each segment uploaded into one while the
+    /// other's kernels run, every epoch. `None`: X is resident (it must fit the device).
+    pub gpu_memory: Option<u64>,
 }
 
 /// Workgroups (chunks) a segment needs for the fused pass when `margins` would launch more:
@@ -232,7 +241,7 @@ impl<'c> Resident<'c> {
     pub fn new(
         ctx: &'c GpuContext,
         batch: &BatchPipelines,
-        rows: Rows<'_>,
+        rows: Rows<'c>,
         heads: usize,
         opts: &ResidentOptions,
     ) -> Result<Self> {
@@ -284,6 +293,23 @@ impl<'c> Resident<'c> {
             )?,
         };
         let binding = binding_limit(&ctx.limits, opts.max_binding);
+        // X larger than the device memory it may take streams through two segment slots.
+        let x_total = x.bytes(n, d) + held_x.map_or(0, |h| h.bytes(held_n, d));
+        let streamed = opts.gpu_memory.is_some_and(|b| x_total > b);
+        let mut plan = plan;
+        if streamed {
+            if sparse || mismatch {
+                return Err(Error::TooLarge(format!(
+                    "X ({x_total} bytes) is more than --gpu-memory allows, and streaming takes \
+                     dense rows (training and held-out in one storage) only"
+                )));
+            }
+            let row_bytes = (d * storage.bytes()) as u64;
+            let budget = opts.gpu_memory.unwrap_or(0);
+            // Whole words per slot (rows in fours): every upload but the last is aligned.
+            let slot_rows = ((budget / 2 / row_bytes.max(1)) as usize / 4 * 4).max(4);
+            plan.seg_rows = plan.seg_rows.min(slot_rows);
+        }
         let shape = plan.shape;
         let pipes = Pipes {
             margins: batch.pipeline(ctx, Entry::Margins, shape)?,
@@ -295,7 +321,11 @@ impl<'c> Resident<'c> {
             finalize: batch.pipeline(ctx, Entry::Finalize, shape)?,
             scores: batch.pipeline(ctx, Entry::Scores, shape)?,
         };
-        let epochs_per_submit = opts.epochs_per_submit.unwrap_or(64).max(1);
+        // Streamed: one epoch a submit (uploads after a stop would be wasted).
+        let epochs_per_submit = opts
+            .epochs_per_submit
+            .unwrap_or(if streamed { 1 } else { 64 })
+            .max(1);
         let d_aug = d + 1;
         let len = heads * d_aug;
         let groups = (shape.wg / shape.tpr) as usize;
@@ -422,6 +452,11 @@ impl<'c> Resident<'c> {
                         entire(7, &aux),
                     ],
                 });
+                let slot_bytes = (plan.seg_rows * d * storage.bytes()) as u64;
+                let slots = streamed.then(|| {
+                    [0, 1].map(|i| storage_buf(ctx, &format!("rosenblatt.x_slot[{i}]"), slot_bytes))
+                });
+                let mut stream = Vec::new();
                 let dummy = [0f32];
                 let no_index =
                     init_buf(ctx, "rosenblatt.no_index", &[], wgpu::BufferUsages::STORAGE);
@@ -456,12 +491,24 @@ impl<'c> Resident<'c> {
                             };
                             let gather = sparse && !held_out && training;
                             let (xs, csr, csc) = segment_arrays(src_x, start, len, d, gather);
-                            let xbuf = init_buf(
-                                ctx,
-                                &format!("rosenblatt.x[{k}]"),
-                                xs.bytes(),
-                                wgpu::BufferUsages::STORAGE,
-                            );
+                            let xbuf = match &slots {
+                                Some(s) => {
+                                    // The caller's rows (never converted when streaming).
+                                    let orig = match rows.held {
+                                        Some((h, _)) if held_out => h.x,
+                                        _ => rows.data.x,
+                                    };
+                                    stream
+                                        .push(values_of(orig.rows(start..start + len, d)).bytes());
+                                    s[k % 2].clone()
+                                }
+                                None => init_buf(
+                                    ctx,
+                                    &format!("rosenblatt.x[{k}]"),
+                                    xs.bytes(),
+                                    wgpu::BufferUsages::STORAGE,
+                                ),
+                            };
                             let index_buf = |what: &str, v: &[u32]| {
                                 if v.is_empty() {
                                     no_index.clone()
@@ -529,6 +576,8 @@ impl<'c> Resident<'c> {
                     .collect();
                 Ok(Resident {
                     ctx,
+                    stream: streamed.then_some(stream),
+                    slots,
                     d,
                     n,
                     storage,
@@ -570,6 +619,33 @@ impl<'c> Resident<'c> {
     /// Epochs recorded per submit.
     pub fn epochs_per_submit(&self) -> usize {
         self.epochs_per_submit
+    }
+
+    fn encoder(&self) -> wgpu::CommandEncoder {
+        self.ctx
+            .device
+            .create_command_encoder(&wgpu::CommandEncoderDescriptor {
+                label: Some("rosenblatt.batch_epochs"),
+            })
+    }
+
+    /// Streamed X: writes segment `k`'s rows into its slot, the whole words, then the last
+    /// bytes padded to a word (copies move whole words).
+    fn upload(&self, k: usize) {
+        let (Some(stream), Some(slots)) = (&self.stream, &self.slots) else {
+            return;
+        };
+        let bytes = stream[k];
+        let whole = bytes.len() / 4 * 4;
+        let q = &self.ctx.queue;
+        if whole > 0 {
+            q.write_buffer(&slots[k % 2], 0, &bytes[..whole]);
+        }
+        if whole < bytes.len() {
+            let mut tail = [0u8; 4];
+            tail[..bytes.len() - whole].copy_from_slice(&bytes[whole..]);
+            q.write_buffer(&slots[k % 2], whole as u64, &tail);
+        }
     }
 
     fn staging(&self, label: &str, size: u64) -> wgpu::Buffer {
@@ -689,7 +765,7 @@ impl<'c> Resident<'c> {
         epochs: usize,
     ) -> Result<Option<KernelProfile>> {
         let ctx = self.ctx;
-        if !ctx.features.contains(wgpu::Features::TIMESTAMP_QUERY) {
+        if !ctx.features.contains(wgpu::Features::TIMESTAMP_QUERY) || self.stream.is_some() {
             return Ok(None);
         }
         let plan = self.epoch_dispatches();
@@ -842,10 +918,37 @@ impl<'c> Resident<'c> {
                 });
                 pass.set_bind_group(0, &self.global, &[]);
                 for _ in 0..k {
+                    if self.stream.is_some() {
+                        break;
+                    }
                     for &(entry, seg, grid) in &plan {
                         if let Some(s) = seg {
                             pass.set_bind_group(1, &self.segs[s].bind, &[]);
                         }
+                        pass.set_pipeline(self.pipe(entry));
+                        pass.dispatch_workgroups(grid.0, grid.1, 1);
+                    }
+                }
+            }
+            if self.stream.is_some() {
+                // Streamed X: before a segment's first kernel, what is recorded goes to the
+                // queue and the segment's rows to its slot (the other slot's segment may still
+                // be running); the queue keeps them in order.
+                for _ in 0..k {
+                    let mut last = None;
+                    for &(entry, seg, grid) in &plan {
+                        if let Some(s) = seg.filter(|&s| last != Some(s)) {
+                            let done = std::mem::replace(&mut enc, self.encoder());
+                            ctx.queue.submit([done.finish()]);
+                            self.upload(s);
+                            last = Some(s);
+                        }
+                        let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor {
+                            label: Some("rosenblatt.batch_epochs"),
+                            timestamp_writes: None,
+                        });
+                        pass.set_bind_group(0, &self.global, &[]);
+                        pass.set_bind_group(1, &self.segs[seg.or(last).unwrap_or(0)].bind, &[]);
                         pass.set_pipeline(self.pipe(entry));
                         pass.dispatch_workgroups(grid.0, grid.1, 1);
                     }
@@ -946,17 +1049,21 @@ impl<'c> Resident<'c> {
                 .create_command_encoder(&wgpu::CommandEncoderDescriptor {
                     label: Some("rosenblatt.scores"),
                 });
-            {
+            for (k, seg) in self.segs.iter().enumerate().filter(|(_, s)| !s.held_out) {
+                if self.stream.is_some() {
+                    // Streamed X: this segment's rows into its slot first.
+                    let done = std::mem::replace(&mut enc, self.encoder());
+                    ctx.queue.submit([done.finish()]);
+                    self.upload(k);
+                }
                 let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor {
                     label: Some("rosenblatt.scores"),
                     timestamp_writes: None,
                 });
                 pass.set_bind_group(0, &self.global, &[]);
                 pass.set_pipeline(&self.pipes.scores);
-                for seg in self.segs.iter().filter(|s| !s.held_out) {
-                    pass.set_bind_group(1, &seg.bind, &[]);
-                    pass.dispatch_workgroups(seg.margin_wgs as u32, 1, 1);
-                }
+                pass.set_bind_group(1, &seg.bind, &[]);
+                pass.dispatch_workgroups(seg.margin_wgs as u32, 1, 1);
             }
             let mut off = 0u64;
             for seg in self.segs.iter().filter(|s| !s.held_out) {
