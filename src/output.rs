@@ -91,13 +91,17 @@ pub fn temp_beside(out: &Path, suffix: &str) -> std::io::Result<Temp> {
         Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
         _ => PathBuf::from("."),
     };
+    // The list is locked while the file is made and listed, so a signal handler clearing the
+    // list (remove_temps) waits for the listing instead of missing a file made just before.
+    let mut list = TEMPS.lock();
     let file = tempfile::Builder::new()
         .prefix(".rosenblatt-")
         .suffix(suffix)
         .tempfile_in(dir)?;
-    if let Ok(mut t) = TEMPS.lock() {
+    if let Ok(t) = &mut list {
         t.push(file.path().to_path_buf());
     }
+    drop(list);
     Ok(Temp {
         file: Some(file),
         target,
@@ -131,8 +135,12 @@ impl Temp {
             // By path: a writer may have renamed a new file onto the temporary's path.
             std::fs::set_permissions(file.path(), perms)?;
         }
-        unregister(file.path());
-        file.persist(&self.target).map_err(|e| e.error)?;
+        // Renamed first, then unlisted: a signal in between finds the name gone (harmless)
+        // rather than a temporary no longer listed.
+        let temp_path = file.path().to_path_buf();
+        let done = file.persist(&self.target).map_err(|e| e.error);
+        unregister(&temp_path);
+        done?;
         Ok(())
     }
 }
