@@ -2,8 +2,9 @@
 //! MPI): `mpirun -np N rosenblatt train --distributed` for N = 1, 2 and 3 writes the model of
 //! the single-process run, bit for bit on integer data, for the batch family (binary,
 //! multiclass, one-vs-rest, pocket, averaged, Winnow) on a memory-mapped `.npy` and on sparse
-//! LIBSVM rows (Winnow's criterion, a sum of fractional margins, to rounding); float sums
-//! (balanced class weights) agree to rounding; what it cannot train yet is refused.
+//! LIBSVM rows, and with held-out rows (Winnow's criterion, a sum of fractional margins, to
+//! rounding); float sums (balanced class weights, scaling) agree to rounding; what it cannot
+//! train yet is refused.
 #![cfg(feature = "mpi")]
 
 mod common;
@@ -126,6 +127,15 @@ fn n_processes_train_the_single_process_model() {
             "x.npy", "--labels", "y2.npy", "--algo", "winnow", "--mode", "batch", "--lr", "0.1",
         ],
         &["x.svm", "--sparse"],
+        &[
+            "x.npy",
+            "--labels",
+            "y2.npy",
+            "--algo",
+            "pocket",
+            "--validation-fraction",
+            "0.2",
+        ],
     ];
     for (k, case) in cases.iter().enumerate() {
         let mut args = vec!["train"];
@@ -271,10 +281,24 @@ fn float_sums_agree_to_rounding_and_the_unsupported_is_refused() {
         "{}",
         common::stderr(&o)
     );
+    // Scaling is fitted on every row alike in each process (each reads the whole file).
+    let scaled = [
+        "train", "x.npy", "--labels", "y2.npy", "--scale", "standard", "--epochs", "15", "--json",
+    ];
+    let o = common::run(p, &[&scaled[..], &["--backend", "cpu"]].concat());
+    let one: serde_json::Value = serde_json::from_str(&common::stdout(&o)).unwrap();
+    let o = mpirun(p, 3, &[&scaled[..], &["--distributed"]].concat());
+    assert!(o.status.success(), "{}", common::stderr(&o));
+    let three: serde_json::Value = serde_json::from_str(&common::stdout(&o)).unwrap();
+    let (a, b) = (
+        one["train_accuracy"].as_f64().unwrap(),
+        three["train_accuracy"].as_f64().unwrap(),
+    );
+    assert!((a - b).abs() < 0.02, "scaled: {a} vs {b}");
     for bad in [
         &["--algo", "averaged"][..],
-        &["--validation-fraction", "0.2"],
-        &["--scale", "standard"],
+        &["--algo", "voted"],
+        &["--algo", "kernel"],
     ] {
         let o = mpirun(
             p,

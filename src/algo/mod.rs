@@ -339,6 +339,14 @@ impl<'a> Problem<'a> {
         }
     }
 
+    /// Makes this problem one process's share of a data-parallel run: the process `reduce`
+    /// names trains on its range of the training rows (and scores its range of the held-out
+    /// rows), with the sums going through `reduce`.
+    pub fn distribute(&mut self, reduce: std::rc::Rc<dyn Reduce>) {
+        let rows = Shard::rows_of(self.ds.n, reduce.rank(), reduce.size());
+        self.shard = Some(Shard { rows, reduce });
+    }
+
     /// The view the backends bind.
     pub fn view(&self) -> TrainView<'_> {
         let packed = self.packed.as_ref();
@@ -360,10 +368,16 @@ impl<'a> Problem<'a> {
             bias: self.bias,
             heads: self.heads,
             sw: self.sw.as_deref().map(|s| &s[rows.clone()]),
-            val: self.val.as_ref().map(|(v, y)| ValView {
-                x: bind(v, packed.and_then(|(_, pv)| pv.as_ref())),
-                y,
-                n: v.n,
+            val: self.val.as_ref().map(|(v, y)| {
+                // A data-parallel run scores its share of the held-out rows too.
+                let r = self.shard.as_ref().map_or(0..v.n, |s| {
+                    Shard::rows_of(v.n, s.reduce.rank(), s.reduce.size())
+                });
+                ValView {
+                    x: bind(v, packed.and_then(|(_, pv)| pv.as_ref())).rows(r.clone(), v.d),
+                    y: &y[r.clone()],
+                    n: r.len(),
+                }
             }),
         }
     }

@@ -399,7 +399,18 @@ fn train(
         if pb.val.is_some() {
             e.val_mistakes = Some(match &votes {
                 Some(votes) => voted_val.mistakes(pb, votes, w)?,
-                None => val_mistakes(&v, &linear(), pb.rule).unwrap_or(0),
+                None => {
+                    let m = val_mistakes(&v, &linear(), pb.rule).unwrap_or(0);
+                    match &pb.shard {
+                        // Over every process's share of the held-out rows.
+                        Some(sh) => {
+                            let mut c = [m as f64];
+                            sh.reduce.sum_f64(&mut c);
+                            c[0] as u64
+                        }
+                        None => m,
+                    }
+                }
             });
         }
         let (better, why) = stop_state.record(&rule, &e);

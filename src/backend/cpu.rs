@@ -689,7 +689,13 @@ impl Bound for CpuBound<'_> {
                 Some((sum, t)) if rule.keep == super::Keep::AveragePocket && *t > 0 => (sum, *t),
                 _ => (scored, 0),
             };
-            let val = val_mistakes(&self.v, candidate, rule.rule);
+            let mut val = val_mistakes(&self.v, candidate, rule.rule);
+            if let (Some(r), Some(m)) = (self.reduce, val.as_mut()) {
+                // Held-out rows predicted wrong, over every process's share.
+                let mut c = [*m as f64];
+                r.sum_f64(&mut c);
+                *m = c[0] as u64;
+            }
             let mut e = EpochStats {
                 mistakes,
                 criterion,

@@ -20,9 +20,9 @@ use super::args::TrainArgs;
 use super::errors::{flag_error, usage};
 use super::{check_outputs, load_data, select_backend, stage, world, Bar};
 
-/// What `--distributed` trains: the batch family and the plain online perceptron on the CPU,
-/// with neither held-out rows nor scaling (both would need statistics over every process's
-/// rows first).
+/// What `--distributed` trains: the batch family and the plain online perceptron on the CPU.
+/// (Every process reads the whole data set, so scaling and held-out rows are fitted and drawn
+/// alike everywhere; each process then trains on, and scores, its share.)
 fn check_distributed(a: &TrainArgs, params: &Params) -> anyhow::Result<()> {
     let mixable = matches!(
         params.algo,
@@ -34,19 +34,6 @@ fn check_distributed(a: &TrainArgs, params: &Params) -> anyhow::Result<()> {
             "trains the batch forms (batch, multiclass, pocket, averaged, winnow with --mode \
              batch) and the plain online perceptron (binary or multiclass, by parameter \
              mixing); the averaged, voted, Winnow and kernel online forms run in one process",
-        ));
-    }
-    if a.validation.is_some() || params.validation_fraction.is_some() {
-        return Err(usage(
-            "--distributed",
-            "cannot hold out validation rows yet; leave out --validation and \
-             --validation-fraction",
-        ));
-    }
-    if params.scale != Scale::None {
-        return Err(usage(
-            "--distributed",
-            "cannot scale yet (the scaling is fitted on every row); scale the data beforehand",
         ));
     }
     if a.backend.backend == BackendChoice::Gpu || a.animate.is_some() {
@@ -188,10 +175,7 @@ fn train_in(
     };
     let trained = Problem::build(&ds, &params, holdout, start.as_ref()).and_then(|mut pb| {
         if let Some(w) = &world {
-            pb.shard = Some(algo::Shard {
-                rows: algo::Shard::rows_of(ds.n, w.rank(), w.size()),
-                reduce: w.clone(),
-            });
+            pb.distribute(w.clone());
         }
         algo::fit(pb, &params, &*sel.backend, fallback, &mut bar)
     });
