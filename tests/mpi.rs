@@ -36,27 +36,15 @@ fn model(dir: &Path, name: &str) -> serde_json::Value {
     v
 }
 
-fn npy_header(descr: &str, shape: &str) -> Vec<u8> {
-    let mut h = format!("{{'descr': '{descr}', 'fortran_order': False, 'shape': {shape}, }}");
-    while (10 + h.len() + 1) % 64 != 0 {
-        h.push(' ');
-    }
-    h.push('\n');
-    let mut v = b"\x93NUMPY\x01\x00".to_vec();
-    v.extend((h.len() as u16).to_le_bytes());
-    v.extend(h.as_bytes());
-    v
-}
-
 /// 10,007 x 13 integer features; binary labels from a hyperplane (5% flipped) and 4-class
 /// labels, as `.npy`; and the same rows, sparse, as LIBSVM.
 fn write_sets(dir: &Path) {
     let (n, d) = (10_007, 13);
     let mut rng = ChaCha8Rng::seed_from_u64(7);
-    let mut x = npy_header("<f4", &format!("({n}, {d})"));
+    let mut x = common::npy_header("<f4", &format!("({n}, {d})"));
     let (mut y2, mut y4) = (
-        npy_header("<i8", &format!("({n},)")),
-        npy_header("<i8", &format!("({n},)")),
+        common::npy_header("<i8", &format!("({n},)")),
+        common::npy_header("<i8", &format!("({n},)")),
     );
     let mut svm = String::new();
     for _ in 0..n {

@@ -23,28 +23,15 @@ fn rss_anon() -> Option<u64> {
     Some(kib * 1024)
 }
 
-/// A version-1 `.npy` header for `descr` and `shape`, padded to 64 bytes.
-fn npy_header(descr: &str, shape: &str) -> Vec<u8> {
-    let mut h = format!("{{'descr': '{descr}', 'fortran_order': False, 'shape': {shape}, }}");
-    while (10 + h.len() + 1) % 64 != 0 {
-        h.push(' ');
-    }
-    h.push('\n');
-    let mut v = b"\x93NUMPY\x01\x00".to_vec();
-    v.extend((h.len() as u16).to_le_bytes());
-    v.extend(h.as_bytes());
-    v
-}
-
 /// Writes `n` x `d` integer features in -3..=3 (row by row, never all in memory) and labels
 /// from a fixed integer hyperplane with 5% flipped.
 fn write_set(dir: &Path, n: usize, d: usize) {
     let mut rng = ChaCha8Rng::seed_from_u64(15);
     let w: Vec<i32> = (0..d).map(|j| (j as i32 % 5) - 2).collect();
     let mut x = std::io::BufWriter::new(std::fs::File::create(dir.join("x.npy")).unwrap());
-    x.write_all(&npy_header("<f4", &format!("({n}, {d})")))
+    x.write_all(&common::npy_header("<f4", &format!("({n}, {d})")))
         .unwrap();
-    let mut y = npy_header("<i8", &format!("({n},)"));
+    let mut y = common::npy_header("<i8", &format!("({n},)"));
     let mut row = vec![0i32; d];
     for _ in 0..n {
         for v in row.iter_mut() {
@@ -109,7 +96,7 @@ fn a_mapped_npy_larger_than_the_budget_trains_like_in_memory() {
     assert_eq!(t.report.mistakes_per_epoch, u.report.mistakes_per_epoch);
     assert_eq!(t.report.radius, u.report.radius);
     // A non-finite value in a mapped file is refused like one read into memory.
-    let mut bad = npy_header("<f4", "(2, 2)");
+    let mut bad = common::npy_header("<f4", "(2, 2)");
     for v in [1.0f32, f32::NAN, 0.0, 2.0] {
         bad.extend(v.to_le_bytes());
     }

@@ -460,7 +460,7 @@ impl<R: Reduce> Backend for DistributedCpu<R> {
     }
 
     fn scores(&self, data: DataView<'_>, w: &[f32]) -> Result<Vec<f32>> {
-        Ok(cpu_scores(data, w))
+        CpuBackend.scores(data, w)
     }
 
     fn bind_dual<'a>(
@@ -468,7 +468,8 @@ impl<R: Reduce> Backend for DistributedCpu<R> {
         eval: DataView<'a>,
         sv: Option<DataView<'a>>,
     ) -> Result<Box<dyn DualBound + 'a>> {
-        Ok(Box::new(CpuDual(DualRows::new(eval, sv))))
+        static CPU: CpuBackend = CpuBackend;
+        CPU.bind_dual(eval, sv)
     }
 }
 

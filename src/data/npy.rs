@@ -315,6 +315,23 @@ pub fn load_weights(path: &Path, n: usize) -> Result<Vec<f32>> {
         .collect()
 }
 
+/// The labels of `n` rows from the `.npy` file `path`, when one is given.
+fn labels_file(path: Option<&Path>, n: usize) -> Result<Option<super::Labels>> {
+    let Some(lp) = path else {
+        return Ok(None);
+    };
+    let name = lp
+        .file_name()
+        .map(|f| f.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    Ok(Some(labels(
+        lp,
+        &name,
+        &parse(lp, &name, read_file(lp)?)?,
+        n,
+    )?))
+}
+
 fn read_file(path: &Path) -> Result<Vec<u8>> {
     std::fs::read(path).map_err(|e| Error::io(path, e))
 }
@@ -375,16 +392,7 @@ fn map_npy(path: &Path, labels_path: Option<&Path>) -> Result<Option<Dataset>> {
             ));
         }
     }
-    let labels = match labels_path {
-        Some(lp) => {
-            let lname = lp
-                .file_name()
-                .map(|f| f.to_string_lossy().into_owned())
-                .unwrap_or_default();
-            Some(labels(lp, &lname, &parse(lp, &lname, read_file(lp)?)?, n)?)
-        }
-        None => None,
-    };
+    let labels = labels_file(labels_path, n)?;
     Ok(Some(Dataset::from_matrix(
         MatrixBuf::Mapped(m),
         n,
@@ -402,16 +410,7 @@ pub fn parse_npy(path: &Path, bytes: &[u8], labels_path: Option<&Path>) -> Resul
         .unwrap_or_default();
     let a = parse(path, &name, bytes.to_vec())?;
     let (x, n, d) = features(path, &name, &a)?;
-    let labels = match labels_path {
-        Some(lp) => {
-            let lname = lp
-                .file_name()
-                .map(|f| f.to_string_lossy().into_owned())
-                .unwrap_or_default();
-            Some(labels(lp, &lname, &parse(lp, &lname, read_file(lp)?)?, n)?)
-        }
-        None => None,
-    };
+    let labels = labels_file(labels_path, n)?;
     Ok(Dataset::new(x, n, d, labels, path.to_path_buf()))
 }
 
@@ -737,15 +736,6 @@ fn scipy_sparse(path: &Path, members: [Vec<u8>; 5], opts: &LoadOptions) -> Resul
         }
         x.into()
     };
-    let labels = match &opts.labels {
-        Some(lp) => {
-            let lname = lp
-                .file_name()
-                .map(|f| f.to_string_lossy().into_owned())
-                .unwrap_or_default();
-            Some(labels(lp, &lname, &parse(lp, &lname, read_file(lp)?)?, n)?)
-        }
-        None => None,
-    };
+    let labels = labels_file(opts.labels.as_deref(), n)?;
     Ok(Dataset::from_matrix(x, n, d, labels, path.to_path_buf()))
 }

@@ -84,3 +84,17 @@ pub fn integer_classes(n: usize, d: usize, k: usize, seed: u64) -> Dataset {
         .collect();
     Dataset::new(x, n, d, Some(Labels::from_names(&names)), "integer")
 }
+
+/// A version-1 `.npy` header for `descr` and `shape` (e.g. `"(3, 2)"`), padded to 64 bytes;
+/// the data follows it.
+pub fn npy_header(descr: &str, shape: &str) -> Vec<u8> {
+    let mut h = format!("{{'descr': '{descr}', 'fortran_order': False, 'shape': {shape}, }}");
+    while (10 + h.len() + 1) % 64 != 0 {
+        h.push(' ');
+    }
+    h.push('\n');
+    let mut v = b"\x93NUMPY\x01\x00".to_vec();
+    v.extend((h.len() as u16).to_le_bytes());
+    v.extend(h.as_bytes());
+    v
+}
