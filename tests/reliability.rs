@@ -14,19 +14,6 @@ fn bin() -> &'static str {
     env!("CARGO_BIN_EXE_rosenblatt")
 }
 
-/// Runs the binary with `args` in `dir` under `ulimit -v` of `kib` KiB (the memory budget is
-/// then half of it).
-fn run_limited(dir: &Path, kib: u64, args: &[&str]) -> Output {
-    Command::new("sh")
-        .arg("-c")
-        .arg(format!("ulimit -v {kib}; exec \"$0\" \"$@\""))
-        .arg(bin())
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .unwrap()
-}
-
 /// Runs a shell command line in `dir` (pipes and redirections).
 fn shell(dir: &Path, line: &str) -> Output {
     Command::new("sh")
@@ -307,7 +294,7 @@ fn sizes_from_input_are_checked_before_allocating() {
     let kib = 1 << 20;
     write(p, "big.svm", "1 268435456:1\n-1 1:1\n");
     input_error(
-        &run_limited(p, kib, &["train", "big.svm", "--backend", "cpu"]),
+        &common::run_limited(p, kib, &["train", "big.svm", "--backend", "cpu"]),
         &["big.svm", "268435456 features", "GiB"],
     );
     // Two rows followed by a 64 MB comment: X is not reserved from the file's length.
@@ -315,7 +302,7 @@ fn sizes_from_input_are_checked_before_allocating() {
     text.push_str(&"x".repeat(64 << 20));
     text.push('\n');
     write(p, "two.csv", &text);
-    let o = run_limited(p, kib, &["train", "two.csv", "--backend", "cpu", "--json"]);
+    let o = common::run_limited(p, kib, &["train", "two.csv", "--backend", "cpu", "--json"]);
     assert!(o.status.success(), "{}", stderr(&o));
     for args in [
         &[
@@ -341,7 +328,7 @@ fn sizes_from_input_are_checked_before_allocating() {
         ],
         &["train", "/dev/zero", "--backend", "cpu"],
     ] {
-        let o = run_limited(p, kib, args);
+        let o = common::run_limited(p, kib, args);
         no_panic(&o);
         assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
     }
@@ -354,7 +341,7 @@ fn sizes_from_input_are_checked_before_allocating() {
         noisy.push_str(&format!("{},{}\n", row.join(","), (r * 31 % 7) % 2));
     }
     write(p, "noisy.csv", &noisy);
-    let o = run_limited(
+    let o = common::run_limited(
         p,
         kib,
         &[
@@ -385,7 +372,7 @@ fn sizes_from_input_are_checked_before_allocating() {
     assert!(bytes.len() < 2 << 20);
     std::fs::write(p.join("bomb.npz"), bytes).unwrap();
     input_error(
-        &run_limited(p, kib, &["train", "bomb.npz", "--backend", "cpu"]),
+        &common::run_limited(p, kib, &["train", "bomb.npz", "--backend", "cpu"]),
         &["X.npy"],
     );
     // Images: a side out of range, and a boundary slice through 100,000 features.
@@ -431,7 +418,7 @@ fn sizes_from_input_are_checked_before_allocating() {
     )
     .status
     .success());
-    let o = run_limited(
+    let o = common::run_limited(
         p,
         kib,
         &[

@@ -465,18 +465,6 @@ fn csr_structure_is_checked_whole() {
     let _: CsrView<'_> = ok.view();
 }
 
-/// Runs the binary with at most `kib` KiB of address space.
-fn run_limited(dir: &std::path::Path, kib: u64, args: &[&str]) -> std::process::Output {
-    std::process::Command::new("sh")
-        .arg("-c")
-        .arg(format!("ulimit -v {kib}; exec \"$0\" \"$@\""))
-        .arg(env!("CARGO_BIN_EXE_rosenblatt"))
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .unwrap()
-}
-
 #[test]
 fn a_libsvm_file_of_terabytes_dense_trains_predicts_and_evaluates_in_little_memory() {
     let dir = tempfile::tempdir().unwrap();
@@ -523,19 +511,19 @@ fn a_libsvm_file_of_terabytes_dense_trains_predicts_and_evaluates_in_little_memo
         if algo == "batch" {
             args.push("--no-bias");
         }
-        let o = run_limited(p, kib, &args);
+        let o = common::run_limited(p, kib, &args);
         assert!(o.status.success(), "{algo}: {}", stderr(&o));
         let out = stdout(&o);
         assert!(out.contains("training accuracy: 100.00%"), "{algo}: {out}");
-        let o = run_limited(p, kib, &["eval", &model, "big.svm", "--backend", "cpu"]);
+        let o = common::run_limited(p, kib, &["eval", &model, "big.svm", "--backend", "cpu"]);
         assert!(o.status.success(), "{}", stderr(&o));
         assert!(stdout(&o).contains("100.00%"), "{}", stdout(&o));
-        let o = run_limited(p, kib, &["predict", &model, "big.svm", "--backend", "cpu"]);
+        let o = common::run_limited(p, kib, &["predict", &model, "big.svm", "--backend", "cpu"]);
         assert!(o.status.success(), "{}", stderr(&o));
         assert_eq!(stdout(&o).lines().count(), 20_000);
     }
     // --dense asks for the 320 GB: refused with the sizes, exit 2.
-    let o = run_limited(p, kib, &["train", "big.svm", "--dense", "--backend", "cpu"]);
+    let o = common::run_limited(p, kib, &["train", "big.svm", "--dense", "--backend", "cpu"]);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     assert!(stderr(&o).contains("GiB"), "{}", stderr(&o));
 }

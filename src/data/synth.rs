@@ -62,8 +62,8 @@ fn normal(rng: &mut impl Rng) -> f64 {
     (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos()
 }
 
-/// Generates a dataset as described by `spec`.
-pub fn generate(spec: &SynthSpec) -> Result<Synthetic> {
+/// Checks the sizes, margin and noise of `spec` (every generator's).
+fn check(spec: &SynthSpec) -> Result<()> {
     if spec.n == 0 {
         return Err(Error::InvalidParam {
             name: Param::Rows,
@@ -92,6 +92,12 @@ pub fn generate(spec: &SynthSpec) -> Result<Synthetic> {
             reason: "must be in [0, 0.5]".into(),
         });
     }
+    Ok(())
+}
+
+/// Generates a dataset as described by `spec`.
+pub fn generate(spec: &SynthSpec) -> Result<Synthetic> {
+    check(spec)?;
     let mut rng = ChaCha8Rng::seed_from_u64(spec.seed);
     let d = spec.d;
     let mut w: Vec<f64> = (0..d).map(|_| normal(&mut rng)).collect();
@@ -177,26 +183,7 @@ pub fn generate_sparse(spec: &SynthSpec, density: f64) -> Result<Synthetic> {
             "must be at most 2^32 - 1",
         ));
     }
-    if spec.n == 0 {
-        return Err(Error::param(Param::Rows, 0, "must be at least 1"));
-    }
-    if !(spec.noise.is_finite() && (0.0..=0.5).contains(&spec.noise)) {
-        return Err(Error::param(
-            Param::Noise,
-            spec.noise,
-            "must be in [0, 0.5]",
-        ));
-    }
-    if spec.d == 0 {
-        return Err(Error::param(Param::Features, 0, "must be at least 1"));
-    }
-    if !(spec.margin.is_finite() && spec.margin >= 0.0 && spec.margin < 1.0) {
-        return Err(Error::param(
-            Param::Margin,
-            spec.margin,
-            "must be in [0, 1) (features lie in [-1, 1])",
-        ));
-    }
+    check(spec)?;
     let (n, d) = (spec.n, spec.d);
     let k = ((density * d as f64).round() as usize).clamp(1, d);
     crate::limits::check(

@@ -98,3 +98,15 @@ pub fn npy_header(descr: &str, shape: &str) -> Vec<u8> {
     v.extend(h.as_bytes());
     v
 }
+
+/// Runs the binary with `args` in `dir` under at most `kib` KiB of address space.
+pub fn run_limited(dir: &Path, kib: u64, args: &[&str]) -> Output {
+    Command::new("sh")
+        .arg("-c")
+        .arg(format!("ulimit -v {kib}; exec \"$0\" \"$@\""))
+        .arg(env!("CARGO_BIN_EXE_rosenblatt"))
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .unwrap()
+}
