@@ -40,6 +40,7 @@ fn gpu() -> Option<GpuBackend> {
         adapter: AdapterQuery {
             name: None,
             hardware_only: !any,
+            nth: None,
         },
         ..Default::default()
     };

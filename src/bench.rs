@@ -10,7 +10,7 @@ use rayon::prelude::*;
 use serde::Serialize;
 
 use crate::algo;
-use crate::backend::cpu::{chunk_rows, CpuBackend, DistributedCpu};
+use crate::backend::cpu::{chunk_rows, CpuBackend};
 use crate::backend::gpu::{GpuBackend, GpuOptions};
 use crate::backend::{
     sum_simd, Backend, BatchRule, Bound, FeatureBuf, HeadRule, KernelProfile, Matrix, Reduce,
@@ -82,6 +82,9 @@ impl Reduce for TimedReduce {
     }
     fn size(&self) -> usize {
         self.inner.size()
+    }
+    fn local_rank(&self) -> usize {
+        self.inner.local_rank()
     }
     fn sum_f32(&self, v: &mut [f32]) {
         // One per epoch: the update sums.
@@ -615,7 +618,8 @@ pub fn run(spec: &BenchSpec) -> Result<BenchReport> {
             n: rows.len(),
             ..view
         };
-        let backend = DistributedCpu {
+        let backend = crate::backend::Distributed {
+            backend: Box::new(CpuBackend::new()),
             reduce: TimedReduce {
                 inner: r.clone(),
                 seconds: 0.0.into(),

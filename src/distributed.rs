@@ -16,6 +16,8 @@ use crate::error::{Error, Result};
 /// The MPI world this process belongs to.
 pub struct Mpi {
     world: SimpleCommunicator,
+    /// This process's index among those on its machine.
+    local: usize,
     // Dropped last: finalizes MPI.
     _universe: Universe,
 }
@@ -32,8 +34,10 @@ impl Mpi {
         let universe = mpi::initialize()
             .ok_or_else(|| Error::Mpi("already initialized in this process".into()))?;
         let world = universe.world();
+        let local = world.split_shared(world.rank()).rank() as usize;
         Ok(Mpi {
             world,
+            local,
             _universe: universe,
         })
     }
@@ -53,6 +57,10 @@ impl Reduce for Mpi {
 
     fn size(&self) -> usize {
         self.world.size() as usize
+    }
+
+    fn local_rank(&self) -> usize {
+        self.local
     }
 
     fn sum_f32(&self, v: &mut [f32]) {

@@ -306,6 +306,7 @@ fn unknown_adapter_name_lists_the_adapters() {
         adapter: AdapterQuery {
             name: Some("no-such-adapter-xyz".into()),
             hardware_only: false,
+            nth: None,
         },
         ..Default::default()
     };
@@ -324,6 +325,7 @@ fn unknown_adapter_name_lists_the_adapters() {
         adapter: AdapterQuery {
             name: Some(part),
             hardware_only: false,
+            nth: None,
         },
         ..Default::default()
     };

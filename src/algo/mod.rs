@@ -111,6 +111,33 @@ impl Shard {
         let at = |r: usize| (r as u128 * n as u128 / size.max(1) as u128) as usize;
         at(rank)..at(rank + 1)
     }
+
+    /// The end of an online epoch under iterative parameter mixing: `w` becomes its mean over
+    /// the processes and the epoch's counts their sums.
+    pub(crate) fn mix(&self, w: &mut [f32], e: &mut crate::backend::EpochStats) {
+        self.reduce.sum_f32(w);
+        let k = self.reduce.size() as f32;
+        w.iter_mut().for_each(|v| *v /= k);
+        self.sum_counts(e);
+    }
+
+    /// An epoch's counts summed over the processes.
+    pub(crate) fn sum_counts(&self, e: &mut crate::backend::EpochStats) {
+        let mut c = [e.mistakes as f64, e.criterion, e.weighted.unwrap_or(0.0)];
+        self.reduce.sum_f64(&mut c);
+        e.mistakes = c[0] as u64;
+        e.criterion = c[1];
+        e.weighted = e.weighted.map(|_| c[2]);
+    }
+
+    /// `count` summed over the processes (held-out mistakes, each process scoring its share).
+    pub(crate) fn total(&self, count: Option<u64>) -> Option<u64> {
+        count.map(|m| {
+            let mut c = [m as f64];
+            self.reduce.sum_f64(&mut c);
+            c[0] as u64
+        })
+    }
 }
 
 /// How many rows ahead the online forms prefetch the next row of a shuffled epoch.

@@ -131,6 +131,14 @@ impl Average {
         self.u[off + d] += ca * bias as f64;
     }
 
+    /// Records a jump of the weights from `old` to `new` (parameter mixing) as an update.
+    fn jump(&mut self, old: &[f32], new: &[f32]) {
+        let c = self.c as f64;
+        for ((u, &a), &b) in self.u.iter_mut().zip(old).zip(new) {
+            *u += c * (b as f64 - a as f64);
+        }
+    }
+
     fn finish(&self, w: &[f32]) -> Vec<f32> {
         if self.c <= 1 {
             return w.to_vec();
@@ -142,6 +150,21 @@ impl Average {
             .map(|((&wj, &uj), &w0j)| ((c * wj as f64 - w0j as f64 - uj) / (c - 1.0)) as f32)
             .collect()
     }
+}
+
+/// The linear model now: the weights, or their average; in a data-parallel run the mean of
+/// the processes' averages (every process calls this at the same points).
+fn mixed_average(pb: &Problem<'_>, avg: &Option<Average>, w: &[f32]) -> Vec<f32> {
+    let Some(avg) = avg else {
+        return w.to_vec();
+    };
+    let mut a = avg.finish(w);
+    if let Some(sh) = &pb.shard {
+        sh.reduce.sum_f32(&mut a);
+        let k = sh.reduce.size() as f32;
+        a.iter_mut().for_each(|v| *v /= k);
+    }
+    a
 }
 
 /// The voted perceptron's retired vectors (concatenated) and their survival counts.
@@ -381,35 +404,27 @@ fn train(
             // Iterative parameter mixing (McDonald, Hall and Mann, 2010): each process ran one
             // online epoch on its rows from the same weights; all continue from their mean.
             // The counts are the sums over the processes.
-            let r = &sh.reduce;
-            r.sum_f32(w);
-            let k = r.size() as f32;
-            w.iter_mut().for_each(|v| *v /= k);
-            let mut c = [e.mistakes as f64, e.criterion, e.weighted.unwrap_or(0.0)];
-            r.sum_f64(&mut c);
-            e.mistakes = c[0] as u64;
-            e.criterion = c[1];
-            e.weighted = e.weighted.map(|_| c[2]);
+            let before_mix = w.to_vec();
+            sh.mix(w, &mut e);
+            if let Some(avg) = avg.as_mut() {
+                // The jump to the mean counts as one more update in the lazy sums, so the
+                // average stays that of the weights this process went through.
+                avg.jump(&before_mix, w);
+            }
         }
         e.update_norm = update_norm(w, &start);
-        let linear = || match &avg {
-            Some(avg) => avg.finish(w),
-            None => w.to_vec(),
-        };
+        let linear = || mixed_average(pb, &avg, w);
         if pb.val.is_some() {
             e.val_mistakes = Some(match &votes {
                 Some(votes) => voted_val.mistakes(pb, votes, w)?,
                 None => {
-                    let m = val_mistakes(&v, &linear(), pb.rule).unwrap_or(0);
+                    let m = val_mistakes(&v, &linear(), pb.rule);
                     match &pb.shard {
                         // Over every process's share of the held-out rows.
-                        Some(sh) => {
-                            let mut c = [m as f64];
-                            sh.reduce.sum_f64(&mut c);
-                            c[0] as u64
-                        }
+                        Some(sh) => sh.total(m),
                         None => m,
                     }
+                    .unwrap_or(0)
                 }
             });
         }
@@ -433,10 +448,7 @@ fn train(
             votes.into_model(p)
         }
         (Some(b), None) => b,
-        (None, None) => Snapshot::Linear(match &avg {
-            Some(avg) => avg.finish(w),
-            None => w.to_vec(),
-        }),
+        (None, None) => Snapshot::Linear(mixed_average(pb, &avg, w)),
     };
     Ok(Online {
         stats,

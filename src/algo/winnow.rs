@@ -10,7 +10,8 @@ use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
 use super::{Backends, Fitted, Problem, Progress, PREFETCH_ROWS};
-use crate::backend::cpu::val_mistakes;
+use crate::backend::cpu::{val_mistakes, CpuBackend};
+use crate::backend::Backend;
 use crate::backend::{
     update_norm, winnow_weights, BatchRule, EpochStats, Row, StopReason, StopState,
 };
@@ -29,7 +30,15 @@ pub fn fit(
         None => vec![0.0; pb.ds.d],
     };
     let (w, stats, stop, best) = train(pb, params, logw, progress);
-    Ok(Fitted::on_cpu(pb.linear_body(&w), stats, stop, best))
+    // A data-parallel run: this process's rows' scores, gathered by the caller.
+    let scores = match pb.shard {
+        Some(_) => Some(CpuBackend::new().scores(pb.view().data(), &w)?),
+        None => None,
+    };
+    Ok(Fitted {
+        scores,
+        ..Fitted::on_cpu(pb.linear_body(&w), stats, stop, best)
+    })
 }
 
 /// Trains online from the log-weights `logb`; returns the normalised weights (`d + 1`
@@ -92,8 +101,21 @@ fn train(
                 top = winnow_step(&mut logb, &mut beta, top, row, step);
             }
         }
+        if let Some(sh) = &pb.shard {
+            // Iterative parameter mixing: the processes' log-weights are averaged (the
+            // geometric mean of their weights, Winnow's own scale), the counts summed.
+            sh.reduce.sum_f64(&mut logb);
+            let k = sh.reduce.size() as f64;
+            logb.iter_mut().for_each(|l| *l /= k);
+            sh.sum_counts(&mut e);
+            winnow_weights(&logb, &mut beta);
+            top = logb.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        }
         e.update_norm = update_norm(&beta, &start);
         e.val_mistakes = val_mistakes(&v, &augmented(&beta), pb.rule);
+        if let Some(sh) = &pb.shard {
+            e.val_mistakes = sh.total(e.val_mistakes);
+        }
         let (better, why) = stop_state.record(&rule, &e);
         if better && pb.val.is_some() {
             best = Some(augmented(&beta));

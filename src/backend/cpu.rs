@@ -45,6 +45,16 @@ impl Backend for CpuBackend {
         Ok(Box::new(CpuBound::new(data)))
     }
 
+    fn bind_reduced<'a>(
+        &'a self,
+        data: TrainView<'a>,
+        reduce: &'a dyn Reduce,
+    ) -> Result<Box<dyn Bound + 'a>> {
+        let mut b = CpuBound::new(data);
+        b.reduce = Some(reduce);
+        Ok(Box::new(b))
+    }
+
     fn scores(&self, data: DataView<'_>, w: &[f32]) -> Result<Vec<f32>> {
         Ok(cpu_scores(data, w))
     }
@@ -428,49 +438,6 @@ fn chunk_epoch_heads<L: Lanes, E: Elem>(
 
 simd_dispatch! {
     fn chunk_epoch_heads_simd<E: Elem>(x: &[E], v: TrainView<'_>, w: &[f32], rule: &BatchRule, start: usize, end: usize, p: &mut Partial) => chunk_epoch_heads
-}
-
-/// The CPU backend for one process of a data-parallel run: each epoch's sums and counts over
-/// this process's rows are summed over all processes (`reduce`) before the update, so every
-/// process applies the same update and takes the same stop decision.
-#[derive(Debug, Clone)]
-pub struct DistributedCpu<R: Reduce> {
-    /// The sums across processes.
-    pub reduce: R,
-}
-
-impl<R: Reduce> Backend for DistributedCpu<R> {
-    fn kind(&self) -> BackendKind {
-        BackendKind::Cpu
-    }
-
-    fn device(&self) -> String {
-        format!(
-            "CPU ({} threads), process {} of {}",
-            rayon::current_num_threads(),
-            self.reduce.rank() + 1,
-            self.reduce.size()
-        )
-    }
-
-    fn bind<'a>(&'a self, data: TrainView<'a>) -> Result<Box<dyn Bound + 'a>> {
-        let mut b = CpuBound::new(data);
-        b.reduce = Some(&self.reduce);
-        Ok(Box::new(b))
-    }
-
-    fn scores(&self, data: DataView<'_>, w: &[f32]) -> Result<Vec<f32>> {
-        CpuBackend.scores(data, w)
-    }
-
-    fn bind_dual<'a>(
-        &'a self,
-        eval: DataView<'a>,
-        sv: Option<DataView<'a>>,
-    ) -> Result<Box<dyn DualBound + 'a>> {
-        static CPU: CpuBackend = CpuBackend;
-        CPU.bind_dual(eval, sv)
-    }
 }
 
 /// Training data bound to the CPU, with the per-chunk buffers of the batch epoch.

@@ -636,6 +636,10 @@ pub trait Reduce: std::fmt::Debug {
     fn rank(&self) -> usize;
     /// Processes.
     fn size(&self) -> usize;
+    /// This process's index among the processes on its machine (which GPU it takes).
+    fn local_rank(&self) -> usize {
+        self.rank()
+    }
     /// Replaces `v` with its sum over the processes, added in process order (so the result
     /// does not depend on how the processes are scheduled).
     fn sum_f32(&self, v: &mut [f32]);
@@ -657,6 +661,9 @@ impl<T: Reduce + ?Sized> Reduce for std::rc::Rc<T> {
     fn size(&self) -> usize {
         (**self).size()
     }
+    fn local_rank(&self) -> usize {
+        (**self).local_rank()
+    }
     fn sum_f32(&self, v: &mut [f32]) {
         (**self).sum_f32(v)
     }
@@ -674,6 +681,46 @@ impl<T: Reduce + ?Sized> Reduce for std::rc::Rc<T> {
     }
 }
 
+/// A backend for one process of a data-parallel run: training binds through
+/// [`Backend::bind_reduced`] with `reduce`; scoring is the backend's own.
+pub struct Distributed<R: Reduce> {
+    /// This process's backend (its CPU or its GPU).
+    pub backend: Box<dyn Backend>,
+    /// The sums across processes.
+    pub reduce: R,
+}
+
+impl<R: Reduce> Backend for Distributed<R> {
+    fn kind(&self) -> BackendKind {
+        self.backend.kind()
+    }
+
+    fn device(&self) -> String {
+        format!(
+            "{}, process {} of {}",
+            self.backend.device(),
+            self.reduce.rank() + 1,
+            self.reduce.size()
+        )
+    }
+
+    fn bind<'a>(&'a self, data: TrainView<'a>) -> Result<Box<dyn Bound + 'a>> {
+        self.backend.bind_reduced(data, &self.reduce)
+    }
+
+    fn scores(&self, data: DataView<'_>, w: &[f32]) -> Result<Vec<f32>> {
+        self.backend.scores(data, w)
+    }
+
+    fn bind_dual<'a>(
+        &'a self,
+        eval: DataView<'a>,
+        sv: Option<DataView<'a>>,
+    ) -> Result<Box<dyn DualBound + 'a>> {
+        self.backend.bind_dual(eval, sv)
+    }
+}
+
 /// Hardware that runs the primitive steps.
 pub trait Backend {
     /// CPU or GPU.
@@ -682,6 +729,20 @@ pub trait Backend {
     fn device(&self) -> String;
     /// Makes a training set resident (uploads it, for a GPU) for repeated epochs.
     fn bind<'a>(&'a self, data: TrainView<'a>) -> Result<Box<dyn Bound + 'a>>;
+    /// As [`Backend::bind`], for one process's share of the rows of a data-parallel run: each
+    /// epoch's sums and counts over these rows go through `reduce` (summed over every
+    /// process) before the update, so every process applies the same update and takes the
+    /// same stop decision.
+    fn bind_reduced<'a>(
+        &'a self,
+        _data: TrainView<'a>,
+        _reduce: &'a dyn Reduce,
+    ) -> Result<Box<dyn Bound + 'a>> {
+        Err(crate::Error::Mpi(format!(
+            "the {} backend does not train data-parallel",
+            self.device()
+        )))
+    }
     /// Decision values w_k^T [x_i, bias] for every row and each of the `w.len() / (d + 1)`
     /// weight vectors, row-major (`n * heads`).
     fn scores(&self, data: DataView<'_>, w: &[f32]) -> Result<Vec<f32>>;

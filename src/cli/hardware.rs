@@ -66,6 +66,7 @@ pub fn bench(a: BenchArgs) -> anyhow::Result<()> {
             adapter: AdapterQuery {
                 hardware_only: a.backend == "all" && a.adapter.is_none(),
                 name: a.adapter.clone(),
+                nth: None,
             },
             resident: rosenblatt::backend::gpu::ResidentOptions {
                 gpu_memory: a.gpu_memory,

@@ -146,10 +146,21 @@ pub(crate) fn world() -> anyhow::Result<std::rc::Rc<dyn rosenblatt::backend::Red
 
 /// Chooses the backend and says which on stderr.
 fn select_backend(a: &BackendArgs, quiet: bool) -> anyhow::Result<Selected> {
+    select_backend_nth(a, quiet, None)
+}
+
+/// As [`select_backend`], for one of several processes on a machine: the process with local
+/// index `nth` takes the nth adapter (see [`AdapterQuery::nth`]).
+fn select_backend_nth(
+    a: &BackendArgs,
+    quiet: bool,
+    nth: Option<usize>,
+) -> anyhow::Result<Selected> {
     let opts = GpuOptions {
         adapter: AdapterQuery {
             name: a.adapter.clone(),
             hardware_only: false,
+            nth,
         },
         resident: rosenblatt::backend::gpu::ResidentOptions {
             gpu_memory: a.gpu_memory,
@@ -162,7 +173,8 @@ fn select_backend(a: &BackendArgs, quiet: bool) -> anyhow::Result<Selected> {
         }
         other => other,
     })?;
-    if !quiet || a.backend == BackendChoice::Auto {
+    // (One of several processes says nothing: the first one's report names its backend.)
+    if nth.is_none() && (!quiet || a.backend == BackendChoice::Auto) {
         note!("{}", sel.note);
     }
     Ok(sel)

@@ -13,34 +13,27 @@ use rosenblatt::output::{temp_beside, Temp};
 use rosenblatt::params::{Algo, Mode, Params, Scale};
 use rosenblatt::plot;
 
-use rosenblatt::backend::cpu::DistributedCpu;
-use rosenblatt::backend::{Reduce, Selected};
+use rosenblatt::backend::{Distributed, Reduce, Selected};
 
 use super::args::TrainArgs;
 use super::errors::{flag_error, usage};
-use super::{check_outputs, load_data, select_backend, stage, world, Bar};
+use super::{check_outputs, load_data, select_backend_nth, stage, world, Bar};
 
-/// What `--distributed` trains: the batch family and the plain online perceptron on the CPU.
+/// What `--distributed` trains: the batch family (on each process's CPU or GPU) and the plain
+/// online perceptron (on the CPU).
 /// (Every process reads the whole data set, so scaling and held-out rows are fitted and drawn
 /// alike everywhere; each process then trains on, and scores, its share.)
 fn check_distributed(a: &TrainArgs, params: &Params) -> anyhow::Result<()> {
-    let mixable = matches!(
-        params.algo,
-        Algo::Online | Algo::Batch | Algo::Multiclass | Algo::Pocket
-    );
-    if params.algo == Algo::Kernel || (params.effective_mode() == Mode::Online && !mixable) {
+    if matches!(params.algo, Algo::Kernel | Algo::Voted) {
         return Err(usage(
             "--distributed",
-            "trains the batch forms (batch, multiclass, pocket, averaged, winnow with --mode \
-             batch) and the plain online perceptron (binary or multiclass, by parameter \
-             mixing); the averaged, voted, Winnow and kernel online forms run in one process",
+            "trains the batch forms (batch, multiclass, pocket, averaged, winnow) and the online \
+             perceptron, averaged and Winnow by parameter mixing; the voted and kernel \
+             perceptrons (a model of many vectors) run in one process",
         ));
     }
-    if a.backend.backend == BackendChoice::Gpu || a.animate.is_some() {
-        return Err(usage(
-            "--distributed",
-            "runs each process's epochs on its CPU, without --animate",
-        ));
+    if a.animate.is_some() {
+        return Err(usage("--distributed", "cannot draw --animate"));
     }
     Ok(())
 }
@@ -138,21 +131,27 @@ fn train_in(
     }
     let sel = match &world {
         Some(w) => {
-            let backend = Box::new(DistributedCpu { reduce: w.clone() });
+            // Each process its own backend: the GPUs of a machine go to its processes in turn.
+            let own = select_backend_nth(&a.backend, true, Some(w.local_rank()))?;
+            let backend = Box::new(Distributed {
+                backend: own.backend,
+                reduce: w.clone(),
+            });
             let note = format!("backend: {} (--distributed)", backend.device());
             Selected { backend, note }
         }
-        None => select_backend(&a.backend, a.json || !speaks)?,
+        None => select_backend_nth(&a.backend, a.json || !speaks, None)?,
     };
     if let (Some(w), true) = (&world, speaks) {
         if !a.json {
             note!(
-                "{} processes, each training on its share of the rows",
-                w.size()
+                "{} processes, each training on its share of the rows; {}",
+                w.size(),
+                sel.note
             );
         }
     }
-    if params.effective_mode() == Mode::Online && sel.backend.kind() == BackendKind::Gpu {
+    if params.effective_mode() == Mode::Online && sel.backend.kind() == BackendKind::Gpu && speaks {
         note!(
             "note: --algo {} is online (one update per mistake, sequential); it runs on the CPU",
             params.algo.name()
@@ -168,7 +167,9 @@ fn train_in(
         bar.snapshots = Some(vec![(0, w0)]);
     }
     // Under auto, a GPU failure mid-training finishes on the CPU; an explicit gpu fails.
-    let fallback: Option<&dyn Backend> = (a.backend.backend == BackendChoice::Auto).then_some(&cpu);
+    // (Not in a data-parallel run: the other processes would not follow.)
+    let fallback: Option<&dyn Backend> =
+        (a.backend.backend == BackendChoice::Auto && world.is_none()).then_some(&cpu);
     let holdout = match &held {
         Some(v) => Holdout::Rows(v),
         None => Holdout::FromParams,

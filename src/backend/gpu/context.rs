@@ -15,6 +15,10 @@ pub struct AdapterQuery {
     pub name: Option<String>,
     /// Refuse software adapters (such as llvmpipe) unless named explicitly.
     pub hardware_only: bool,
+    /// One of several processes on a machine (a data-parallel run): take the adapter at this
+    /// index, modulo their number, among those matching `name` or, without a name, among those
+    /// of the best adapter's API and type (so N processes spread over the machine's GPUs).
+    pub nth: Option<usize>,
 }
 
 /// What `rosenblatt info` shows about an adapter.
@@ -155,19 +159,25 @@ impl GpuContext {
                 "no GPU adapter found; {HOW_TO_GET_ONE}"
             )));
         }
+        let same_kind = |a: &wgpu::Adapter| {
+            let (i, b) = (a.get_info(), list[0].get_info());
+            i.backend == b.backend && i.device_type == b.device_type
+        };
         let adapter = match &q.name {
             Some(want) => {
                 let w = want.to_lowercase();
-                list.iter()
-                    .find(|a| a.get_info().name.to_lowercase().contains(&w))
-                    .ok_or_else(|| {
-                        let names: Vec<String> =
-                            list.iter().map(|a| describe(&a.get_info())).collect();
-                        Error::NoGpu(format!(
-                            "no GPU adapter matches {want:?}; available: {}",
-                            names.join(", ")
-                        ))
-                    })?
+                let matching: Vec<&wgpu::Adapter> = list
+                    .iter()
+                    .filter(|a| a.get_info().name.to_lowercase().contains(&w))
+                    .collect();
+                if matching.is_empty() {
+                    let names: Vec<String> = list.iter().map(|a| describe(&a.get_info())).collect();
+                    return Err(Error::NoGpu(format!(
+                        "no GPU adapter matches {want:?}; available: {}",
+                        names.join(", ")
+                    )));
+                }
+                matching[q.nth.unwrap_or(0) % matching.len()]
             }
             None => {
                 let best = &list[0];
@@ -179,7 +189,8 @@ impl GpuContext {
                         names.join(", ")
                     )));
                 }
-                best
+                let alike: Vec<&wgpu::Adapter> = list.iter().filter(|a| same_kind(a)).collect();
+                alike[q.nth.unwrap_or(0) % alike.len()]
             }
         };
         let info = adapter.get_info();

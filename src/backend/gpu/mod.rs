@@ -120,13 +120,26 @@ impl Backend for GpuBackend {
     }
 
     fn bind<'a>(&'a self, data: super::TrainView<'a>) -> Result<Box<dyn Bound + 'a>> {
-        let rows = Rows {
-            data: data.data(),
-            y: Some(data.y),
-            sw: data.sw,
-            held: data.val_data().zip(data.val.map(|v| v.y)),
-        };
-        let r = self.resident(rows, data.heads)?;
+        let r = self.resident(training_rows(data), data.heads)?;
+        Ok(Box::new(GpuBound { r }))
+    }
+
+    fn bind_reduced<'a>(
+        &'a self,
+        data: super::TrainView<'a>,
+        reduce: &'a dyn super::Reduce,
+    ) -> Result<Box<dyn Bound + 'a>> {
+        if data.n == 0 {
+            // No chunk would hold this process's share of the sums.
+            return Err(crate::Error::Mpi(format!(
+                "process {} of {} has no training rows for its GPU: run fewer processes than \
+                 rows",
+                reduce.rank() + 1,
+                reduce.size()
+            )));
+        }
+        let mut r = self.resident(training_rows(data), data.heads)?;
+        r.reduce_with(reduce);
         Ok(Box::new(GpuBound { r }))
     }
 
@@ -155,6 +168,16 @@ impl Backend for GpuBackend {
             eval,
             sv,
         )?))
+    }
+}
+
+/// The rows of a training view as the resident buffers take them.
+fn training_rows(data: super::TrainView<'_>) -> Rows<'_> {
+    Rows {
+        data: data.data(),
+        y: Some(data.y),
+        sw: data.sw,
+        held: data.val_data().zip(data.val.map(|v| v.y)),
     }
 }
 

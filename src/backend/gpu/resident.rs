@@ -13,7 +13,8 @@ use super::mirror::{
 };
 use crate::backend::{
     winnow_weights, BatchRule, CsrView, DataView, EpochStats, Epochs, Extras, Features,
-    KernelProfile, Matrix, MatrixBuf, Pocket, StopReason, StopState, Storage, Update, MAX_HEADS,
+    KernelProfile, Matrix, MatrixBuf, Pocket, Reduce, StopReason, StopState, Storage, Update,
+    MAX_HEADS,
 };
 use crate::error::{Error, Result};
 
@@ -177,6 +178,11 @@ pub struct Resident<'c> {
     epochs_per_submit: usize,
     submits: usize,
     fail_after_submits: Option<usize>,
+    /// The chunk sums of an epoch (`total_chunks` x `len`) and the workgroups' counts.
+    partials: wgpu::Buffer,
+    wg_stats: wgpu::Buffer,
+    /// In a data-parallel run: the sums across processes (see [`Resident::reduce_with`]).
+    reduce: Option<&'c dyn Reduce>,
 }
 
 pub(crate) fn storage_buf(ctx: &GpuContext, label: &str, size: u64) -> wgpu::Buffer {
@@ -611,9 +617,22 @@ impl<'c> Resident<'c> {
                     epochs_per_submit,
                     submits: 0,
                     fail_after_submits: opts.fail_after_submits,
+                    partials,
+                    wg_stats,
+                    reduce: None,
                 })
             },
         )?
+    }
+
+    /// Makes this one process's share of a data-parallel run: every epoch stops after the
+    /// chunk sums, which are read back, added on the host (chunks in order, as `apply`), summed
+    /// over the processes by `reduce` with the workgroups' counts, and written back as the only
+    /// chunk and the only workgroup; `apply` and `finalize` then run unchanged on the totals.
+    /// One epoch a submit.
+    pub fn reduce_with(&mut self, reduce: &'c dyn Reduce) {
+        self.reduce = Some(reduce);
+        self.epochs_per_submit = 1;
     }
 
     /// Epochs recorded per submit.
@@ -887,6 +906,126 @@ impl<'c> Resident<'c> {
         margins + accumulate + 2 * partials + 6 * len * 4
     }
 
+    /// Records `k` epochs of the dispatches `plan` into `enc`. Streamed X: before a
+    /// segment's first kernel, what is recorded goes to the queue and the segment's rows to its
+    /// slot (the other slot's segment may still be running); the queue keeps them in order.
+    fn record(
+        &self,
+        enc: &mut wgpu::CommandEncoder,
+        plan: &[(Entry, Option<usize>, (u32, u32))],
+        k: usize,
+    ) {
+        if self.stream.is_none() {
+            let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor {
+                label: Some("rosenblatt.batch_epochs"),
+                timestamp_writes: None,
+            });
+            pass.set_bind_group(0, &self.global, &[]);
+            if let Some(first) = self.segs.first() {
+                // Entries without a segment still need one bound (a plan may start with them).
+                pass.set_bind_group(1, &first.bind, &[]);
+            }
+            for _ in 0..k {
+                for &(entry, seg, grid) in plan {
+                    if let Some(s) = seg {
+                        pass.set_bind_group(1, &self.segs[s].bind, &[]);
+                    }
+                    pass.set_pipeline(self.pipe(entry));
+                    pass.dispatch_workgroups(grid.0, grid.1, 1);
+                }
+            }
+            return;
+        }
+        for _ in 0..k {
+            let mut last = None;
+            for &(entry, seg, grid) in plan {
+                if let Some(s) = seg.filter(|&s| last != Some(s)) {
+                    let done = std::mem::replace(enc, self.encoder());
+                    self.ctx.queue.submit([done.finish()]);
+                    self.upload(s);
+                    last = Some(s);
+                }
+                let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor {
+                    label: Some("rosenblatt.batch_epochs"),
+                    timestamp_writes: None,
+                });
+                pass.set_bind_group(0, &self.global, &[]);
+                pass.set_bind_group(1, &self.segs[seg.or(last).unwrap_or(0)].bind, &[]);
+                pass.set_pipeline(self.pipe(entry));
+                pass.dispatch_workgroups(grid.0, grid.1, 1);
+            }
+        }
+    }
+
+    /// The middle of a data-parallel epoch (`enc` holds its segment kernels): reads back the
+    /// chunk sums and the workgroups' counts, adds the chunks in order (as `apply` does) and the
+    /// counts, sums both over the processes, and writes the totals back as chunk 0 and
+    /// workgroup 0 (the rest zero), for `apply` and `finalize`.
+    fn reduce_epoch(&mut self, mut enc: wgpu::CommandEncoder, r: &dyn Reduce) -> Result<()> {
+        let ctx = self.ctx;
+        let len = self.heads * (self.d + 1);
+        let chunks = self.params.total_chunks as usize;
+        let wgs = self.params.total_wgs as usize;
+        let (p_bytes, s_bytes) = (
+            (chunks * len * 4) as u64,
+            (wgs * size_of::<WgStat>()) as u64,
+        );
+        let staging = self.staging("rosenblatt.reduce_readback", (p_bytes + s_bytes).max(4));
+        ctx.scoped("running batch epochs", || {
+            if p_bytes > 0 {
+                enc.copy_buffer_to_buffer(&self.partials, 0, &staging, 0, p_bytes);
+            }
+            if s_bytes > 0 {
+                enc.copy_buffer_to_buffer(&self.wg_stats, 0, &staging, p_bytes, s_bytes);
+            }
+            ctx.queue.submit([enc.finish()]);
+        })?;
+        let bytes = self.read(&staging)?;
+        ctx.check("running batch epochs")?;
+        let partials: &[f32] = bytemuck::cast_slice(&bytes[..p_bytes as usize]);
+        let mut total = vec![0f32; len];
+        for c in partials.chunks_exact(len.max(1)) {
+            for (t, v) in total.iter_mut().zip(c) {
+                *t += v;
+            }
+        }
+        let mut counts = [0f64; 4];
+        for st in bytes[p_bytes as usize..(p_bytes + s_bytes) as usize]
+            .chunks_exact(size_of::<WgStat>())
+            .map(bytemuck::pod_read_unaligned::<WgStat>)
+        {
+            counts[0] += st.mistakes as f64;
+            counts[1] += st.criterion as f64;
+            counts[2] += st.held_out as f64;
+            counts[3] += st.weighted as f64;
+        }
+        r.sum_f32(&mut total);
+        r.sum_f64(&mut counts);
+        let mut chunk0 = vec![0f32; chunks.max(1) * len];
+        chunk0[..len].copy_from_slice(&total);
+        let mut stats = vec![
+            WgStat {
+                mistakes: 0,
+                criterion: 0.0,
+                held_out: 0,
+                weighted: 0.0,
+            };
+            wgs.max(1)
+        ];
+        stats[0] = WgStat {
+            mistakes: u32::try_from(counts[0] as u64).unwrap_or(u32::MAX),
+            criterion: counts[1] as f32,
+            held_out: u32::try_from(counts[2] as u64).unwrap_or(u32::MAX),
+            weighted: counts[3] as f32,
+        };
+        ctx.scoped("running batch epochs", || {
+            ctx.queue
+                .write_buffer(&self.partials, 0, bytemuck::cast_slice(&chunk0));
+            ctx.queue
+                .write_buffer(&self.wg_stats, 0, bytemuck::cast_slice(&stats));
+        })
+    }
+
     fn submit_epochs(
         &mut self,
         w: &mut [f32],
@@ -904,56 +1043,26 @@ impl<'c> Resident<'c> {
 
         let multiplicative = rule.update == Update::Multiplicative;
         let plan = self.epoch_dispatches();
-        ctx.scoped("running batch epochs", || {
+        // A data-parallel epoch stops after the segments' kernels, for the sums over processes.
+        let (local, global) = match self.reduce {
+            Some(_) => plan.split_at(plan.iter().position(|p| p.1.is_none()).unwrap_or(0)),
+            None => (&plan[..], &[][..]),
+        };
+        let mut enc = ctx.scoped("running batch epochs", || {
             self.upload_rule_and_weights(w, rule);
-            let mut enc = ctx
-                .device
-                .create_command_encoder(&wgpu::CommandEncoderDescriptor {
-                    label: Some("rosenblatt.batch_epochs"),
-                });
-            {
-                let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor {
-                    label: Some("rosenblatt.batch_epochs"),
-                    timestamp_writes: None,
-                });
-                pass.set_bind_group(0, &self.global, &[]);
-                for _ in 0..k {
-                    if self.stream.is_some() {
-                        break;
-                    }
-                    for &(entry, seg, grid) in &plan {
-                        if let Some(s) = seg {
-                            pass.set_bind_group(1, &self.segs[s].bind, &[]);
-                        }
-                        pass.set_pipeline(self.pipe(entry));
-                        pass.dispatch_workgroups(grid.0, grid.1, 1);
-                    }
-                }
-            }
-            if self.stream.is_some() {
-                // Streamed X: before a segment's first kernel, what is recorded goes to the
-                // queue and the segment's rows to its slot (the other slot's segment may still
-                // be running); the queue keeps them in order.
-                for _ in 0..k {
-                    let mut last = None;
-                    for &(entry, seg, grid) in &plan {
-                        if let Some(s) = seg.filter(|&s| last != Some(s)) {
-                            let done = std::mem::replace(&mut enc, self.encoder());
-                            ctx.queue.submit([done.finish()]);
-                            self.upload(s);
-                            last = Some(s);
-                        }
-                        let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor {
-                            label: Some("rosenblatt.batch_epochs"),
-                            timestamp_writes: None,
-                        });
-                        pass.set_bind_group(0, &self.global, &[]);
-                        pass.set_bind_group(1, &self.segs[seg.or(last).unwrap_or(0)].bind, &[]);
-                        pass.set_pipeline(self.pipe(entry));
-                        pass.dispatch_workgroups(grid.0, grid.1, 1);
-                    }
-                }
-            }
+            let mut enc = self.encoder();
+            self.record(&mut enc, local, k);
+            enc
+        })?;
+        if let Some(r) = self.reduce {
+            self.reduce_epoch(enc, r)?;
+            enc = ctx.scoped("running batch epochs", || {
+                let mut enc = self.encoder();
+                self.record(&mut enc, global, k);
+                enc
+            })?;
+        }
+        ctx.scoped("running batch epochs", || {
             enc.copy_buffer_to_buffer(&self.ctl_buf, 0, &self.readback, 0, CTL as u64);
             enc.copy_buffer_to_buffer(&self.stats_buf, 0, &self.readback, CTL as u64, stats_bytes);
             let at = CTL as u64 + stats_bytes;
