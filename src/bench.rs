@@ -100,6 +100,9 @@ impl Reduce for TimedReduce {
     fn gather_f32(&self, local: &[f32]) -> Vec<f32> {
         self.timed(|| self.inner.gather_f32(local))
     }
+    fn gather_u8(&self, local: &[u8]) -> Vec<u8> {
+        self.timed(|| self.inner.gather_u8(local))
+    }
 }
 
 impl Default for BenchSpec {

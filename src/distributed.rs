@@ -94,6 +94,17 @@ impl Reduce for Mpi {
     }
 
     fn gather_f32(&self, local: &[f32]) -> Vec<f32> {
+        self.gather_var(local)
+    }
+
+    fn gather_u8(&self, local: &[u8]) -> Vec<u8> {
+        self.gather_var(local)
+    }
+}
+
+impl Mpi {
+    /// Every process's `local` (of any length), concatenated in rank order.
+    fn gather_var<T: Equivalence + Copy + Default>(&self, local: &[T]) -> Vec<T> {
         let counts: Vec<i32> = self.all(&[local.len() as i32]);
         let displs: Vec<i32> = counts
             .iter()
@@ -104,7 +115,7 @@ impl Reduce for Mpi {
             })
             .collect();
         let total: usize = counts.iter().map(|&c| c as usize).sum();
-        let mut out = vec![0f32; total];
+        let mut out = vec![T::default(); total];
         {
             let mut part = PartitionMut::new(&mut out[..], &counts[..], &displs[..]);
             self.world.all_gather_varcount_into(local, &mut part);

@@ -48,6 +48,8 @@ fn write_sets(dir: &Path) {
         common::npy_header("<i8", &format!("({n},)")),
     );
     let mut svm = String::new();
+    let names: Vec<String> = (1..=d).map(|j| format!("f{j}")).collect();
+    let mut csv = format!("{},label\n", names.join(","));
     for _ in 0..n {
         let row: Vec<i32> = (0..d)
             .map(|_| {
@@ -71,6 +73,8 @@ fn write_sets(dir: &Path) {
         x.extend(row.iter().flat_map(|&v| (v as f32).to_le_bytes()));
         y2.extend(b.to_le_bytes());
         y4.extend((s.rem_euclid(4) as i64).to_le_bytes());
+        let cells: Vec<String> = row.iter().map(|v| v.to_string()).collect();
+        csv.push_str(&format!("{},c{}\n", cells.join(","), s.rem_euclid(4)));
         svm.push_str(&b.to_string());
         for (j, v) in row.iter().enumerate().filter(|(_, v)| **v != 0) {
             svm.push_str(&format!(" {}:{v}", j + 1));
@@ -81,10 +85,13 @@ fn write_sets(dir: &Path) {
     std::fs::write(dir.join("y2.npy"), y2).unwrap();
     std::fs::write(dir.join("y4.npy"), y4).unwrap();
     std::fs::write(dir.join("x.svm"), svm).unwrap();
+    std::fs::write(dir.join("x.csv"), csv).unwrap();
+    std::fs::write(dir.join("tiny.csv"), "p,q,label\n1,2,a\n-2,1,b\n3,-1,a\n").unwrap();
 }
 
 /// The batch family's cases: binary, multiclass (argmax and one-vs-rest), pocket with
-/// patience, averaged, Winnow, sparse rows, held-out rows.
+/// patience, averaged, Winnow, sparse rows, held-out rows; CSV and LIBSVM read by byte range
+/// (each process parses only its share), a file with fewer rows than processes.
 const CASES: &[&[&str]] = &[
     &["x.npy", "--labels", "y2.npy"],
     &["x.npy", "--labels", "y4.npy", "--algo", "multiclass"],
@@ -113,6 +120,9 @@ const CASES: &[&[&str]] = &[
         "x.npy", "--labels", "y2.npy", "--algo", "winnow", "--mode", "batch", "--lr", "0.1",
     ],
     &["x.svm", "--sparse"],
+    &["x.svm"],
+    &["x.csv", "--algo", "multiclass"],
+    &["tiny.csv"],
     &[
         "x.npy",
         "--labels",

@@ -183,3 +183,81 @@ fn distributed_without_mpi_says_how_to_build_it() {
         common::stderr(&o)
     );
 }
+
+/// Each process of a data-parallel run parses only the lines that start in its byte range of
+/// a text file: for any number of processes the shares, in process order, are the whole
+/// file's rows (none lost, none twice), with a header or without, CRLF line ends, comments,
+/// blank lines, no final newline, and more processes than lines.
+#[test]
+fn the_shares_of_a_text_file_are_its_rows() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut rng = ChaCha8Rng::seed_from_u64(4);
+    let rows: Vec<(Vec<i32>, &str)> = (0..57)
+        .map(|_| {
+            let x = (0..4).map(|_| rng.random_range(-9..=99)).collect();
+            (x, ["a", "b", "c"][rng.random_range(0..3)])
+        })
+        .collect();
+    let csv_rows = |end: &str| -> String {
+        rows.iter()
+            .map(|(x, y)| {
+                let x: Vec<String> = x.iter().map(|v| v.to_string()).collect();
+                format!("{},{y}{end}", x.join(","))
+            })
+            .collect()
+    };
+    let mut svm = String::from("# a comment\n");
+    for (k, (x, y)) in rows.iter().enumerate() {
+        let label = match *y {
+            "a" => 1,
+            "b" => 2,
+            _ => 3,
+        };
+        svm.push_str(&label.to_string());
+        for (j, v) in x.iter().enumerate().filter(|(_, v)| **v != 0) {
+            svm.push_str(&format!(" {}:{v}", j + 1));
+        }
+        svm.push_str(if k % 7 == 3 { "\n\n" } else { "\n" });
+    }
+    let files = [
+        ("header.csv", format!("p,q,r,s,label\n{}", csv_rows("\n"))),
+        ("bare.csv", csv_rows("\n")),
+        ("crlf.csv", format!("p,q,r,s,label\r\n{}", csv_rows("\r\n"))),
+        ("open.csv", csv_rows("\n").trim_end().to_string()),
+        ("rows.svm", svm),
+        ("tiny.csv", "p,label\n1,a\n2,b\n".to_string()),
+    ];
+    let opts = LoadOptions {
+        layout: data::Layout::Dense,
+        ..Default::default()
+    };
+    for (name, text) in &files {
+        let path = dir.path().join(name);
+        std::fs::write(&path, text).unwrap();
+        assert!(data::part::splits(&path, &opts).unwrap(), "{name}");
+        let whole = data::load(&path, &opts).unwrap();
+        let named = |ds: &data::Dataset| -> Vec<(Vec<f32>, String)> {
+            let l = ds.labels.as_ref().unwrap();
+            (0..ds.n)
+                .map(|i| {
+                    let row = (0..ds.d).map(|j| ds.get(i, j)).collect();
+                    (row, l.classes[l.index[i] as usize].clone())
+                })
+                .collect()
+        };
+        let want = named(&whole);
+        for parts in 1..=7 {
+            let mut got = Vec::new();
+            for k in 0..parts {
+                let share = data::part::load_part(&path, &opts, k, parts).unwrap();
+                assert!(share.d <= whole.d, "{name}");
+                let mut rows = named(&share);
+                for (r, _) in &mut rows {
+                    r.resize(whole.d, 0.0);
+                }
+                got.extend(rows);
+            }
+            assert_eq!(got, want, "{name} in {parts} shares");
+        }
+    }
+}

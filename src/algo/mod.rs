@@ -103,6 +103,9 @@ pub struct Shard {
     pub rows: std::ops::Range<usize>,
     /// Sums across the processes (the same as the backend's).
     pub reduce: std::rc::Rc<dyn Reduce>,
+    /// The data set holds only this process's rows (each process read its share of the
+    /// file), rather than every row.
+    pub local: bool,
 }
 
 impl Shard {
@@ -371,7 +374,22 @@ impl<'a> Problem<'a> {
     /// rows), with the sums going through `reduce`.
     pub fn distribute(&mut self, reduce: std::rc::Rc<dyn Reduce>) {
         let rows = Shard::rows_of(self.ds.n, reduce.rank(), reduce.size());
-        self.shard = Some(Shard { rows, reduce });
+        self.shard = Some(Shard {
+            rows,
+            reduce,
+            local: false,
+        });
+    }
+
+    /// As [`Problem::distribute`], where the data set is this process's share of the rows
+    /// (see `data::part`): it trains on all of them; held-out rows, when given whole, are
+    /// still shared out by range.
+    pub fn distribute_local(&mut self, reduce: std::rc::Rc<dyn Reduce>) {
+        self.shard = Some(Shard {
+            rows: 0..self.ds.n,
+            reduce,
+            local: true,
+        });
     }
 
     /// The view the backends bind.
@@ -775,7 +793,34 @@ pub fn fit(
         storage,
         radius,
     };
-    let report = report::build(ds, params, &model, &raw, pb.bias, run);
+    // A process holding only its rows reports on every process's: their labels, gathered.
+    let whole;
+    let report_ds = match &pb.shard {
+        Some(sh) if sh.local => {
+            let labels = ds.require_labels()?;
+            let local: Vec<f32> = labels.index.iter().map(|&c| c as f32).collect();
+            let index: Vec<u32> = sh
+                .reduce
+                .gather_f32(&local)
+                .iter()
+                .map(|&c| c as u32)
+                .collect();
+            whole = Dataset {
+                x: MatrixBuf::default(),
+                n: index.len(),
+                d: ds.d,
+                labels: Some(Labels {
+                    classes: labels.classes.clone(),
+                    index,
+                }),
+                source: ds.source.clone(),
+                weights: None,
+            };
+            &whole
+        }
+        _ => ds,
+    };
+    let report = report::build(report_ds, params, &model, &raw, pb.bias, run);
     Ok(Trained {
         model: model.with_training(report.clone()),
         report,

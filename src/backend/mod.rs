@@ -649,6 +649,8 @@ pub trait Reduce: std::fmt::Debug {
     fn max_f64(&self, v: f64) -> f64;
     /// Every process's `local`, concatenated in process order.
     fn gather_f32(&self, local: &[f32]) -> Vec<f32>;
+    /// As [`Reduce::gather_f32`], for bytes.
+    fn gather_u8(&self, local: &[u8]) -> Vec<u8>;
     /// Ends every process with exit code `code` (after an error in one, which the others may
     /// be waiting for); returns only where there is nothing to end.
     fn abort(&self, _code: i32) {}
@@ -675,6 +677,9 @@ impl<T: Reduce + ?Sized> Reduce for std::rc::Rc<T> {
     }
     fn gather_f32(&self, local: &[f32]) -> Vec<f32> {
         (**self).gather_f32(local)
+    }
+    fn gather_u8(&self, local: &[u8]) -> Vec<u8> {
+        (**self).gather_u8(local)
     }
     fn abort(&self, code: i32) {
         (**self).abort(code)
@@ -732,7 +737,10 @@ pub trait Backend {
     /// As [`Backend::bind`], for one process's share of the rows of a data-parallel run: each
     /// epoch's sums and counts over these rows go through `reduce` (summed over every
     /// process) before the update, so every process applies the same update and takes the
-    /// same stop decision.
+    /// same stop decision. Processes may run different backends: each epoch makes the same
+    /// calls, in this order: the update sums (`sum_f32`, `heads * (d + 1)`), the counts
+    /// (`sum_f64` of mistakes, criterion, weighted mistakes) and, with held-out rows, their
+    /// mistakes (`sum_f64` of one).
     fn bind_reduced<'a>(
         &'a self,
         _data: TrainView<'a>,

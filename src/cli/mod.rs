@@ -114,7 +114,11 @@ pub fn stdout_write(args: std::fmt::Arguments<'_>) -> anyhow::Result<()> {
 }
 
 fn load_data(path: &Path, a: &DataArgs, features: Option<usize>) -> anyhow::Result<Dataset> {
-    let opts = LoadOptions {
+    Ok(data::load(path, &load_options(a, features))?)
+}
+
+fn load_options(a: &DataArgs, features: Option<usize>) -> LoadOptions {
+    LoadOptions {
         format: a.format,
         label_col: a.label_col.clone(),
         features: a.features.or(features),
@@ -125,8 +129,7 @@ fn load_data(path: &Path, a: &DataArgs, features: Option<usize>) -> anyhow::Resu
             (_, true) => Layout::Sparse,
             _ => Layout::Auto,
         },
-    };
-    Ok(data::load(path, &opts)?)
+    }
 }
 
 /// The MPI world of a `--distributed` run.

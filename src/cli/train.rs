@@ -7,17 +7,18 @@ use anyhow::Context;
 use rosenblatt::algo::{self, Holdout, Problem, TrainReport};
 use rosenblatt::backend::cpu::CpuBackend;
 use rosenblatt::backend::{Backend, BackendChoice, BackendKind, StopReason};
+use rosenblatt::data;
 use rosenblatt::data::scale::range_spread;
 use rosenblatt::model::{Model, ModelKind};
 use rosenblatt::output::{temp_beside, Temp};
-use rosenblatt::params::{Algo, Mode, Params, Scale};
+use rosenblatt::params::{Algo, ClassWeight, Mode, Params, Scale};
 use rosenblatt::plot;
 
 use rosenblatt::backend::{Distributed, Reduce, Selected};
 
 use super::args::TrainArgs;
 use super::errors::{flag_error, usage};
-use super::{check_outputs, load_data, select_backend_nth, stage, world, Bar};
+use super::{check_outputs, load_data, load_options, select_backend_nth, stage, world, Bar};
 
 /// What `--distributed` trains: the batch family (on each process's CPU or GPU) and the plain
 /// online perceptron (on the CPU).
@@ -73,7 +74,26 @@ fn train_in(
         &inputs,
     )?;
     let start = a.init_model.as_deref().map(Model::load).transpose()?;
-    let mut ds = load_data(&a.data, &a.data_args, None)?;
+    // A data-parallel run reads only this process's share of a CSV or LIBSVM file, unless
+    // something is fitted on, or drawn from, every row (scaling, a validation split, balanced
+    // class weights, per-row weights from a file): then each process reads the whole file.
+    let opts = load_options(&a.data_args, None);
+    let whole_needed = params.scale != Scale::None
+        || params.validation_fraction.is_some()
+        || matches!(params.class_weight, Some(ClassWeight::Balanced))
+        || a.sample_weights.is_some();
+    let share = match &world {
+        Some(w) if !whole_needed && data::part::splits(&a.data, &opts)? => Some(w),
+        _ => None,
+    };
+    let mut ds = match share {
+        Some(w) => {
+            let mut ds = data::part::load_part(&a.data, &opts, w.rank(), w.size())?;
+            data::part::agree(&mut ds, &**w, opts.layout)?;
+            ds
+        }
+        None => data::load(&a.data, &opts)?,
+    };
     if let Some(p) = &a.sample_weights {
         ds.weights = Some(rosenblatt::data::npy::load_weights(p, ds.n)?);
     }
@@ -175,8 +195,10 @@ fn train_in(
         None => Holdout::FromParams,
     };
     let trained = Problem::build(&ds, &params, holdout, start.as_ref()).and_then(|mut pb| {
-        if let Some(w) = &world {
-            pb.distribute(w.clone());
+        match (&world, share) {
+            (Some(w), Some(_)) => pb.distribute_local(w.clone()),
+            (Some(w), None) => pb.distribute(w.clone()),
+            _ => {}
         }
         algo::fit(pb, &params, &*sel.backend, fallback, &mut bar)
     });

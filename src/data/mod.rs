@@ -6,6 +6,7 @@ pub mod convert;
 pub mod csv;
 pub mod libsvm;
 pub mod npy;
+pub mod part;
 pub mod scale;
 pub mod synth;
 

@@ -130,13 +130,10 @@ impl Backend for GpuBackend {
         reduce: &'a dyn super::Reduce,
     ) -> Result<Box<dyn Bound + 'a>> {
         if data.n == 0 {
-            // No chunk would hold this process's share of the sums.
-            return Err(crate::Error::Mpi(format!(
-                "process {} of {} has no training rows for its GPU: run fewer processes than \
-                 rows",
-                reduce.rank() + 1,
-                reduce.size()
-            )));
+            // No rows here (more processes than rows): nothing for the GPU, only the sums to
+            // take part in, which the CPU's bound does alike.
+            static CPU: super::cpu::CpuBackend = super::cpu::CpuBackend;
+            return CPU.bind_reduced(data, reduce);
         }
         let mut r = self.resident(training_rows(data), data.heads)?;
         r.reduce_with(reduce);

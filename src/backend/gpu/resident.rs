@@ -999,8 +999,17 @@ impl<'c> Resident<'c> {
             counts[2] += st.held_out as f64;
             counts[3] += st.weighted as f64;
         }
+        // The same sums, in the same order, as the CPU's bound (a process without rows takes
+        // part through that): the update sums, the counts, the held-out mistakes.
         r.sum_f32(&mut total);
-        r.sum_f64(&mut counts);
+        let mut c = [counts[0], counts[1], counts[3]];
+        r.sum_f64(&mut c);
+        (counts[0], counts[1], counts[3]) = (c[0], c[1], c[2]);
+        if self.data_flags & FLAG_HELD_OUT != 0 {
+            let mut h = [counts[2]];
+            r.sum_f64(&mut h);
+            counts[2] = h[0];
+        }
         let mut chunk0 = vec![0f32; chunks.max(1) * len];
         chunk0[..len].copy_from_slice(&total);
         let mut stats = vec![
