@@ -183,7 +183,8 @@ impl Error {
         }
     }
 
-    pub(crate) fn data(path: impl Into<PathBuf>, msg: impl Into<String>) -> Self {
+    /// A data error about `path` (an input that is not what the operation needs).
+    pub fn data(path: impl Into<PathBuf>, msg: impl Into<String>) -> Self {
         Error::Data {
             path: path.into(),
             msg: msg.into(),

@@ -805,11 +805,12 @@ impl CsrBuf {
     }
 }
 
-/// Row-major f32 values in a read-only memory map of a file (a `.npy` array): epochs stream
-/// them from the page cache, so X takes no anonymous memory and may be larger than RAM.
+/// Row-major f32 values held outside the data set: a read-only memory map of a file (a `.npy`
+/// array), whose epochs stream them from the page cache, so X takes no anonymous memory and
+/// may be larger than RAM; or a caller's array, borrowed (the Python package's NumPy arrays).
 #[derive(Clone)]
 pub struct MappedF32 {
-    map: std::sync::Arc<memmap2::Mmap>,
+    map: std::sync::Arc<dyn AsRef<[u8]> + Send + Sync>,
     start: usize,
     len: usize,
 }
@@ -818,9 +819,22 @@ impl MappedF32 {
     /// The `len` f32 values at byte `start` of `map`; `None` when they are not all inside it
     /// or `start` is not a multiple of 4 (the map itself starts on a page).
     pub fn new(map: memmap2::Mmap, start: usize, len: usize) -> Option<MappedF32> {
+        MappedF32::shared(std::sync::Arc::new(map), start, len)
+    }
+
+    /// The `len` f32 values at byte `start` of `bytes`, which the caller keeps unchanged while
+    /// any clone of the result lives; `None` when they are not all inside it or not aligned to
+    /// 4 bytes.
+    pub fn shared(
+        bytes: std::sync::Arc<dyn AsRef<[u8]> + Send + Sync>,
+        start: usize,
+        len: usize,
+    ) -> Option<MappedF32> {
         let end = len.checked_mul(4)?.checked_add(start)?;
-        (start.is_multiple_of(4) && end <= map.len()).then(|| MappedF32 {
-            map: std::sync::Arc::new(map),
+        let b = (*bytes).as_ref();
+        let aligned = (b.as_ptr() as usize).wrapping_add(start).is_multiple_of(4);
+        (aligned && end <= b.len()).then(|| MappedF32 {
+            map: bytes,
             start,
             len,
         })
@@ -828,7 +842,7 @@ impl MappedF32 {
 
     /// The values.
     pub fn values(&self) -> &[f32] {
-        bytemuck::cast_slice(&self.map[self.start..self.start + 4 * self.len])
+        bytemuck::cast_slice(&(*self.map).as_ref()[self.start..self.start + 4 * self.len])
     }
 }
 

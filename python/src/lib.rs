@@ -1,0 +1,419 @@
+//! `rosenblatt._rosenblatt`: the crate's training and scoring for the Python estimators
+//! (python/python/rosenblatt). X arrives as float32 C-contiguous NumPy arrays, borrowed for
+//! the call (not copied), or as the three arrays of a CSR matrix; labels as class indices
+//! with the class names. Models cross as the JSON of the model file (the CLI's format), so a
+//! fitted estimator pickles as text. The GIL is released while the crate works.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use numpy::{
+    PyArray1, PyArray2, PyArrayMethods, PyReadonlyArray1, PyReadonlyArray2, PyUntypedArrayMethods,
+};
+use pyo3::exceptions::{PyMemoryError, PyRuntimeError, PyValueError};
+use pyo3::prelude::*;
+
+use rosenblatt::algo::{self, Holdout, Problem, Progress};
+use rosenblatt::backend::gpu::context::AdapterQuery;
+use rosenblatt::backend::gpu::GpuOptions;
+use rosenblatt::backend::{self, BackendChoice, CsrBuf, MappedF32, MatrixBuf};
+use rosenblatt::data::{Dataset, Labels};
+use rosenblatt::model::Model;
+use rosenblatt::params::TrainParams;
+use rosenblatt::Error;
+
+/// The crate's errors as Python exceptions, with the crate's messages: GPU and MPI failures
+/// are RuntimeError, memory that is not there MemoryError, everything else (bad input, bad
+/// parameters) ValueError.
+fn py_err(e: Error) -> PyErr {
+    let msg = e.to_string();
+    match e {
+        Error::Gpu(_) | Error::NoGpu(_) | Error::Mpi(_) => PyRuntimeError::new_err(msg),
+        Error::Memory { .. } => PyMemoryError::new_err(msg),
+        _ => PyValueError::new_err(msg),
+    }
+}
+
+/// A NumPy array's bytes, borrowed for one call. The array is held (its read-only borrow
+/// taken) by the caller for longer than any data set built on it.
+struct Borrowed {
+    ptr: *const u8,
+    len: usize,
+}
+
+// SAFETY: the bytes are only read, and the caller keeps the array alive and borrowed
+// read-only (numpy's borrow flags) until every data set on it is dropped, before returning.
+unsafe impl Send for Borrowed {}
+unsafe impl Sync for Borrowed {}
+
+impl AsRef<[u8]> for Borrowed {
+    fn as_ref(&self) -> &[u8] {
+        if self.len == 0 {
+            return &[];
+        }
+        // SAFETY: see above; ptr points at len readable bytes.
+        unsafe { std::slice::from_raw_parts(self.ptr, self.len) }
+    }
+}
+
+/// Features given from Python: a dense float32 array (borrowed) or CSR parts (copied into the
+/// crate's CSR form: its columns are u32).
+enum Features<'py> {
+    Dense(PyReadonlyArray2<'py, f32>),
+    Csr {
+        indptr: PyReadonlyArray1<'py, i64>,
+        indices: PyReadonlyArray1<'py, i64>,
+        data: PyReadonlyArray1<'py, f32>,
+        d: usize,
+    },
+}
+
+impl Features<'_> {
+    /// The rows as a data set with `labels` and `weights`; a dense array is borrowed.
+    fn dataset(&self, labels: Option<Labels>, weights: Option<Vec<f32>>) -> Result<Dataset, Error> {
+        let source = Path::new("<array>").to_path_buf();
+        let (x, n, d) = match self {
+            Features::Dense(a) => {
+                let (n, d) = (a.shape()[0], a.shape()[1]);
+                let values = a.as_slice().map_err(|_| {
+                    Error::data(
+                        &source,
+                        "X must be C-contiguous float32 (the wrapper converts)",
+                    )
+                })?;
+                let bytes = Arc::new(Borrowed {
+                    ptr: values.as_ptr().cast(),
+                    len: std::mem::size_of_val(values),
+                });
+                let m = MappedF32::shared(bytes, 0, values.len())
+                    .ok_or_else(|| Error::data(&source, "X is not aligned to 4 bytes"))?;
+                (MatrixBuf::Mapped(m), n, d)
+            }
+            Features::Csr {
+                indptr,
+                indices,
+                data,
+                d,
+            } => {
+                let (p, ix, v) = (indptr.as_slice(), indices.as_slice(), data.as_slice());
+                let (p, ix, v) = match (p, ix, v) {
+                    (Ok(p), Ok(ix), Ok(v)) => (p, ix, v),
+                    _ => return Err(Error::data(&source, "CSR arrays must be contiguous")),
+                };
+                let n = p.len().saturating_sub(1);
+                let bad = |m: &str| Error::data(&source, format!("invalid CSR matrix: {m}"));
+                if p.first() != Some(&0) || p.windows(2).any(|w| w[1] < w[0]) {
+                    return Err(bad("indptr must start at 0 and never decrease"));
+                }
+                if p.last().copied().unwrap_or(0) as usize != ix.len() || ix.len() != v.len() {
+                    return Err(bad("indptr, indices and data disagree in length"));
+                }
+                let mut indices = Vec::new();
+                indices
+                    .try_reserve_exact(ix.len())
+                    .map_err(|_| bad("no memory for the column indices"))?;
+                for &j in ix {
+                    if j < 0 || j as u64 >= *d as u64 || j > u32::MAX as i64 {
+                        return Err(bad(&format!("column index {j} outside 0..{d}")));
+                    }
+                    indices.push(j as u32);
+                }
+                let c = CsrBuf {
+                    indptr: p.iter().map(|&a| a as usize).collect(),
+                    indices,
+                    values: v.to_vec(),
+                };
+                c.check(*d).map_err(|m| bad(&m))?;
+                (MatrixBuf::Csr(c), n, *d)
+            }
+        };
+        if let MatrixBuf::Mapped(m) = &x {
+            if let Some(i) = m.values().iter().position(|v| !v.is_finite()) {
+                return Err(Error::data(
+                    &source,
+                    format!(
+                        "X holds {} at row {}, column {}",
+                        m.values()[i],
+                        i / d.max(1),
+                        i % d.max(1)
+                    ),
+                ));
+            }
+        }
+        let ds = Dataset::from_matrix(x, n, d, labels, source);
+        Ok(Dataset { weights, ..ds })
+    }
+}
+
+/// A CSR matrix from Python: (indptr, indices, data, number of columns).
+type CsrParts<'py> = (
+    PyReadonlyArray1<'py, i64>,
+    PyReadonlyArray1<'py, i64>,
+    PyReadonlyArray1<'py, f32>,
+    usize,
+);
+
+/// Training or scoring X: dense, or CSR parts with the number of columns.
+fn features<'py>(
+    x: Option<PyReadonlyArray2<'py, f32>>,
+    csr: Option<CsrParts<'py>>,
+) -> PyResult<Features<'py>> {
+    match (x, csr) {
+        (Some(a), None) => Ok(Features::Dense(a)),
+        (None, Some((indptr, indices, data, d))) => Ok(Features::Csr {
+            indptr,
+            indices,
+            data,
+            d,
+        }),
+        _ => Err(PyValueError::new_err(
+            "give X dense or as CSR parts, one of them",
+        )),
+    }
+}
+
+/// Opens the backend asked for: "auto" (a hardware GPU when there is one, else the CPU),
+/// "cpu" or "gpu" (any adapter, software ones too; `adapter` picks one by name).
+fn open_backend(choice: &str, adapter: Option<String>) -> Result<backend::Selected, Error> {
+    let choice = match choice {
+        "auto" => BackendChoice::Auto,
+        "cpu" => BackendChoice::Cpu,
+        "gpu" => BackendChoice::Gpu,
+        other => {
+            return Err(Error::data(
+                Path::new("<backend>"),
+                format!("backend must be \"auto\", \"cpu\" or \"gpu\", not {other:?}"),
+            ))
+        }
+    };
+    let opts = GpuOptions {
+        adapter: AdapterQuery {
+            name: adapter,
+            hardware_only: false,
+            nth: None,
+        },
+        ..Default::default()
+    };
+    backend::select(choice, &opts)
+}
+
+/// A progress bar on stderr, when asked for.
+struct Bar(Option<indicatif::ProgressBar>);
+
+impl Progress for Bar {
+    fn update(&mut self, done: usize, max: usize, mistakes: u64) {
+        if let Some(b) = &self.0 {
+            b.set_length(max as u64);
+            b.set_position(done as u64);
+            b.set_message(format!("{mistakes} mistakes"));
+        }
+    }
+}
+
+/// Trains on X (dense `x`, or `csr` = (indptr, indices, data, n_features)) with class index
+/// `y` into `classes`, the training parameters as the model file's JSON (`params`), optional
+/// per-row weights and a model to continue from (its JSON). Returns the model file's JSON and
+/// the training report's.
+#[pyfunction]
+#[pyo3(signature = (x, csr, y, classes, params, sample_weight=None, start=None, backend="auto", adapter=None, progress=false))]
+#[allow(clippy::too_many_arguments)]
+fn fit<'py>(
+    py: Python<'py>,
+    x: Option<PyReadonlyArray2<'py, f32>>,
+    csr: Option<CsrParts<'py>>,
+    y: PyReadonlyArray1<'py, i64>,
+    classes: Vec<String>,
+    params: &str,
+    sample_weight: Option<PyReadonlyArray1<'py, f32>>,
+    start: Option<&str>,
+    backend: &str,
+    adapter: Option<String>,
+    progress: bool,
+) -> PyResult<(String, String)> {
+    let feats = features(x, csr)?;
+    let index: Vec<u32> = y
+        .as_slice()
+        .map_err(|_| PyValueError::new_err("y must be contiguous"))?
+        .iter()
+        .map(|&c| {
+            u32::try_from(c)
+                .ok()
+                .filter(|&c| (c as usize) < classes.len())
+        })
+        .collect::<Option<_>>()
+        .ok_or_else(|| PyValueError::new_err("y holds a class index outside the classes"))?;
+    let weights = match &sample_weight {
+        Some(w) => Some(
+            w.as_slice()
+                .map_err(|_| PyValueError::new_err("sample_weight must be contiguous"))?
+                .to_vec(),
+        ),
+        None => None,
+    };
+    let tp: TrainParams = serde_json::from_str(params)
+        .map_err(|e| PyValueError::new_err(format!("invalid parameters: {e}")))?;
+    let start = match start {
+        Some(text) => Some(Model::from_json(Path::new("<model>"), text).map_err(py_err)?),
+        None => None,
+    };
+    let labels = Labels { classes, index };
+    let ds = feats.dataset(Some(labels), weights).map_err(py_err)?;
+    let backend = backend.to_string();
+    let result = py.detach(move || -> Result<(String, String), Error> {
+        let params = tp.validate()?;
+        let sel = open_backend(&backend, adapter)?;
+        let cpu = backend::cpu::CpuBackend::new();
+        // Under auto, a GPU failure mid-training finishes on the CPU, as in the CLI.
+        let fallback: Option<&dyn backend::Backend> = (backend == "auto").then_some(&cpu);
+        let mut bar = Bar(progress.then(|| {
+            let b = indicatif::ProgressBar::new(params.epochs as u64);
+            b.set_style(
+                indicatif::ProgressStyle::with_template("{bar:40} epoch {pos}/{len} {msg}")
+                    .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+            );
+            b
+        }));
+        let pb = Problem::build(&ds, &params, Holdout::FromParams, start.as_ref())?;
+        let trained = algo::fit(pb, &params, &*sel.backend, fallback, &mut bar)?;
+        if let Some(b) = &bar.0 {
+            b.finish_and_clear();
+        }
+        let mut buf = Vec::new();
+        trained
+            .model
+            .write(&mut buf)
+            .map_err(|e| Error::data(Path::new("<model>"), e.to_string()))?;
+        let text =
+            String::from_utf8(buf).map_err(|e| Error::data(Path::new("<model>"), e.to_string()))?;
+        let report = serde_json::to_string(&trained.report)
+            .map_err(|e| Error::data(Path::new("<model>"), e.to_string()))?;
+        drop(ds);
+        Ok((text, report))
+    });
+    result.map_err(py_err)
+}
+
+/// Scores X with a model (its JSON): (raw scores, n x outputs: one decision value per row for
+/// a binary model, one per class otherwise; predicted class indices).
+#[pyfunction]
+#[pyo3(signature = (model, x, csr, backend="auto", adapter=None))]
+#[allow(clippy::type_complexity)]
+fn decide<'py>(
+    py: Python<'py>,
+    model: &str,
+    x: Option<PyReadonlyArray2<'py, f32>>,
+    csr: Option<CsrParts<'py>>,
+    backend: &str,
+    adapter: Option<String>,
+) -> PyResult<(Bound<'py, PyArray2<f32>>, Bound<'py, PyArray1<i64>>)> {
+    let feats = features(x, csr)?;
+    let model = Model::from_json(Path::new("<model>"), model).map_err(py_err)?;
+    let ds = feats.dataset(None, None).map_err(py_err)?;
+    let backend = backend.to_string();
+    let (values, pred, width) = py
+        .detach(move || -> Result<_, Error> {
+            model.check_features(&ds)?;
+            let sel = open_backend(&backend, adapter)?;
+            let raw = model.raw_scores(&ds, &*sel.backend)?;
+            let pred: Vec<i64> = model.predict(&raw).iter().map(|&p| p as i64).collect();
+            let width = model.outputs();
+            let values = if model.is_binary() {
+                model.decision_values(&raw)
+            } else {
+                raw
+            };
+            drop(ds);
+            Ok((values, pred, width))
+        })
+        .map_err(py_err)?;
+    let n = pred.len();
+    let values = PyArray1::from_vec(py, values)
+        .reshape([n, width])
+        .map_err(|e| PyRuntimeError::new_err(e.to_string()))?;
+    Ok((values, PyArray1::from_vec(py, pred)))
+}
+
+/// What the estimators read from a model (its JSON): kind, class names, number of features,
+/// the weight rows and biases in the input's coordinates (scaling folded in; none for voted
+/// and kernel models) and the training report's JSON.
+#[pyfunction]
+#[allow(clippy::type_complexity)]
+fn describe(
+    model: &str,
+) -> PyResult<(
+    String,
+    Vec<String>,
+    usize,
+    Option<(Vec<Vec<f32>>, Vec<f32>)>,
+    Option<String>,
+)> {
+    let m = Model::from_json(Path::new("<model>"), model).map_err(py_err)?;
+    let d = m.n_features();
+    let linear = match m.body() {
+        rosenblatt::model::Body::Binary(_)
+        | rosenblatt::model::Body::Multiclass(_)
+        | rosenblatt::model::Body::Ovr(_) => {
+            let aug = m.augmented();
+            let mut rows = Vec::new();
+            let mut bias = Vec::new();
+            for r in aug.chunks_exact(d + 1) {
+                let (mut w, mut b) = (r[..d].to_vec(), r[d]);
+                if let Some(s) = m.scaling() {
+                    // w.((x - o) f) + b = (w f).x + b - sum w f o
+                    for (j, wj) in w.iter_mut().enumerate() {
+                        *wj *= s.factor[j];
+                        b -= *wj * s.offset[j];
+                    }
+                }
+                rows.push(w);
+                bias.push(b);
+            }
+            Some((rows, bias))
+        }
+        _ => None,
+    };
+    let report = match m.training() {
+        Some(r) => {
+            Some(serde_json::to_string(r).map_err(|e| PyRuntimeError::new_err(e.to_string()))?)
+        }
+        None => None,
+    };
+    Ok((
+        m.kind().name().to_string(),
+        m.classes().to_vec(),
+        d,
+        linear,
+        report,
+    ))
+}
+
+/// Reads and validates a model file; returns its JSON.
+#[pyfunction]
+fn load_model(path: &str) -> PyResult<String> {
+    let m = Model::load(Path::new(path)).map_err(py_err)?;
+    let mut buf = Vec::new();
+    m.write(&mut buf)
+        .map_err(|e| PyRuntimeError::new_err(e.to_string()))?;
+    String::from_utf8(buf).map_err(|e| PyRuntimeError::new_err(e.to_string()))
+}
+
+/// The GPU adapters wgpu finds here: (name, API, type) of each.
+#[pyfunction]
+fn adapters() -> Vec<(String, String, String)> {
+    rosenblatt::backend::gpu::list_adapters()
+        .0
+        .into_iter()
+        .map(|a| (a.name, a.backend, a.device_type))
+        .collect()
+}
+
+#[pymodule]
+fn _rosenblatt(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(fit, m)?)?;
+    m.add_function(wrap_pyfunction!(decide, m)?)?;
+    m.add_function(wrap_pyfunction!(describe, m)?)?;
+    m.add_function(wrap_pyfunction!(load_model, m)?)?;
+    m.add_function(wrap_pyfunction!(adapters, m)?)?;
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    Ok(())
+}

@@ -1,0 +1,50 @@
+"""scikit-learn's own estimator checks, run on every estimator of the package."""
+
+from sklearn.utils.estimator_checks import parametrize_with_checks
+
+from rosenblatt import KernelPerceptron, Perceptron
+
+ONLINE = ("online", "averaged", "voted", "winnow")
+
+
+def expected_failures(est):
+    """Checks that test a property these rules do not have, with the reason."""
+    if getattr(est, "algo", None) == "winnow":
+        return {}
+    online = getattr(est, "algo", "kernel") in ONLINE or isinstance(est, KernelPerceptron)
+    why_weights = (
+        "the online updates see repeated rows one after another in a shuffled order, a "
+        "weighted row once: another sequence of updates"
+        if online
+        else "a row of weight k adds k * y x, rounded once in f32, where k repeated rows add "
+        "y x k times: the models agree to about 1e-5, not to the check's 1e-7"
+    )
+    out = {
+        "check_sample_weight_equivalence_on_dense_data": why_weights,
+        "check_sample_weight_equivalence_on_sparse_data": why_weights,
+    }
+    if isinstance(est, KernelPerceptron):
+        return out
+    out["check_class_weight_classifiers"] = (
+        "the perceptron separates what it can: with class weights 1000 : 0.0001 on the "
+        "check's noisy blobs it predicts the heavy class for 78% (batch, 2 classes) or 84-86% "
+        "(online forms, 3 classes) of the test rows where the check wants 87% (scikit-learn's "
+        "own Perceptron: 90% and 64%); class weights are tested in test_python.py"
+    )
+    return out
+
+
+@parametrize_with_checks(
+    [
+        Perceptron(backend="cpu"),
+        Perceptron("online", backend="cpu"),
+        Perceptron("averaged", backend="cpu"),
+        Perceptron("pocket", backend="cpu"),
+        Perceptron("voted", backend="cpu"),
+        Perceptron("winnow", backend="cpu"),
+        KernelPerceptron(backend="cpu"),
+    ],
+    expected_failed_checks=expected_failures,
+)
+def test_sklearn_compatible(estimator, check):
+    check(estimator)

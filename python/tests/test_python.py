@@ -1,0 +1,255 @@
+"""The Python package against the crate: the CLI's model, GPU == CPU, sparse == dense,
+partial_fit, pipelines, errors, the model file, borrowed arrays and the GIL."""
+
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from sklearn.model_selection import GridSearchCV
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import StandardScaler
+
+import rosenblatt
+from rosenblatt import KernelPerceptron, Perceptron
+
+ROOT = Path(__file__).resolve().parents[2]
+DIGITS = ROOT / "tests" / "data" / "digits.csv"
+
+
+def cli():
+    """The rosenblatt binary: $ROSENBLATT_BIN, or the repository's build (made if missing)."""
+    given = os.environ.get("ROSENBLATT_BIN")
+    if given:
+        return given
+    for profile in ("debug", "release"):
+        p = ROOT / "target" / profile / "rosenblatt"
+        if p.exists():
+            return str(p)
+    subprocess.run(["cargo", "build", "--bin", "rosenblatt"], cwd=ROOT, check=True)
+    return str(ROOT / "target" / "debug" / "rosenblatt")
+
+
+def digits():
+    data = np.loadtxt(DIGITS, delimiter=",", skiprows=1, dtype=np.float32)
+    return data[:, :-1], data[:, -1].astype(int)
+
+
+def gpu_present():
+    """A GPU adapter (software ones count); with ROSENBLATT_REQUIRE_GPU=1 a missing one
+    fails instead of skipping."""
+    if rosenblatt.adapters():
+        return True
+    if os.environ.get("ROSENBLATT_REQUIRE_GPU") == "1":
+        pytest.fail("ROSENBLATT_REQUIRE_GPU=1 but no GPU adapter")
+    return False
+
+
+def test_coef_equals_the_cli_model_on_digits(tmp_path):
+    out = tmp_path / "m.json"
+    subprocess.run(
+        [cli(), "train", str(DIGITS), "--backend", "cpu", "-o", str(out)],
+        check=True,
+        capture_output=True,
+    )
+    m = json.loads(out.read_text())
+    X, y = digits()
+    clf = Perceptron(backend="cpu").fit(X, y)
+    assert m["kind"] == "multiclass"
+    assert [str(c) for c in clf.classes_] == m["classes"]
+    np.testing.assert_array_equal(clf.coef_, np.asarray(m["class_weights"], dtype=np.float32))
+    np.testing.assert_array_equal(clf.intercept_, np.asarray(m["class_bias"], dtype=np.float32))
+    assert clf.n_iter_ == m["training"]["epochs"]
+    assert clf.report_["mistakes_per_epoch"] == m["training"]["mistakes_per_epoch"]
+
+
+def test_the_saved_model_is_the_cli_format(tmp_path):
+    X, y = digits()
+    clf = Perceptron("pocket", backend="cpu", epochs=20).fit(X, y)
+    path = tmp_path / "model.json"
+    clf.save(path)
+    r = subprocess.run(
+        [cli(), "predict", str(path), str(DIGITS)], check=True, capture_output=True, text=True
+    )
+    assert [int(v) for v in r.stdout.split()] == list(clf.predict(X))
+    back = rosenblatt.load(path)
+    assert isinstance(back, Perceptron) and back.algo == "pocket" and back.epochs == 20
+    np.testing.assert_array_equal(back.predict(X), clf.predict(X))
+    np.testing.assert_array_equal(back.coef_, clf.coef_)
+    k = KernelPerceptron(gamma=0.01, epochs=5, backend="cpu").fit(X[y < 2], y[y < 2])
+    k.save(tmp_path / "k.json")
+    kb = rosenblatt.load(tmp_path / "k.json")
+    assert isinstance(kb, KernelPerceptron)
+    np.testing.assert_array_equal(kb.decision_function(X[:50]), k.decision_function(X[:50]))
+    with pytest.raises(ValueError, match="model"):
+        (tmp_path / "bad.json").write_text('{"format": "rosenblatt-model", "version": 99}')
+        rosenblatt.load(tmp_path / "bad.json")
+
+
+def test_gpu_equals_cpu_on_integer_data():
+    if not gpu_present():
+        pytest.skip("no GPU adapter")
+    X, y = digits()
+    for algo in ("batch", "pocket"):
+        c = Perceptron(algo, backend="cpu", epochs=30).fit(X, y)
+        g = Perceptron(algo, backend="gpu", epochs=30).fit(X, y)
+        assert g.report_["backend"] == "gpu"
+        np.testing.assert_array_equal(g.coef_, c.coef_)
+        np.testing.assert_array_equal(g.intercept_, c.intercept_)
+        np.testing.assert_array_equal(g.decision_function(X), c.decision_function(X))
+    b = y < 2
+    c = KernelPerceptron(gamma=0.001, epochs=5, backend="cpu").fit(X[b], y[b])
+    g = KernelPerceptron(gamma=0.001, epochs=5, backend="gpu").fit(X[b], y[b])
+    np.testing.assert_allclose(g.decision_function(X[b]), c.decision_function(X[b]), rtol=1e-4)
+    with pytest.raises(RuntimeError, match="no-such-adapter"):
+        Perceptron(backend="gpu", adapter="no-such-adapter").fit(X, y)
+
+
+def test_sparse_equals_dense():
+    X, y = digits()
+    dense = Perceptron(backend="cpu", epochs=40).fit(X, y)
+    for make in (sp.csr_matrix, sp.csc_matrix, sp.csr_array):
+        s = Perceptron(backend="cpu", epochs=40).fit(make(X), y)
+        np.testing.assert_array_equal(s.coef_, dense.coef_)
+        np.testing.assert_array_equal(s.predict(make(X)), dense.predict(X))
+    # Duplicate entries are summed, as scipy means them.
+    m = sp.coo_matrix(([1.0, 2.0], ([0, 0], [1, 1])), shape=(2, 3)).tocsr(copy=False)
+    assert Perceptron(backend="cpu").fit(m, [0, 1]).n_features_in_ == 3
+
+
+def batch_epoch(w, b, X, y):
+    """The batch rule by hand: w += sum over the mistakes (y (w.x + b) <= 0) of y x."""
+    s = np.where(y == 1, 1.0, -1.0)
+    wrong = s * (X @ w + b) <= 0
+    return w + (s[wrong, None] * X[wrong]).sum(0), b + s[wrong].sum()
+
+
+def test_partial_fit_runs_one_batch_epoch_per_call():
+    X, y = digits()
+    X, y = X.astype(np.float64), (y >= 5).astype(int)
+    half = len(y) // 2
+    clf = Perceptron(backend="cpu")
+    clf.partial_fit(X[:half], y[:half], classes=[0, 1])
+    clf.partial_fit(X[half:], y[half:])
+    w, b = batch_epoch(np.zeros(X.shape[1]), 0.0, X[:half], y[:half])
+    w, b = batch_epoch(w, b, X[half:], y[half:])
+    np.testing.assert_array_equal(clf.coef_[0], w.astype(np.float32))
+    assert clf.intercept_[0] == np.float32(b)
+    # Every class is given on the first call; new ones later are refused.
+    with pytest.raises(ValueError, match="classes"):
+        Perceptron().partial_fit(X, y)
+    with pytest.raises(ValueError, match="not in classes"):
+        clf.partial_fit(X[:3], [0, 1, 7])
+    # The online rule: one pass per call, from the weights so far.
+    o = Perceptron("online", backend="cpu", shuffle=False)
+    o.partial_fit(X[:half], y[:half], classes=[0, 1])
+    o.partial_fit(X[half:], y[half:])
+    assert o.n_iter_ == 1 and o.score(X, y) > 0.8
+
+
+def test_pipeline_and_grid_search():
+    X, y = digits()
+    pipe = make_pipeline(StandardScaler(), Perceptron(backend="cpu", epochs=50))
+    pipe.fit(X, y)
+    assert pipe.score(X, y) > 0.9
+    grid = GridSearchCV(
+        Perceptron(backend="cpu", epochs=20), {"algo": ["batch", "averaged"], "lr": [1.0, 0.5]}, cv=3
+    )
+    grid.fit(X, y)
+    assert grid.best_score_ > 0.85 and grid.best_params_["algo"] in ("batch", "averaged")
+
+
+def test_the_report_and_novikoff():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(400, 5)).astype(np.float32)
+    w = np.array([1, -2, 0.5, 1, 0], dtype=np.float32)
+    m = X @ w
+    keep = np.abs(m) > 0.5
+    X, y = X[keep], (m[keep] > 0).astype(int)
+    clf = Perceptron(backend="cpu").fit(X, y)
+    r = clf.report_
+    assert r["converged"] and r["train_accuracy"] == 1.0
+    assert r["margin"] > 0
+    assert r["mistake_bound"] == pytest.approx((r["radius"] / r["margin"]) ** 2)
+    assert r["total_mistakes"] == sum(r["mistakes_per_epoch"])
+
+
+def test_class_weight_and_sample_weight():
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(600, 2))
+    y = (X[:, 0] + 0.8 * rng.normal(size=600) > 0).astype(int)
+    base = Perceptron("pocket", backend="cpu", epochs=50).fit(X, y)
+    heavy = Perceptron("pocket", backend="cpu", epochs=50, class_weight={1: 50.0}).fit(X, y)
+    # The heavy class is missed less.
+    missed = lambda c: np.mean(c.predict(X)[y == 1] != 1)  # noqa: E731
+    assert missed(heavy) < missed(base)
+    sw = np.where(y == 1, 50.0, 1.0)
+    weighted = Perceptron("pocket", backend="cpu", epochs=50).fit(X, y, sample_weight=sw)
+    np.testing.assert_array_equal(weighted.coef_, heavy.coef_)
+    with pytest.raises(ValueError):
+        Perceptron().fit(X, y, sample_weight=-sw)
+
+
+def test_errors_are_python_exceptions():
+    X, y = digits()
+    with pytest.raises(ValueError, match="learning rate"):
+        Perceptron(lr=2.0, backend="cpu").fit(X, y)
+    with pytest.raises(ValueError, match="backend"):
+        Perceptron(backend="tpu").fit(X, y)
+    bad = X.copy()
+    bad[3, 4] = np.nan
+    with pytest.raises(ValueError):
+        Perceptron(backend="cpu").fit(bad, y)
+    with pytest.raises(ValueError, match="two classes"):
+        Perceptron(backend="cpu").fit(X, np.zeros(len(y)))
+    with pytest.raises(ValueError, match="binary"):
+        KernelPerceptron(backend="cpu").fit(X, y)
+    with pytest.raises(ValueError, match="algo"):
+        Perceptron("kernel").fit(X, y)
+
+
+def test_float32_c_arrays_are_borrowed_not_copied():
+    """Training 400 MB of float32 X raises the peak memory by far less than X (a copy would
+    double it); float64 X is converted once."""
+    code = """
+import resource, numpy as np
+from rosenblatt import Perceptron
+n, d = 1_000_000, 100
+X = np.random.default_rng(0).normal(size=(n, d)).astype(np.float32)
+y = (X[:, 0] > 0).astype(np.int64)
+before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+Perceptron(backend="cpu", epochs=2, patience=0).fit(X, y)
+after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+print((after - before) // 1024)
+"""
+    r = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True)
+    grown_mib = int(r.stdout.split()[-1])
+    assert grown_mib < 100, f"peak memory grew by {grown_mib} MiB for 381 MiB of X"
+
+
+def test_training_releases_the_gil():
+    rng = np.random.default_rng(2)
+    X = rng.normal(size=(400_000, 40)).astype(np.float32)
+    y = (X @ rng.normal(size=40) + rng.normal(size=400_000) > 0).astype(int)
+    state = {"in_fit": False, "done": False, "ticks": 0}
+
+    def train():
+        state["in_fit"] = True
+        Perceptron(backend="cpu", epochs=40, patience=0).fit(X, y)
+        state["done"] = True
+
+    t = threading.Thread(target=train)
+    t.start()
+    while not state["done"]:
+        if state["in_fit"]:
+            state["ticks"] += 1
+        time.sleep(0.001)
+    t.join()
+    # Held GIL: this thread would get in at most once while the crate trains.
+    assert state["ticks"] > 20, state
