@@ -621,8 +621,17 @@ pub fn run(spec: &BenchSpec) -> Result<BenchReport> {
             n: rows.len(),
             ..view
         };
+        // Each process on its CPU, or with --backend gpu on a GPU of its machine (by local
+        // rank, as `train --distributed` picks them).
+        let own: Box<dyn Backend> = if spec.gpu {
+            let mut opts = spec.gpu_opts.clone();
+            opts.adapter.nth = Some(r.local_rank());
+            Box::new(GpuBackend::new(&opts)?)
+        } else {
+            Box::new(CpuBackend::new())
+        };
         let backend = crate::backend::Distributed {
-            backend: Box::new(CpuBackend::new()),
+            backend: own,
             reduce: TimedReduce {
                 inner: r.clone(),
                 seconds: 0.0.into(),
@@ -634,20 +643,20 @@ pub fn run(spec: &BenchSpec) -> Result<BenchReport> {
             None => &noisy.x.values()[rows.start * spec.d..rows.end * spec.d],
         };
         let probe = || cpu_read_pass(x, spec.d);
-        let mut b = measure(
-            &backend,
-            0.0,
-            shard,
-            spec,
-            1,
-            Roof::Measured(&probe),
-            None,
-            false,
-        )?;
+        let roof = if spec.gpu {
+            Roof::Given(spec.peak_gbs, "--peak-gbs".to_string())
+        } else {
+            Roof::Measured(&probe)
+        };
+        let mut b = measure(&backend, 0.0, shard, spec, 1, roof, None, false)?;
         let t = &backend.reduce;
         b.processes = Some(r.size());
         b.allreduce_ms_per_epoch = Some(1e3 * t.seconds.get() / t.epochs.get().max(1) as f64);
-        report.cpu = Some(b);
+        if spec.gpu {
+            report.gpu = Some(b);
+        } else {
+            report.cpu = Some(b);
+        }
         return Ok(report);
     }
     if spec.cpu {

@@ -255,6 +255,29 @@ fn n_processes_on_their_gpus_train_the_single_process_model() {
         model(dir.path(), "streamed.json"),
         model(dir.path(), "one0.json")
     );
+    // bench: each process times its GPU epochs with the sums.
+    let o = mpirun(
+        dir.path(),
+        2,
+        &[
+            "bench",
+            "--n",
+            "4000",
+            "--d",
+            "8",
+            "--epochs",
+            "3",
+            "--distributed",
+            "--backend",
+            "gpu",
+            "--json",
+        ],
+    );
+    assert!(o.status.success(), "{}", common::stderr(&o));
+    let v: serde_json::Value = serde_json::from_str(&common::stdout(&o)).unwrap();
+    assert_eq!(v["gpu"]["processes"], 2);
+    assert!(v["gpu"]["allreduce_ms_per_epoch"].as_f64().unwrap() >= 0.0);
+    assert!(v["cpu"].is_null());
 }
 
 #[test]

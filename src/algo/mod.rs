@@ -104,8 +104,9 @@ pub struct Shard {
     /// Sums across the processes (the same as the backend's).
     pub reduce: std::rc::Rc<dyn Reduce>,
     /// The data set holds only this process's rows (each process read its share of the
-    /// file), rather than every row.
-    pub local: bool,
+    /// file), rather than every row: then the number of rows and their total weight over
+    /// every process (for the patience floor).
+    pub local: Option<(usize, f32)>,
 }
 
 impl Shard {
@@ -117,20 +118,21 @@ impl Shard {
 
     /// The end of an online epoch under iterative parameter mixing: `w` becomes its mean over
     /// the processes and the epoch's counts their sums.
-    pub(crate) fn mix(&self, w: &mut [f32], e: &mut crate::backend::EpochStats) {
+    pub(crate) fn mix(&self, w: &mut [f32], e: &mut crate::backend::EpochStats, weights: bool) {
         self.reduce.sum_f32(w);
         let k = self.reduce.size() as f32;
         w.iter_mut().for_each(|v| *v /= k);
-        self.sum_counts(e);
+        self.sum_counts(e, weights);
     }
 
-    /// An epoch's counts summed over the processes.
-    pub(crate) fn sum_counts(&self, e: &mut crate::backend::EpochStats) {
+    /// An epoch's counts summed over the processes (with row weights, the weighted mistakes
+    /// too, also where this process had none).
+    pub(crate) fn sum_counts(&self, e: &mut crate::backend::EpochStats, weights: bool) {
         let mut c = [e.mistakes as f64, e.criterion, e.weighted.unwrap_or(0.0)];
         self.reduce.sum_f64(&mut c);
         e.mistakes = c[0] as u64;
         e.criterion = c[1];
-        e.weighted = e.weighted.map(|_| c[2]);
+        e.weighted = weights.then_some(c[2]);
     }
 
     /// `count` summed over the processes (held-out mistakes, each process scoring its share).
@@ -377,7 +379,7 @@ impl<'a> Problem<'a> {
         self.shard = Some(Shard {
             rows,
             reduce,
-            local: false,
+            local: None,
         });
     }
 
@@ -385,10 +387,17 @@ impl<'a> Problem<'a> {
     /// (see `data::part`): it trains on all of them; held-out rows, when given whole, are
     /// still shared out by range.
     pub fn distribute_local(&mut self, reduce: std::rc::Rc<dyn Reduce>) {
+        let mut t = [
+            self.ds.n as f64,
+            self.sw
+                .as_ref()
+                .map_or(0.0, |w| w.iter().sum::<f32>() as f64),
+        ];
+        reduce.sum_f64(&mut t);
         self.shard = Some(Shard {
             rows: 0..self.ds.n,
             reduce,
-            local: true,
+            local: Some((t[0] as usize, t[1] as f32)),
         });
     }
 
@@ -438,10 +447,17 @@ impl<'a> Problem<'a> {
         Patience {
             epochs,
             keep_fraction: 1.0 - params.min_improvement,
-            floor: match (&self.val, &self.sw) {
-                (Some(_), _) => 0.0,
-                (None, Some(sw)) => params.patience_floor * sw.iter().sum::<f32>(),
-                (None, None) => params.patience_floor * self.ds.n as f32,
+            floor: match (
+                &self.val,
+                &self.sw,
+                self.shard.as_ref().and_then(|s| s.local),
+            ) {
+                (Some(_), ..) => 0.0,
+                // Only this process's rows are here: the totals over every process.
+                (None, Some(_), Some((_, weight))) => params.patience_floor * weight,
+                (None, None, Some((rows, _))) => params.patience_floor * rows as f32,
+                (None, Some(sw), None) => params.patience_floor * sw.iter().sum::<f32>(),
+                (None, None, None) => params.patience_floor * self.ds.n as f32,
             },
         }
     }
@@ -796,7 +812,7 @@ pub fn fit(
     // A process holding only its rows reports on every process's: their labels, gathered.
     let whole;
     let report_ds = match &pb.shard {
-        Some(sh) if sh.local => {
+        Some(sh) if sh.local.is_some() => {
             let labels = ds.require_labels()?;
             let local: Vec<f32> = labels.index.iter().map(|&c| c as f32).collect();
             let index: Vec<u32> = sh

@@ -405,7 +405,7 @@ fn train(
             // online epoch on its rows from the same weights; all continue from their mean.
             // The counts are the sums over the processes.
             let before_mix = w.to_vec();
-            sh.mix(w, &mut e);
+            sh.mix(w, &mut e, v.sw.is_some());
             if let Some(avg) = avg.as_mut() {
                 // The jump to the mean counts as one more update in the lazy sums, so the
                 // average stays that of the weights this process went through.

@@ -107,7 +107,7 @@ fn train(
             sh.reduce.sum_f64(&mut logb);
             let k = sh.reduce.size() as f64;
             logb.iter_mut().for_each(|l| *l /= k);
-            sh.sum_counts(&mut e);
+            sh.sum_counts(&mut e, v.sw.is_some());
             winnow_weights(&logb, &mut beta);
             top = logb.iter().copied().fold(f64::NEG_INFINITY, f64::max);
         }

@@ -706,7 +706,10 @@ impl Bound for CpuBound<'_> {
                 *t += 1;
             }
             e.update_norm = norm2.sqrt();
-            let (_, stop) = self.stop.record(rule, &e);
+            let (_, mut stop) = self.stop.record(rule, &e);
+            if let Some(r) = self.reduce {
+                stop = super::agreed_stop(r, stop);
+            }
             out.stats.push(e);
             if stop.is_some() {
                 out.stop = stop;

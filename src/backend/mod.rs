@@ -656,6 +656,25 @@ pub trait Reduce: std::fmt::Debug {
     fn abort(&self, _code: i32) {}
 }
 
+/// The stop every process of a data-parallel run takes after an epoch: each decided from the
+/// same sums, but the tolerance rule compares an update norm that backends of different kinds
+/// compute in different precision, so a stop anywhere is a stop everywhere (one more sum per
+/// epoch, which every backend's bound makes at the same point).
+pub(crate) fn agreed_stop(r: &dyn Reduce, stop: Option<StopReason>) -> Option<StopReason> {
+    const ORDER: [StopReason; 3] = [
+        StopReason::Converged,
+        StopReason::Tolerance,
+        StopReason::Patience,
+    ];
+    let code = stop
+        .and_then(|s| ORDER.iter().position(|&o| o == s))
+        .map_or(0, |k| k + 1);
+    match r.max_f64(code as f64) as usize {
+        0 => None,
+        k => ORDER.get(k - 1).copied(),
+    }
+}
+
 impl<T: Reduce + ?Sized> Reduce for std::rc::Rc<T> {
     fn rank(&self) -> usize {
         (**self).rank()
@@ -739,8 +758,8 @@ pub trait Backend {
     /// process) before the update, so every process applies the same update and takes the
     /// same stop decision. Processes may run different backends: each epoch makes the same
     /// calls, in this order: the update sums (`sum_f32`, `heads * (d + 1)`), the counts
-    /// (`sum_f64` of mistakes, criterion, weighted mistakes) and, with held-out rows, their
-    /// mistakes (`sum_f64` of one).
+    /// (`sum_f64` of mistakes, criterion, weighted mistakes), with held-out rows their
+    /// mistakes (`sum_f64` of one), then the stop ([`agreed_stop`]).
     fn bind_reduced<'a>(
         &'a self,
         _data: TrainView<'a>,

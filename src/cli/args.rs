@@ -207,9 +207,9 @@ pub(crate) struct BenchArgs {
     /// to values the storage holds exactly, so the epoch reads 2 or 1 bytes per value).
     #[arg(long, value_name = "S", default_value = "f32")]
     pub(crate) storage: Storage,
-    /// Under `mpirun -np N` (a build with `--features mpi`): each process times the CPU epoch
-    /// over its share of the rows with the sums over all processes, and the first reports the
-    /// time those sums take.
+    /// Under `mpirun -np N` (a build with `--features mpi`): each process times the epoch on
+    /// its CPU (with --backend gpu: on a GPU of its machine) over its share of the rows with
+    /// the sums over all processes, and the first reports the time those sums take.
     #[arg(long)]
     pub(crate) distributed: bool,
     /// Time sparse epochs: each row has this share of its d features non-zero, held as CSR
@@ -360,9 +360,10 @@ pub(crate) struct TrainArgs {
     /// this .gif (at most 150 frames, 640 x 480).
     #[arg(long, value_name = "FILE.gif")]
     pub(crate) animate: Option<PathBuf>,
-    /// Data-parallel training under `mpirun -np N`: each process takes its share of the rows
-    /// and the batch epoch's sums are added over all (the single-process model; see the
-    /// README's Scale section). Needs a build with `--features mpi`.
+    /// Data-parallel training under `mpirun -np N`: each process reads its share of the rows
+    /// and trains on its CPU or GPU, and the batch epoch's sums are added over all (the
+    /// single-process model; see the README's Scale section). Needs a build with
+    /// `--features mpi`.
     #[arg(long)]
     pub(crate) distributed: bool,
     /// Continue from this saved model (same kind, features and classes) instead of w = 0.

@@ -84,8 +84,9 @@ pub fn bench(a: BenchArgs) -> anyhow::Result<()> {
     let mut spec = spec;
     if a.distributed {
         let w = super::world()?;
-        spec.cpu = true;
-        spec.gpu = false;
+        // One backend per process: the GPU with --backend gpu, else the CPU.
+        spec.gpu = a.backend == "gpu";
+        spec.cpu = !spec.gpu;
         spec.converge = false;
         let first = w.rank() == 0;
         spec.distributed = Some(w);

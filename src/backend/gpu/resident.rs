@@ -142,14 +142,30 @@ struct Pipes {
     scores: wgpu::ComputePipeline,
 }
 
+/// One segment of streamed X on the host: its values (the caller's bytes) and, for CSR rows,
+/// the arrays `segment_arrays` makes (row starts with columns, the column-major copy).
+struct StreamSeg<'c> {
+    x: &'c [u8],
+    csr: Vec<u32>,
+    csc: Vec<u32>,
+}
+
+/// A device slot of streamed X: one buffer per array of a segment.
+struct Slot {
+    x: wgpu::Buffer,
+    csr: wgpu::Buffer,
+    csc: wgpu::Buffer,
+}
+
 /// Data and buffers on the GPU for repeated epochs or scoring.
 pub struct Resident<'c> {
     ctx: &'c GpuContext,
-    /// Streamed X: each segment's bytes on the host, uploaded into slot (segment % 2) before
+    /// Streamed X: each segment's arrays on the host, uploaded into slot (segment % 2) before
     /// its kernels run; `None`: X is resident.
-    stream: Option<Vec<&'c [u8]>>,
-    /// The two device slots of streamed X.
-    slots: Option<[wgpu::Buffer; 2]>,
+    stream: Option<Vec<StreamSeg<'c>>>,
+    /// The two device slots of streamed X: values, and for CSR rows the row starts with the
+    /// columns and the column-major copy.
+    slots: Option<[Slot; 2]>,
     d: usize,
     n: usize,
     /// How X is stored on the device.
@@ -303,15 +319,15 @@ impl<'c> Resident<'c> {
         let x_total = x.bytes(n, d) + held_x.map_or(0, |h| h.bytes(held_n, d));
         let streamed = opts.gpu_memory.is_some_and(|b| x_total > b);
         let mut plan = plan;
+        let budget = opts.gpu_memory.unwrap_or(0);
         if streamed {
-            if sparse || mismatch {
+            if mismatch {
                 return Err(Error::TooLarge(format!(
                     "X ({x_total} bytes) is more than --gpu-memory allows, and streaming takes \
-                     dense rows (training and held-out in one storage) only"
+                     training and held-out rows in one storage and form only"
                 )));
             }
             let row_bytes = (d * storage.bytes()) as u64;
-            let budget = opts.gpu_memory.unwrap_or(0);
             // Whole words per slot (rows in fours): every upload but the last is aligned.
             let slot_rows = ((budget / 2 / row_bytes.max(1)) as usize / 4 * 4).max(4);
             plan.seg_rows = plan.seg_rows.min(slot_rows);
@@ -338,9 +354,15 @@ impl<'c> Resident<'c> {
         let x_bytes = x.bytes(n, d);
         // The row ranges of each role's segments: a fixed number of rows per binding for
         // dense rows; for CSR rows as many as keep each of the segment's buffers in a binding.
+        // Streamed CSR: a segment's three arrays (each within a third) fill half the budget.
+        let seg_binding = if streamed && sparse {
+            binding.min((budget / 6).max(4))
+        } else {
+            binding
+        };
         let ranges = |m: Matrix<'_>, total: usize, gather: bool| -> Result<Vec<(usize, usize)>> {
             match m {
-                Matrix::Csr(c) => sparse_segments(c, d, heads, binding, gather),
+                Matrix::Csr(c) => sparse_segments(c, d, heads, seg_binding, gather),
                 Matrix::Dense(_) => Ok((0..total)
                     .step_by(plan.seg_rows.max(1))
                     .map(|a| (a, plan.seg_rows.min(total - a)))
@@ -458,9 +480,29 @@ impl<'c> Resident<'c> {
                         entire(7, &aux),
                     ],
                 });
-                let slot_bytes = (plan.seg_rows * d * storage.bytes()) as u64;
+                // Slot sizes: the largest segment's arrays (dense: rows of values only).
+                let (mut x_max, mut csr_max, mut csc_max) =
+                    ((plan.seg_rows * d * storage.bytes()) as u64, 0u64, 0u64);
+                for &(role, start, len, ..) in &segs_meta {
+                    let m = match held_x {
+                        Some(h) if role == ROLE_HELD_OUT => h,
+                        _ => x,
+                    };
+                    if let Matrix::Csr(c) = m {
+                        let nnz = (c.indptr[start + len] - c.indptr[start]) as u64;
+                        x_max = x_max.max(nnz * storage.bytes() as u64);
+                        csr_max = csr_max.max((len as u64 + 1 + nnz) * 4);
+                        if role == ROLE_TRAIN && training {
+                            csc_max = csc_max.max((d as u64 + 1 + 2 * nnz) * 4);
+                        }
+                    }
+                }
                 let slots = streamed.then(|| {
-                    [0, 1].map(|i| storage_buf(ctx, &format!("rosenblatt.x_slot[{i}]"), slot_bytes))
+                    [0, 1].map(|i| Slot {
+                        x: storage_buf(ctx, &format!("rosenblatt.x_slot[{i}]"), x_max),
+                        csr: storage_buf(ctx, &format!("rosenblatt.csr_slot[{i}]"), csr_max),
+                        csc: storage_buf(ctx, &format!("rosenblatt.csc_slot[{i}]"), csc_max),
+                    })
                 });
                 let mut stream = Vec::new();
                 let dummy = [0f32];
@@ -496,25 +538,6 @@ impl<'c> Resident<'c> {
                                 _ => (x, rows.y, rows.sw),
                             };
                             let gather = sparse && !held_out && training;
-                            let (xs, csr, csc) = segment_arrays(src_x, start, len, d, gather);
-                            let xbuf = match &slots {
-                                Some(s) => {
-                                    // The caller's rows (never converted when streaming).
-                                    let orig = match rows.held {
-                                        Some((h, _)) if held_out => h.x,
-                                        _ => rows.data.x,
-                                    };
-                                    stream
-                                        .push(values_of(orig.rows(start..start + len, d)).bytes());
-                                    s[k % 2].clone()
-                                }
-                                None => init_buf(
-                                    ctx,
-                                    &format!("rosenblatt.x[{k}]"),
-                                    xs.bytes(),
-                                    wgpu::BufferUsages::STORAGE,
-                                ),
-                            };
                             let index_buf = |what: &str, v: &[u32]| {
                                 if v.is_empty() {
                                     no_index.clone()
@@ -527,8 +550,39 @@ impl<'c> Resident<'c> {
                                     )
                                 }
                             };
-                            let (csr_buf, csc_buf) =
-                                (index_buf("csr", &csr), index_buf("csc", &csc));
+                            let (xbuf, csr_buf, csc_buf) = match &slots {
+                                Some(s) => {
+                                    // The caller's rows (never converted when streaming): the
+                                    // arrays stay on the host and go to a slot every epoch.
+                                    let orig = match rows.held {
+                                        Some((h, _)) if held_out => h.x,
+                                        _ => rows.data.x,
+                                    };
+                                    let (xs, csr, csc) =
+                                        segment_arrays(orig, start, len, d, gather);
+                                    stream.push(StreamSeg {
+                                        x: xs.bytes(),
+                                        csr,
+                                        csc,
+                                    });
+                                    let s = &s[k % 2];
+                                    (s.x.clone(), s.csr.clone(), s.csc.clone())
+                                }
+                                None => {
+                                    let (xs, csr, csc) =
+                                        segment_arrays(src_x, start, len, d, gather);
+                                    (
+                                        init_buf(
+                                            ctx,
+                                            &format!("rosenblatt.x[{k}]"),
+                                            xs.bytes(),
+                                            wgpu::BufferUsages::STORAGE,
+                                        ),
+                                        index_buf("csr", &csr),
+                                        index_buf("csc", &csc),
+                                    )
+                                }
+                            };
                             let ys: &[f32] = match src_y {
                                 Some(y) => &y[start..start + len],
                                 None => &dummy,
@@ -648,22 +702,29 @@ impl<'c> Resident<'c> {
             })
     }
 
-    /// Streamed X: writes segment `k`'s rows into its slot, the whole words, then the last
+    /// Streamed X: writes segment `k`'s arrays into its slot, the whole words, then the last
     /// bytes padded to a word (copies move whole words).
     fn upload(&self, k: usize) {
         let (Some(stream), Some(slots)) = (&self.stream, &self.slots) else {
             return;
         };
-        let bytes = stream[k];
-        let whole = bytes.len() / 4 * 4;
+        let (seg, slot) = (&stream[k], &slots[k % 2]);
         let q = &self.ctx.queue;
+        let bytes = seg.x;
+        let whole = bytes.len() / 4 * 4;
         if whole > 0 {
-            q.write_buffer(&slots[k % 2], 0, &bytes[..whole]);
+            q.write_buffer(&slot.x, 0, &bytes[..whole]);
         }
         if whole < bytes.len() {
             let mut tail = [0u8; 4];
             tail[..bytes.len() - whole].copy_from_slice(&bytes[whole..]);
-            q.write_buffer(&slots[k % 2], whole as u64, &tail);
+            q.write_buffer(&slot.x, whole as u64, &tail);
+        }
+        if !seg.csr.is_empty() {
+            q.write_buffer(&slot.csr, 0, bytemuck::cast_slice(&seg.csr));
+        }
+        if !seg.csc.is_empty() {
+            q.write_buffer(&slot.csc, 0, bytemuck::cast_slice(&seg.csc));
         }
     }
 
@@ -1104,12 +1165,16 @@ impl<'c> Resident<'c> {
             .collect();
         let wb = &bytes[CTL + stats_bytes as usize..];
         w.copy_from_slice(bytemuck::cast_slice(&wb[..len * 4]));
-        let stop = match ctl.done {
+        let mut stop = match ctl.done {
             STOP_CONVERGED => Some(StopReason::Converged),
             STOP_TOLERANCE => Some(StopReason::Tolerance),
             STOP_PATIENCE => Some(StopReason::Patience),
             _ => None,
         };
+        if let Some(r) = self.reduce {
+            // (One epoch a submit here.)
+            stop = crate::backend::agreed_stop(r, stop);
+        }
         Ok((stats, stop))
     }
 
