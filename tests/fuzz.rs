@@ -323,6 +323,41 @@ fn in_process_case(seed: &Seed, bytes: &[u8], rng: &mut ChaCha8Rng) -> Result<()
         layout,
         ..Default::default()
     };
+    let text = !seed.name.ends_with(".npy") && !seed.name.ends_with(".npz");
+    if text && rng.random_bool(0.25) {
+        // Shares of the file, as the processes of a data-parallel run read it: each loads or
+        // fails with an input error, and where all load, they hold the whole file's rows.
+        let f = tempfile::Builder::new()
+            .suffix(if format == Format::Libsvm {
+                ".svm"
+            } else {
+                ".csv"
+            })
+            .tempfile()
+            .map_err(|e| e.to_string())?;
+        std::fs::write(f.path(), bytes).map_err(|e| e.to_string())?;
+        if !data::part::splits(f.path(), &opts).unwrap_or(false) {
+            return Ok(());
+        }
+        let parts = rng.random_range(2..=4);
+        let mut rows = Some(0);
+        for k in 0..parts {
+            match data::part::load_part(f.path(), &opts, k, parts) {
+                Ok(ds) => rows = rows.map(|r| r + ds.n),
+                Err(e) if e.is_input_error() => rows = None,
+                Err(e) => return Err(format!("share error is not an input error: {e}")),
+            }
+        }
+        if let (Some(r), Ok(whole)) = (rows, data::load(f.path(), &opts)) {
+            if r != whole.n {
+                return Err(format!(
+                    "{parts} shares hold {r} rows, the file {}",
+                    whole.n
+                ));
+            }
+        }
+        return Ok(());
+    }
     let loaded = if seed.name.ends_with(".npy") && rng.random_bool(0.5) {
         // Through a file, as `train x.npy` reads it: a float32 C array is memory-mapped.
         let f = tempfile::Builder::new()

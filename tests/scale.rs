@@ -186,8 +186,8 @@ fn distributed_without_mpi_says_how_to_build_it() {
 
 /// Each process of a data-parallel run parses only the lines that start in its byte range of
 /// a text file: for any number of processes the shares, in process order, are the whole
-/// file's rows (none lost, none twice), with a header or without, CRLF line ends, comments,
-/// blank lines, no final newline, and more processes than lines.
+/// file's rows (none lost, none twice), with a header or without, CRLF line ends, comments
+/// (before the header too), blank lines, no final newline, and more processes than lines.
 #[test]
 fn the_shares_of_a_text_file_are_its_rows() {
     let dir = tempfile::tempdir().unwrap();
@@ -226,6 +226,13 @@ fn the_shares_of_a_text_file_are_its_rows() {
         ("open.csv", csv_rows("\n").trim_end().to_string()),
         ("rows.svm", svm),
         ("tiny.csv", "p,label\n1,a\n2,b\n".to_string()),
+        (
+            "comments.csv",
+            format!(
+                "# made by hand\n\np,q,r,s,label\n# rows\n{}",
+                csv_rows("\n")
+            ),
+        ),
     ];
     let opts = LoadOptions {
         layout: data::Layout::Dense,

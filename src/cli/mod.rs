@@ -129,6 +129,7 @@ fn load_options(a: &DataArgs, features: Option<usize>) -> LoadOptions {
             (_, true) => Layout::Sparse,
             _ => Layout::Auto,
         },
+        csv_header: None,
     }
 }
 

@@ -111,6 +111,49 @@ impl ValueSink for VecSink<'_> {
     }
 }
 
+/// Whether the first record is a header, from the first two: not when it is all numbers;
+/// with a second record, when some field is text above a number; alone, when all is text.
+fn header_rule(first: &ByteRecord, second: Option<&ByteRecord>) -> bool {
+    if first.iter().all(is_numeric) {
+        false
+    } else if let Some(second) = second {
+        first
+            .iter()
+            .zip(second.iter())
+            .any(|(a, b)| !is_numeric(a) && is_numeric(b))
+    } else {
+        first.iter().all(|f| !is_numeric(f))
+    }
+}
+
+/// The CSV in `reader`'s first record, as a whole-file parse reads it: whether it is a
+/// header ([`LoadOptions::csv_header`], else decided from the first two records) and the
+/// byte offset just past it (after any comments before it). `None`: no record.
+pub fn first_record<R: Read>(
+    path: &Path,
+    reader: R,
+    opts: &LoadOptions,
+) -> Result<Option<(bool, u64)>> {
+    let mut rdr = ReaderBuilder::new()
+        .has_headers(false)
+        .flexible(true)
+        .trim(Trim::All)
+        .comment(Some(b'#'))
+        .from_reader(reader);
+    let bad = |e: csv::Error| Error::data(path, format!("malformed CSV: {e}"));
+    let (mut first, mut second) = (ByteRecord::new(), ByteRecord::new());
+    if !rdr.read_byte_record(&mut first).map_err(bad)? {
+        return Ok(None);
+    }
+    let end = rdr.position().byte();
+    let has_second = rdr.read_byte_record(&mut second).map_err(bad)?;
+    let header = match opts.csv_header {
+        Some(h) => h,
+        None => header_rule(&first, has_second.then_some(&second)),
+    };
+    Ok(Some((header, end)))
+}
+
 /// The parsed rows, counted: (rows, features, labels, row weights).
 pub type Parsed = (usize, usize, Option<super::Labels>, Option<Vec<f32>>);
 
@@ -155,15 +198,9 @@ pub fn parse_into<R: Read>(
     }
     let has_second = read(&mut rdr, &mut second)?;
     let ncols = first.len();
-    let header = if first.iter().all(is_numeric) {
-        false
-    } else if has_second {
-        first
-            .iter()
-            .zip(second.iter())
-            .any(|(a, b)| !is_numeric(a) && is_numeric(b))
-    } else {
-        first.iter().all(|f| !is_numeric(f))
+    let header = match opts.csv_header {
+        Some(h) => h,
+        None => header_rule(&first, has_second.then_some(&second)),
     };
     let names: Option<Vec<String>> = header.then(|| {
         first

@@ -226,6 +226,9 @@ pub struct LoadOptions {
     pub weight_col: Option<LabelCol>,
     /// Dense or sparse (CSR) features for the sparse formats (LIBSVM, scipy `.npz`).
     pub layout: Layout,
+    /// CSV: whether the first record is a header; `None` decides from the first two records
+    /// (a share of a file in a data-parallel run is told what the whole file's start says).
+    pub csv_header: Option<bool>,
 }
 
 /// How a sparse format's features are held.

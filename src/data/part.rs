@@ -63,7 +63,8 @@ fn line_start(f: &mut File, path: &Path, at: u64) -> Result<u64> {
 }
 
 /// The bytes [start, end) of `path` and, before them for a CSV share other than the first, the
-/// file's first line (its header, if it has one: the share is then parsed as the file is).
+/// file's start up to the end of its header (with any comments before it): the share is then
+/// parsed as the file is, told whether the first record is a header.
 struct Share {
     head: Vec<u8>,
     start: u64,
@@ -71,9 +72,9 @@ struct Share {
 }
 
 impl Share {
-    /// Whether the share has a line that is not blank (nor, in LIBSVM, a comment), past its
-    /// first `skip` lines.
-    fn has_rows(&self, path: &Path, format: Format, mut skip: usize) -> Result<bool> {
+    /// Whether the share has a line that is not blank nor a comment (`#`, which the CSV and
+    /// LIBSVM readers skip).
+    fn has_rows(&self, path: &Path) -> Result<bool> {
         let mut f = File::open(path).map_err(|e| Error::io(path, e))?;
         f.seek(SeekFrom::Start(self.start))
             .map_err(|e| Error::io(path, e))?;
@@ -88,13 +89,8 @@ impl Share {
                 return Ok(false);
             }
             let text = line.trim_ascii();
-            if skip > 0 {
-                skip -= 1;
-            } else {
-                let comment = format == Format::Libsvm && text.starts_with(b"#");
-                if !text.is_empty() && !comment {
-                    return Ok(true);
-                }
+            if !text.is_empty() && !text.starts_with(b"#") {
+                return Ok(true);
             }
         }
     }
@@ -116,29 +112,44 @@ pub fn load_part(path: &Path, opts: &LoadOptions, part: usize, parts: usize) -> 
     let format = format_of(path, opts)?;
     let mut f = File::open(path).map_err(|e| Error::io(path, e))?;
     let size = f.metadata().map_err(|e| Error::io(path, e))?.len();
-    let cut = |k: usize| (k as u128 * size as u128 / parts.max(1) as u128) as u64;
-    let start = line_start(&mut f, path, cut(part))?;
-    let end = line_start(&mut f, path, cut(part + 1))?.max(start);
-    let mut head = Vec::new();
+    let mut opts = opts.clone();
+    // A CSV's header, decided once from the file's first two records as a whole-file parse
+    // decides it; every share is told, and shares after the first get it put before them.
+    let mut header_end = 0;
     if format == Format::Csv {
-        f.seek(SeekFrom::Start(0)).map_err(|e| Error::io(path, e))?;
-        BufReader::new(&mut f)
-            .read_until(b'\n', &mut head)
-            .map_err(|e| Error::io(path, e))?;
-        // A first line that parses as a row is data (the file has no header): process 0's.
-        if csv::parse(path, &head, opts).is_ok_and(|h| h.n == 1) {
-            head.clear();
+        let file = File::open(path).map_err(|e| Error::io(path, e))?;
+        if let Some((header, end)) = csv::first_record(path, file, &opts)? {
+            opts.csv_header = Some(header);
+            if header {
+                header_end = end.min(size);
+            }
         }
     }
-    // The first share holds the header itself.
-    let header_here = start == 0 && !head.is_empty();
-    if start == 0 {
-        head.clear();
+    let cut = |k: usize| (k as u128 * size as u128 / parts.max(1) as u128) as u64;
+    let bound = |f: &mut File, k: usize| -> Result<u64> {
+        Ok(match k {
+            0 => 0,
+            _ => line_start(f, path, cut(k))?.max(header_end),
+        })
+    };
+    let start = bound(&mut f, part)?;
+    let end = bound(&mut f, part + 1)?.max(start);
+    let mut head = Vec::new();
+    if start > 0 && header_end > 0 {
+        f.seek(SeekFrom::Start(0)).map_err(|e| Error::io(path, e))?;
+        (&mut f)
+            .take(header_end)
+            .read_to_end(&mut head)
+            .map_err(|e| Error::io(path, e))?;
     }
-    let share = Share { head, start, end };
-    if !share.has_rows(path, format, usize::from(header_here))? {
-        // More processes than lines (or only blank ones here): no rows, and the features and
-        // classes of the others (see [`agree`]).
+    let scan = Share {
+        head: Vec::new(),
+        start: start.max(header_end).min(end),
+        end,
+    };
+    if !scan.has_rows(path)? {
+        // More processes than lines (or only blank ones and comments here): no rows, and the
+        // features and classes of the others (see [`agree`]).
         return Ok(Dataset {
             x: MatrixBuf::Csr(crate::backend::CsrBuf::new()),
             n: 0,
@@ -151,6 +162,7 @@ pub fn load_part(path: &Path, opts: &LoadOptions, part: usize, parts: usize) -> 
             weights: opts.weight_col.is_some().then(Vec::new),
         });
     }
+    let share = Share { head, start, end };
     let parsed = match format {
         Format::Libsvm => {
             let opts = LoadOptions {
@@ -161,12 +173,13 @@ pub fn load_part(path: &Path, opts: &LoadOptions, part: usize, parts: usize) -> 
         }
         _ => {
             let r = share.reader(path).map_err(|e| Error::io(path, e))?;
-            csv::parse_reader(path, r, end - start, opts)
+            csv::parse_reader(path, r, end - start, &opts)
         }
     };
+    let head_lines = share.head.iter().filter(|&&b| b == b'\n').count();
     parsed.map_err(|e| match e {
         // The share's line l is line l of the file past the lines before the share (less the
-        // header line put before a CSV share).
+        // lines of the header put before a CSV share).
         Error::Parse {
             path: p,
             line: Some(l),
@@ -175,8 +188,11 @@ pub fn load_part(path: &Path, opts: &LoadOptions, part: usize, parts: usize) -> 
             msg,
         } if start > 0 => {
             let before = lines_before(path, start).unwrap_or(0);
-            let head = usize::from(!share.head.is_empty());
-            let line = if l <= head { l } else { l - head + before };
+            let line = if l <= head_lines {
+                l
+            } else {
+                l - head_lines + before
+            };
             Error::Parse {
                 path: p,
                 line: Some(line),
