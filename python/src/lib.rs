@@ -10,7 +10,9 @@ use std::sync::Arc;
 use numpy::{
     PyArray1, PyArray2, PyArrayMethods, PyReadonlyArray1, PyReadonlyArray2, PyUntypedArrayMethods,
 };
-use pyo3::exceptions::{PyMemoryError, PyRuntimeError, PyValueError};
+use pyo3::exceptions::{
+    PyFileNotFoundError, PyMemoryError, PyOSError, PyPermissionError, PyRuntimeError, PyValueError,
+};
 use pyo3::prelude::*;
 
 use rosenblatt::algo::{self, Holdout, Problem, Progress};
@@ -23,13 +25,19 @@ use rosenblatt::params::TrainParams;
 use rosenblatt::Error;
 
 /// The crate's errors as Python exceptions, with the crate's messages: GPU and MPI failures
-/// are RuntimeError, memory that is not there MemoryError, everything else (bad input, bad
+/// are RuntimeError, memory that is not there MemoryError, files that cannot be read OSError
+/// (FileNotFoundError and the like, by the error's kind), everything else (bad input, bad
 /// parameters) ValueError.
 fn py_err(e: Error) -> PyErr {
     let msg = e.to_string();
     match e {
         Error::Gpu(_) | Error::NoGpu(_) | Error::Mpi(_) => PyRuntimeError::new_err(msg),
         Error::Memory { .. } => PyMemoryError::new_err(msg),
+        Error::Io { source, .. } => match source.kind() {
+            std::io::ErrorKind::NotFound => PyFileNotFoundError::new_err(msg),
+            std::io::ErrorKind::PermissionDenied => PyPermissionError::new_err(msg),
+            _ => PyOSError::new_err(msg),
+        },
         _ => PyValueError::new_err(msg),
     }
 }
@@ -231,6 +239,17 @@ fn fit<'py>(
     progress: bool,
 ) -> PyResult<(String, String)> {
     let feats = features(x, csr)?;
+    let n = match &feats {
+        Features::Dense(a) => a.shape()[0],
+        Features::Csr { indptr, .. } => indptr.len().saturating_sub(1),
+    };
+    if y.len() != n || sample_weight.as_ref().is_some_and(|w| w.len() != n) {
+        return Err(PyValueError::new_err(format!(
+            "X has {n} rows, y {} and sample_weight {}: they must agree",
+            y.len(),
+            sample_weight.as_ref().map_or(n, |w| w.len())
+        )));
+    }
     let index: Vec<u32> = y
         .as_slice()
         .map_err(|_| PyValueError::new_err("y must be contiguous"))?

@@ -253,3 +253,16 @@ def test_training_releases_the_gil():
     t.join()
     # Held GIL: this thread would get in at most once while the crate trains.
     assert state["ticks"] > 20, state
+
+
+def test_two_classes_with_a_row_per_class_look_binary(tmp_path):
+    X, y = digits()
+    b = y < 2
+    m = Perceptron("multiclass", backend="cpu", epochs=20).fit(X[b], y[b])
+    assert m.coef_.shape == (1, X.shape[1]) and m.intercept_.shape == (1,)
+    d = m.decision_function(X[b])
+    assert d.shape == (b.sum(),)
+    np.testing.assert_allclose(d, X[b] @ m.coef_[0] + m.intercept_[0], rtol=1e-5, atol=1e-3)
+    np.testing.assert_array_equal(m.predict(X[b]), np.where(d > 0, 1, 0))
+    with pytest.raises(FileNotFoundError):
+        rosenblatt.load(tmp_path / "missing.json")

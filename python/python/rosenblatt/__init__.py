@@ -118,8 +118,14 @@ class _Estimator(ClassifierMixin, BaseEstimator):
         self.kind_ = kind
         self.classes_ = classes
         if linear is not None:
-            self.coef_ = np.asarray(linear[0], dtype=np.float32).reshape(len(linear[0]), d)
-            self.intercept_ = np.asarray(linear[1], dtype=np.float32)
+            coef = np.asarray(linear[0], dtype=np.float32).reshape(len(linear[0]), d)
+            intercept = np.asarray(linear[1], dtype=np.float32)
+            if len(classes) == 2 and len(coef) == 2:
+                # One row per class for two classes (algo="multiclass"): the binary form
+                # scikit-learn expects, row 1 less row 0.
+                coef, intercept = (coef[1] - coef[0])[None, :], intercept[1:] - intercept[:1]
+            self.coef_ = coef
+            self.intercept_ = intercept
         else:
             # Voted and kernel models keep many vectors, not one weight row per class.
             for a in ("coef_", "intercept_"):
@@ -170,6 +176,9 @@ class _Estimator(ClassifierMixin, BaseEstimator):
         """Decision values: one per row for two classes (positive: ``classes_[1]``), one per
         class and row otherwise (votes for a voted model)."""
         values, _ = self._decide(X)
+        if values.shape[1] == 2 and len(self.classes_) == 2:
+            # A two-class model with a row per class: the binary decision, s_1 - s_0.
+            return values[:, 1] - values[:, 0]
         return values[:, 0] if values.shape[1] == 1 else values
 
     def predict(self, X):
@@ -329,7 +338,8 @@ class Perceptron(_Estimator):
     def partial_fit(self, X, y, classes=None, sample_weight=None):
         """One epoch on (X, y) from the current weights: for the online forms one pass of
         updates, for the batch rule one update from the sum over this data's mistakes.
-        ``classes`` (every class there will be) is needed on the first call."""
+        ``classes`` (every class there will be) is needed on the first call. (Averaged and
+        pocket models continue from the weights they keep, the average or the pocket.)"""
         first = not hasattr(self, "model_")
         X, y, sample_weight = self._validate_fit(X, y, sample_weight, reset=first)
         if first:
