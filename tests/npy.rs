@@ -110,6 +110,30 @@ fn npy_features_in_both_orders_with_npy_labels() {
     let ds = load(&p.join("c.npy"), Some(&p.join("s.npy"))).unwrap();
     assert_eq!(ds.labels.unwrap().classes, vec!["no", "yes"]);
     assert!(load(&p.join("c.npy"), None).unwrap().labels.is_none());
+    // Compact dtypes (images, counts) read as the same values.
+    let halves: Vec<u8> = [1f32, 2., 3., 4., 5., 6.]
+        .iter()
+        .flat_map(|&v| half::f16::from_f32(v).to_le_bytes())
+        .collect();
+    let shorts: Vec<u8> = [1i16, 2, 3, 4, 5, 6]
+        .iter()
+        .flat_map(|v| v.to_le_bytes())
+        .collect();
+    for (name, descr, data) in [
+        ("u1.npy", "|u1", vec![1u8, 2, 3, 4, 5, 6]),
+        ("i1.npy", "|i1", vec![1u8, 2, 3, 4, 5, 6]),
+        ("i2.npy", "<i2", shorts),
+        ("f2.npy", "<f2", halves),
+    ] {
+        std::fs::write(p.join(name), npy(descr, false, &[2, 3], &data)).unwrap();
+        let ds = load(&p.join(name), Some(&p.join("y.npy"))).unwrap();
+        assert_eq!(ds.x.values(), &[1., 2., 3., 4., 5., 6.], "{name}");
+    }
+    std::fs::write(p.join("neg.npy"), npy("|i1", false, &[1, 2], &[0xff, 0x80])).unwrap();
+    assert_eq!(
+        load(&p.join("neg.npy"), None).unwrap().x.values(),
+        &[-1., -128.]
+    );
 }
 
 #[test]
@@ -175,7 +199,7 @@ fn bad_numpy_input_is_named() {
             "ints.npy",
             npy("<i4", false, &[2, 2], &[0u8; 16]),
             None,
-            "float32 or float64",
+            "8- or 16-bit integers",
         ),
         (
             "flat.npy",

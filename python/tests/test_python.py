@@ -266,3 +266,19 @@ def test_two_classes_with_a_row_per_class_look_binary(tmp_path):
     np.testing.assert_array_equal(m.predict(X[b]), np.where(d > 0, 1, 0))
     with pytest.raises(FileNotFoundError):
         rosenblatt.load(tmp_path / "missing.json")
+
+
+def test_the_readme_example_runs():
+    """The README's Python example, as written there."""
+    if not gpu_present():
+        pytest.skip("no GPU adapter")
+    text = (ROOT / "README.md").read_text()
+    section = text[text.index("\n## Python\n") :]
+    code = section[section.index("```python\n") + len("```python\n") :]
+    code = code[: code.index("```")]
+    assert 'backend="gpu"' in code and "report_" in code
+    out = subprocess.run(
+        [sys.executable, "-c", code], check=True, capture_output=True, text=True
+    ).stdout.split()
+    accuracy, radius = float(out[0]), float(out[1])
+    assert accuracy > 0.9 and radius > 0

@@ -1,5 +1,5 @@
 //! NumPy input: `.npy` arrays (version 1-3 headers) and `.npz` archives. Features are a 2-D
-//! float32 or float64 array in C or Fortran order; labels come from a 1-D array of any integer,
+//! float16/32/64 or 8- or 16-bit integer array in C or Fortran order; labels come from a 1-D array of any integer,
 //! float, bool or string dtype (a second `.npy` given with `--labels`, or `y` inside a `.npz`
 //! next to `X`). Wrong dtype, shape or a missing array is an error naming the file and array.
 
@@ -110,15 +110,17 @@ fn dtype(path: &Path, what: &str, descr: &str) -> Result<(char, char, usize)> {
     Ok((order, kind, size))
 }
 
-/// The features: a 2-D float32/float64 array, returned row-major with every value finite.
+/// The features: a 2-D array of float16/32/64 or of 8- or 16-bit integers (every one exact
+/// in f32), returned row-major with every value finite.
 fn features(path: &Path, what: &str, a: &Npy) -> Result<(Vec<f32>, usize, usize)> {
     let (_, kind, size) = dtype(path, what, &a.descr)?;
-    if kind != 'f' || !(size == 4 || size == 8) {
+    if !matches!((kind, size), ('f', 2 | 4 | 8) | ('u' | 'i', 1 | 2)) {
         return Err(bad(
             path,
             what,
             format!(
-                "features must be float32 or float64, found dtype {:?}",
+                "features must be float16, float32, float64 or 8- or 16-bit integers, found \
+                 dtype {:?}",
                 a.descr
             ),
         ));
@@ -154,10 +156,14 @@ fn features(path: &Path, what: &str, a: &Npy) -> Result<(Vec<f32>, usize, usize)
     }
     let get = |k: usize| -> f64 {
         let b = &a.data[k * size..(k + 1) * size];
-        if size == 4 {
-            f32::from_le_bytes([b[0], b[1], b[2], b[3]]) as f64
-        } else {
-            f64::from_le_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]])
+        match (kind, size) {
+            ('u', 1) => b[0] as f64,
+            ('i', 1) => b[0] as i8 as f64,
+            ('u', 2) => u16::from_le_bytes([b[0], b[1]]) as f64,
+            ('i', 2) => i16::from_le_bytes([b[0], b[1]]) as f64,
+            ('f', 2) => half::f16::from_le_bytes([b[0], b[1]]).to_f64(),
+            ('f', 4) => f32::from_le_bytes([b[0], b[1], b[2], b[3]]) as f64,
+            _ => f64::from_le_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]]),
         }
     };
     let mut x = super::dense_zeros(path, n, d)?;
