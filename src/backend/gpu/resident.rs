@@ -197,8 +197,10 @@ pub struct Resident<'c> {
     /// The chunk sums of an epoch (`total_chunks` x `len`) and the workgroups' counts.
     partials: wgpu::Buffer,
     wg_stats: wgpu::Buffer,
-    /// In a data-parallel run: the sums across processes (see [`Resident::reduce_with`]).
+    /// In a data-parallel run: the sums across processes (see [`Resident::reduce_with`]), and
+    /// the read-back buffer of the chunk sums and counts.
     reduce: Option<&'c dyn Reduce>,
+    reduce_staging: Option<wgpu::Buffer>,
 }
 
 pub(crate) fn storage_buf(ctx: &GpuContext, label: &str, size: u64) -> wgpu::Buffer {
@@ -674,6 +676,7 @@ impl<'c> Resident<'c> {
                     partials,
                     wg_stats,
                     reduce: None,
+                    reduce_staging: None,
                 })
             },
         )?
@@ -1031,7 +1034,10 @@ impl<'c> Resident<'c> {
             (chunks * len * 4) as u64,
             (wgs * size_of::<WgStat>()) as u64,
         );
-        let staging = self.staging("rosenblatt.reduce_readback", (p_bytes + s_bytes).max(4));
+        let staging = match self.reduce_staging.take() {
+            Some(b) => b,
+            None => self.staging("rosenblatt.reduce_readback", (p_bytes + s_bytes).max(4)),
+        };
         ctx.scoped("running batch epochs", || {
             if p_bytes > 0 {
                 enc.copy_buffer_to_buffer(&self.partials, 0, &staging, 0, p_bytes);
@@ -1042,8 +1048,10 @@ impl<'c> Resident<'c> {
             ctx.queue.submit([enc.finish()]);
         })?;
         let bytes = self.read(&staging)?;
+        self.reduce_staging = Some(staging);
         ctx.check("running batch epochs")?;
-        let partials: &[f32] = bytemuck::cast_slice(&bytes[..p_bytes as usize]);
+        // (Copied out: a byte vector's start need not be aligned for f32.)
+        let partials: Vec<f32> = bytemuck::pod_collect_to_vec(&bytes[..p_bytes as usize]);
         let mut total = vec![0f32; len];
         for c in partials.chunks_exact(len.max(1)) {
             for (t, v) in total.iter_mut().zip(c) {
