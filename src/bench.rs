@@ -559,10 +559,10 @@ pub fn run(spec: &BenchSpec) -> Result<BenchReport> {
     if let Some(v) = noisy.x.values_mut() {
         quantize(v, spec.storage);
     }
-    let packed = FeatureBuf::pack(noisy.x.values(), spec.storage).map_err(|i| {
+    let packed = FeatureBuf::pack(&noisy.x.values(), spec.storage).map_err(|i| {
         Error::data(
             "<bench>",
-            format!("value {} is not held exactly", noisy.x.values()[i]),
+            format!("value {} is not held exactly", noisy.x.value(i)),
         )
     })?;
     let x = match noisy.x.csr() {
@@ -662,7 +662,7 @@ pub fn run(spec: &BenchSpec) -> Result<BenchReport> {
     if spec.cpu {
         let cpu = CpuBackend::new();
         let x = noisy.x.values();
-        let probe = || cpu_read_pass(x, spec.d);
+        let probe = || cpu_read_pass(&x, spec.d);
         report.cpu = Some(measure(
             &cpu,
             0.0,

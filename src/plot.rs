@@ -187,9 +187,7 @@ fn slice(ds: &Dataset, features: Option<(usize, usize)>) -> Result<Slice> {
         }
     };
     let mut means = vec![0f64; ds.d];
-    for (j, &v) in ds.x.columns(ds.d).zip(ds.x.values()) {
-        means[j] += v as f64;
-    }
+    ds.x.for_each_value(ds.d, |j, v| means[j] += v as f64);
     let means: Vec<f32> = means
         .iter()
         .map(|m| (m / ds.n.max(1) as f64) as f32)

@@ -2,6 +2,7 @@
 //! R, the achieved margin gamma and Novikoff's bound (R / gamma)^2, computed once per model
 //! kind.
 
+use crate::backend::simd::Elem;
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
@@ -174,7 +175,7 @@ pub fn radius(x: &MatrixBuf, d: usize, bias: f32) -> f64 {
         return bias.abs() as f64;
     }
     let x = match x {
-        MatrixBuf::Dense(_) | MatrixBuf::Mapped(_) => x.values(),
+        MatrixBuf::Dense(_) | MatrixBuf::Mapped(_) => x.stored_values(),
         MatrixBuf::Csr(c) => {
             let max2 = c
                 .indptr
@@ -189,15 +190,20 @@ pub fn radius(x: &MatrixBuf, d: usize, bias: f32) -> f64 {
             return (max2 + (bias as f64).powi(2)).sqrt();
         }
     };
-    let max2 = x
+    // (Values in their storage, widened one at a time: a compact memory map is not copied.)
+    let max2 = crate::with_features!(x, x => x
         .par_chunks(d * 4096)
         .map(|block| {
             block
                 .chunks_exact(d)
-                .map(|r| r.iter().map(|&v| (v as f64) * (v as f64)).sum::<f64>())
+                .map(|r| {
+                    r.iter()
+                        .map(|&v| (v.widen() as f64) * (v.widen() as f64))
+                        .sum::<f64>()
+                })
                 .fold(0f64, f64::max)
         })
-        .reduce(|| 0.0, f64::max);
+        .reduce(|| 0.0, f64::max));
     (max2 + (bias as f64).powi(2)).sqrt()
 }
 

@@ -96,6 +96,15 @@ fn seeds() -> Vec<Seed> {
             name: "e.npy",
             bytes: npy_bytes("<f8", "(2, 2)", &f64s),
         },
+        // Compact dtypes: memory-mapped in their storage when read through a file.
+        Seed {
+            name: "g.npy",
+            bytes: npy_bytes("|u1", "(4, 2)", &[0, 3, 255, 7, 1, 1, 9, 0]),
+        },
+        Seed {
+            name: "h.npy",
+            bytes: npy_bytes("<f2", "(2, 2)", &[0, 60, 0, 188, 0, 0, 0, 66]),
+        },
         Seed {
             name: "f.npz",
             bytes: npz_bytes(&x, &yb),

@@ -138,7 +138,7 @@ fn integer_data_is_bit_identical_to_cpu_at_awkward_sizes() {
             // A single row cannot have two classes; train on it twice with opposite labels
             // would be contradictory, so duplicate it with the other class at a shifted point.
             let shifted: Vec<f32> = ds.x.values().iter().map(|v| v + 1.0).collect();
-            ds.x = [ds.x.values(), &shifted[..]].concat().into();
+            ds.x = [&*ds.x.values(), &shifted[..]].concat().into();
             ds.n = 2;
             ds.labels = Some(Labels::from_names(&["neg", "pos"]));
         }

@@ -212,7 +212,7 @@ fn scaling_round_trips_through_the_model_file_and_predict_applies_it() {
         let t = algo::train(&ds, &p, &cpu, None, &mut ()).unwrap();
         assert_eq!(t.model.scaling().unwrap().kind, scale);
         // The same as training on data scaled by hand, without scaling.
-        let s = Scaler::fit(scale, ds.x.values(), ds.n, ds.d).unwrap();
+        let s = Scaler::fit(scale, &ds.x.values(), ds.n, ds.d).unwrap();
         let mut xs = ds.x.values().to_vec();
         s.apply(&mut xs, Path::new("t")).unwrap();
         let scaled = Dataset::new(xs, n, 2, ds.labels.clone(), "scaled");

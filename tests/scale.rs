@@ -31,6 +31,10 @@ fn write_set(dir: &Path, n: usize, d: usize) {
     let mut x = std::io::BufWriter::new(std::fs::File::create(dir.join("x.npy")).unwrap());
     x.write_all(&common::npy_header("<f4", &format!("({n}, {d})")))
         .unwrap();
+    // The same values as int8 (a quarter of the bytes).
+    let mut x8 = std::io::BufWriter::new(std::fs::File::create(dir.join("x8.npy")).unwrap());
+    x8.write_all(&common::npy_header("|i1", &format!("({n}, {d})")))
+        .unwrap();
     let mut y = common::npy_header("<i8", &format!("({n},)"));
     let mut row = vec![0i32; d];
     for _ in 0..n {
@@ -39,6 +43,7 @@ fn write_set(dir: &Path, n: usize, d: usize) {
         }
         for v in &row {
             x.write_all(&(*v as f32).to_le_bytes()).unwrap();
+            x8.write_all(&(*v as i8).to_le_bytes()).unwrap();
         }
         let s: i32 = row.iter().zip(&w).map(|(a, b)| a * b).sum();
         let label: i64 = if (s >= 0) != rng.random_bool(0.05) {
@@ -49,6 +54,7 @@ fn write_set(dir: &Path, n: usize, d: usize) {
         y.extend(label.to_le_bytes());
     }
     x.flush().unwrap();
+    x8.flush().unwrap();
     std::fs::write(dir.join("y.npy"), y).unwrap();
 }
 
@@ -56,7 +62,7 @@ fn write_set(dir: &Path, n: usize, d: usize) {
 fn a_mapped_npy_larger_than_the_budget_trains_like_in_memory() {
     let dir = tempfile::tempdir().unwrap();
     let p = dir.path();
-    // 500,000 x 48 float32: 96 MB of X, against a budget of 16 MiB.
+    // 500,000 x 48 float32: 96 MB of X (24 MB as int8), against a budget of 16 MiB.
     let (n, d) = (500_000, 48);
     write_set(p, n, d);
     let opts = LoadOptions {
@@ -79,6 +85,21 @@ fn a_mapped_npy_larger_than_the_budget_trains_like_in_memory() {
             "anonymous memory grew by {grown} bytes while training 96 MB of mapped X"
         );
     }
+    // The int8 file (24 MB, also more than the budget) is mapped too and read as int8 in
+    // place: the same model, anonymous memory as small.
+    let before = rss_anon();
+    let m8 = data::load(&p.join("x8.npy"), &opts).unwrap();
+    assert!(m8.x.is_mapped() && m8.view().storage() == rosenblatt::backend::Storage::I8);
+    let t8 = algo::train(&m8, &params, &cpu, None, &mut ()).unwrap();
+    if let (Some(a), Some(b)) = (before, rss_anon()) {
+        let grown = b.saturating_sub(a);
+        assert!(
+            grown < 24 << 20,
+            "anonymous memory grew by {grown} bytes (int8)"
+        );
+    }
+    assert_eq!(t8.model.body(), t.model.body());
+    assert_eq!(t8.report.radius, t.report.radius);
     // Read into memory instead, the same file does not fit the budget...
     let bytes = std::fs::read(p.join("x.npy")).unwrap();
     let e = npy::parse_npy(&p.join("x.npy"), &bytes, Some(&p.join("y.npy")))

@@ -136,12 +136,13 @@ impl Features<'_> {
             }
         };
         if let MatrixBuf::Mapped(m) = &x {
-            if let Some(i) = m.values().iter().position(|v| !v.is_finite()) {
+            let values = m.values();
+            if let Some(i) = values.iter().position(|v| !v.is_finite()) {
                 return Err(Error::data(
                     &source,
                     format!(
                         "X holds {} at row {}, column {}",
-                        m.values()[i],
+                        values[i],
                         i / d.max(1),
                         i % d.max(1)
                     ),

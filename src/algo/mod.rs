@@ -584,7 +584,8 @@ pub fn fitter(params: &Params) -> Fit {
 /// The error for a run whose weights, margins or scores left the f32 range: the figures
 /// would be meaningless (a NaN margin is never a mistake) and the model could not be saved.
 pub fn overflow(ds: &Dataset) -> Error {
-    let top = ds.x.values().iter().fold(0f32, |m, v| m.max(v.abs()));
+    let mut top = 0f32;
+    ds.x.for_each_value(ds.d, |_, v| top = top.max(v.abs()));
     Error::data(
         &ds.source,
         format!(
@@ -608,7 +609,9 @@ fn pack(
         // A memory-mapped X is read in place: a compact copy would be anonymous memory.
         None if train.x.is_mapped() => Storage::F32,
         None if params.algo != Algo::Kernel && params.effective_mode() == Mode::Batch => {
-            Storage::narrowest(sets.map(|ds| ds.x.values()))
+            // (Not mapped: these are borrowed.)
+            let values: Vec<_> = sets.map(|ds| ds.x.values()).collect();
+            Storage::narrowest(values.iter().map(|v| &**v))
         }
         None => Storage::F32,
     };
@@ -639,14 +642,28 @@ fn pack(
             ds.stored() as u128,
             storage.bytes() as u128,
         )?;
-        FeatureBuf::pack(ds.x.values(), storage).map_err(|i| {
+        if ds.x.stored_values().storage() != Storage::F32 {
+            // A compact memory map in another storage: widened first.
+            crate::limits::check(
+                || {
+                    format!(
+                        "{}: {} values widened to f32",
+                        ds.source.display(),
+                        ds.stored()
+                    )
+                },
+                ds.stored() as u128,
+                4,
+            )?;
+        }
+        FeatureBuf::pack(&ds.x.values(), storage).map_err(|i| {
             let (row, col) = ds.x.position(i, ds.d);
             Error::data(
                 &ds.source,
                 format!(
                     "row {row}, feature {col} is {}{after}, which {} storage does not hold exactly \
                      (it holds {})",
-                    ds.x.values()[i],
+                    ds.x.value(i),
                     storage.name(),
                     storage.holds_what()
                 ),

@@ -805,21 +805,23 @@ impl CsrBuf {
     }
 }
 
-/// Row-major f32 values held outside the data set: a read-only memory map of a file (a `.npy`
-/// array), whose epochs stream them from the page cache, so X takes no anonymous memory and
-/// may be larger than RAM; or a caller's array, borrowed (the Python package's NumPy arrays).
+/// Row-major values held outside the data set: a read-only memory map of a file (a `.npy`
+/// array of f32, f16, u8 or i8), whose epochs stream them from the page cache in their own
+/// storage, so X takes no anonymous memory and may be larger than RAM; or a caller's f32
+/// array, borrowed (the Python package's NumPy arrays).
 #[derive(Clone)]
 pub struct MappedF32 {
     map: std::sync::Arc<dyn AsRef<[u8]> + Send + Sync>,
     start: usize,
     len: usize,
+    storage: Storage,
 }
 
 impl MappedF32 {
-    /// The `len` f32 values at byte `start` of `map`; `None` when they are not all inside it
-    /// or `start` is not a multiple of 4 (the map itself starts on a page).
-    pub fn new(map: memmap2::Mmap, start: usize, len: usize) -> Option<MappedF32> {
-        MappedF32::shared(std::sync::Arc::new(map), start, len)
+    /// The `len` values of `storage` at byte `start` of `map`; `None` when they are not all
+    /// inside it or `start` is not aligned to the storage (the map itself starts on a page).
+    pub fn new(map: memmap2::Mmap, start: usize, len: usize, storage: Storage) -> Option<Self> {
+        MappedF32::of(std::sync::Arc::new(map), start, len, storage)
     }
 
     /// The `len` f32 values at byte `start` of `bytes`, which the caller keeps unchanged while
@@ -830,19 +832,56 @@ impl MappedF32 {
         start: usize,
         len: usize,
     ) -> Option<MappedF32> {
-        let end = len.checked_mul(4)?.checked_add(start)?;
+        MappedF32::of(bytes, start, len, Storage::F32)
+    }
+
+    fn of(
+        bytes: std::sync::Arc<dyn AsRef<[u8]> + Send + Sync>,
+        start: usize,
+        len: usize,
+        storage: Storage,
+    ) -> Option<MappedF32> {
+        let size = storage.bytes();
+        let end = len.checked_mul(size)?.checked_add(start)?;
         let b = (*bytes).as_ref();
-        let aligned = (b.as_ptr() as usize).wrapping_add(start).is_multiple_of(4);
+        let aligned = (b.as_ptr() as usize)
+            .wrapping_add(start)
+            .is_multiple_of(size);
         (aligned && end <= b.len()).then(|| MappedF32 {
             map: bytes,
             start,
             len,
+            storage,
         })
     }
 
-    /// The values.
-    pub fn values(&self) -> &[f32] {
-        bytemuck::cast_slice(&(*self.map).as_ref()[self.start..self.start + 4 * self.len])
+    /// The values in their storage.
+    pub fn features(&self) -> Features<'_> {
+        let b = &(*self.map).as_ref()[self.start..self.start + self.storage.bytes() * self.len];
+        match self.storage {
+            Storage::F32 => Features::F32(bytemuck::cast_slice(b)),
+            Storage::F16 => Features::F16(bytemuck::cast_slice(b)),
+            Storage::U8 => Features::U8(b),
+            Storage::I8 => Features::I8(bytemuck::cast_slice(b)),
+        }
+    }
+
+    /// The values as f32: borrowed for f32 storage, widened (a copy) otherwise.
+    pub fn values(&self) -> Cow<'_, [f32]> {
+        match self.features() {
+            Features::F32(x) => Cow::Borrowed(x),
+            f => f.to_f32(),
+        }
+    }
+
+    /// Number of values.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// True when there are no values.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
     }
 }
 
@@ -854,7 +893,7 @@ impl std::fmt::Debug for MappedF32 {
 
 impl PartialEq for MappedF32 {
     fn eq(&self, other: &Self) -> bool {
-        self.values() == other.values()
+        self.storage == other.storage && self.features().bytes() == other.features().bytes()
     }
 }
 
@@ -893,17 +932,63 @@ impl MatrixBuf {
     pub fn view(&self) -> Matrix<'_> {
         match self {
             MatrixBuf::Csr(c) => Matrix::Csr(c.view()),
-            _ => Matrix::Dense(Features::F32(self.values())),
+            MatrixBuf::Dense(x) => Matrix::Dense(Features::F32(x)),
+            MatrixBuf::Mapped(m) => Matrix::Dense(m.features()),
         }
     }
 
-    /// The stored values: all `n * d` when dense, the non-zeros when sparse.
-    pub fn values(&self) -> &[f32] {
+    /// The stored values as f32: all `n * d` when dense, the non-zeros when sparse; borrowed,
+    /// except from a memory map of a compact storage, which is widened into a copy (code that
+    /// may see large data reads [`MatrixBuf::stored_values`] or [`MatrixBuf::value`]).
+    pub fn values(&self) -> Cow<'_, [f32]> {
         match self {
-            MatrixBuf::Dense(x) => x,
-            MatrixBuf::Csr(c) => &c.values,
+            MatrixBuf::Dense(x) => Cow::Borrowed(x),
+            MatrixBuf::Csr(c) => Cow::Borrowed(&c.values),
             MatrixBuf::Mapped(m) => m.values(),
         }
+    }
+
+    /// The stored values in their storage (f32 but for a compact memory map).
+    pub fn stored_values(&self) -> Features<'_> {
+        match self {
+            MatrixBuf::Dense(x) => Features::F32(x),
+            MatrixBuf::Csr(c) => Features::F32(&c.values),
+            MatrixBuf::Mapped(m) => m.features(),
+        }
+    }
+
+    /// Calls `f(column, value)` for every stored value, in storage order, widened one at a
+    /// time (no copy of X, whatever its storage).
+    pub fn for_each_value(&self, d: usize, mut f: impl FnMut(usize, f32)) {
+        if let MatrixBuf::Csr(c) = self {
+            for (&j, &v) in c.indices.iter().zip(&c.values) {
+                f(j as usize, v);
+            }
+            return;
+        }
+        let vals = self.stored_values();
+        with_features!(vals, x => {
+            for row in x.chunks_exact(d.max(1)) {
+                for (j, v) in row.iter().enumerate() {
+                    f(j, v.widen());
+                }
+            }
+        })
+    }
+
+    /// Stored value `k`, as f32.
+    pub fn value(&self, k: usize) -> f32 {
+        self.stored_values().get(k)
+    }
+
+    /// Number of stored values.
+    pub fn len(&self) -> usize {
+        self.stored_values().len()
+    }
+
+    /// True when no value is stored.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
     }
 
     /// The stored values, to change in place (a zero written into CSR stays stored); `None`
@@ -916,8 +1001,8 @@ impl MatrixBuf {
         }
     }
 
-    /// The dense values, when dense (owned or mapped).
-    pub fn dense(&self) -> Option<&[f32]> {
+    /// The dense values, when dense (owned or mapped; widened from a compact map).
+    pub fn dense(&self) -> Option<Cow<'_, [f32]>> {
         match self {
             MatrixBuf::Csr(_) => None,
             _ => Some(self.values()),
@@ -946,7 +1031,7 @@ impl MatrixBuf {
     pub fn columns(&self, d: usize) -> Box<dyn Iterator<Item = usize> + '_> {
         match self {
             MatrixBuf::Csr(c) => Box::new(c.indices.iter().map(|&j| j as usize)),
-            _ => Box::new((0..self.values().len()).map(move |i| i % d.max(1))),
+            _ => Box::new((0..self.len()).map(move |i| i % d.max(1))),
         }
     }
 
@@ -964,9 +1049,11 @@ impl MatrixBuf {
     /// Row `i` of `d` values, dense (borrowed when dense).
     pub fn row(&self, i: usize, d: usize) -> Cow<'_, [f32]> {
         match self {
-            MatrixBuf::Dense(_) | MatrixBuf::Mapped(_) => {
-                Cow::Borrowed(&self.values()[i * d..(i + 1) * d])
-            }
+            MatrixBuf::Dense(x) => Cow::Borrowed(&x[i * d..(i + 1) * d]),
+            MatrixBuf::Mapped(m) => match m.features().slice(i * d..(i + 1) * d) {
+                Features::F32(r) => Cow::Borrowed(r),
+                r => r.to_f32(),
+            },
             MatrixBuf::Csr(c) => {
                 let mut r = vec![0f32; d];
                 for p in c.indptr[i]..c.indptr[i + 1] {
@@ -981,10 +1068,9 @@ impl MatrixBuf {
     pub fn select(&self, idx: &[usize], d: usize) -> MatrixBuf {
         match self {
             MatrixBuf::Dense(_) | MatrixBuf::Mapped(_) => {
-                let x = self.values();
                 let mut out = Vec::with_capacity(idx.len() * d);
                 for &i in idx {
-                    out.extend_from_slice(&x[i * d..(i + 1) * d]);
+                    out.extend_from_slice(&self.row(i, d));
                 }
                 MatrixBuf::Dense(out)
             }

@@ -309,7 +309,7 @@ pub fn print_report(r: &TrainReport, kind: ModelKind) -> anyhow::Result<()> {
         }
     };
     if let Some(s) = r.storage.as_deref().filter(|&s| s != "f32") {
-        outln!("  storage:           {s} (an exact compact copy of X; the arithmetic is f32)");
+        outln!("  storage:           {s} (X read in that storage, exactly; the arithmetic is f32)");
     }
     outln!("  epochs:            {} ({why})", r.epochs);
     outln!("  training accuracy: {:.2}%", 100.0 * r.train_accuracy);

@@ -386,7 +386,7 @@ mod tests {
     fn header_detected_and_label_named() {
         let ds = load("a,Label,b\n1,x,2\n3,y,4\n", LabelCol::Auto).unwrap();
         assert_eq!((ds.n, ds.d), (2, 2));
-        assert_eq!(ds.x.values(), &[1.0, 2.0, 3.0, 4.0]);
+        assert_eq!(&*ds.x.values(), &[1.0, 2.0, 3.0, 4.0]);
         let l = ds.labels.unwrap();
         assert_eq!(l.classes, vec!["x", "y"]);
         assert_eq!(l.index, vec![0, 1]);
@@ -411,9 +411,9 @@ mod tests {
     #[test]
     fn index_and_negative_index() {
         let ds = load("1,2,3\n4,5,6\n", LabelCol::Index(0)).unwrap();
-        assert_eq!(ds.x.values(), &[2.0, 3.0, 5.0, 6.0]);
+        assert_eq!(&*ds.x.values(), &[2.0, 3.0, 5.0, 6.0]);
         let ds = load("1,2,3\n4,5,6\n", LabelCol::Index(-2)).unwrap();
-        assert_eq!(ds.x.values(), &[1.0, 3.0, 4.0, 6.0]);
+        assert_eq!(&*ds.x.values(), &[1.0, 3.0, 4.0, 6.0]);
         assert!(load("1,2,3\n", LabelCol::Index(3)).is_err());
     }
 

@@ -324,7 +324,7 @@ mod tests {
         let text = "# header\n+1 qid:3 1:0.5 3:2 # tail\n\n-1 2:-1\r\n";
         let ds = load_as(text, None, Layout::Dense).unwrap();
         assert_eq!((ds.n, ds.d), (2, 3));
-        assert_eq!(ds.x.values(), &[0.5, 0.0, 2.0, 0.0, -1.0, 0.0]);
+        assert_eq!(&*ds.x.values(), &[0.5, 0.0, 2.0, 0.0, -1.0, 0.0]);
         // The same file held sparse: the non-zeros only, the same rows.
         let sp = load_as(text, None, Layout::Sparse).unwrap();
         let c = sp.x.csr().unwrap();
@@ -333,7 +333,7 @@ mod tests {
             (c.indices.clone(), c.values.clone()),
             (vec![0, 2, 1], vec![0.5, 2.0, -1.0])
         );
-        assert_eq!(sp.x.view().to_dense(2, 3).to_vec(), ds.x.values());
+        assert_eq!(sp.x.view().to_dense(2, 3).to_vec(), &*ds.x.values());
         // Auto: 3 of 6 values are non-zero (50%), so dense; with 3 of 300, sparse.
         assert!(!load(text, None).unwrap().is_sparse());
         assert!(load(text, Some(100)).unwrap().is_sparse());

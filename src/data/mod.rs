@@ -488,7 +488,7 @@ impl Dataset {
     /// Feature `j` of row `i` (a binary search in a sparse row).
     pub fn get(&self, i: usize, j: usize) -> f32 {
         match &self.x {
-            MatrixBuf::Dense(_) | MatrixBuf::Mapped(_) => self.x.values()[i * self.d + j],
+            MatrixBuf::Dense(_) | MatrixBuf::Mapped(_) => self.x.value(i * self.d + j),
             MatrixBuf::Csr(c) => {
                 let span = c.indptr[i]..c.indptr[i + 1];
                 match c.indices[span.clone()].binary_search(&(j as u32)) {
@@ -511,7 +511,7 @@ impl Dataset {
 
     /// Stored feature values: `n * d` when dense, the non-zeros when sparse.
     pub fn stored(&self) -> usize {
-        self.x.values().len()
+        self.x.len()
     }
 
     /// The index in `classes` of every row's label: names match by name, or by value when both

@@ -7,7 +7,7 @@ use std::io::Read;
 use std::path::Path;
 
 use super::{Dataset, LabelBuilder, LoadOptions};
-use crate::backend::{CsrBuf, MappedF32, MatrixBuf};
+use crate::backend::{CsrBuf, Features, MappedF32, MatrixBuf, Storage};
 use crate::error::{Error, Result};
 
 /// A parsed `.npy` array: its dtype string, shape, order, and the raw data bytes.
@@ -353,8 +353,9 @@ pub fn load_npy(path: &Path, labels_path: Option<&Path>) -> Result<Dataset> {
     parse_npy(path, &read_file(path)?, labels_path)
 }
 
-/// [`load_npy`] by memory map, or `None` when the file is not a 2-D little-endian float32 C
-/// array of the size its header says (the caller reads it instead, and names any error).
+/// [`load_npy`] by memory map, or `None` when the file is not a 2-D little-endian C array of
+/// float32, float16, uint8 or int8 of the size its header says (the caller reads it instead,
+/// and names any error).
 fn map_npy(path: &Path, labels_path: Option<&Path>) -> Result<Option<Dataset>> {
     let file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
     // SAFETY: the map is read-only and private to this process; as with any memory-mapped
@@ -376,24 +377,39 @@ fn map_npy(path: &Path, labels_path: Option<&Path>) -> Result<Option<Dataset>> {
     let Some(len) = n.checked_mul(d) else {
         return Ok(None);
     };
-    if descr != "<f4" || fortran || map.len() < start.saturating_add(len.saturating_mul(4)) {
+    // f32 and the compact storages the epochs read as they are (bytes, half floats).
+    let storage = match descr.as_str() {
+        "<f4" => Storage::F32,
+        "<f2" => Storage::F16,
+        "|u1" | "<u1" => Storage::U8,
+        "|i1" | "<i1" => Storage::I8,
+        _ => return Ok(None),
+    };
+    let size = storage.bytes();
+    if fortran || map.len() < start.saturating_add(len.saturating_mul(size)) {
         return Ok(None);
     }
-    let Some(m) = MappedF32::new(map, start, len) else {
+    let Some(m) = MappedF32::new(map, start, len, storage) else {
         return Ok(None);
     };
     {
         use rayon::prelude::*;
-        let x = m.values();
-        if let Some(k) = x.par_iter().position_first(|v| !v.is_finite()) {
+        // Bytes are always finite; floats are checked in one pass.
+        let bad_at = match m.features() {
+            Features::F32(x) => x.par_iter().position_first(|v| !v.is_finite()),
+            Features::F16(x) => x.par_iter().position_first(|v| !v.is_finite()),
+            _ => None,
+        };
+        if let Some(k) = bad_at {
             return Err(bad(
                 path,
                 &name,
                 format!(
-                    "row {}, column {}: {} is not a finite f32 value",
+                    "row {}, column {}: {} is not a finite {} value",
                     k / d + 1,
                     k % d + 1,
-                    x[k]
+                    m.features().get(k),
+                    storage.name()
                 ),
             ));
         }

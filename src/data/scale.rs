@@ -130,7 +130,22 @@ impl Scaler {
     ) -> std::result::Result<Option<Scaler>, String> {
         let c = match x {
             MatrixBuf::Csr(c) => c,
-            _ => return Ok(Scaler::fit(kind, x.values(), n, d)),
+            _ if kind == Scale::None => return Ok(None),
+            _ => {
+                // A compact memory map is widened for the fit (scaling copies X anyway): within
+                // the memory budget.
+                let wide = (x.len() as u128) * 4;
+                if x.stored_values().storage() != crate::backend::Storage::F32
+                    && wide > crate::limits::budget() as u128
+                {
+                    return Err(format!(
+                        "needs X widened to f32 ({wide} bytes), more than the memory budget ({} \
+                         bytes); train without scaling, or scale the file beforehand",
+                        crate::limits::budget()
+                    ));
+                }
+                return Ok(Scaler::fit(kind, &x.values(), n, d));
+            }
         };
         let (mut offset, mut spread) = (vec![0f64; d], vec![0f64; d]);
         match kind {
@@ -203,10 +218,10 @@ impl Scaler {
                         source.display()
                     )
                 },
-                m.values().len() as u128,
+                m.len() as u128,
                 4,
             )?;
-            *x = MatrixBuf::Dense(m.values().to_vec());
+            *x = MatrixBuf::Dense(m.values().into_owned());
         }
         if let MatrixBuf::Csr(c) = x {
             if !self.keeps_zeros() {
@@ -303,11 +318,11 @@ pub fn range_spread(x: &MatrixBuf, n: usize, d: usize) -> Option<(f64, usize, us
     }
     let (mut lo, mut hi) = (vec![f32::INFINITY; d], vec![f32::NEG_INFINITY; d]);
     let mut count = vec![0usize; d];
-    for (j, &v) in x.columns(d).zip(x.values()) {
+    x.for_each_value(d, |j, v| {
         lo[j] = lo[j].min(v);
         hi[j] = hi[j].max(v);
         count[j] += 1;
-    }
+    });
     // Sparse rows: a column with fewer stored values than rows also holds 0.
     for j in 0..d {
         if count[j] < n {
