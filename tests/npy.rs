@@ -139,6 +139,15 @@ fn npy_features_in_both_orders_with_npy_labels() {
             );
         }
     }
+    // A subnormal half (which some GPUs flush to zero) is read into memory, not mapped.
+    std::fs::write(
+        p.join("tiny.npy"),
+        npy("<f2", false, &[1, 2], &[0x01, 0x00, 0x00, 0x3c]),
+    )
+    .unwrap();
+    let tiny = load(&p.join("tiny.npy"), None).unwrap();
+    assert!(!tiny.x.is_mapped());
+    assert_eq!(&*tiny.x.values(), &[2f32.powi(-24), 1.0]);
     std::fs::write(p.join("neg.npy"), npy("|i1", false, &[1, 2], &[0xff, 0x80])).unwrap();
     assert_eq!(
         &*load(&p.join("neg.npy"), None).unwrap().x.values(),

@@ -606,8 +606,9 @@ fn pack(
     let sets = std::iter::once(train).chain(val);
     let storage = match params.storage {
         Some(s) => s,
-        // A memory-mapped X is read in place: a compact copy would be anonymous memory.
-        None if train.x.is_mapped() => Storage::F32,
+        // A memory-mapped X (training or held-out rows) is read in place: a compact copy would
+        // be anonymous memory.
+        None if sets.clone().any(|ds| ds.x.is_mapped()) => Storage::F32,
         None if params.algo != Algo::Kernel && params.effective_mode() == Mode::Batch => {
             // (Not mapped: these are borrowed.)
             let values: Vec<_> = sets.map(|ds| ds.x.values()).collect();

@@ -64,7 +64,7 @@ impl Backend for CpuBackend {
         eval: DataView<'a>,
         sv: Option<DataView<'a>>,
     ) -> Result<Box<dyn DualBound + 'a>> {
-        Ok(Box::new(CpuDual(DualRows::new(eval, sv))))
+        Ok(Box::new(CpuDual(DualRows::new(eval, sv)?)))
     }
 }
 

@@ -811,20 +811,46 @@ pub struct DualRows<'a> {
 }
 
 impl<'a> DualRows<'a> {
-    /// Binds `eval` and `sv` (`None`: the eval rows).
-    pub fn new(eval: DataView<'a>, sv: Option<DataView<'a>>) -> Self {
+    /// Binds `eval` and `sv` (`None`: the eval rows), widened to f32 (within the memory
+    /// budget).
+    pub fn new(eval: DataView<'a>, sv: Option<DataView<'a>>) -> Result<Self> {
+        check_widened(eval)?;
+        if let Some(s) = sv {
+            check_widened(s)?;
+        }
         let same = sv.is_none();
         let sv = sv.unwrap_or(eval);
         let ex = eval.x.widened();
         let sx = if same { ex.clone() } else { sv.x.widened() };
-        DualRows {
+        Ok(DualRows {
             eval,
             sv,
             sq: sq_norms(sv),
             ex,
             sx,
-        }
+        })
     }
+}
+
+/// Checks the memory for the rows of `data` widened into an f32 copy, as kernel scoring and
+/// storage conversions make one: nothing to check for f32 dense rows, which are borrowed
+/// (and CSR rows are checked where they are made dense).
+pub(crate) fn check_widened(data: DataView<'_>) -> Result<()> {
+    if data.x.is_sparse() || data.x.storage() == Storage::F32 {
+        return Ok(());
+    }
+    crate::limits::check(
+        || {
+            format!(
+                "{} rows x {} features held as {}, widened to f32",
+                data.n,
+                data.d,
+                data.x.storage().name()
+            )
+        },
+        (data.n as u128) * (data.d as u128),
+        4,
+    )
 }
 
 /// Rows made resident for kernel scoring (see [`Backend::bind_dual`]).

@@ -340,7 +340,7 @@ impl Backend for ReferenceBackend {
         eval: DataView<'a>,
         sv: Option<DataView<'a>>,
     ) -> Result<Box<dyn DualBound + 'a>> {
-        Ok(Box::new(ReferenceDual(DualRows::new(eval, sv))))
+        Ok(Box::new(ReferenceDual(DualRows::new(eval, sv)?)))
     }
 }
 

@@ -397,7 +397,15 @@ fn map_npy(path: &Path, labels_path: Option<&Path>) -> Result<Option<Dataset>> {
         // Bytes are always finite; floats are checked in one pass.
         let bad_at = match m.features() {
             Features::F32(x) => x.par_iter().position_first(|v| !v.is_finite()),
-            Features::F16(x) => x.par_iter().position_first(|v| !v.is_finite()),
+            Features::F16(x) => {
+                // Subnormal halves, which some GPUs flush to zero, are not read as f16 (the
+                // compact storage holds none): such a file is read into memory instead.
+                let subnormal = |v: &half::f16| v.classify() == std::num::FpCategory::Subnormal;
+                if x.par_iter().any(subnormal) {
+                    return Ok(None);
+                }
+                x.par_iter().position_first(|v| !v.is_finite())
+            }
             _ => None,
         };
         if let Some(k) = bad_at {

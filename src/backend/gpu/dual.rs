@@ -127,6 +127,11 @@ impl<'c> DualResident<'c> {
                 )));
             }
         }
+        // The rows go up as f32: a compact copy is widened first, within the memory budget.
+        crate::backend::check_widened(eval)?;
+        if let Some(s) = sv {
+            crate::backend::check_widened(s)?;
+        }
         let st = wgpu::BufferUsages::STORAGE;
         let dst = wgpu::BufferUsages::COPY_DST;
         ctx.scoped("uploading the kernel perceptron's rows", || {

@@ -275,6 +275,11 @@ impl<'c> Resident<'c> {
         let held_in = rows.held.map(|(h, _)| h);
         let mismatch = held_in
             .is_some_and(|h| h.x.storage() != x.storage() || h.x.is_sparse() != x.is_sparse());
+        if mismatch {
+            // The training rows are widened to f32 for the held-out rows' sake: within the
+            // memory budget (a memory-mapped compact X can be larger than memory).
+            crate::backend::check_widened(rows.data)?;
+        }
         let train_vals: Option<Vec<f32>> = mismatch.then(|| values_of(x).to_f32().into_owned());
         let held_own: Option<MatrixBuf> = match held_in {
             Some(h) if mismatch => Some(if x.is_sparse() {
