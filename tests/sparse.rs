@@ -28,16 +28,15 @@ fn gpu() -> Option<&'static GpuBackend> {
     G.get_or_init(common::gpu).as_ref()
 }
 
-/// The GPU with bindings of at most 1 KiB, so a few dozen rows fill a segment.
-fn gpu_split() -> Option<&'static GpuBackend> {
-    static G: OnceLock<Option<GpuBackend>> = OnceLock::new();
+/// A GPU backend opened once with `resident` options, when there is a GPU.
+fn gpu_with(
+    cell: &'static OnceLock<Option<GpuBackend>>,
+    resident: ResidentOptions,
+) -> Option<&'static GpuBackend> {
     gpu()?;
-    G.get_or_init(|| {
+    cell.get_or_init(|| {
         GpuBackend::new(&GpuOptions {
-            resident: ResidentOptions {
-                max_binding: Some(1024),
-                ..Default::default()
-            },
+            resident,
             ..Default::default()
         })
         .ok()
@@ -45,22 +44,25 @@ fn gpu_split() -> Option<&'static GpuBackend> {
     .as_ref()
 }
 
+/// The GPU with bindings of at most 1 KiB, so a few dozen rows fill a segment.
+fn gpu_split() -> Option<&'static GpuBackend> {
+    static G: OnceLock<Option<GpuBackend>> = OnceLock::new();
+    let resident = ResidentOptions {
+        max_binding: Some(1024),
+        ..Default::default()
+    };
+    gpu_with(&G, resident)
+}
+
 /// The GPU with 4 KiB of device memory for X: larger sets stream, a segment (values, row
 /// starts and columns, and the column-major copy) uploaded before its kernels every epoch.
 fn gpu_streamed() -> Option<&'static GpuBackend> {
     static G: OnceLock<Option<GpuBackend>> = OnceLock::new();
-    gpu()?;
-    G.get_or_init(|| {
-        GpuBackend::new(&GpuOptions {
-            resident: ResidentOptions {
-                gpu_memory: Some(4096),
-                ..Default::default()
-            },
-            ..Default::default()
-        })
-        .ok()
-    })
-    .as_ref()
+    let resident = ResidentOptions {
+        gpu_memory: Some(4096),
+        ..Default::default()
+    };
+    gpu_with(&G, resident)
 }
 
 fn backends() -> Vec<(&'static str, &'static dyn Backend)> {
