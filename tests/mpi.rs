@@ -37,6 +37,16 @@ fn model(dir: &Path, name: &str) -> serde_json::Value {
     v
 }
 
+/// A binary model file's weights.
+fn weights(v: &serde_json::Value) -> Vec<f64> {
+    v["weights"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x.as_f64().unwrap())
+        .collect()
+}
+
 /// 10,007 x 13 integer features; binary labels from a hyperplane (5% flipped) and 4-class
 /// labels, as `.npy`; and the same rows, sparse, as LIBSVM.
 fn write_sets(dir: &Path) {
@@ -192,15 +202,7 @@ fn assert_single_process_model(p: &Path, backend: &str, nps: &[usize]) {
             let (got_m, want_m) = (model(p, &out), model(p, &one));
             if case.contains(&"winnow") && backend == "gpu" {
                 // Winnow's weights are exp(): the GPU's exp is not the CPU's, to rounding.
-                let num = |v: &serde_json::Value| -> Vec<f64> {
-                    v["weights"]
-                        .as_array()
-                        .unwrap()
-                        .iter()
-                        .map(|x| x.as_f64().unwrap())
-                        .collect()
-                };
-                for (x, y) in num(&got_m).iter().zip(num(&want_m)) {
+                for (x, y) in weights(&got_m).iter().zip(weights(&want_m)) {
                     assert!(
                         (x - y).abs() <= 1e-4 * (1.0 + y.abs()),
                         "winnow: {x} vs {y}"
@@ -283,15 +285,7 @@ fn float_sums_agree_to_rounding_and_the_unsupported_is_refused() {
     );
     assert!(o.status.success(), "{}", common::stderr(&o));
     let (a, b) = (model(p, "one.json"), model(p, "three.json"));
-    let num = |v: &serde_json::Value| -> Vec<f64> {
-        v["weights"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|x| x.as_f64().unwrap())
-            .collect()
-    };
-    for (x, y) in num(&a).iter().zip(num(&b)) {
+    for (x, y) in weights(&a).iter().zip(weights(&b)) {
         assert!((x - y).abs() <= 1e-3 * (1.0 + x.abs()), "{x} vs {y}");
     }
     // The online forms by parameter mixing: one process is the sequential run; more mix
