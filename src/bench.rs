@@ -321,8 +321,9 @@ pub fn peak_gflops() -> f64 {
         .sum();
     let secs = s.elapsed().as_secs_f64();
     std::hint::black_box(total);
-    // Each iteration: 16 chains x 8 lanes x (1 multiply + 1 add).
-    threads as f64 * iters as f64 * 16.0 * 8.0 * 2.0 / secs / 1e9
+    // Each iteration: the chains x 8 lanes x (1 multiply + 1 add).
+    let chains = crate::backend::simd::PROBE_CHAINS as f64;
+    threads as f64 * iters as f64 * chains * 8.0 * 2.0 / secs / 1e9
 }
 
 /// Where a backend's roofline comes from.
