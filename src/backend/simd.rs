@@ -225,7 +225,9 @@ impl Lanes for Avx2 {
 }
 
 /// [`Lanes::dot_tile`] with AVX2: two 8-wide accumulators per (row, head), as in
-/// [`dot_avx2`], combined the same way; the tails in column order.
+/// [`dot_avx2`], combined the same way; the tails in column order. Tiles of 8 or more pairs
+/// fill them in two passes, one per half of the 16 lanes (see below). Also prefetches the
+/// lines of `pf`, one per 16 columns, then any left at the end.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,f16c")]
 #[inline]
