@@ -17,6 +17,7 @@
 //! ```
 
 pub mod algo;
+pub mod alloc;
 pub mod backend;
 pub mod bench;
 pub mod data;

@@ -12,3 +12,7 @@ fn main() {
     }
     std::process::exit(cli::run());
 }
+
+/// Large blocks (X, the weights) on cache-line boundaries: see `rosenblatt::alloc`.
+#[global_allocator]
+static ALLOC: rosenblatt::alloc::CacheLines = rosenblatt::alloc::CacheLines;

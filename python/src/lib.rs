@@ -427,6 +427,11 @@ fn adapters() -> Vec<(String, String, String)> {
         .collect()
 }
 
+/// Large blocks this module allocates (compact copies of X, the weights) on cache-line
+/// boundaries: see `rosenblatt::alloc`. NumPy's arrays keep their own alignment.
+#[global_allocator]
+static ALLOC: rosenblatt::alloc::CacheLines = rosenblatt::alloc::CacheLines;
+
 #[pymodule]
 fn _rosenblatt(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(fit, m)?)?;
