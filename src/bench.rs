@@ -148,7 +148,7 @@ pub struct BackendBench {
     /// Floating-point operations of the epoch's scores (2 * heads * (d + 1) * n, or 2 * heads
     /// * (non-zeros + n) for sparse rows) per second, in GFLOP/s.
     pub gflops: f64,
-    /// CPU: the measured arithmetic peak (all cores, multiply and add as the kernels use
+    /// CPU: the measured arithmetic peak (all cores, fused multiply-adds as the kernels use
     /// them), in GFLOP/s.
     pub peak_gflops: Option<f64>,
     /// The epoch's time at the binding roofline (the slower of reading X at the read roofline
@@ -308,8 +308,8 @@ fn bench_rule(heads: usize) -> BatchRule {
     }
 }
 
-/// The CPU's arithmetic peak in GFLOP/s as the kernels compute (separate multiply and add,
-/// never fused, 8-wide with AVX2): independent multiply-add chains held in registers, on
+/// The CPU's arithmetic peak in GFLOP/s as the kernels compute (fused multiply-adds, 8-wide
+/// with AVX2, each counted as two operations): independent chains held in registers, on
 /// every thread of the pool, the best of five runs of about 8 ms each (a peak is what the
 /// cores can do; a shared host only ever slows a run down).
 pub fn peak_gflops() -> f64 {
@@ -325,7 +325,7 @@ pub fn peak_gflops() -> f64 {
                 .sum();
             let secs = s.elapsed().as_secs_f64();
             std::hint::black_box(total);
-            // Each iteration: the chains x 8 lanes x (1 multiply + 1 add).
+            // Each iteration: the chains x 8 lanes x (1 multiply + 1 add, fused).
             threads as f64 * iters as f64 * chains * 8.0 * 2.0 / secs / 1e9
         })
         .fold(0.0, f64::max)

@@ -360,15 +360,19 @@ simd_dispatch! {
 ///
 /// `x` is `v.x` as its typed slice (any storage).
 ///
+/// `w` holds the K heads (d weights and the bias weight each) at stride `ws` >= d + 1: the
+/// epoch passes a copy with each head on a cache line of its own (see `CpuBound::accumulate`).
+///
 /// Rows go in groups of [`HEAD_ROWS`]; for each pair of heads, the whole group goes through
-/// one [`Lanes::dot_tile`] of 4 rows x 2 heads: each 8 columns of a row are loaded once for
-/// two heads, and each 8 columns of a head once for four rows (the per-head dots measured
-/// compute-bound on loads: 25 ms per epoch at 60,000 x 784, K = 10; two 2 x 2 tiles per pair,
-/// 19.8 ms; one 4 x 2 tile, with the next group prefetched meanwhile, 14.4 ms), and each pair
-/// of heads is loaded once for the whole group (at K = 10, d = 784 the heads outgrow L1 next
-/// to the rows). Rows over 4 KiB, and a chunk's last rows, go in pairs. The scores are
-/// bit-identical to per-head [`Lanes::decision`] calls. Then each row of the group in order:
-/// its rule, and its heads' updates while the row is in L1 (the reference's order).
+/// one [`Lanes::dot_tile`] of 4 rows x 2 heads ([`Lanes::dot_group`]): each 8 columns of a row
+/// are loaded once for two heads, and each 8 columns of a head once for four rows (the
+/// per-head dots measured compute-bound on loads: 25 ms per epoch at 60,000 x 784, K = 10; two
+/// 2 x 2 tiles per pair, 19.8 ms; one 4 x 2 tile, with the next group prefetched meanwhile,
+/// 14.4 ms), and each pair of heads is loaded once for the whole group (at K = 10, d = 784 the
+/// heads outgrow L1 next to the rows). Rows over 4 KiB, and a chunk's last rows, go in pairs.
+/// The scores are bit-identical to per-head [`Lanes::decision`] calls. Then each row of the
+/// group in order: its rule, and its heads' updates while the row is in L1 (the reference's
+/// order).
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
 fn chunk_epoch_heads<L: Lanes, E: Elem>(
@@ -376,6 +380,7 @@ fn chunk_epoch_heads<L: Lanes, E: Elem>(
     x: &[E],
     v: TrainView<'_>,
     w: &[f32],
+    ws: usize,
     rule: &BatchRule,
     start: usize,
     end: usize,
@@ -386,7 +391,7 @@ fn chunk_epoch_heads<L: Lanes, E: Elem>(
     let k = v.heads;
     p.sum.fill(0.0);
     let (mut mistakes, mut criterion, mut weighted) = (0u64, 0f64, 0f64);
-    let head = |h: usize| &w[h * da..(h + 1) * da];
+    let head = |h: usize| &w[h * ws..h * ws + da];
     let s = &mut p.scratch;
     let prefetch = HEAD_PREFETCH_ROW.contains(&(d * size_of::<E>()));
     // Rows of up to 4 KiB go through the 4 x 2 tile, whose two passes read the group's rows
@@ -408,28 +413,13 @@ fn chunk_epoch_heads<L: Lanes, E: Elem>(
             true => &x[(i + g) * d..(i + g + HEAD_ROWS).min(end) * d],
             false => &x[..0],
         };
-        let share = |q: usize, of: usize| &next[next.len() * q / of..next.len() * (q + 1) / of];
-        let mut h = 0;
+        if g == HEAD_ROWS && whole {
+            // The whole group at once: a 4 x 2 tile per pair of heads (`Lanes::dot_group`).
+            l.dot_group(&x[i * d..(i + HEAD_ROWS) * d], d, w, ws, k, next, s);
+        }
+        let mut h = if g == HEAD_ROWS && whole { k } else { 0 };
         while h < k {
             let two = h + 1 < k;
-            if g == HEAD_ROWS && whole {
-                // The whole group in one tile (4 rows x 2 heads: see `dot_tile_avx2`).
-                let pf = share(h / 2, k.div_ceil(2));
-                let rows: [&[E]; HEAD_ROWS] = std::array::from_fn(row);
-                if two {
-                    let t = l.dot_tile_prefetch(rows, [head(h), head(h + 1)], pf);
-                    for (q, t) in t.iter().enumerate() {
-                        (s[q * k + h], s[q * k + h + 1]) = (t[0], t[1]);
-                    }
-                } else {
-                    let t = l.dot_tile_prefetch(rows, [head(h)], pf);
-                    for (q, t) in t.iter().enumerate() {
-                        s[q * k + h] = t[0];
-                    }
-                }
-                h += 1 + usize::from(two);
-                continue;
-            }
             // Long rows, and a chunk's last rows: in pairs.
             let mut r = 0;
             while r < g {
@@ -458,7 +448,7 @@ fn chunk_epoch_heads<L: Lanes, E: Elem>(
             let xr = row(r);
             let sr = &mut s[r * k..(r + 1) * k];
             for (h, sh) in sr.iter_mut().enumerate() {
-                *sh += w[h * da + d] * v.bias;
+                *sh += w[h * ws + d] * v.bias;
             }
             let sum = &mut p.sum;
             let wi = v.weight(i + r);
@@ -479,7 +469,27 @@ fn chunk_epoch_heads<L: Lanes, E: Elem>(
 }
 
 simd_dispatch! {
-    fn chunk_epoch_heads_simd<E: Elem>(x: &[E], v: TrainView<'_>, w: &[f32], rule: &BatchRule, start: usize, end: usize, p: &mut Partial) => chunk_epoch_heads
+    #[allow(clippy::too_many_arguments)]
+    fn chunk_epoch_heads_simd<E: Elem>(x: &[E], v: TrainView<'_>, w: &[f32], ws: usize, rule: &BatchRule, start: usize, end: usize, p: &mut Partial) => chunk_epoch_heads
+}
+
+/// Copies the heads of `w` (stride `da`) into `buf` at a stride of `da` rounded up to 16
+/// floats, the first head on a 64-byte boundary, so that every head starts a cache line;
+/// returns the copy and its stride. At stride d + 1 all heads but the first start mid-line,
+/// and every other 8-wide load of them in the 4 x 2 tile straddled two lines: K = 64 at
+/// 60,000 x 784 measured 55-60 ms per epoch so against 50.5-51 ms with the copy (four
+/// alternated runs each). `buf` is kept between epochs; the copy costs K * d floats.
+fn aligned_heads<'b>(buf: &'b mut Vec<f32>, w: &[f32], da: usize) -> (&'b [f32], usize) {
+    let (k, ws) = (w.len() / da, da.next_multiple_of(16));
+    let need = k * ws + 16;
+    *buf = vec![0.0; need];
+
+    let off = buf.as_ptr().align_offset(64).min(15);
+    let out = &mut buf[off..off + k * ws];
+    for (o, h) in out.chunks_exact_mut(ws).zip(w.chunks_exact(da)) {
+        o[..da].copy_from_slice(h);
+    }
+    (out, ws)
 }
 
 /// Training data bound to the CPU, with the per-chunk buffers of the batch epoch.
@@ -500,6 +510,9 @@ pub struct CpuBound<'a> {
     stop: StopState,
     /// Winnow: the weights used, exp(log w - max log w).
     beta: Vec<f32>,
+    /// The K-head epoch's copy of the weights, each head on cache lines of its own (see
+    /// [`aligned_heads`]).
+    heads: Vec<f32>,
 }
 
 impl<'a> CpuBound<'a> {
@@ -536,6 +549,7 @@ impl<'a> CpuBound<'a> {
             average: None,
             stop: StopState::default(),
             beta: Vec::new(),
+            heads: Vec::new(),
         }
     }
 
@@ -549,12 +563,17 @@ impl<'a> CpuBound<'a> {
             Matrix::Dense(f) => f,
             Matrix::Csr(_) => return self.accumulate_csr(w, rule),
         };
+        let (wp, ws) = match binary {
+            true => (w, v.d + 1),
+            false => aligned_heads(&mut self.heads, w, v.d + 1),
+        };
+
         self.partials.par_iter_mut().enumerate().for_each(|(c, p)| {
             let end = ((c + 1) * rows).min(v.n);
             with_features!(f, x => if binary {
                 chunk_epoch_simd(x, v, w, rule.tau, c * rows, end, p);
             } else {
-                chunk_epoch_heads_simd(x, v, w, rule, c * rows, end, p);
+                chunk_epoch_heads_simd(x, v, wp, ws, rule, c * rows, end, p);
             })
         });
         self.total.fill(0.0);
@@ -937,19 +956,26 @@ mod tests {
                     tau: 0.25,
                     ..BatchRule::new(1.0, 0.0)
                 };
-                let (mut sum, mut mistakes, mut criterion) = (vec![0f32; k * da], 0u64, 0f64);
-                for i in 0..n {
-                    let row = &x[i * d..(i + 1) * d];
-                    let s: Vec<f32> = (0..k)
-                        .map(|h| crate::backend::decision(&w[h * da..(h + 1) * da], row, v.bias))
-                        .collect();
-                    let (m, c) = row_rule(rule.rule, rule.tau, &s, y[i], |h, c| {
-                        axpy(c, row, &mut sum[h * da..h * da + d]);
-                        sum[h * da + d] += c * v.bias;
-                    });
-                    mistakes += m;
-                    criterion += c;
-                }
+                // The row-by-row form: per-head decisions, the rule, one axpy per update.
+                let reference = |x: &[f32]| {
+                    let (mut sum, mut mistakes, mut criterion) = (vec![0f32; k * da], 0u64, 0f64);
+                    for i in 0..n {
+                        let row = &x[i * d..(i + 1) * d];
+                        let s: Vec<f32> = (0..k)
+                            .map(|h| {
+                                crate::backend::decision(&w[h * da..(h + 1) * da], row, v.bias)
+                            })
+                            .collect();
+                        let (m, c) = row_rule(rule.rule, rule.tau, &s, y[i], |h, c| {
+                            axpy(c, row, &mut sum[h * da..h * da + d]);
+                            sum[h * da + d] += c * v.bias;
+                        });
+                        mistakes += m;
+                        criterion += c;
+                    }
+                    (sum, mistakes, criterion)
+                };
+                let (sum, mistakes, criterion) = reference(&x);
                 assert!(mistakes > 0 || n < 3, "n {n} d {d} k {k}");
                 let mut p = Partial {
                     sum: vec![0.0; k * da],
@@ -964,6 +990,7 @@ mod tests {
                     &x[..],
                     v,
                     &w,
+                    da,
                     &rule,
                     0,
                     n,
@@ -976,11 +1003,34 @@ mod tests {
                     "portable {what}"
                 );
                 p.sum.fill(9.0);
-                chunk_epoch_heads_simd(&x[..], v, &w, &rule, 0, n, &mut p);
+                chunk_epoch_heads_simd(&x[..], v, &w, v.d + 1, &rule, 0, n, &mut p);
+                assert_eq!(
+                    (p.sum.clone(), p.mistakes, p.criterion.to_bits()),
+                    want,
+                    "dispatched {what}"
+                );
+                // The epoch's own form: the heads copied onto cache lines (stride > d + 1).
+                let mut buf = Vec::new();
+                let (wp, ws) = aligned_heads(&mut buf, &w, da);
+                assert!(ws >= da && ws % 16 == 0 && (wp.as_ptr() as usize).is_multiple_of(64));
+                p.sum.fill(9.0);
+                chunk_epoch_heads_simd(&x[..], v, wp, ws, &rule, 0, n, &mut p);
+                assert_eq!(
+                    (p.sum.clone(), p.mistakes, p.criterion.to_bits()),
+                    want,
+                    "dispatched, aligned heads, {what}"
+                );
+                // u8 rows (widened on load) through the same kernels give the f32 form's bits.
+                let xb: Vec<u8> = x.iter().map(|&v| ((v + 3.0) * 42.0) as u8).collect();
+                let xw: Vec<f32> = xb.iter().map(|&b| f32::from(b)).collect();
+                let (sum, mistakes, criterion) = reference(&xw);
+                let want = (sum, mistakes, criterion.to_bits());
+                p.sum.fill(9.0);
+                chunk_epoch_heads_simd(&xb[..], v, wp, ws, &rule, 0, n, &mut p);
                 assert_eq!(
                     (p.sum, p.mistakes, p.criterion.to_bits()),
                     want,
-                    "dispatched {what}"
+                    "dispatched, u8 rows, {what}"
                 );
             }
         }

@@ -1,12 +1,21 @@
 //! The vector kernels under the CPU hot loops, and their run-time dispatch.
 //!
 //! A hot loop is written once, generic over [`Lanes`], and [`simd_dispatch!`] instantiates it
-//! twice: with [`Avx2`] (explicit 256-bit intrinsics, in a function compiled for AVX2) when the
-//! CPU has AVX2, else with [`Portable`] (plain Rust, as built). Both compute the same sums in
-//! the same order: 16 lanes (two 8-wide vectors, so additions are not one long dependency
-//! chain), combined by halving (lane k gets k + 8, then k + 4, k + 2, k + 1), then the scalar
-//! tail; Rust never contracts a * b + c into an FMA. So results are bit-identical with or
-//! without AVX2 (`ROSENBLATT_NO_SIMD=1` forces the portable path; tests compare them).
+//! twice: with [`Avx2`] (explicit 256-bit intrinsics, in a function compiled for AVX2 and FMA)
+//! when the CPU has them, else with [`Portable`] (plain Rust, as built). Both compute the same
+//! sums in the same order: 16 lanes (two 8-wide vectors, so additions are not one long
+//! dependency chain), combined by halving (lane k gets k + 8, then k + 4, k + 2, k + 1), then
+//! the scalar tail. Each product is added by one fused multiply-add (`f32::mul_add` in the
+//! portable form: one rounding, so the same value as the vector FMA; Rust never fuses a plain
+//! a * b + c by itself). So results are bit-identical with or without AVX2
+//! (`ROSENBLATT_NO_SIMD=1` forces the portable path; tests compare them).
+//!
+//! Why fused: a multiply and an add are two instructions where an FMA is one, and the
+//! register-tiled K-head epoch issues little else. On the Zen 3 cores here the peak is the
+//! same (two FMAs, or two multiplies and two adds, per cycle), but the tile's loop ran out of
+//! issue slots with the separate pair: K = 64 at 60,000 x 784 took 66-67 ms per epoch with
+//! them and 51-53 ms fused (medians, alternated runs). On CPUs whose adds share the FMA ports
+//! (most Intel cores) the separate pair also halves the peak.
 //!
 //! Why intrinsics: left to itself, LLVM vectorises the 16-lane portable dot into 128-bit
 //! operations with lane shuffles (seen in the disassembly), which made the batch epoch
@@ -22,7 +31,7 @@ pub trait Elem: Copy + Send + Sync + bytemuck::Pod + 'static {
     /// Eight consecutive values from `p`, widened.
     ///
     /// # Safety
-    /// The CPU must support AVX2 and F16C, and `p..p + 8` must be readable.
+    /// The CPU must support AVX2, FMA and F16C, and `p..p + 8` must be readable.
     #[cfg(target_arch = "x86_64")]
     unsafe fn load8(p: *const Self) -> std::arch::x86_64::__m256;
 }
@@ -130,6 +139,60 @@ pub trait Lanes: Copy {
         prefetch_ahead(pf, 0);
         self.dot_tile(x, w)
     }
+    /// The scores of a group of four rows under all `k` heads: `s[r * k + h] = dot(w[h * ws..h
+    /// * ws + d], x[r * d..(r + 1) * d])`, bit-identical to `dot` (a [`Lanes::dot_tile`] of 4
+    /// rows x 2 heads per pair of heads), prefetching `pf` a share per pair of heads. `x` holds
+    /// the four rows one after the other (4 * d values), `w` the k heads at stride `ws` >= d,
+    /// `s` at least 4 * k scores.
+    #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
+    fn dot_group<E: Elem>(
+        self,
+        x: &[E],
+        d: usize,
+        w: &[f32],
+        ws: usize,
+        k: usize,
+        pf: &[E],
+        s: &mut [f32],
+    ) {
+        dot_group(self, x, d, w, ws, k, pf, s)
+    }
+}
+
+/// The body of [`Lanes::dot_group`], over [`Lanes::dot_tile_prefetch`].
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+fn dot_group<L: Lanes, E: Elem>(
+    l: L,
+    x: &[E],
+    d: usize,
+    w: &[f32],
+    ws: usize,
+    k: usize,
+    pf: &[E],
+    s: &mut [f32],
+) {
+    let rows: [&[E]; 4] = std::array::from_fn(|r| &x[r * d..(r + 1) * d]);
+    let head = |h: usize| &w[h * ws..h * ws + d];
+    let pairs = k.div_ceil(2);
+    let share = |q: usize| &pf[pf.len() * q / pairs..pf.len() * (q + 1) / pairs];
+    let mut h = 0;
+    while h < k {
+        if h + 1 < k {
+            let t = l.dot_tile_prefetch(rows, [head(h), head(h + 1)], share(h / 2));
+            for (q, t) in t.iter().enumerate() {
+                (s[q * k + h], s[q * k + h + 1]) = (t[0], t[1]);
+            }
+            h += 2;
+        } else {
+            let t = l.dot_tile_prefetch(rows, [head(h)], share(h / 2));
+            for (q, t) in t.iter().enumerate() {
+                s[q * k + h] = t[0];
+            }
+            h += 1;
+        }
+    }
 }
 
 /// Plain Rust, for any CPU.
@@ -175,7 +238,7 @@ pub struct Avx2(());
 #[cfg(target_arch = "x86_64")]
 impl Avx2 {
     /// # Safety
-    /// The CPU must support AVX2 and F16C.
+    /// The CPU must support AVX2, FMA and F16C.
     #[doc(hidden)]
     pub unsafe fn assume() -> Self {
         Avx2(())
@@ -186,13 +249,13 @@ impl Avx2 {
 impl Lanes for Avx2 {
     #[inline(always)]
     fn block_rule(self, tau: f32, m: &mut [f32], y: &[f32], w: &[f32], c: &mut [f32]) -> u32 {
-        // SAFETY: an Avx2 value exists only when the CPU supports AVX2.
+        // SAFETY: an Avx2 value exists only when the CPU supports AVX2, FMA and F16C.
         unsafe { block_rule_avx2(tau, m, y, w, c) }
     }
 
     #[inline(always)]
     fn dot<E: Elem>(self, a: &[f32], b: &[E]) -> f32 {
-        // SAFETY: an Avx2 value exists only when the CPU supports AVX2.
+        // SAFETY: an Avx2 value exists only when the CPU supports AVX2, FMA and F16C.
         unsafe { dot_avx2(a, b) }
     }
 
@@ -222,6 +285,187 @@ impl Lanes for Avx2 {
         // SAFETY: as above.
         unsafe { dot_tile_avx2(x, w, pf) }
     }
+    #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
+    fn dot_group<E: Elem>(
+        self,
+        x: &[E],
+        d: usize,
+        w: &[f32],
+        ws: usize,
+        k: usize,
+        pf: &[E],
+        s: &mut [f32],
+    ) {
+        // SAFETY: as above.
+        unsafe { dot_group_avx2(x, d, w, ws, k, pf, s) }
+    }
+}
+
+/// [`Lanes::dot_group`] with AVX2, out of line and with the group's rows addressed from one
+/// pointer at a stride of d: inlined into the epoch's loop, or with a pointer per row, the
+/// tile's row pointers ran out of registers and were reloaded from the stack every 16
+/// columns, and how badly depended on the code around it (K = 64 at 60,000 x 784: 51 to 67
+/// ms per epoch between builds that differed only in dead code).
+///
+/// For each pair of heads, the 4 x 2 tile of [`dot_tile_avx2`]: one pass per half of the 16
+/// lanes (8 accumulators), two steps of 16 columns per loop test and per prefetched line,
+/// then the same joint reduction and the tails in column order. The last head of an odd k
+/// goes through a 4 x 1 [`dot_tile_avx2`].
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,f16c,fma")]
+#[inline(never)]
+unsafe fn dot_group_avx2<E: Elem>(
+    x: &[E],
+    d: usize,
+    w: &[f32],
+    ws: usize,
+    k: usize,
+    pf: &[E],
+    s: &mut [f32],
+) {
+    use std::arch::x86_64::*;
+    assert!(x.len() == 4 * d && ws >= d && s.len() >= 4 * k);
+    assert!(k == 0 || w.len() >= (k - 1) * ws + d);
+    let rows: [&[E]; 4] = std::array::from_fn(|r| &x[r * d..(r + 1) * d]);
+    let n16 = d - d % 16;
+    let pairs = k.div_ceil(2);
+    let share = |q: usize| &pf[pf.len() * q / pairs..pf.len() * (q + 1) / pairs];
+    let (xp, wp) = (x.as_ptr(), w.as_ptr());
+    let mut h = 0;
+    while h + 1 < k {
+        let sh = share(h / 2);
+        // SAFETY: h + 1 < k, so both heads are in w (checked above).
+        let (w0, w1) = unsafe { (wp.add(h * ws), wp.add((h + 1) * ws)) };
+        // sums[r][head] (each the two halves' accumulators added, as in `dot_avx2`).
+        let mut sums = [[_mm256_setzero_ps(); 2]; 4];
+        // SAFETY: the pair's columns are within x and w (checked above).
+        let halves = unsafe { pair_halves(xp, d, w0, w1, n16, sh) };
+        for (r, sr) in sums.iter_mut().enumerate() {
+            for (hh, v) in sr.iter_mut().enumerate() {
+                *v = _mm256_add_ps(halves[0][hh * 4 + r], halves[1][hh * 4 + r]);
+            }
+        }
+        for (hh, (wh, at)) in [(w0, h), (w1, h + 1)].into_iter().enumerate() {
+            let lanes = reduce4(std::array::from_fn(|r| sums[r][hh]));
+            for (r, row) in rows.iter().enumerate() {
+                let mut t = 0f32;
+                for (j, xv) in row.iter().enumerate().skip(n16) {
+                    // SAFETY: j < d <= the head's length (checked above).
+                    t = xv.widen().mul_add(unsafe { *wh.add(j) }, t);
+                }
+                s[r * k + at] = lanes[r] + t;
+            }
+        }
+        h += 2;
+    }
+    if h < k {
+        // SAFETY: the caller's CPU has AVX2, FMA and F16C (this function's features).
+        let t = unsafe { dot_tile_avx2(rows, [&w[h * ws..h * ws + d]], share(h / 2)) };
+        for (r, t) in t.iter().enumerate() {
+            s[r * k + h] = t[0];
+        }
+    }
+}
+
+/// The 4 x 2 tile's accumulators over columns 0..n16 (a multiple of 16) for one pair of heads
+/// `w0`, `w1` and the four rows from `xp` at stride `d`: `[half][head * 4 + row]`, one pass
+/// per half of the 16 lanes, two steps of 16 columns per loop test and per line of `pf`
+/// prefetched (the rest of `pf` after). Out of line so that its loop has the registers to
+/// itself: inlined into the loop over the heads, the row pointers were reloaded from the
+/// stack every step, and how often depended on the code around it (K = 64 at 60,000 x 784:
+/// 51 to 67 ms per epoch between builds that differed only in dead code).
+///
+/// # Safety
+/// AVX2, FMA and F16C; the rows `xp + r * d` (r < 4) and `w0`, `w1` readable for n16 values.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,f16c,fma")]
+#[inline(never)]
+unsafe fn pair_halves<E: Elem>(
+    xp: *const E,
+    d: usize,
+    w0: *const f32,
+    w1: *const f32,
+    n16: usize,
+    pf: &[E],
+) -> [[std::arch::x86_64::__m256; 8]; 2] {
+    use std::arch::x86_64::*;
+    let mut pf_at = pf.as_ptr() as *const i8;
+    let pf_end = pf_at.wrapping_add(std::mem::size_of_val(pf));
+    let mut halves = [[_mm256_setzero_ps(); 8]; 2];
+    for (half, a) in halves.iter_mut().enumerate() {
+        // One step: columns j..j + 8 of the four rows and the two heads.
+        // SAFETY: j + 8 <= n16: within each row and each head (the caller's promise).
+        let step = |a: &mut [__m256; 8], j: usize| unsafe {
+            let p = xp.add(j);
+            let xv = [
+                E::load8(p),
+                E::load8(p.add(d)),
+                E::load8(p.add(2 * d)),
+                E::load8(p.add(3 * d)),
+            ];
+            let v = _mm256_loadu_ps(w0.add(j));
+            for r in 0..4 {
+                a[r] = _mm256_fmadd_ps(xv[r], v, a[r]);
+            }
+            let v = _mm256_loadu_ps(w1.add(j));
+            for r in 0..4 {
+                a[4 + r] = _mm256_fmadd_ps(xv[r], v, a[4 + r]);
+            }
+        };
+        let mut j = half * 8;
+        while j + 16 < n16 {
+            if pf_at < pf_end {
+                _mm_prefetch::<_MM_HINT_T0>(pf_at);
+                pf_at = pf_at.wrapping_add(64);
+            }
+            step(a, j);
+            step(a, j + 16);
+            j += 32;
+        }
+        if j < n16 {
+            step(a, j);
+        }
+    }
+    while pf_at < pf_end {
+        _mm_prefetch::<_MM_HINT_T0>(pf_at);
+        pf_at = pf_at.wrapping_add(64);
+    }
+    halves
+}
+
+/// The four rows' dots from their 16-lane sums folded to 8 (`s[r]` = the two accumulators
+/// added): the same additions as the one-row reduction of [`dot_avx2`] (lane k + 4, then
+/// (0 + 2) + (1 + 3)), two rows per register, so the reductions of a group of rows overlap
+/// instead of being four dependency chains.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,f16c,fma")]
+#[inline]
+fn reduce4(s: [std::arch::x86_64::__m256; 4]) -> [f32; 4] {
+    use std::arch::x86_64::*;
+    // [row 0 | row 1] and [row 2 | row 3], each lane k + 4 added to lane k.
+    let p = _mm256_add_ps(
+        _mm256_permute2f128_ps::<0x20>(s[0], s[1]),
+        _mm256_permute2f128_ps::<0x31>(s[0], s[1]),
+    );
+    let q = _mm256_add_ps(
+        _mm256_permute2f128_ps::<0x20>(s[2], s[3]),
+        _mm256_permute2f128_ps::<0x31>(s[2], s[3]),
+    );
+    // (p0 + p2, p1 + p3, q0 + q2, q1 + q3) per half, then the two added.
+    let e = _mm256_add_ps(
+        _mm256_shuffle_ps::<0b01_00_01_00>(p, q),
+        _mm256_shuffle_ps::<0b11_10_11_10>(p, q),
+    );
+    let f = _mm256_add_ps(
+        _mm256_shuffle_ps::<0b10_00_10_00>(e, e),
+        _mm256_shuffle_ps::<0b11_01_11_01>(e, e),
+    );
+    // f = (r0, r2, r0, r2 | r1, r3, r1, r3).
+    let mut lanes = [0f32; 8];
+    // SAFETY: 8 floats are stored into 8 floats.
+    unsafe { _mm256_storeu_ps(lanes.as_mut_ptr(), f) };
+    [lanes[0], lanes[4], lanes[1], lanes[5]]
 }
 
 /// [`Lanes::dot_tile`] with AVX2: two 8-wide accumulators per (row, head), as in
@@ -229,7 +473,7 @@ impl Lanes for Avx2 {
 /// fill them in two passes, one per half of the 16 lanes (see below). Also prefetches the
 /// lines of `pf`, one per 16 columns, then any left at the end.
 #[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2,f16c")]
+#[target_feature(enable = "avx2,f16c,fma")]
 #[inline]
 unsafe fn dot_tile_avx2<E: Elem, const R: usize, const H: usize>(
     x: [&[E]; R],
@@ -259,6 +503,27 @@ unsafe fn dot_tile_avx2<E: Elem, const R: usize, const H: usize>(
         for half in 0..2 {
             let mut a = [[_mm256_setzero_ps(); H]; R];
             let mut i = half * 8;
+            // Two steps of 16 columns per prefetch and loop test.
+            while i + 16 < n16 {
+                if pf_at < pf_bytes {
+                    _mm_prefetch::<_MM_HINT_T0>(pf_base.wrapping_add(pf_at));
+                    pf_at += 64;
+                }
+                for j in [i, i + 16] {
+                    // SAFETY: j + 8 <= n16 <= the length of every slice (checked above).
+                    unsafe {
+                        let xv: [__m256; R] =
+                            std::array::from_fn(|r| E::load8(x[r].as_ptr().add(j)));
+                        for (h, wh) in w.iter().enumerate() {
+                            let wv = _mm256_loadu_ps(wh.as_ptr().add(j));
+                            for (ar, v) in a.iter_mut().zip(&xv) {
+                                ar[h] = _mm256_fmadd_ps(*v, wv, ar[h]);
+                            }
+                        }
+                    }
+                }
+                i += 32;
+            }
             while i < n16 {
                 if pf_at < pf_bytes {
                     _mm_prefetch::<_MM_HINT_T0>(pf_base.wrapping_add(pf_at));
@@ -270,7 +535,7 @@ unsafe fn dot_tile_avx2<E: Elem, const R: usize, const H: usize>(
                     for (h, wh) in w.iter().enumerate() {
                         let wv = _mm256_loadu_ps(wh.as_ptr().add(i));
                         for (ar, v) in a.iter_mut().zip(&xv) {
-                            ar[h] = _mm256_add_ps(ar[h], _mm256_mul_ps(*v, wv));
+                            ar[h] = _mm256_fmadd_ps(*v, wv, ar[h]);
                         }
                     }
                 }
@@ -300,8 +565,8 @@ unsafe fn dot_tile_avx2<E: Elem, const R: usize, const H: usize>(
                 let w0 = _mm256_loadu_ps(wh.as_ptr().add(i));
                 let w1 = _mm256_loadu_ps(wh.as_ptr().add(i + 8));
                 for (a, v) in acc.iter_mut().zip(&xv) {
-                    a[h][0] = _mm256_add_ps(a[h][0], _mm256_mul_ps(v[0], w0));
-                    a[h][1] = _mm256_add_ps(a[h][1], _mm256_mul_ps(v[1], w1));
+                    a[h][0] = _mm256_fmadd_ps(v[0], w0, a[h][0]);
+                    a[h][1] = _mm256_fmadd_ps(v[1], w1, a[h][1]);
                 }
             }
         }
@@ -315,40 +580,18 @@ unsafe fn dot_tile_avx2<E: Elem, const R: usize, const H: usize>(
     let tail = |r: usize, h: usize| {
         let mut t = 0f32;
         for (a, b) in x[r][n16..].iter().zip(&w[h][n16..len]) {
-            t += a.widen() * b;
+            t = a.widen().mul_add(*b, t);
         }
         t
     };
     if R == 4 {
-        // Four rows reduced together: the same additions as the one-row reduction below
-        // (lane k + 8, then k + 4, then (0 + 2) + (1 + 3)), two rows per register, so the
-        // reductions of a group of rows overlap instead of being four dependency chains.
+        // Four rows reduced together (see `reduce4`).
         for h in 0..H {
-            let s: [__m256; 4] = std::array::from_fn(|r| _mm256_add_ps(acc[r][h][0], acc[r][h][1]));
-            // [row 0 | row 1] and [row 2 | row 3], each lane k + 4 added to lane k.
-            let p = _mm256_add_ps(
-                _mm256_permute2f128_ps::<0x20>(s[0], s[1]),
-                _mm256_permute2f128_ps::<0x31>(s[0], s[1]),
-            );
-            let q = _mm256_add_ps(
-                _mm256_permute2f128_ps::<0x20>(s[2], s[3]),
-                _mm256_permute2f128_ps::<0x31>(s[2], s[3]),
-            );
-            // (p0 + p2, p1 + p3, q0 + q2, q1 + q3) per half, then the two added.
-            let e = _mm256_add_ps(
-                _mm256_shuffle_ps::<0b01_00_01_00>(p, q),
-                _mm256_shuffle_ps::<0b11_10_11_10>(p, q),
-            );
-            let f = _mm256_add_ps(
-                _mm256_shuffle_ps::<0b10_00_10_00>(e, e),
-                _mm256_shuffle_ps::<0b11_01_11_01>(e, e),
-            );
-            // f = (r0, r2, r0, r2 | r1, r3, r1, r3).
-            let mut lanes = [0f32; 8];
-            // SAFETY: 8 floats are stored into 8 floats.
-            unsafe { _mm256_storeu_ps(lanes.as_mut_ptr(), f) };
-            for (r, lane) in [0, 4, 1, 5].into_iter().enumerate() {
-                out[r][h] = lanes[lane] + tail(r, h);
+            let lanes = reduce4(std::array::from_fn(|r| {
+                _mm256_add_ps(acc[r][h][0], acc[r][h][1])
+            }));
+            for (r, lane) in lanes.into_iter().enumerate() {
+                out[r][h] = lane + tail(r, h);
             }
         }
         return out;
@@ -369,7 +612,7 @@ unsafe fn dot_tile_avx2<E: Elem, const R: usize, const H: usize>(
 /// [`Lanes::axpy_rows`] with AVX2: columns in tiles of 32 (four vectors held in registers
 /// across the rows of the block), then of 8, then one by one.
 #[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2,f16c")]
+#[target_feature(enable = "avx2,f16c,fma")]
 #[inline]
 unsafe fn axpy_rows_avx2<E: Elem>(rows: &[u32], c: &[f32], xb: &[E], sum: &mut [f32]) {
     use std::arch::x86_64::*;
@@ -421,7 +664,7 @@ unsafe fn axpy_rows_avx2<E: Elem>(rows: &[u32], c: &[f32], xb: &[E], sum: &mut [
 /// [`Lanes::block_rule`] with AVX2: eight rows per compare and mask (LLVM compiles the
 /// portable form's selects into branches, which mispredict on random mistakes).
 #[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2,f16c")]
+#[target_feature(enable = "avx2,f16c,fma")]
 #[inline]
 unsafe fn block_rule_avx2(tau: f32, m: &mut [f32], y: &[f32], w: &[f32], c: &mut [f32]) -> u32 {
     use std::arch::x86_64::*;
@@ -468,7 +711,7 @@ pub fn block_rule(tau: f32, m: &mut [f32], y: &[f32], w: &[f32], c: &mut [f32]) 
 
 /// [`dot`] with AVX2 intrinsics: the same lanes, the same order.
 #[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2,f16c")]
+#[target_feature(enable = "avx2,f16c,fma")]
 #[inline]
 unsafe fn dot_avx2<E: Elem>(a: &[f32], b: &[E]) -> f32 {
     use std::arch::x86_64::*;
@@ -484,14 +727,14 @@ unsafe fn dot_avx2<E: Elem>(a: &[f32], b: &[E]) -> f32 {
             let y0 = E::load8(pb.add(i));
             let x1 = _mm256_loadu_ps(pa.add(i + 8));
             let y1 = E::load8(pb.add(i + 8));
-            lo = _mm256_add_ps(lo, _mm256_mul_ps(x0, y0));
-            hi = _mm256_add_ps(hi, _mm256_mul_ps(x1, y1));
+            lo = _mm256_fmadd_ps(x0, y0, lo);
+            hi = _mm256_fmadd_ps(x1, y1, hi);
         }
         i += 16;
     }
     let mut tail = 0f32;
     for (x, y) in a[n16..].iter().zip(&b[n16..]) {
-        tail += x * y.widen();
+        tail = x.mul_add(y.widen(), tail);
     }
     let h = _mm256_add_ps(lo, hi);
     let q = _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps::<1>(h));
@@ -508,12 +751,12 @@ pub fn dot<E: Elem>(a: &[f32], b: &[E]) -> f32 {
     let mut acc = [0f32; 16];
     for (x, y) in a[..n16].chunks_exact(16).zip(b[..n16].chunks_exact(16)) {
         for k in 0..16 {
-            acc[k] += x[k] * y[k].widen();
+            acc[k] = x[k].mul_add(y[k].widen(), acc[k]);
         }
     }
     let mut tail = 0f32;
     for (x, y) in a[n16..].iter().zip(&b[n16..]) {
-        tail += x * y.widen();
+        tail = x.mul_add(y.widen(), tail);
     }
     let mut h = [0f32; 8];
     for k in 0..8 {
@@ -582,13 +825,14 @@ macro_rules! simd_dispatch {
         $vis fn $name<$g: $gb>($($arg: $ty),*) $(-> $ret)? {
             #[cfg(target_arch = "x86_64")]
             {
-                #[target_feature(enable = "avx2,f16c")]
+                #[target_feature(enable = "avx2,f16c,fma")]
+                #[allow(clippy::too_many_arguments)]
                 unsafe fn avx2<$g: $gb>($($arg: $ty),*) $(-> $ret)? {
-                    // SAFETY: only called when the CPU supports AVX2 and F16C.
+                    // SAFETY: only called when the CPU supports AVX2, FMA and F16C.
                     $body(unsafe { $crate::backend::simd::Avx2::assume() }, $($arg),*)
                 }
                 if $crate::backend::simd_enabled() {
-                    // SAFETY: simd_enabled() is true only when the CPU supports AVX2 and F16C.
+                    // SAFETY: simd_enabled() is true only when the CPU supports AVX2, FMA and F16C.
                     return unsafe { avx2::<$g>($($arg),*) };
                 }
             }
@@ -600,13 +844,13 @@ macro_rules! simd_dispatch {
         $vis fn $name($($arg: $ty),*) $(-> $ret)? {
             #[cfg(target_arch = "x86_64")]
             {
-                #[target_feature(enable = "avx2,f16c")]
+                #[target_feature(enable = "avx2,f16c,fma")]
                 unsafe fn avx2($($arg: $ty),*) $(-> $ret)? {
                     // SAFETY: only called when the CPU supports AVX2.
                     $body(unsafe { $crate::backend::simd::Avx2::assume() }, $($arg),*)
                 }
                 if $crate::backend::simd_enabled() {
-                    // SAFETY: simd_enabled() is true only when the CPU supports AVX2.
+                    // SAFETY: simd_enabled() is true only when the CPU supports AVX2, FMA and F16C.
                     return unsafe { avx2($($arg),*) };
                 }
             }
@@ -616,19 +860,23 @@ macro_rules! simd_dispatch {
 }
 pub(crate) use simd_dispatch;
 
-/// True when the CPU kernels use AVX2 (and F16C, which every AVX2 CPU has, for f16 rows): the
-/// CPU has them and `ROSENBLATT_NO_SIMD` is not set
+/// True when the CPU kernels use AVX2 (with FMA, and F16C for f16 rows): the CPU has them
+/// ([`avx2_supported`]) and `ROSENBLATT_NO_SIMD` is not set
 /// (setting it gives the portable code path, for checking that both agree).
 pub fn simd_enabled() -> bool {
     static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *ON.get_or_init(|| {
-        #[cfg(target_arch = "x86_64")]
-        let has = std::arch::is_x86_feature_detected!("avx2")
-            && std::arch::is_x86_feature_detected!("f16c");
-        #[cfg(not(target_arch = "x86_64"))]
-        let has = false;
-        has && std::env::var_os("ROSENBLATT_NO_SIMD").is_none()
-    })
+    *ON.get_or_init(|| avx2_supported() && std::env::var_os("ROSENBLATT_NO_SIMD").is_none())
+}
+
+/// True when the CPU has what the [`Avx2`] kernels use: AVX2, FMA and F16C (every CPU with
+/// AVX2 but a few low-power ones has the other two).
+pub fn avx2_supported() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    return std::arch::is_x86_feature_detected!("avx2")
+        && std::arch::is_x86_feature_detected!("fma")
+        && std::arch::is_x86_feature_detected!("f16c");
+    #[cfg(not(target_arch = "x86_64"))]
+    false
 }
 
 simd_dispatch! {
@@ -636,19 +884,20 @@ simd_dispatch! {
     pub fn sum_simd(a: &[f32]) -> f32 => sum
 }
 
-/// Independent 8-lane chains in the arithmetic-peak probe: enough to cover the multiply and
-/// add latencies at two of each per cycle (12 x 2 operations in flight), and few enough that
-/// the chains and the two constants stay in the 16 AVX2 registers. With 16 chains they did
-/// not: the spills halved the measured peak (48 against 99 GFLOP/s on one Zen 3 core).
+/// Independent 8-lane chains in the arithmetic-peak probe: enough to cover the fused
+/// multiply-add latency at two per cycle (4 cycles on Zen 3, so 8 in flight; 12 leave room),
+/// and few enough that the chains and the two constants stay in the 16 AVX2 registers. With
+/// 16 chains they did not: the spills halved the measured peak (48 against 99 GFLOP/s on one
+/// Zen 3 core, measured with a separate multiply and add).
 pub const PROBE_CHAINS: usize = 12;
 
-/// `iters` rounds of [`PROBE_CHAINS`] independent 8-lane chains acc = acc * m + a (a
-/// multiply and an add, never fused, as the kernels compute), from `seed`: the
+/// `iters` rounds of [`PROBE_CHAINS`] independent 8-lane chains acc = acc * m + a (one fused
+/// multiply-add, as the kernels compute), from `seed`: the
 /// arithmetic-peak probe. Returns a value that depends on every chain.
 pub fn flops_probe(iters: u64, seed: f32) -> f64 {
     #[cfg(target_arch = "x86_64")]
     if simd_enabled() {
-        // SAFETY: simd_enabled() is true only when the CPU supports AVX2.
+        // SAFETY: simd_enabled() is true only when the CPU supports AVX2, FMA and F16C.
         return unsafe { flops_probe_avx2(iters, seed) };
     }
     let mut acc = [[seed; 8]; PROBE_CHAINS];
@@ -656,7 +905,7 @@ pub fn flops_probe(iters: u64, seed: f32) -> f64 {
     for _ in 0..iters {
         for c in acc.iter_mut() {
             for v in c.iter_mut() {
-                *v = *v * m + a;
+                *v = v.mul_add(m, a);
             }
         }
     }
@@ -664,14 +913,14 @@ pub fn flops_probe(iters: u64, seed: f32) -> f64 {
 }
 
 #[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2,f16c")]
+#[target_feature(enable = "avx2,f16c,fma")]
 unsafe fn flops_probe_avx2(iters: u64, seed: f32) -> f64 {
     use std::arch::x86_64::*;
     let mut acc = [_mm256_set1_ps(seed); PROBE_CHAINS];
     let (m, a) = (_mm256_set1_ps(0.999_999), _mm256_set1_ps(1e-6));
     for _ in 0..iters {
         for c in acc.iter_mut() {
-            *c = _mm256_add_ps(_mm256_mul_ps(*c, m), a);
+            *c = _mm256_fmadd_ps(*c, m, a);
         }
     }
     let mut out = 0f64;
@@ -705,7 +954,7 @@ mod tests {
             let want = |r: usize, h: usize| dot(&ws[h][..len], &rows[r]).to_bits();
             let p = Portable.dot_tile(x, w);
             #[cfg(target_arch = "x86_64")]
-            let a = if std::arch::is_x86_feature_detected!("avx2") {
+            let a = if avx2_supported() {
                 // SAFETY: checked just above.
                 Some(unsafe { Avx2::assume() }.dot_tile(x, w))
             } else {
@@ -730,7 +979,7 @@ mod tests {
                 .collect();
             let b4 = [&bytes[0][..], &bytes[1][..], &bytes[2][..], &bytes[3][..]];
             #[cfg(target_arch = "x86_64")]
-            if std::arch::is_x86_feature_detected!("avx2") {
+            if avx2_supported() {
                 // SAFETY: checked just above.
                 let l = unsafe { Avx2::assume() };
                 // 4 x 2 goes in two passes, one per half of the lanes; 4 x 1 in one.
@@ -754,7 +1003,7 @@ mod tests {
     #[test]
     fn avx2_dot_matches_portable_bit_for_bit() {
         #[cfg(target_arch = "x86_64")]
-        if std::arch::is_x86_feature_detected!("avx2") {
+        if avx2_supported() {
             use rand::{Rng, SeedableRng};
             let mut rng = rand::rngs::StdRng::seed_from_u64(7);
             // SAFETY: checked just above.

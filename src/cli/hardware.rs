@@ -203,7 +203,7 @@ fn print_bench(b: &BackendBench) -> anyhow::Result<()> {
     }
     match b.peak_gflops {
         Some(p) => outln!(
-            "  {:.1} GFLOP/s of scores; arithmetic peak {:.1} GFLOP/s (measured: multiply and add on all cores)",
+            "  {:.1} GFLOP/s of scores; arithmetic peak {:.1} GFLOP/s (measured: fused multiply-adds on all cores)",
             b.gflops,
             p
         ),
