@@ -211,6 +211,8 @@ simd_dispatch! {
 struct Partial {
     sum: Vec<f32>,
     scratch: Vec<f32>,
+    /// The K-head epoch's group of rows widened to f32, when X is stored narrower.
+    wide: Vec<f32>,
     mistakes: u64,
     criterion: f64,
     /// The mistakes' row weights, summed.
@@ -413,9 +415,22 @@ fn chunk_epoch_heads<L: Lanes, E: Elem>(
             true => &x[(i + g) * d..(i + g + HEAD_ROWS).min(end) * d],
             false => &x[..0],
         };
+        let pf: &[u8] = bytemuck::cast_slice(next);
+        let mut wide = false;
         if g == HEAD_ROWS && whole {
             // The whole group at once: a 4 x 2 tile per pair of heads (`Lanes::dot_group`).
-            l.dot_group(&x[i * d..(i + HEAD_ROWS) * d], d, w, ws, k, next, s);
+            let group = &x[i * d..(i + HEAD_ROWS) * d];
+            if size_of::<E>() < 4 {
+                // Narrow rows are widened once per group rather than once per pair of heads
+                // (exactly, so the scores are the same bits).
+                for (o, v) in p.wide.iter_mut().zip(group) {
+                    *o = v.widen();
+                }
+                l.dot_group(&p.wide[..HEAD_ROWS * d], d, w, ws, k, pf, s);
+                wide = true;
+            } else {
+                l.dot_group(group, d, w, ws, k, pf, s);
+            }
         }
         let mut h = if g == HEAD_ROWS && whole { k } else { 0 };
         while h < k {
@@ -452,9 +467,17 @@ fn chunk_epoch_heads<L: Lanes, E: Elem>(
             }
             let sum = &mut p.sum;
             let wi = v.weight(i + r);
+            let xw = match wide {
+                true => &p.wide[r * d..(r + 1) * d],
+                false => &[][..],
+            };
             let (m, c) = row_rule(rule.rule, rule.tau, sr, v.y[i + r], |h, c| {
                 let c = c * wi;
-                axpy(c, xr, &mut sum[h * da..h * da + d]);
+                // The widened row where there is one (the same values: the same sums).
+                match wide {
+                    true => axpy(c, xw, &mut sum[h * da..h * da + d]),
+                    false => axpy(c, xr, &mut sum[h * da..h * da + d]),
+                }
                 sum[h * da + d] += c * v.bias;
             });
             mistakes += m;
@@ -530,6 +553,11 @@ impl<'a> CpuBound<'a> {
         let p = Partial {
             sum: if sparse { Vec::new() } else { vec![0.0; len] },
             scratch: vec![0.0; HEAD_ROWS * v.heads.max(1)],
+            wide: match v.x.storage() {
+                super::Storage::F32 => Vec::new(),
+                _ if sparse => Vec::new(),
+                _ => vec![0.0; HEAD_ROWS * v.d],
+            },
             mistakes: 0,
             criterion: 0.0,
             weighted: 0.0,
@@ -980,6 +1008,7 @@ mod tests {
                 let mut p = Partial {
                     sum: vec![0.0; k * da],
                     scratch: vec![0.0; HEAD_ROWS * k],
+                    wide: vec![0.0; HEAD_ROWS * d],
                     mistakes: 0,
                     criterion: 0.0,
                     weighted: 0.0,

@@ -134,7 +134,7 @@ pub trait Lanes: Copy {
         self,
         x: [&[E]; R],
         w: [&[f32]; H],
-        pf: &[E],
+        pf: &[u8],
     ) -> [[f32; H]; R] {
         prefetch_ahead(pf, 0);
         self.dot_tile(x, w)
@@ -153,7 +153,7 @@ pub trait Lanes: Copy {
         w: &[f32],
         ws: usize,
         k: usize,
-        pf: &[E],
+        pf: &[u8],
         s: &mut [f32],
     ) {
         dot_group(self, x, d, w, ws, k, pf, s)
@@ -170,7 +170,7 @@ fn dot_group<L: Lanes, E: Elem>(
     w: &[f32],
     ws: usize,
     k: usize,
-    pf: &[E],
+    pf: &[u8],
     s: &mut [f32],
 ) {
     let rows: [&[E]; 4] = std::array::from_fn(|r| &x[r * d..(r + 1) * d]);
@@ -280,7 +280,7 @@ impl Lanes for Avx2 {
         self,
         x: [&[E]; R],
         w: [&[f32]; H],
-        pf: &[E],
+        pf: &[u8],
     ) -> [[f32; H]; R] {
         // SAFETY: as above.
         unsafe { dot_tile_avx2(x, w, pf) }
@@ -294,7 +294,7 @@ impl Lanes for Avx2 {
         w: &[f32],
         ws: usize,
         k: usize,
-        pf: &[E],
+        pf: &[u8],
         s: &mut [f32],
     ) {
         // SAFETY: as above.
@@ -321,7 +321,7 @@ unsafe fn dot_group_avx2<E: Elem>(
     w: &[f32],
     ws: usize,
     k: usize,
-    pf: &[E],
+    pf: &[u8],
     s: &mut [f32],
 ) {
     use std::arch::x86_64::*;
@@ -387,7 +387,7 @@ unsafe fn pair_halves<E: Elem>(
     w0: *const f32,
     w1: *const f32,
     n16: usize,
-    pf: &[E],
+    pf: &[u8],
 ) -> [[std::arch::x86_64::__m256; 8]; 2] {
     use std::arch::x86_64::*;
     let mut pf_at = pf.as_ptr() as *const i8;
@@ -478,7 +478,7 @@ fn reduce4(s: [std::arch::x86_64::__m256; 4]) -> [f32; 4] {
 unsafe fn dot_tile_avx2<E: Elem, const R: usize, const H: usize>(
     x: [&[E]; R],
     w: [&[f32]; H],
-    pf: &[E],
+    pf: &[u8],
 ) -> [[f32; H]; R] {
     use std::arch::x86_64::*;
     let len = x[0].len();
