@@ -505,8 +505,9 @@ simd_dispatch! {
 fn aligned_heads<'b>(buf: &'b mut Vec<f32>, w: &[f32], da: usize) -> (&'b [f32], usize) {
     let (k, ws) = (w.len() / da, da.next_multiple_of(16));
     let need = k * ws + 16;
-    *buf = vec![0.0; need];
-
+    if buf.len() < need {
+        *buf = vec![0.0; need];
+    }
     let off = buf.as_ptr().align_offset(64).min(15);
     let out = &mut buf[off..off + k * ws];
     for (o, h) in out.chunks_exact_mut(ws).zip(w.chunks_exact(da)) {
@@ -1096,6 +1097,7 @@ mod tests {
                 let mut p = Partial {
                     sum: vec![0.0; d + 1],
                     scratch: vec![0.0],
+                    wide: Vec::new(),
                     mistakes: 0,
                     criterion: 0.0,
                     weighted: 0.0,
