@@ -202,7 +202,7 @@ pub struct Portable;
 impl Lanes for Portable {
     #[inline(always)]
     fn dot<E: Elem>(self, a: &[f32], b: &[E]) -> f32 {
-        dot(a, b)
+        dot_portable(a, b)
     }
 
     #[inline(always)]
@@ -223,7 +223,7 @@ impl Lanes for Portable {
         let mut out = [[0f32; H]; R];
         for (o, xr) in out.iter_mut().zip(x) {
             for (oh, wh) in o.iter_mut().zip(w) {
-                *oh = dot(&wh[..xr.len()], xr);
+                *oh = dot_portable(&wh[..xr.len()], xr);
             }
         }
         out
@@ -743,9 +743,26 @@ unsafe fn dot_avx2<E: Elem>(a: &[f32], b: &[E]) -> f32 {
     _mm_cvtss_f32(r) + tail
 }
 
-/// Dot product with the fixed lane structure of this module (the portable form).
-#[inline(always)]
+/// Dot product with the fixed lane structure of this module: with AVX2 where
+/// [`simd_enabled`], else the portable form (the same bits either way). For callers outside
+/// the dispatched hot loops (rows one at a time: the online epoch, scoring, the kernel
+/// perceptron).
+#[inline]
 pub fn dot<E: Elem>(a: &[f32], b: &[E]) -> f32 {
+    #[cfg(target_arch = "x86_64")]
+    if simd_enabled() {
+        // SAFETY: simd_enabled() is true only when the CPU supports AVX2, FMA and F16C.
+        return unsafe { dot_avx2(a, b) };
+    }
+    dot_portable(a, b)
+}
+
+/// The portable form of the dot product. Fused with `f32::mul_add`: a native instruction
+/// where the build targets FMA (aarch64 always), a call to the C library's `fmaf` per
+/// product on an x86_64 build for CPUs without it, which is slow but exact; on x86_64 the
+/// AVX2 form runs instead wherever the CPU has FMA.
+#[inline(always)]
+pub fn dot_portable<E: Elem>(a: &[f32], b: &[E]) -> f32 {
     debug_assert_eq!(a.len(), b.len());
     let n16 = a.len() - a.len() % 16;
     let mut acc = [0f32; 16];
@@ -769,10 +786,12 @@ pub fn dot<E: Elem>(a: &[f32], b: &[E]) -> f32 {
     ((q[0] + q[2]) + (q[1] + q[3])) + tail
 }
 
-/// Decision value of one row with the portable lanes: w[..d] . x + w[d] * bias.
-#[inline(always)]
+/// Decision value of one row: w[..d] . x + w[d] * bias, with [`dot`] (the same bits as
+/// [`Lanes::decision`] with either lanes).
+#[inline]
 pub fn decision<E: Elem>(w: &[f32], row: &[E], bias: f32) -> f32 {
-    Portable.decision(w, row, bias)
+    let d = row.len();
+    dot(&w[..d], row) + w[d] * bias
 }
 
 /// Sum of a slice with 32 lanes (the read roofline's kernel; LLVM vectorises this one well).
@@ -905,7 +924,10 @@ pub fn flops_probe(iters: u64, seed: f32) -> f64 {
     for _ in 0..iters {
         for c in acc.iter_mut() {
             for v in c.iter_mut() {
-                *v = v.mul_add(m, a);
+                // Unfused here: on an x86_64 build without FMA a fused one is a library
+                // call per value, and this form is what LLVM vectorises (the peak of the
+                // same units; the portable path is for checking and for other CPUs).
+                *v = *v * m + a;
             }
         }
     }
@@ -951,7 +973,7 @@ mod tests {
                 .collect();
             let x = [&rows[0][..], &rows[1][..]];
             let w = [&ws[0][..], &ws[1][..]];
-            let want = |r: usize, h: usize| dot(&ws[h][..len], &rows[r]).to_bits();
+            let want = |r: usize, h: usize| dot_portable(&ws[h][..len], &rows[r]).to_bits();
             let p = Portable.dot_tile(x, w);
             #[cfg(target_arch = "x86_64")]
             let a = if avx2_supported() {
@@ -989,7 +1011,7 @@ mod tests {
                 for (r, (tr, br)) in t.iter().zip(&tb).enumerate() {
                     for (h, v) in tr.iter().enumerate() {
                         assert_eq!(v.to_bits(), want([0, 1, 1, 0][r], h), "avx2 4 rows");
-                        let wb = dot(&ws[h][..len], &bytes[r]).to_bits();
+                        let wb = dot_portable(&ws[h][..len], &bytes[r]).to_bits();
                         assert_eq!(br[h].to_bits(), wb, "avx2 u8 len {len}");
                     }
                     assert_eq!(tb1[r][0].to_bits(), br[1].to_bits(), "avx2 u8 4 x 1");
@@ -1012,7 +1034,13 @@ mod tests {
                 for _ in 0..20 {
                     let a: Vec<f32> = (0..len).map(|_| rng.random_range(-1e3..1e3)).collect();
                     let b: Vec<f32> = (0..len).map(|_| rng.random_range(-1.0..1.0)).collect();
-                    assert_eq!(l.dot(&a, &b).to_bits(), dot(&a, &b).to_bits(), "len {len}");
+                    assert_eq!(
+                        l.dot(&a, &b).to_bits(),
+                        dot_portable(&a, &b).to_bits(),
+                        "len {len}"
+                    );
+                    // The free function dispatches to the same bits.
+                    assert_eq!(dot(&a, &b).to_bits(), dot_portable(&a, &b).to_bits());
                 }
             }
         }
