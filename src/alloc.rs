@@ -24,61 +24,155 @@ use std::alloc::{GlobalAlloc, Layout, System};
 pub const LARGE: usize = 4096;
 
 /// The system allocator, with blocks of [`LARGE`] bytes or more on 64-byte boundaries.
+///
+/// A large block is a system block 64 bytes longer, with the caller's part starting at the
+/// first 64-byte boundary past its first 8 bytes; the offset is kept in the 8 bytes before
+/// it. So the system's own fast paths still apply: `calloc`'s lazily zeroed pages for zeroed
+/// blocks, and `realloc` growing or moving a block without holding two copies (glibc remaps
+/// large blocks in place), the bytes shifted only when the block's offset from a line
+/// changed. (Asking the system for 64-byte alignment instead loses both: std then zeroes
+/// with a write of every byte, and reallocates by allocating, copying and freeing.)
 #[derive(Debug, Clone, Copy, Default)]
 pub struct CacheLines;
 
-/// The layout actually asked of the system for `l`: a function of the size and alignment
-/// alone, so that `dealloc` and `realloc` give back what `alloc` took.
-fn adjusted(l: Layout) -> Layout {
-    if l.size() >= LARGE && l.align() < 64 {
-        // 64 is a power of two and the size is unchanged, so this cannot fail; fall back to
-        // the layout as given rather than panic inside the allocator.
-        l.align_to(64).unwrap_or(l)
-    } else {
-        l
+/// Whether a block of layout `l` is a large one (a function of the layout alone, so that
+/// `dealloc` and `realloc` treat a block as `alloc` made it).
+fn large(l: Layout) -> bool {
+    l.size() >= LARGE && l.align() <= 16
+}
+
+/// The system layout of a large block of `size` bytes.
+fn outer(size: usize) -> Option<Layout> {
+    Layout::from_size_align(size.checked_add(64)?, 16).ok()
+}
+
+/// The caller's pointer in a system block starting at `raw` (16-byte aligned), with its
+/// offset written in the 8 bytes before it.
+///
+/// # Safety
+/// `raw` is a live system block of at least 64 bytes, 16-byte aligned.
+unsafe fn place(raw: *mut u8) -> *mut u8 {
+    // raw is 16-aligned, so the offset is 16, 32, 48 or 64: at least 8 bytes for the note.
+    let off = 64 - (raw as usize % 64);
+    // SAFETY: off <= 64 lies within the block, and the note's 8 bytes (16-aligned minus 8,
+    // so 8-aligned) lie between raw and the caller's part.
+    unsafe {
+        let p = raw.add(off);
+        p.cast::<usize>().sub(1).write(off);
+        p
     }
 }
 
-// SAFETY: every block comes from `System` with the adjusted layout, and goes back to it
-// with the same adjusted layout (a pure function of the caller's layout, which the
-// `GlobalAlloc` contract makes the caller repeat). The adjusted layout has the caller's size
-// and at least its alignment, so the block satisfies the caller's layout.
+/// The offset [`place`] noted before `p`.
+///
+/// # Safety
+/// `p` came from [`place`].
+unsafe fn offset(p: *mut u8) -> usize {
+    // SAFETY: place wrote it there.
+    unsafe { p.cast::<usize>().sub(1).read() }
+}
+
+// SAFETY: a small block is the system's, with the caller's layout. A large block is a system
+// block of `outer(size)` with the caller's `size` bytes inside it on a 64-byte boundary
+// (which satisfies any alignment up to 16, all that `large` accepts); `offset` recovers the
+// system block, which goes back with the same `outer(size)` the caller's layout gives.
 unsafe impl GlobalAlloc for CacheLines {
     unsafe fn alloc(&self, l: Layout) -> *mut u8 {
-        // SAFETY: the caller's contract (non-zero size) carries over; see above.
-        unsafe { System.alloc(adjusted(l)) }
+        if !large(l) {
+            // SAFETY: the caller's contract carries over.
+            return unsafe { System.alloc(l) };
+        }
+        let Some(o) = outer(l.size()) else {
+            return std::ptr::null_mut();
+        };
+        // SAFETY: o has a non-zero size; a non-null block gets its offset noted.
+        unsafe {
+            let raw = System.alloc(o);
+            if raw.is_null() {
+                return raw;
+            }
+            place(raw)
+        }
     }
 
     unsafe fn alloc_zeroed(&self, l: Layout) -> *mut u8 {
-        // SAFETY: as in `alloc`.
-        unsafe { System.alloc_zeroed(adjusted(l)) }
+        if !large(l) {
+            // SAFETY: as in `alloc`.
+            return unsafe { System.alloc_zeroed(l) };
+        }
+        let Some(o) = outer(l.size()) else {
+            return std::ptr::null_mut();
+        };
+        // SAFETY: as in `alloc`; the note lies before the caller's part, which stays zero.
+        unsafe {
+            let raw = System.alloc_zeroed(o);
+            if raw.is_null() {
+                return raw;
+            }
+            place(raw)
+        }
     }
 
     unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
-        // SAFETY: `p` came from `alloc` with `adjusted(l)`.
-        unsafe { System.dealloc(p, adjusted(l)) }
+        if !large(l) {
+            // SAFETY: p came from `System` with this layout.
+            return unsafe { System.dealloc(p, l) };
+        }
+        // SAFETY: p came from `place` in a system block of outer(l.size()), which exists
+        // (alloc succeeded with it).
+        unsafe {
+            let raw = p.sub(offset(p));
+            System.dealloc(raw, outer(l.size()).unwrap_unchecked());
+        }
     }
 
     unsafe fn realloc(&self, p: *mut u8, l: Layout, new_size: usize) -> *mut u8 {
         let Ok(new) = Layout::from_size_align(new_size, l.align()) else {
             return std::ptr::null_mut();
         };
-        let (old_adj, new_adj) = (adjusted(l), adjusted(new));
-        if old_adj.align() == new_adj.align() {
-            // SAFETY: `p` came from `alloc` with `old_adj`; the alignment is kept.
-            return unsafe { System.realloc(p, old_adj, new_size) };
-        }
-        // The block crosses LARGE: a new block with the new alignment, then the bytes.
-        // SAFETY: `new_adj` has a non-zero size (new_size >= LARGE or the old one was).
-        let q = unsafe { System.alloc(new_adj) };
-        if !q.is_null() {
-            // SAFETY: both blocks are live, distinct, and hold at least the bytes copied.
-            unsafe {
-                std::ptr::copy_nonoverlapping(p, q, l.size().min(new_size));
-                System.dealloc(p, old_adj);
+        match (large(l), large(new)) {
+            // SAFETY: p came from `System` with l; new_size is non-zero (the caller's
+            // contract) and the alignment is unchanged.
+            (false, false) => unsafe { System.realloc(p, l, new_size) },
+            (true, true) => {
+                let Some(o) = outer(new_size) else {
+                    return std::ptr::null_mut();
+                };
+                // SAFETY: the system block of p (as in dealloc) is resized to o; on failure
+                // it is untouched. The caller's bytes sit at the old offset in the new block
+                // (min(old, new) of them fit: offset <= 64); if the block's offset from a
+                // line changed, they move (ptr::copy allows the overlap), then the note.
+                unsafe {
+                    let old_off = offset(p);
+                    let raw = System.realloc(
+                        p.sub(old_off),
+                        outer(l.size()).unwrap_unchecked(),
+                        o.size(),
+                    );
+                    if raw.is_null() {
+                        return raw;
+                    }
+                    let off = 64 - (raw as usize % 64);
+                    if off != old_off {
+                        std::ptr::copy(raw.add(old_off), raw.add(off), l.size().min(new_size));
+                    }
+                    place(raw)
+                }
+            }
+            // Across LARGE: a new block of the new kind, then the bytes.
+            _ => {
+                // SAFETY: new has a non-zero size (the caller's contract); both blocks are
+                // live and distinct, and hold the bytes copied; p goes back as it came.
+                unsafe {
+                    let q = self.alloc(new);
+                    if !q.is_null() {
+                        std::ptr::copy_nonoverlapping(p, q, l.size().min(new_size));
+                        self.dealloc(p, l);
+                    }
+                    q
+                }
             }
         }
-        q
     }
 }
 
