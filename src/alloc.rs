@@ -20,10 +20,12 @@
 
 use std::alloc::{GlobalAlloc, Layout, System};
 
-/// Blocks of this many bytes or more start on a 64-byte boundary.
+/// Blocks of this many bytes or more (asked with an alignment of at most 16, as every buffer
+/// of numbers is) start on a 64-byte boundary.
 pub const LARGE: usize = 4096;
 
-/// The system allocator, with blocks of [`LARGE`] bytes or more on 64-byte boundaries.
+/// The system allocator, with blocks of [`LARGE`] bytes or more on 64-byte boundaries (blocks
+/// asked with a larger alignment than 16 go to the system as they are).
 ///
 /// A large block is a system block 64 bytes longer, with the caller's part starting at the
 /// first 64-byte boundary past its first 8 bytes; the offset is kept in the 8 bytes before

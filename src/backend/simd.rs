@@ -911,8 +911,9 @@ simd_dispatch! {
 pub const PROBE_CHAINS: usize = 12;
 
 /// `iters` rounds of [`PROBE_CHAINS`] independent 8-lane chains acc = acc * m + a (one fused
-/// multiply-add, as the kernels compute), from `seed`: the
-/// arithmetic-peak probe. Returns a value that depends on every chain.
+/// multiply-add with AVX2, as the kernels compute; a separate multiply and add in the portable
+/// form, see there), from `seed`: the arithmetic-peak probe. Returns a value that depends on
+/// every chain.
 pub fn flops_probe(iters: u64, seed: f32) -> f64 {
     #[cfg(target_arch = "x86_64")]
     if simd_enabled() {
