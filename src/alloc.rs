@@ -6,8 +6,8 @@
 //! started 16 bytes into a line: at 60,000 x 784 (rows of 49 whole lines) K = 64 measured
 //! 60-61 ms per epoch against 50.5-52 with X on a line boundary (four alternated runs each).
 //!
-//! [`CacheLines`] is the system allocator with every block of [`LARGE`] bytes or more aligned
-//! to 64 bytes; smaller blocks are left as they are. The `rosenblatt` binary and the Python
+//! [`CacheLines`] is the system allocator with every block of [`LARGE`] bytes or more (of
+//! alignment up to 16) aligned to 64 bytes; other blocks are left as they are. The `rosenblatt` binary and the Python
 //! module install it; a program using the library may too:
 //!
 //! ```
