@@ -310,8 +310,8 @@ impl Lanes for Avx2 {
 ///
 /// For each pair of heads, the 4 x 2 tile of [`dot_tile_avx2`]: one pass per half of the 16
 /// lanes (8 accumulators), two steps of 16 columns per loop test and per prefetched line,
-/// then the same joint reduction and the tails in column order. The last head of an odd k
-/// goes through a 4 x 1 [`dot_tile_avx2`].
+/// then the same joint reduction, and the tails in column order ([`tails4`]). The last head
+/// of an odd k goes through a 4 x 1 [`dot_tile_avx2`].
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,f16c,fma")]
 #[inline(never)]
@@ -346,15 +346,14 @@ unsafe fn dot_group_avx2<E: Elem>(
                 *v = _mm256_add_ps(halves[0][hh * 4 + r], halves[1][hh * 4 + r]);
             }
         }
-        for (hh, (wh, at)) in [(w0, h), (w1, h + 1)].into_iter().enumerate() {
+        let tails = tails4(
+            rows,
+            [&w[h * ws..h * ws + d], &w[(h + 1) * ws..(h + 1) * ws + d]],
+        );
+        for (hh, at) in [h, h + 1].into_iter().enumerate() {
             let lanes = reduce4(std::array::from_fn(|r| sums[r][hh]));
-            for (r, row) in rows.iter().enumerate() {
-                let mut t = 0f32;
-                for (j, xv) in row.iter().enumerate().skip(n16) {
-                    // SAFETY: j < d <= the head's length (checked above).
-                    t = xv.widen().mul_add(unsafe { *wh.add(j) }, t);
-                }
-                s[r * k + at] = lanes[r] + t;
+            for r in 0..4 {
+                s[r * k + at] = lanes[r] + tails[hh * 4 + r];
             }
         }
         h += 2;
@@ -432,6 +431,39 @@ unsafe fn pair_halves<E: Elem>(
         pf_at = pf_at.wrapping_add(64);
     }
     halves
+}
+
+/// The tails of four rows' dots under two heads (the columns after the last whole 16, of
+/// `x[r]`'s length, at most 15), as eight lanes: `out[h * 4 + r]` = the scalar tail of
+/// [`dot_avx2`] for row r and head h (fused products added in column order from +0), each
+/// lane the same operations, so the same bits. Done one at a time, the eight tails were eight
+/// dependency chains of up to 15 fused multiply-adds each, one after the other (`bench
+/// --classes K --backend cpu`, medians of five alternated runs, ms per epoch before -> after:
+/// n = 400,000, d = 54, K = 7: 23.6 -> 18.9; d = 100, K = 10: 34.7 -> 28.1; n = 120,000,
+/// d = 392, K = 10: 19.0 -> 17.8). One head's four tails are four chains already, and stay
+/// scalar.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,f16c,fma")]
+#[inline]
+fn tails4<E: Elem>(x: [&[E]; 4], w: [&[f32]; 2]) -> [f32; 8] {
+    use std::arch::x86_64::*;
+    let len = x[0].len();
+    let n16 = len - len % 16;
+    let mut t = _mm256_setzero_ps();
+    for j in n16..len {
+        let xv = _mm_setr_ps(
+            x[0][j].widen(),
+            x[1][j].widen(),
+            x[2][j].widen(),
+            x[3][j].widen(),
+        );
+        let wv = _mm256_set_m128(_mm_set1_ps(w[1][j]), _mm_set1_ps(w[0][j]));
+        t = _mm256_fmadd_ps(_mm256_set_m128(xv, xv), wv, t);
+    }
+    let mut out = [0f32; 8];
+    // SAFETY: out holds 8 floats.
+    unsafe { _mm256_storeu_ps(out.as_mut_ptr(), t) };
+    out
 }
 
 /// The four rows' dots from their 16-lane sums folded to 8 (`s[r]` = the two accumulators
@@ -585,13 +617,19 @@ unsafe fn dot_tile_avx2<E: Elem, const R: usize, const H: usize>(
         t
     };
     if R == 4 {
-        // Four rows reduced together (see `reduce4`).
+        // Four rows reduced together (see `reduce4`); under two heads, their tails in one
+        // register (one head's four are four chains already).
+        let rows: [&[E]; 4] = std::array::from_fn(|r| x[r]);
+        let tails = match H {
+            2 => tails4(rows, [w[0], w[1]]),
+            _ => [0.0; 8],
+        };
         for h in 0..H {
             let lanes = reduce4(std::array::from_fn(|r| {
                 _mm256_add_ps(acc[r][h][0], acc[r][h][1])
             }));
             for (r, lane) in lanes.into_iter().enumerate() {
-                out[r][h] = lane + tail(r, h);
+                out[r][h] = lane + if H == 2 { tails[h * 4 + r] } else { tail(r, h) };
             }
         }
         return out;
