@@ -284,32 +284,48 @@ pub fn generate_classes(n: usize, d: usize, k: usize, noise: f32, seed: u64) -> 
             format!("{n} rows of {d} features in {k} classes: need rows, features and 2 classes"),
         ));
     }
+    use rayon::prelude::*;
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let w: Vec<f32> = (0..k * d).map(|_| normal(&mut rng) as f32).collect();
     let mut x = super::dense_zeros(Path::new("<generated>"), n, d)?;
-    let mut names = Vec::with_capacity(n);
+    // The random draws in their order (a row's values, then whether it is noise and its
+    // class if so), then the classes of the other rows on all cores: no draw depends on a
+    // class, so the data are those of drawing row after row.
+    let mut noisy: Vec<Option<usize>> = Vec::with_capacity(n);
     for row in x.chunks_exact_mut(d) {
         for v in row.iter_mut() {
             *v = rng.random_range(-1.0f32..=1.0);
         }
-        let score = |c: usize| -> f32 {
-            w[c * d..(c + 1) * d]
-                .iter()
-                .zip(&*row)
-                .map(|(a, b)| a * b)
-                .sum()
-        };
-        let mut best = 0;
-        for c in 1..k {
-            if score(c) > score(best) {
-                best = c;
-            }
-        }
-        if rng.random_bool(noise as f64) {
-            best = rng.random_range(0..k);
-        }
-        names.push(best.to_string());
+        noisy.push(match rng.random_bool(noise as f64) {
+            true => Some(rng.random_range(0..k)),
+            false => None,
+        });
     }
+    let names: Vec<String> = x
+        .par_chunks_exact(d)
+        .zip(noisy)
+        .map(|(row, noisy)| {
+            let best = noisy.unwrap_or_else(|| {
+                let score = |c: usize| -> f32 {
+                    w[c * d..(c + 1) * d]
+                        .iter()
+                        .zip(row)
+                        .map(|(a, b)| a * b)
+                        .sum()
+                };
+                // The first class of the highest score (each score computed once).
+                let (mut best, mut top) = (0, score(0));
+                for c in 1..k {
+                    let s = score(c);
+                    if s > top {
+                        (best, top) = (c, s);
+                    }
+                }
+                best
+            });
+            best.to_string()
+        })
+        .collect();
     Ok(Dataset::new(
         x,
         n,
@@ -421,6 +437,44 @@ pub fn committee(n: usize, p: usize, k: usize, seed: u64) -> Result<(Dataset, Ve
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The K-class generator gives the data of its first, sequential form (a row's draws,
+    /// then its class from every score recomputed per comparison), row for row.
+    #[test]
+    fn classes_are_those_of_the_sequential_draws() {
+        let (n, d, k, noise, seed) = (300, 7, 5, 0.2, 11);
+        let mut rng = ChaCha8Rng::seed_from_u64(seed);
+        let w: Vec<f32> = (0..k * d).map(|_| normal(&mut rng) as f32).collect();
+        let mut x = vec![0f32; n * d];
+        let mut names = Vec::new();
+        for row in x.chunks_exact_mut(d) {
+            for v in row.iter_mut() {
+                *v = rng.random_range(-1.0f32..=1.0);
+            }
+            let score = |c: usize| -> f32 {
+                w[c * d..(c + 1) * d]
+                    .iter()
+                    .zip(&*row)
+                    .map(|(a, b)| a * b)
+                    .sum()
+            };
+            let mut best = 0;
+            for c in 1..k {
+                if score(c) > score(best) {
+                    best = c;
+                }
+            }
+            if rng.random_bool(noise as f64) {
+                best = rng.random_range(0..k);
+            }
+            names.push(best.to_string());
+        }
+        let got = generate_classes(n, d, k, noise, seed).unwrap();
+        let want = Dataset::new(x, n, d, Some(Labels::from_names(&names)), "<generated>");
+        assert_eq!(got, want);
+        let classes = got.labels.as_ref().unwrap().classes.len();
+        assert_eq!(classes, k, "every class drawn");
+    }
 
     #[test]
     fn respects_margin_noise_and_seed() {
