@@ -148,6 +148,10 @@ pub struct BackendBench {
     /// Floating-point operations of the epoch's scores (2 * heads * (d + 1) * n, or 2 * heads
     /// * (non-zeros + n) for sparse rows) per second, in GFLOP/s.
     pub gflops: f64,
+    /// The training rows that were mistakes, per timed epoch, as a fraction of the rows:
+    /// each adds its row to the sums (under the argmax rule, to two heads' sums), work that
+    /// the figures above include.
+    pub mistake_fraction: f64,
     /// CPU: the measured arithmetic peak (all cores, fused multiply-adds as the kernels use
     /// them), in GFLOP/s.
     pub peak_gflops: Option<f64>,
@@ -270,30 +274,49 @@ pub fn cpu_read_pass(x: &[f32], d: usize) -> f64 {
     s.elapsed().as_secs_f64()
 }
 
-/// Times `epochs` epochs on `bound`, `per_call` per call, after one warm-up call; returns
-/// the per-epoch seconds of each call, and the seconds of `probe` run just before each call
-/// (so a roofline and the epochs are measured under the same conditions).
+/// What [`time_epochs`] measured.
+struct Timed {
+    /// The per-epoch seconds of each call.
+    seconds: Vec<f64>,
+    /// The seconds of the probe run just before each call.
+    probes: Vec<f64>,
+    /// The timed epochs' mistakes (training rows), summed, and the epochs.
+    mistakes: u64,
+    epochs: usize,
+}
+
+/// Times `epochs` epochs on `bound`, `per_call` per call, after one warm-up call, running
+/// `probe` just before each call (so a roofline and the epochs are measured under the same
+/// conditions).
 fn time_epochs(
     bound: &mut dyn Bound,
     view: &TrainView<'_>,
     epochs: usize,
     per_call: usize,
     probe: Option<&dyn Fn() -> f64>,
-) -> Result<(Vec<f64>, Vec<f64>)> {
+) -> Result<Timed> {
     let rule = bench_rule(view.heads);
     let mut w = vec![0f32; view.heads * (view.d + 1)];
     bound.batch_epochs(&mut w, &rule, per_call)?;
     let calls = epochs.div_ceil(per_call).max(3);
-    let (mut out, mut probes) = (Vec::with_capacity(calls), Vec::new());
+    let mut t = Timed {
+        seconds: Vec::with_capacity(calls),
+        probes: Vec::new(),
+        mistakes: 0,
+        epochs: 0,
+    };
     for _ in 0..calls {
         if let Some(p) = probe {
-            probes.push(p());
+            t.probes.push(p());
         }
         let s = Instant::now();
         let stats = bound.batch_epochs(&mut w, &rule, per_call)?;
-        out.push(s.elapsed().as_secs_f64() / stats.stats.len().max(1) as f64);
+        t.seconds
+            .push(s.elapsed().as_secs_f64() / stats.stats.len().max(1) as f64);
+        t.mistakes += stats.stats.iter().map(|e| e.mistakes).sum::<u64>();
+        t.epochs += stats.stats.len();
     }
-    Ok((out, probes))
+    Ok(t)
 }
 
 /// The rule timed: the binary rule for one head, the multiclass argmax rule for more.
@@ -360,7 +383,9 @@ fn measure(
         }
         Roof::Given(..) => None,
     };
-    let (mut times, mut probes) = time_epochs(&mut *bound, &view, spec.epochs, per_call, probe)?;
+    let timed = time_epochs(&mut *bound, &view, spec.epochs, per_call, probe)?;
+    let mistake_fraction = timed.mistakes as f64 / (timed.epochs.max(1) * view.n.max(1)) as f64;
+    let (mut times, mut probes) = (timed.seconds, timed.probes);
     let epochs_timed = times.len() * per_call;
     let min = times.iter().cloned().fold(f64::INFINITY, f64::min);
     let med = median(&mut times);
@@ -384,7 +409,7 @@ fn measure(
         (None, None)
     };
     let submit_overhead_ms = if overhead {
-        let (mut one, _) = time_epochs(&mut *bound, &view, 3, 1, None)?;
+        let mut one = time_epochs(&mut *bound, &view, 3, 1, None)?.seconds;
         Some(((median(&mut one) - med) * 1e3).max(0.0))
     } else {
         None
@@ -450,6 +475,7 @@ fn measure(
         gbs,
         nnz_per_second: view.x.is_sparse().then(|| stored as f64 / med),
         gflops: flops / med / 1e9,
+        mistake_fraction,
         peak_gflops,
         bound_fraction: bound_by.map(|b| b.0),
         bound_by: bound_by.map(|b| b.1.to_string()),
@@ -655,6 +681,8 @@ pub fn run(spec: &BenchSpec) -> Result<BenchReport> {
             Roof::Measured(&probe)
         };
         let mut b = measure(&backend, 0.0, shard, spec, 1, roof, None, false)?;
+        // The mistakes are counted over every process's rows.
+        b.mistake_fraction *= shard.n as f64 / spec.n.max(1) as f64;
         let t = &backend.reduce;
         b.processes = Some(r.size());
         b.allreduce_ms_per_epoch = Some(1e3 * t.seconds.get() / t.epochs.get().max(1) as f64);

@@ -34,6 +34,12 @@ fn cpu_bench_reports_every_figure() {
     assert!(c.peak_gflops.unwrap() > 0.0);
     assert!(matches!(c.bound_by.as_deref(), Some("read" | "compute")));
     assert!(c.bound_fraction.unwrap() > 0.0);
+    // The timed data have 10% label noise: every epoch has mistakes, and not every row is one.
+    assert!(
+        c.mistake_fraction > 0.0 && c.mistake_fraction < 1.0,
+        "{}",
+        c.mistake_fraction
+    );
     // The CPU's epoch is one fused pass: --profile says so instead of timing kernels.
     assert!(c.profile.is_none());
     assert!(c
@@ -60,6 +66,13 @@ fn bench_times_the_multiclass_epoch_with_k_heads() {
     // Ten heads of 21 weights per row.
     assert!((c.gflops - 2.0 * 10.0 * 21.0 * 3000.0 / c.ms_per_epoch / 1e6).abs() < 1e-6 * c.gflops);
     assert_eq!(c.converged, None, "no convergence run for K classes");
+    // A fraction of the rows, not of rows x heads: this seed's epochs make 57% of the rows
+    // mistakes (5.7% of rows x heads).
+    assert!(
+        c.mistake_fraction > 0.2 && c.mistake_fraction < 1.0,
+        "{}",
+        c.mistake_fraction
+    );
     let e = bench::run(&BenchSpec {
         classes: 65,
         ..spec
@@ -106,6 +119,7 @@ fn bench_json_has_the_figures() {
         "upload_seconds",
         "converge_seconds",
         "converge_epochs",
+        "mistake_fraction",
     ] {
         assert!(v["cpu"].get(key).is_some(), "missing cpu.{key}: {v}");
     }

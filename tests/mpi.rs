@@ -412,5 +412,30 @@ fn bench_times_the_sums_over_the_processes() {
         assert_eq!(v[on]["processes"], 2);
         assert!(v[on]["allreduce_ms_per_epoch"].as_f64().unwrap() >= 0.0);
         assert!(v[other].is_null());
+        // The mistakes are a fraction of all the rows, as in one process (the same epochs on
+        // the same data; the sums' order may differ in the last bits, so not exactly).
+        let one = common::run(
+            dir.path(),
+            &[
+                "bench",
+                "--n",
+                "4000",
+                "--d",
+                "8",
+                "--epochs",
+                "3",
+                "--backend",
+                "cpu",
+                "--no-converge",
+                "--json",
+            ],
+        );
+        assert!(one.status.success(), "{}", common::stderr(&one));
+        let one: serde_json::Value = serde_json::from_str(common::stdout(&one).trim()).unwrap();
+        let (f, f1) = (
+            v[on]["mistake_fraction"].as_f64().unwrap(),
+            one["cpu"]["mistake_fraction"].as_f64().unwrap(),
+        );
+        assert!(f1 > 0.0 && (f - f1).abs() < 0.02, "{on}: {f} against {f1}");
     }
 }

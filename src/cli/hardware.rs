@@ -215,6 +215,10 @@ fn print_bench(b: &BackendBench) -> anyhow::Result<()> {
             100.0 * f
         );
     }
+    outln!(
+        "  mistakes: {:.1}% of the rows per epoch (each adds its row to the sums)",
+        100.0 * b.mistake_fraction
+    );
     out!(
         "  setup {:.3} s, upload {:.3} s",
         b.setup_seconds,
