@@ -44,6 +44,17 @@ def bench(binary, backend, n, d, classes, storage, peak, epochs, density=None):
     return json.loads(out.stdout), None
 
 
+def traffic(prof):
+    """X loaded against one read of X, and every other word as a share of it (the counted epoch)."""
+    t = prof.get("traffic") or []
+    if not t:
+        return ""
+    x = sum(k["loads"][0] for k in t)
+    total = sum(sum(k["loads"]) + sum(k["stores"]) for k in t)
+    one = max(prof.get("x_words", 1), 1)
+    return f"{x / one:.3f}x; +{100 * (total - x) / one:.1f}%"
+
+
 def torch_run(n, d, classes, storage, compiled):
     script = Path(__file__).with_name("torch_batch.py")
     cmd = [sys.executable, str(script), "--n", str(n), "--d", str(d), "--classes", str(classes),
@@ -78,16 +89,17 @@ def main():
         n = max(1, n // a.shrink)
         r, err = bench(a.bin, a.backend, n, d, classes, storage, a.peak_gbs, a.epochs, density)
         if r is None:
-            rows.append(f"| {label} | {n:,} x {d} | failed: {' '.join(err)} | | | | | |")
+            rows.append(f"| {label} | {n:,} x {d} | failed: {' '.join(err)} | | | | | | |")
             continue
         g, c = r.get("gpu"), r.get("cpu")
         if g is None:
-            rows.append(f"| {label} | {n:,} x {d} | no GPU measured: {r.get('gpu_skipped')} | | | | | |")
+            rows.append(f"| {label} | {n:,} x {d} | no GPU measured: {r.get('gpu_skipped')} | | | | | | |")
             continue
         device = g["device"]
         roof = f"{100 * g['roofline_fraction']:.0f}%" if g.get("roofline_fraction") else "?"
         prof = g.get("profile")
         kernels = ", ".join(f"{k} {ms:.3f}" for k, ms in prof["kernels"]) if prof else g.get("profile_note", "")
+        words = traffic(prof) if prof else ""
         t = ""
         if a.torch and density:
             t = "- (dense only)"
@@ -96,12 +108,13 @@ def main():
         cpu_ms = f"{c['ms_per_epoch']:.2f}" if c else ""
         rows.append(
             f"| {label} | {n:,} x {d} | {g['ms_per_epoch']:.3f} | {g['gbs']:.0f} GB/s, {roof} "
-            f"| {g.get('submit_overhead_ms') or 0:.3f} | {kernels} | {cpu_ms} | {t} |")
+            f"| {g.get('submit_overhead_ms') or 0:.3f} | {kernels} | {words} | {cpu_ms} | {t} |")
     print(f"GPU: {device or 'none'}; {datetime.date.today().isoformat()}; "
           f"`python3 scripts/gpu_figures.py{' --torch' if a.torch else ''}`\n")
     print("| epoch | n x d | GPU ms/epoch | bandwidth, % of peak | per-submit overhead ms "
-          "| kernels, ms per epoch | CPU ms/epoch | torch CUDA ms (plain / compiled) |")
-    print("|---|---|---:|---|---:|---|---:|---|")
+          "| kernels, ms per epoch | words counted (X loaded / one read; the rest) "
+          "| CPU ms/epoch | torch CUDA ms (plain / compiled) |")
+    print("|---|---|---:|---|---:|---|---|---:|---|")
     for row in rows:
         print(row)
 

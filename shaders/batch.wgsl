@@ -1,36 +1,68 @@
-// rosenblatt: batch-perceptron kernels (margins, accumulate, apply, finalize) and scoring,
-// for K weight vectors ("heads": K = 1 for a binary perceptron, K classes for multiclass or
-// one-vs-rest). Weights are stored head after head, each d + 1 long (the last is the bias).
+// rosenblatt: batch-perceptron kernels and scoring, for K weight vectors ("heads": K = 1 for a
+// binary perceptron, K classes for multiclass or one-vs-rest). Weights are stored head after
+// head, each d + 1 long (the last is the bias).
 //
-// Sparse data (SPARSE = 1) is CSR rows: `row_score` strides over a row's stored values, and
-// each training segment runs `margins` then `gather` (a column-major copy summed per column)
-// instead of `accumulate`.
+// This file is one of two parts of the batch module: the host appends batch_tree.wgsl (lane
+// sums by a workgroup tree; any adapter) or batch_subgroup.wgsl (lane sums by subgroup
+// shuffles; adapters with the subgroup feature). Those files hold the entry points that take
+// subgroup built-ins (`epoch`, `scores`) and `lane_sums`.
 //
-// One epoch is `fused` once per training segment (one pass over X: a workgroup per row
-// chunk scores its rows and sums coef * x over them while they are in cache), or where the
-// chunks are too few to fill the device `margins` then `accumulate` (X read twice); held-out
-// segments run `margins`; then `apply` (or `apply_tree` when there are many chunks) and
-// `finalize` once: three dispatches an epoch for one segment. Many epochs are recorded in one
-// submit; `finalize` takes the stop decision (BatchRule::stop in src/backend/mod.rs) and every entry point returns at once when
-// `ctl.done` is set, so epochs after convergence cost only empty dispatches.
+// One epoch over dense rows is `epoch` once per segment of rows, then `apply` and `finalize`:
+// three dispatches. `epoch` is the register pass: a persistent grid of G workgroups, each
+// taking one run of the segment's rows. Each thread holds V units (4 values each) of a row in
+// registers (loaded once: vec4 words for f32, vec2 words of halves, one word of four bytes),
+// the weights of KT heads for those units, and KT x V accumulators. Per row group: the KT
+// partial dot products are summed over the TPR threads of the row together (`lane_sums`), the
+// rule turns the K scores into coefficients (one thread per row, in workgroup memory), and
+// every thread adds coefficient x its units to its accumulators from the same registers. X is
+// read once; nothing per row goes through global memory but the label and the row weight.
+// At the end the row groups' accumulators are added in a fixed order and each workgroup
+// writes ONE partial (K (d + 1) sums) and one WgStat. `apply` sums the partials per weight in
+// a fixed order (coalesced: a warp reads consecutive weights of one partial), `finalize`
+// takes the epoch's statistics and the stop decision. When K > KT, the heads go in HB blocks
+// of KT threads' groups that share each row through workgroup memory (`xs`).
+//
+// Rows whose K x V accumulators do not fit the register budget (very wide rows with many
+// heads), and CSR rows, take the two-kernel path: `margins` (scores and coefficients into
+// `coef`) then `accumulate` (dense) or `gather` (CSR, over a column-major copy): X is read
+// twice there.
+//
+// Many epochs are recorded in one submit; `finalize` takes the stop decision (BatchRule::stop
+// in src/backend/mod.rs) and every entry point returns at once when `ctl.done` is set, so the
+// epochs after a stop cost one load per workgroup.
+//
 // Every entry point has a plain CPU twin of the same name in src/backend/reference.rs
-// (`row_score`, `margins`, `accumulate`, `apply`, `finalize`, `scores`; `fused` is `margins`
-// then `accumulate` per chunk); tests keep the GPU
-// bit-identical to them on integer data.
+// (`margins`, `accumulate`, `gather`, `epoch`, `apply`, `finalize`, `scores`); tests keep the
+// GPU bit-identical to them on integer data.
 //
-// Rows are row-major with an implicit last column of value `P.bias` (1 with a bias, 0
-// without), stored as f32 or as a narrower exact copy (f16, u8, i8) packed into 32-bit words:
-// `xat` widens each value exactly, so the arithmetic is f32 whatever the storage.
+// Dense rows are row-major, each padded with zeros to a whole number of units (4 values:
+// P.units per row), with an implicit last column of value `P.bias` (1 with a bias, 0
+// without), stored as f32 or as a narrower exact copy (f16, u8, i8) packed into 32-bit words,
+// widened exactly to f32: the arithmetic is f32 whatever the storage. CSR values are packed
+// the same way without padding.
+//
+// COUNT = 1 builds the instrumented variant: every load and store of a storage buffer adds
+// its 32-bit words to a per-thread tally by category (X, indices, labels and row weights,
+// coefficients, partials, weights, control), added into `counters` at the end of the entry
+// point (64-bit sums). Off (0) in normal pipelines, where the tallies fold away.
 //
 // The structs, rule and flag codes and MAX_HEADS are checked against src/backend/gpu/mirror.rs,
 // HeadRule::code and backend::MAX_HEADS by the tests in mirror.rs (naga's layouter).
 
 override WG: u32 = 256u;   // workgroup size (checked against the device limits by the host)
-override TPR: u32 = 32u;   // threads per row in `margins` and `scores`: a power of two <= WG
+override TPR: u32 = 32u;   // threads per row: a power of two <= WG
 override TC: u32 = 64u;    // columns per tile in `accumulate`: a power of two <= WG
 override STORAGE: u32 = 0u; // how X is stored: STORAGE_* (Storage::code on the host)
 override SPARSE: u32 = 0u;  // 1: X is CSR rows (`csr`), training segments have a CSC copy (`csc`)
 override TPC: u32 = 1u;     // threads per column in `gather`: a power of two <= WG
+override V: u32 = 0u;       // register pass: units per thread and row (1..=V_MAX); 0: not used
+override KT: u32 = 1u;      // register pass: heads per thread (1..=KT_MAX, KT * V <= KV_MAX)
+override XS: u32 = 1u;      // register pass: units staged in `xs` (WG / 2 * V when HB > 1, else 1)
+override COUNT: u32 = 0u;   // 1: the instrumented variant (counts words loaded and stored)
+
+const V_MAX: u32 = 8u;
+const KT_MAX: u32 = 12u;
+const KV_MAX: u32 = 12u;
 
 const STORAGE_F32: u32 = 0u;
 const STORAGE_F16: u32 = 1u;  // two IEEE halves per word, the first in the low bits
@@ -57,13 +89,40 @@ const STOP_CONVERGED: u32 = 1u;
 const STOP_TOLERANCE: u32 = 2u;
 const STOP_PATIENCE: u32 = 3u;
 
+// What the register pass does with a row group's scores.
+const MODE_TRAIN: u32 = 0u;   // the rule, coefficients, accumulators, one partial
+const MODE_HELD: u32 = 1u;    // the prediction rule: count the rows predicted wrong
+const MODE_SCORES: u32 = 2u;  // write the scores to `coef`
+
+// Traffic categories of the instrumented variant (gpu/mirror.rs: Category).
+const CAT_X: u32 = 0u;        // the values of X
+const CAT_INDEX: u32 = 1u;    // CSR row starts and columns, the CSC copy
+const CAT_ROWS: u32 = 2u;     // labels and row weights
+const CAT_COEF: u32 = 3u;     // per-row coefficients or scores
+const CAT_PARTIAL: u32 = 4u;  // partial sums
+const CAT_WEIGHTS: u32 = 5u;  // weights, pocket, average, log-weights, squared steps
+const CAT_CONTROL: u32 = 6u;  // control word, per-workgroup and per-epoch statistics
+const NCAT: u32 = 7u;
+
+// Entry points as the counters index them (gpu/batch.rs: Entry::code).
+const E_MARGINS: u32 = 0u;
+const E_ACCUMULATE: u32 = 1u;
+const E_GATHER: u32 = 2u;
+const E_EPOCH: u32 = 3u;
+const E_APPLY: u32 = 4u;
+const E_FINALIZE: u32 = 5u;
+const E_SCORES: u32 = 6u;
+
+// Weights per workgroup in `apply` (consecutive weights of a partial: coalesced reads).
+const AJ: u32 = 32u;
+
 struct Params {
     d: u32,            // features
     d_aug: u32,        // d + 1 (the bias column)
     bias: f32,         // value of the implicit last column
     eta: f32,          // learning rate
     tol: f32,          // stop when ||eta * sum|| < tol (0: off)
-    total_chunks: u32, // rows of `partials` over all segments
+    total_chunks: u32, // partials (rows of `partials`) over all segments
     total_wgs: u32,    // entries of `wg_stats` over all segments
     heads: u32,        // K
     rule: u32,         // RULE_*
@@ -72,27 +131,27 @@ struct Params {
     patience: u32,     // epochs without improvement before stopping (0: off)
     keep_fraction: f32, // an epoch improves when its figure < keep_fraction * reference
     floor: f32,        // when positive, the patience rule stops nothing while best <= floor
-    _pad0: u32,
-    _pad1: u32,
+    units: u32,        // units (4 values) per dense row: ceil(d / 4)
+    ring: u32,         // entries of `stats` (epoch e writes entry e % ring)
 }
 
 struct Segment {
     n: u32,            // rows in this segment
     chunk_base: u32,   // first `partials` row of this segment
     wg_base: u32,      // first `wg_stats` entry of this segment
-    chunk_rows: u32,   // rows per `accumulate` chunk
+    chunk_rows: u32,   // rows per workgroup (`epoch`, register `scores`) or chunk (`accumulate`)
     role: u32,         // ROLE_*
     _pad0: u32,
     _pad1: u32,
     _pad2: u32,
 }
 
-// The stop rules' memory: StopState in src/backend/mod.rs, plus the per-submit counters and
+// The stop rules' memory: StopState in src/backend/mod.rs, plus the per-call counters and
 // the averaged pocket's epoch counts. Everything but `done` and `epoch` persists across
-// submits.
+// calls.
 struct Control {
     done: u32,         // 0 running, else STOP_*
-    epoch: u32,        // epochs run in this submit
+    epoch: u32,        // epochs run in this call (stats entry: epoch % ring)
     best: f32,         // fewest monitored mistakes seen (infinity before the first epoch)
     best_epoch: u32,   // the epoch (1-based, since binding) that saw them
     reference: f32,    // the monitored figure at the last improvement
@@ -128,15 +187,18 @@ struct EpochOut {
 @group(0) @binding(2) var<storage, read_write> ctl: Control;
 @group(0) @binding(3) var<storage, read_write> partials: array<f32>;
 @group(0) @binding(4) var<storage, read_write> wg_stats: array<WgStat>;
-@group(0) @binding(5) var<storage, read_write> sq: array<f32>;
+// COUNT = 1: words loaded and stored, [entry][category][load, store] as (low, high) pairs.
+@group(0) @binding(5) var<storage, read_write> counters: array<atomic<u32>>;
 @group(0) @binding(6) var<storage, read_write> stats: array<EpochOut>;
-// [prev | pocket | average sum | log-weights], each heads * d_aug long.
+// [prev | pocket | average sum | log-weights | squared steps], each heads * d_aug long.
 @group(0) @binding(7) var<storage, read_write> aux: array<f32>;
 
 @group(1) @binding(0) var<uniform> S: Segment;
-// X in STORAGE, read through `xat`.
+// X in STORAGE, read through `xat` (one value) or `unit_at` (four values). The same buffer is
+// bound three times: as words, pairs of words (f16 units) and quadruples (f32 units).
 @group(1) @binding(1) var<storage, read> x: array<u32>;
-@group(1) @binding(2) var<storage, read> y: array<f32>;
+// Labels, one signed byte a row (four to a word): -1/+1, or the class index.
+@group(1) @binding(2) var<storage, read> y: array<u32>;
 // Per row and head: the coefficient of x in the update (`margins`), or the score (`scores`).
 @group(1) @binding(3) var<storage, read_write> coef: array<f32>;
 // Per-row weights (read when FLAG_WEIGHTS is set).
@@ -147,36 +209,167 @@ struct EpochOut {
 // SPARSE training segments: the same values column by column (CSC), [column starts (d + 1,
 // from 0) | row of each entry | its position in `x`], rows ascending within a column.
 @group(1) @binding(6) var<storage, read> csc: array<u32>;
+@group(1) @binding(7) var<storage, read> x2: array<vec2<u32>>;
+@group(1) @binding(8) var<storage, read> x4: array<vec4<u32>>;
 
+// The two-kernel path's reductions and every kernel's statistics.
 var<workgroup> red: array<f32, WG>;
 var<workgroup> red2: array<f32, WG>;
 var<workgroup> redu: array<u32, WG>;
 var<workgroup> flag: u32;
 var<workgroup> flag2: u32;
+// The register pass: lane sums (KT per thread), the K scores then coefficients of each row
+// group in flight (two sets, alternating by step), their labels and row weights, and the
+// staged units when head blocks share a row.
+var<workgroup> redk: array<f32, WG * KT>;
+var<workgroup> sc: array<f32, 2u * (WG / TPR) * KT>;
+var<workgroup> rowy: array<f32, 2u * (WG / TPR)>;
+var<workgroup> roww: array<f32, 2u * (WG / TPR)>;
+var<workgroup> xs: array<vec4<f32>, XS>;
 
-// Half i of this segment's X (STORAGE_F16) as f32, decoded with integer operations, so no
+// ---- The instrumented variant's tallies ------------------------------------------------
+
+var<private> tally: array<u32, 14>;  // [category * 2 + (0 load, 1 store)], 14 = 2 * NCAT
+
+fn ld(cat: u32, words: u32) {
+    if (COUNT != 0u) {
+        tally[2u * cat] += words;
+    }
+}
+
+fn st(cat: u32, words: u32) {
+    if (COUNT != 0u) {
+        tally[2u * cat + 1u] += words;
+    }
+}
+
+// Adds this thread's tallies to entry `e`'s counters (64-bit: a carry goes to the high word).
+fn flush(e: u32) {
+    if (COUNT == 0u) {
+        return;
+    }
+    for (var i = 0u; i < 2u * NCAT; i++) {
+        let v = tally[i];
+        if (v != 0u) {
+            let at = 2u * (e * 2u * NCAT + i);
+            let old = atomicAdd(&counters[at], v);
+            if (old + v < old) {
+                atomicAdd(&counters[at + 1u], 1u);
+            }
+        }
+    }
+}
+
+// ---- Storage access (each counted in the instrumented variant) -------------------------
+
+fn get_w(i: u32) -> f32 {
+    ld(CAT_WEIGHTS, 1u);
+    return w[i];
+}
+
+fn set_w(i: u32, v: f32) {
+    st(CAT_WEIGHTS, 1u);
+    w[i] = v;
+}
+
+fn get_aux(i: u32) -> f32 {
+    ld(CAT_WEIGHTS, 1u);
+    return aux[i];
+}
+
+fn set_aux(i: u32, v: f32) {
+    st(CAT_WEIGHTS, 1u);
+    aux[i] = v;
+}
+
+fn get_coef(i: u32) -> f32 {
+    ld(CAT_COEF, 1u);
+    return coef[i];
+}
+
+fn set_coef(i: u32, v: f32) {
+    st(CAT_COEF, 1u);
+    coef[i] = v;
+}
+
+fn get_partial(i: u32) -> f32 {
+    ld(CAT_PARTIAL, 1u);
+    return partials[i];
+}
+
+fn set_partial(i: u32, v: f32) {
+    st(CAT_PARTIAL, 1u);
+    partials[i] = v;
+}
+
+// The word of labels of rows 4i..4i+3.
+fn get_yword(i: u32) -> u32 {
+    ld(CAT_ROWS, 1u);
+    return y[i];
+}
+
+// Label i (0..3) of a word of labels.
+fn label(q: u32, i: u32) -> f32 {
+    return f32(bitcast<i32>(q << (24u - 8u * i)) >> 24u);
+}
+
+// The label of row r (one word loaded).
+fn get_y(r: u32) -> f32 {
+    return label(get_yword(r >> 2u), r & 3u);
+}
+
+fn get_sw(r: u32) -> f32 {
+    ld(CAT_ROWS, 1u);
+    return sw[r];
+}
+
+fn get_csr(i: u32) -> u32 {
+    ld(CAT_INDEX, 1u);
+    return csr[i];
+}
+
+fn get_csc(i: u32) -> u32 {
+    ld(CAT_INDEX, 1u);
+    return csc[i];
+}
+
+fn set_wg_stat(i: u32, s: WgStat) {
+    st(CAT_CONTROL, 4u);
+    wg_stats[i] = s;
+}
+
+// ---- X ---------------------------------------------------------------------------------
+
+// A half (IEEE binary16 in the low 16 bits) as f32, decoded with integer operations, so no
 // optional capability is needed (naga gates unpack2x16float behind SHADER_FLOAT16_IN_FLOAT32).
 // The host stores only normal halves and zeros (Storage::holds), so the exponent is rebiased
 // (15 -> 127) and the mantissa shifted; a zero exponent is a signed zero.
-fn half_at(i: u32) -> f32 {
-    let h = (x[i >> 1u] >> (16u * (i & 1u))) & 0xffffu;
+fn half(h: u32) -> f32 {
     let sign = (h & 0x8000u) << 16u;
     let e = (h >> 10u) & 0x1fu;
     let normal = sign | ((e + 112u) << 23u) | ((h & 0x3ffu) << 13u);
     return bitcast<f32>(select(normal, sign, e == 0u));
 }
 
-// Value i of this segment's X, widened exactly to f32. CPU twin: simd::Elem::widen.
+// Four unsigned (u8) or signed (i8) bytes of a word, the first in the low bits.
+fn bytes4(q: u32) -> vec4<f32> {
+    if (STORAGE == STORAGE_I8) {
+        let s = bitcast<vec4<i32>>(vec4(q << 24u, q << 16u, q << 8u, q)) >> vec4(24u);
+        return vec4<f32>(s);
+    }
+    return vec4<f32>((vec4(q) >> vec4(0u, 8u, 16u, 24u)) & vec4(0xffu));
+}
+
+// Value i of this segment's X, widened exactly to f32 (one word loaded per value). CPU twin:
+// simd::Elem::widen. Used by the two-kernel path (a dense row r starts at value 4 r P.units).
 fn xat(i: u32) -> f32 {
+    ld(CAT_X, 1u);
     switch STORAGE {
         case STORAGE_F16: {
-            return half_at(i);
+            return half((x[i >> 1u] >> (16u * (i & 1u))) & 0xffffu);
         }
-        case STORAGE_U8: {
-            return f32((x[i >> 2u] >> (8u * (i & 3u))) & 0xffu);
-        }
-        case STORAGE_I8: {
-            return f32(bitcast<i32>(x[i >> 2u] << (24u - 8u * (i & 3u))) >> 24u);
+        case STORAGE_U8, STORAGE_I8: {
+            return bytes4(x[i >> 2u])[i & 3u];
         }
         default: {
             return bitcast<f32>(x[i]);
@@ -184,9 +377,33 @@ fn xat(i: u32) -> f32 {
     }
 }
 
+// Unit u (values 4u..4u+3) of dense row r of this segment, in one load of 16 bytes (f32),
+// 8 bytes (f16) or 4 bytes (u8, i8), widened exactly. CPU twin: simd::Elem::widen.
+fn unit_at(r: u32, u: u32) -> vec4<f32> {
+    let i = r * P.units + u;
+    switch STORAGE {
+        case STORAGE_F16: {
+            ld(CAT_X, 2u);
+            let q = x2[i];
+            return vec4(half(q.x & 0xffffu), half(q.x >> 16u), half(q.y & 0xffffu), half(q.y >> 16u));
+        }
+        case STORAGE_U8, STORAGE_I8: {
+            ld(CAT_X, 1u);
+            return bytes4(x[i]);
+        }
+        default: {
+            ld(CAT_X, 4u);
+            return bitcast<vec4<f32>>(x4[i]);
+        }
+    }
+}
+
+// ---- Shared steps ----------------------------------------------------------------------
+
 // True (uniformly across the workgroup) once training has stopped in this submit.
 fn stopped(lid: u32) -> bool {
     if (lid == 0u) {
+        ld(CAT_CONTROL, 1u);
         flag = ctl.done;
     }
     return workgroupUniformLoad(&flag) != 0u;
@@ -197,10 +414,464 @@ fn stopped(lid: u32) -> bool {
 fn held_out_by_sum(lid: u32) -> bool {
     let both = FLAG_POCKET | FLAG_AVERAGE;
     if (lid == 0u) {
-        flag2 = select(0u, ctl.updates, (P.flags & both) == both && S.role == ROLE_HELD_OUT);
+        var v = 0u;
+        if ((P.flags & both) == both && S.role == ROLE_HELD_OUT) {
+            ld(CAT_CONTROL, 1u);
+            v = ctl.updates;
+        }
+        flag2 = v;
     }
     return workgroupUniformLoad(&flag2) != 0u;
 }
+
+// Weight j of head k (j == d: the bias): from w, or from the running sum when `by_sum`.
+fn weight(k: u32, j: u32, by_sum: bool) -> f32 {
+    let i = k * P.d_aug + j;
+    if (by_sum) {
+        return get_aux(2u * P.heads * P.d_aug + i);
+    }
+    return get_w(i);
+}
+
+// The weights of head k for unit u (zeros past d).
+fn weights4(k: u32, u: u32, by_sum: bool) -> vec4<f32> {
+    var v = vec4(0.0);
+    for (var c = 0u; c < 4u; c++) {
+        let j = 4u * u + c;
+        if (j < P.d) {
+            v[c] = weight(k, j, by_sum);
+        }
+    }
+    return v;
+}
+
+// Sums this workgroup's statistics over its threads (a fixed tree) into wg_stats `slot`.
+// Called by the whole workgroup.
+fn write_wg_stat(lid: u32, slot: u32, held: bool, count: u32, crit: f32, weighted: f32) {
+    redu[lid] = count;
+    red[lid] = crit;
+    red2[lid] = weighted;
+    workgroupBarrier();
+    for (var s = WG / 2u; s > 0u; s >>= 1u) {
+        if (lid < s) {
+            redu[lid] += redu[lid + s];
+            red[lid] += red[lid + s];
+            red2[lid] += red2[lid + s];
+        }
+        workgroupBarrier();
+    }
+    if (lid == 0u) {
+        if (held) {
+            set_wg_stat(S.wg_base + slot, WgStat(0u, 0.0, redu[0], 0.0));
+        } else {
+            set_wg_stat(S.wg_base + slot, WgStat(redu[0], red[0], 0u, red2[0]));
+        }
+    }
+    workgroupBarrier();
+}
+
+// ---- The register pass (`epoch`, dense `scores`) ---------------------------------------
+
+// KT values per thread summed over the TPR threads of each row group by a fixed tree in
+// workgroup memory (log2 TPR steps); the sums are valid in lane 0. Called by the whole
+// workgroup.
+fn lane_sums_tree(p: array<f32, KT_MAX>, lid: u32, lane: u32) -> array<f32, KT_MAX> {
+    var out = p;
+    if (TPR == 1u) {
+        return out;
+    }
+    for (var kt = 0u; kt < KT; kt++) {
+        redk[kt * WG + lid] = p[kt];
+    }
+    workgroupBarrier();
+    for (var s = TPR / 2u; s > 0u; s >>= 1u) {
+        if (lane < s) {
+            for (var kt = 0u; kt < KT; kt++) {
+                redk[kt * WG + lid] += redk[kt * WG + lid + s];
+            }
+        }
+        workgroupBarrier();
+    }
+    for (var kt = 0u; kt < KT; kt++) {
+        out[kt] = redk[kt * WG + lid];
+    }
+    return out;
+}
+
+// The rule for the row whose K scores are at sc[o..o + K] (train: turned into coefficients
+// in place) and whose label and weight are rowy[yo] and roww[yo]; counts into the thread's
+// statistics. One thread per row. CPU twin: backend::row_rule (training),
+// backend::predicted_wrong (held-out rows).
+var<private> st_count: u32;
+var<private> st_crit: f32;
+var<private> st_weighted: f32;
+
+fn decide(o: u32, yo: u32, mode: u32) {
+    let K = P.heads;
+    let yv = rowy[yo];
+    let t = u32(max(yv, 0.0));
+    if (mode == MODE_HELD) {
+        // The prediction rule: sgn(0) = +1; the first highest score.
+        var top = 0u;
+        var s_top = 0.0;
+        for (var k = 0u; k < K; k++) {
+            let sk = sc[o + k];
+            if (k == 0u || sk > s_top) {
+                top = k;
+                s_top = sk;
+            }
+        }
+        var wrong = top != t;
+        if (P.rule == RULE_BINARY) {
+            wrong = (s_top >= 0.0) != (yv > 0.0);
+        }
+        if (wrong) {
+            st_count += 1u;
+        }
+        return;
+    }
+    let wr = roww[yo];
+    if (P.rule == RULE_BINARY || P.rule == RULE_OVR) {
+        for (var k = 0u; k < K; k++) {
+            var yk = yv;
+            if (P.rule == RULE_OVR) {
+                yk = select(-1.0, 1.0, k == t);
+            }
+            let m = yk * sc[o + k];
+            var c = 0.0;
+            if (m <= P.tau) {
+                c = yk * wr;
+                st_count += 1u;
+                st_crit -= m * wr;
+                st_weighted += wr;
+            }
+            sc[o + k] = c;
+        }
+        return;
+    }
+    // Multiclass: the true class's score against the first highest wrong one.
+    var s_true = 0.0;
+    var best = K;
+    var s_best = 0.0;
+    for (var k = 0u; k < K; k++) {
+        let sk = sc[o + k];
+        if (k == t) {
+            s_true = sk;
+        } else if (best == K || sk > s_best) {
+            best = k;
+            s_best = sk;
+        }
+    }
+    let m = s_true - s_best;
+    let miss = m <= P.tau;
+    if (miss) {
+        st_count += 1u;
+        st_crit -= m * wr;
+        st_weighted += wr;
+    }
+    for (var k = 0u; k < K; k++) {
+        var c = 0.0;
+        if (miss) {
+            if (k == t) {
+                c = wr;
+            } else if (P.rule == RULE_MC_ALL || k == best) {
+                c = -wr;
+            }
+        }
+        sc[o + k] = c;
+    }
+}
+
+// The register pass over this workgroup's run of the segment's rows (rows wid * S.chunk_rows
+// and on). Thread lid is (row group rg, head block hb, lane): lid = (rg HB + hb) TPR + lane;
+// threads past the last whole row group only join the barriers. `sgs` is the subgroup size
+// for `lane_sums` (0: the tree). Called by the whole workgroup.
+// CPU twin: reference::epoch (MODE_TRAIN, MODE_HELD), reference::scores (MODE_SCORES).
+fn pass_rows(lid: u32, wid: u32, mode: u32, sgs: u32) {
+    let K = P.heads;
+    let hbs = (K + KT - 1u) / KT;
+    let per_row = hbs * TPR;
+    // Row groups: the largest power of two that fits (plan.rs: rows_per_step).
+    let rgs = 1u << firstLeadingBit(WG / per_row);
+    let lane = lid % TPR;
+    let hb = (lid / TPR) % hbs;
+    let rg = lid / per_row;
+    let on = rg < rgs;
+    let U = P.units;
+    let k0 = hb * KT;
+    let scw = hbs * KT;
+    let half_sc = (WG / TPR) * KT;
+    var by_sum = false;
+    if (mode == MODE_HELD) {
+        by_sum = held_out_by_sum(lid);
+    }
+    // This thread's weights (head k0 + kt, units lane + v TPR), accumulators and row. Row
+    // group 0 loads the weights (K (d + 1) words per workgroup); the other row groups take
+    // them from it through `redk`, one component of one unit at a time (v == V: the bias).
+    var wv: array<vec4<f32>, KV_MAX>;
+    var acc: array<vec4<f32>, KV_MAX>;
+    var wb: array<f32, KT_MAX>;
+    var accb: array<f32, KT_MAX>;
+    var xr: array<vec4<f32>, V_MAX>;
+    let loads = on && rg == 0u;
+    for (var kt = 0u; kt < KT; kt++) {
+        let k = k0 + kt;
+        for (var v = 0u; v < V; v++) {
+            let u = lane + v * TPR;
+            if (loads && k < K && u < U) {
+                wv[kt * V + v] = weights4(k, u, by_sum);
+            }
+        }
+        if (loads && k < K && lane == 0u) {
+            wb[kt] = weight(k, P.d, by_sum);
+        }
+    }
+    if (rgs > 1u) {
+        for (var v = 0u; v <= V; v++) {
+            for (var c = 0u; c < 4u; c++) {
+                if (v == V && c > 0u) {
+                    break;
+                }
+                workgroupBarrier();
+                if (loads) {
+                    for (var kt = 0u; kt < KT; kt++) {
+                        var a = wb[kt];
+                        if (v < V) {
+                            a = wv[kt * V + v][c];
+                        }
+                        redk[kt * WG + lid] = a;
+                    }
+                }
+                workgroupBarrier();
+                if (on && rg > 0u) {
+                    for (var kt = 0u; kt < KT; kt++) {
+                        let a = redk[kt * WG + lid % per_row];
+                        if (v < V) {
+                            wv[kt * V + v][c] = a;
+                        } else {
+                            wb[kt] = a;
+                        }
+                    }
+                }
+            }
+        }
+        workgroupBarrier();
+    }
+    let r0 = wid * S.chunk_rows;
+    let r1 = min(r0 + S.chunk_rows, S.n);
+    var step = 0u;
+    var y_at = 0xffffffffu;
+    var y_word = 0u;
+    for (var base = r0; base < r1; base += rgs) {
+        let r = base + rg;
+        let live = on && r < r1;
+        // The row's units into registers; head blocks share them through `xs`.
+        if (hbs == 1u) {
+            for (var v = 0u; v < V; v++) {
+                let u = lane + v * TPR;
+                xr[v] = vec4(0.0);
+                if (live && u < U) {
+                    xr[v] = unit_at(r, u);
+                }
+            }
+        } else {
+            if (on && hb == 0u) {
+                for (var v = 0u; v < V; v++) {
+                    let u = lane + v * TPR;
+                    var q = vec4(0.0);
+                    if (live && u < U) {
+                        q = unit_at(r, u);
+                    }
+                    xs[(rg * TPR + lane) * V + v] = q;
+                }
+            }
+            workgroupBarrier();
+            if (on) {
+                for (var v = 0u; v < V; v++) {
+                    xr[v] = xs[(rg * TPR + lane) * V + v];
+                }
+            }
+        }
+        // KT partial dot products, summed over the row's lanes together.
+        var p: array<f32, KT_MAX>;
+        for (var kt = 0u; kt < KT; kt++) {
+            var s = 0.0;
+            for (var v = 0u; v < V; v++) {
+                s += dot(xr[v], wv[kt * V + v]);
+            }
+            p[kt] = s;
+        }
+        let sums = lane_sums(p, lid, lane, sgs);
+        // Scores, labels and weights of this step go to one of two sets (by parity), so a
+        // set is rewritten only after the barriers of the step in between.
+        let o = (step & 1u) * half_sc + rg * scw;
+        let yo = (step & 1u) * (WG / TPR);
+        step++;
+        if (live && lane == 0u) {
+            for (var kt = 0u; kt < KT; kt++) {
+                let k = k0 + kt;
+                if (k < K) {
+                    let sk = sums[kt] + wb[kt] * P.bias;
+                    if (mode == MODE_SCORES) {
+                        set_coef(r * K + k, sk);
+                    } else {
+                        sc[o + k] = sk;
+                    }
+                }
+            }
+        }
+        // Labels: a word holds four rows' (runs start at multiples of 4). With 4 or more rows
+        // a step, every fourth row group loads one word; with fewer, row group 0 loads each
+        // word once (kept across steps).
+        if (mode != MODE_SCORES && on && lane == 0u && hb == 0u) {
+            if (rgs >= 4u) {
+                if (rg % 4u == 0u && r < r1) {
+                    let q = get_yword(r >> 2u);
+                    for (var i = 0u; i < 4u; i++) {
+                        rowy[yo + rg + i] = label(q, i);
+                    }
+                }
+            } else if (rg == 0u) {
+                if ((base >> 2u) != y_at) {
+                    y_at = base >> 2u;
+                    y_word = get_yword(y_at);
+                }
+                for (var i = 0u; i < rgs; i++) {
+                    rowy[yo + i] = label(y_word, (base + i) & 3u);
+                }
+            }
+            if (live) {
+                var wr = 1.0;
+                if (mode == MODE_TRAIN && (P.flags & FLAG_WEIGHTS) != 0u) {
+                    wr = get_sw(r);
+                }
+                roww[yo + rg] = wr;
+            }
+        }
+        if (mode == MODE_SCORES) {
+            continue;
+        }
+        workgroupBarrier();
+        if (live && lane == 0u && hb == 0u) {
+            decide(o, yo + rg, mode);
+        }
+        if (mode == MODE_TRAIN) {
+            workgroupBarrier();
+            if (live) {
+                for (var kt = 0u; kt < KT; kt++) {
+                    let k = k0 + kt;
+                    if (k < K) {
+                        let c = sc[o + k];
+                        for (var v = 0u; v < V; v++) {
+                            acc[kt * V + v] += c * xr[v];
+                        }
+                        if (lane == 0u) {
+                            accb[kt] += c * P.bias;
+                        }
+                    }
+                }
+            }
+        }
+    }
+    if (mode == MODE_SCORES) {
+        return;
+    }
+    write_wg_stat(lid, wid, mode == MODE_HELD, st_count, st_crit, st_weighted);
+    if (mode != MODE_TRAIN) {
+        return;
+    }
+    // Row groups after the first add their accumulators into the first's, in order, one
+    // component of one unit at a time through `redk` (v == V: the bias sums).
+    if (rgs > 1u) {
+        for (var v = 0u; v <= V; v++) {
+            for (var c = 0u; c < 4u; c++) {
+                if (v == V && c > 0u) {
+                    break;
+                }
+                if (on) {
+                    for (var kt = 0u; kt < KT; kt++) {
+                        var a = accb[kt];
+                        if (v < V) {
+                            a = acc[kt * V + v][c];
+                        }
+                        redk[kt * WG + lid] = a;
+                    }
+                }
+                workgroupBarrier();
+                if (on && rg == 0u) {
+                    for (var kt = 0u; kt < KT; kt++) {
+                        var t = redk[kt * WG + lid];
+                        for (var g = 1u; g < rgs; g++) {
+                            t += redk[kt * WG + lid + g * per_row];
+                        }
+                        if (v < V) {
+                            acc[kt * V + v][c] = t;
+                        } else {
+                            accb[kt] = t;
+                        }
+                    }
+                }
+                workgroupBarrier();
+            }
+        }
+    }
+    // The workgroup's one partial: K (d + 1) sums.
+    if (on && rg == 0u) {
+        let base = (S.chunk_base + wid) * K * P.d_aug;
+        for (var kt = 0u; kt < KT; kt++) {
+            let k = k0 + kt;
+            if (k < K) {
+                let hk = base + k * P.d_aug;
+                for (var v = 0u; v < V; v++) {
+                    let u = lane + v * TPR;
+                    for (var c = 0u; c < 4u; c++) {
+                        let j = 4u * u + c;
+                        if (u < U && j < P.d) {
+                            set_partial(hk + j, acc[kt * V + v][c]);
+                        }
+                    }
+                }
+                if (lane == 0u) {
+                    set_partial(hk + P.d, accb[kt]);
+                }
+            }
+        }
+    }
+}
+
+// One epoch over this workgroup's run of a dense segment's rows: training rows (the rule,
+// one partial and one WgStat per workgroup) or held-out rows (the rows predicted wrong).
+// Called by the `epoch` entry point of batch_tree.wgsl / batch_subgroup.wgsl.
+// CPU twin: reference::epoch (src/backend/reference.rs).
+fn epoch_main(lid: u32, wid: u32, sgs: u32) {
+    if (stopped(lid)) {
+        return;
+    }
+    pass_rows(lid, wid, select(MODE_TRAIN, MODE_HELD, S.role == ROLE_HELD_OUT), sgs);
+}
+
+// Scores w_k . [x_r, bias] into coef (row-major, heads per row), for prediction and the
+// training summary: the register pass where it is planned (V > 0, dense rows, one run of rows
+// per workgroup), else TPR threads per row striding over the workgroups.
+// CPU twin: reference::scores (src/backend/reference.rs).
+fn scores_main(lid: u32, wid: u32, nwg: u32, sgs: u32) {
+    if (V != 0u && SPARSE == 0u) {
+        pass_rows(lid, wid, MODE_SCORES, sgs);
+        return;
+    }
+    let groups = WG / TPR;
+    for (var base = wid * groups; base < S.n; base += nwg * groups) {
+        let r = base + lid / TPR;
+        for (var k = 0u; k < P.heads; k++) {
+            let s = row_score(lid, r, k, false, S.n);
+            if (lid % TPR == 0u && r < S.n) {
+                set_coef(r * P.heads + k, s);
+            }
+        }
+    }
+}
+
+// ---- The two-kernel path (CSR rows; dense rows too wide for the register pass) ---------
 
 // CPU twin: reference::row_score. w_k . [x_r, bias] summed by the TPR threads of a row group
 // (weights from the running sum in `aux` when `by_sum`); the result is valid in lane 0.
@@ -208,32 +879,18 @@ fn held_out_by_sum(lid: u32) -> bool {
 // S.n) are not read and give the bias term.
 fn row_score(lid: u32, r: u32, k: u32, by_sum: bool, end: u32) -> f32 {
     let lane = lid % TPR;
-    let wo = k * P.d_aug;
-    let so = 2u * P.heads * P.d_aug + wo;
     var acc = 0.0;
     if (SPARSE != 0u && r < end) {
         // CSR: the row's stored values, TPR threads striding over them.
         let ix = S.n + 1u;
-        let p1 = csr[r + 1u];
-        if (by_sum) {
-            for (var p = csr[r] + lane; p < p1; p += TPR) {
-                acc += xat(p) * aux[so + csr[ix + p]];
-            }
-        } else {
-            for (var p = csr[r] + lane; p < p1; p += TPR) {
-                acc += xat(p) * w[wo + csr[ix + p]];
-            }
+        let p1 = get_csr(r + 1u);
+        for (var p = get_csr(r) + lane; p < p1; p += TPR) {
+            acc += xat(p) * weight(k, get_csr(ix + p), by_sum);
         }
     } else if (r < end) {
-        let off = r * P.d;
-        if (by_sum) {
-            for (var j = lane; j < P.d; j += TPR) {
-                acc += xat(off + j) * aux[so + j];
-            }
-        } else {
-            for (var j = lane; j < P.d; j += TPR) {
-                acc += xat(off + j) * w[wo + j];
-            }
+        let off = r * 4u * P.units;
+        for (var j = lane; j < P.d; j += TPR) {
+            acc += xat(off + j) * weight(k, j, by_sum);
         }
     }
     red[lid] = acc;
@@ -244,11 +901,10 @@ fn row_score(lid: u32, r: u32, k: u32, by_sum: bool, end: u32) -> f32 {
         }
         workgroupBarrier();
     }
-    var wb = w[wo + P.d];
-    if (by_sum) {
-        wb = aux[so + P.d];
+    var v = 0.0;
+    if (lane == 0u) {
+        v = red[lid] + weight(k, P.d, by_sum) * P.bias;
     }
-    let v = red[lid] + wb * P.bias;
     workgroupBarrier();
     return v;
 }
@@ -263,11 +919,11 @@ fn margins(
     @builtin(workgroup_id) wid: vec3<u32>,
     @builtin(num_workgroups) nwg: vec3<u32>,
 ) {
-    if (stopped(lid)) {
-        return;
+    if (!stopped(lid)) {
+        let groups = WG / TPR;
+        margins_rows(lid, wid.x, wid.x * groups, nwg.x * groups, S.n);
     }
-    let groups = WG / TPR;
-    margins_rows(lid, wid.x, wid.x * groups, nwg.x * groups, S.n);
+    flush(E_MARGINS);
 }
 
 // `margins` for the row groups starting at `start`, `start + step`, ... below `end`, with
@@ -287,9 +943,9 @@ fn margins_rows(lid: u32, slot: u32, start: u32, step: u32, end: u32) {
         var yv = 0.0;
         var wr = 1.0;
         if (acts) {
-            yv = y[r];
+            yv = get_y(r);
             if (!held && (P.flags & FLAG_WEIGHTS) != 0u) {
-                wr = sw[r];
+                wr = get_sw(r);
             }
         }
         let t = u32(max(yv, 0.0));
@@ -318,12 +974,12 @@ fn margins_rows(lid: u32, slot: u32, start: u32, step: u32, end: u32) {
                 }
                 let m = yk * sk;
                 if (m <= P.tau) {
-                    coef[o + k] = yk * wr;
+                    set_coef(o + k, yk * wr);
                     count += 1u;
                     crit -= m * wr;
                     weighted += wr;
                 } else {
-                    coef[o + k] = 0.0;
+                    set_coef(o + k, 0.0);
                 }
             } else if (k == t) {
                 s_true = sk;
@@ -359,30 +1015,11 @@ fn margins_rows(lid: u32, slot: u32, start: u32, step: u32, end: u32) {
                         c = -wr;
                     }
                 }
-                coef[o + k] = c;
+                set_coef(o + k, c);
             }
         }
     }
-    redu[lid] = count;
-    red[lid] = crit;
-    red2[lid] = weighted;
-    workgroupBarrier();
-    for (var s = WG / 2u; s > 0u; s >>= 1u) {
-        if (lid < s) {
-            redu[lid] += redu[lid + s];
-            red[lid] += red[lid + s];
-            red2[lid] += red2[lid + s];
-        }
-        workgroupBarrier();
-    }
-    if (lid == 0u) {
-        if (held) {
-            wg_stats[S.wg_base + slot] = WgStat(0u, 0.0, redu[0], 0.0);
-        } else {
-            wg_stats[S.wg_base + slot] = WgStat(redu[0], red[0], 0u, red2[0]);
-        }
-    }
-    workgroupBarrier();
+    write_wg_stat(lid, slot, held, count, crit, weighted);
 }
 
 // Grid: x = tile of TC "columns" over heads * d_aug (head k, column j), y = row chunk. Sums
@@ -393,36 +1030,10 @@ fn accumulate(
     @builtin(local_invocation_index) lid: u32,
     @builtin(workgroup_id) wid: vec3<u32>,
 ) {
-    if (stopped(lid)) {
-        return;
+    if (!stopped(lid)) {
+        accumulate_tile(lid, wid.x, wid.y);
     }
-    accumulate_tile(lid, wid.x, wid.y);
-}
-
-// One pass over X per epoch: a workgroup takes one chunk of training rows, scores them and
-// decides their coefficients (`margins_rows`, counts in wg_stats slot = chunk), then sums
-// coef * x over the same rows for every column tile (`accumulate_tile`): the rows read again
-// were read just before, so they come from cache, not memory. Partial sums and counts are
-// those of `margins` + `accumulate` with one workgroup per chunk, so `apply` and `finalize`
-// follow unchanged. Used where the chunks give enough workgroups (the host decides).
-// CPU twin: reference::margins then reference::accumulate over each chunk.
-@compute @workgroup_size(WG)
-fn fused(
-    @builtin(local_invocation_index) lid: u32,
-    @builtin(workgroup_id) wid: vec3<u32>,
-) {
-    if (stopped(lid)) {
-        return;
-    }
-    let r0 = wid.x * S.chunk_rows;
-    let r1 = min(r0 + S.chunk_rows, S.n);
-    margins_rows(lid, wid.x, r0, WG / TPR, r1);
-    // The coefficients this workgroup wrote are read by other threads below.
-    storageBarrier();
-    let tiles = (P.heads * P.d_aug + TC - 1u) / TC;
-    for (var t = 0u; t < tiles; t++) {
-        accumulate_tile(lid, t, wid.x);
-    }
+    flush(E_ACCUMULATE);
 }
 
 // `accumulate` for column tile `tile` of row chunk `chunk`. Called by the whole workgroup.
@@ -436,13 +1047,14 @@ fn accumulate_tile(lid: u32, tile: u32, chunk: u32) {
     let j = col % P.d_aug;
     let r0 = chunk * S.chunk_rows;
     let r1 = min(r0 + S.chunk_rows, S.n);
+    let stride = 4u * P.units;
     var acc = 0.0;
     if (k < K) {
         for (var r = r0 + lane; r < r1; r += lanes) {
-            let a = coef[r * K + k];
+            let a = get_coef(r * K + k);
             if (a != 0.0) {
                 if (j < P.d) {
-                    acc += a * xat(r * P.d + j);
+                    acc += a * xat(r * stride + j);
                 } else {
                     acc += a * P.bias;
                 }
@@ -458,7 +1070,7 @@ fn accumulate_tile(lid: u32, tile: u32, chunk: u32) {
         workgroupBarrier();
     }
     if (lane == 0u && k < K) {
-        partials[(S.chunk_base + chunk) * K * P.d_aug + col] = red[lid];
+        set_partial((S.chunk_base + chunk) * K * P.d_aug + col, red[lid]);
     }
     workgroupBarrier();
 }
@@ -476,29 +1088,33 @@ fn gather(
     @builtin(workgroup_id) wid: vec3<u32>,
     @builtin(num_workgroups) nwg: vec3<u32>,
 ) {
-    if (stopped(lid)) {
-        return;
+    if (!stopped(lid)) {
+        gather_columns(lid, wid.x + wid.y * nwg.x);
     }
+    flush(E_GATHER);
+}
+
+fn gather_columns(lid: u32, group: u32) {
     let K = P.heads;
     let len = K * P.d_aug;
     let lane = lid % TPC;
-    let col = (wid.x + wid.y * nwg.x) * (WG / TPC) + lid / TPC;
+    let col = group * (WG / TPC) + lid / TPC;
     let k = col / P.d_aug;
     let j = col % P.d_aug;
     var acc = 0.0;
     if (col < len && j < P.d) {
         let rows = P.d + 1u;
-        let pos = rows + csc[P.d];
-        let c1 = csc[j + 1u];
-        for (var p = csc[j] + lane; p < c1; p += TPC) {
-            let a = coef[csc[rows + p] * K + k];
+        let pos = rows + get_csc(P.d);
+        let c1 = get_csc(j + 1u);
+        for (var p = get_csc(j) + lane; p < c1; p += TPC) {
+            let a = get_coef(get_csc(rows + p) * K + k);
             if (a != 0.0) {
-                acc += a * xat(csc[pos + p]);
+                acc += a * xat(get_csc(pos + p));
             }
         }
     } else if (col < len) {
         for (var r = lane; r < S.n; r += TPC) {
-            let a = coef[r * K + k];
+            let a = get_coef(r * K + k);
             if (a != 0.0) {
                 acc += a * P.bias;
             }
@@ -513,119 +1129,128 @@ fn gather(
         workgroupBarrier();
     }
     if (lane == 0u && col < len) {
-        partials[S.chunk_base * len + col] = red[lid];
+        set_partial(S.chunk_base * len + col, red[lid]);
     }
 }
+
+// ---- The update and the stop -----------------------------------------------------------
 
 // The update of weight j from its epoch sum s: w += eta * s (multiplicative: the
 // log-weights); keeps the pocket's candidate (what the epoch started with: the weights, the
 // log-weights, or the running sum when averaging with a pocket), the squared step and the
-// running sum after the update.
-fn update(j: u32, s: f32) {
+// running sum after the update. `updates` is ctl.updates.
+fn update(j: u32, s: f32, updates: u32) {
     let len = P.heads * P.d_aug;
+    let mult = (P.flags & FLAG_MULTIPLICATIVE) != 0u;
     if ((P.flags & FLAG_POCKET) != 0u) {
         let both = FLAG_POCKET | FLAG_AVERAGE;
-        if ((P.flags & both) == both && ctl.updates > 0u) {
-            aux[j] = aux[2u * len + j];
-        } else if ((P.flags & FLAG_MULTIPLICATIVE) != 0u) {
-            aux[j] = aux[3u * len + j];
+        var prev = 0.0;
+        if ((P.flags & both) == both && updates > 0u) {
+            prev = get_aux(2u * len + j);
+        } else if (mult) {
+            prev = get_aux(3u * len + j);
         } else {
-            aux[j] = w[j];
+            prev = get_w(j);
         }
+        set_aux(j, prev);
     }
     let step = P.eta * s;
-    if ((P.flags & FLAG_MULTIPLICATIVE) != 0u) {
-        aux[3u * len + j] += step;
+    var wj = 0.0;
+    if (mult) {
+        set_aux(3u * len + j, get_aux(3u * len + j) + step);
     } else {
-        w[j] += step;
+        wj = get_w(j) + step;
+        set_w(j, wj);
     }
-    sq[j] = step * step;
+    set_aux(4u * len + j, step * step);
     if ((P.flags & FLAG_AVERAGE) != 0u) {
-        aux[2u * len + j] += w[j];
+        if (mult) {
+            wj = get_w(j);
+        }
+        set_aux(2u * len + j, get_aux(2u * len + j) + wj);
     }
 }
 
-// One thread per weight: the chunk partials summed in chunk order, then `update`. Used when
-// there are few chunks (the host's choice, see resident.rs).
-// CPU twin: reference::apply (src/backend/reference.rs).
+// AJ consecutive weights per workgroup, WG / AJ lanes over the partials: lane l sums partials
+// l, l + WG / AJ, ... in order, then the lanes are added in a fixed tree, and `update`. Reads
+// are coalesced (a lane's AJ threads read consecutive words of one partial); the result is
+// deterministic and exact on integer data. Grid folded over y past 65,535.
+// CPU twin: reference::apply (src/backend/reference.rs; it sums the partials in order, which
+// equals this on integer data).
 @compute @workgroup_size(WG)
 fn apply(
-    @builtin(local_invocation_index) lid: u32,
-    @builtin(global_invocation_id) gid: vec3<u32>,
-) {
-    if (stopped(lid)) {
-        return;
-    }
-    let len = P.heads * P.d_aug;
-    let j = gid.x;
-    if (j < len) {
-        var s = 0.0;
-        for (var c = 0u; c < P.total_chunks; c++) {
-            s += partials[c * len + j];
-        }
-        update(j, s);
-    }
-}
-
-// One workgroup per weight (the grid folded over y past 65,535): each thread sums the chunks
-// lid, lid + WG, ... in order, then the workgroup adds the threads' sums in a fixed tree, so
-// the result is deterministic and exact on integer data, and many chunks take log2(WG)
-// dependent steps instead of one per chunk. Used when there are many chunks.
-// CPU twin: reference::apply (src/backend/reference.rs; it sums the reference's own chunks in
-// order, which equals this on integer data).
-@compute @workgroup_size(WG)
-fn apply_tree(
     @builtin(local_invocation_index) lid: u32,
     @builtin(workgroup_id) wid: vec3<u32>,
     @builtin(num_workgroups) nwg: vec3<u32>,
 ) {
-    if (stopped(lid)) {
-        return;
+    if (!stopped(lid)) {
+        apply_weights(lid, wid.x + wid.y * nwg.x);
     }
+    flush(E_APPLY);
+}
+
+fn apply_weights(lid: u32, group: u32) {
     let len = P.heads * P.d_aug;
-    let j = wid.x + wid.y * nwg.x;
+    let lanes = WG / AJ;
+    let j = group * AJ + lid % AJ;
+    let l = lid / AJ;
+    if (lid == 0u) {
+        var u = 0u;
+        if ((P.flags & FLAG_POCKET) != 0u) {
+            ld(CAT_CONTROL, 1u);
+            u = ctl.updates;
+        }
+        flag2 = u;
+    }
+    let updates = workgroupUniformLoad(&flag2);
     var s = 0.0;
     if (j < len) {
-        for (var c = lid; c < P.total_chunks; c += WG) {
-            s += partials[c * len + j];
+        for (var c = l; c < P.total_chunks; c += lanes) {
+            s += get_partial(c * len + j);
         }
     }
     red[lid] = s;
     workgroupBarrier();
-    for (var k = WG / 2u; k > 0u; k >>= 1u) {
-        if (lid < k) {
-            red[lid] += red[lid + k];
+    for (var h = lanes / 2u; h > 0u; h >>= 1u) {
+        if (l < h) {
+            red[lid] += red[lid + h * AJ];
         }
         workgroupBarrier();
     }
-    if (lid == 0u && j < len) {
-        update(j, red[0]);
+    if (l == 0u && j < len) {
+        update(j, red[lid], updates);
     }
 }
 
 // One workgroup: the epoch's mistakes, criterion, held-out mistakes and update norm, the
 // Winnow weights, the pocket, and the stop rules (StopState::record in src/backend/mod.rs,
-// with the same f32 arithmetic).
+// with the same f32 arithmetic). Reads each workgroup's statistics once (strided by WG).
 // CPU twin: reference::finalize (src/backend/reference.rs).
 @compute @workgroup_size(WG)
 fn finalize(@builtin(local_invocation_index) lid: u32) {
-    if (stopped(lid)) {
-        return;
+    if (!stopped(lid)) {
+        finalize_epoch(lid);
     }
+    flush(E_FINALIZE);
+}
+
+fn finalize_epoch(lid: u32) {
     let len = P.heads * P.d_aug;
     var q = 0.0;
     for (var j = lid; j < len; j += WG) {
-        q += sq[j];
+        q += get_aux(4u * len + j);
     }
     var cnt = 0u;
     var cr = 0.0;
     var held = 0u;
     var wsum = 0.0;
     for (var k = lid; k < P.total_wgs; k += WG) {
-        cnt += wg_stats[k].mistakes;
-        cr += wg_stats[k].criterion;
-        held += wg_stats[k].held_out;
-        wsum += wg_stats[k].weighted;
+        ld(CAT_CONTROL, 4u);
+        let s = wg_stats[k];
+        cnt += s.mistakes;
+        cr += s.criterion;
+        held += s.held_out;
+        wsum += s.weighted;
     }
     red[lid] = q;
     red2[lid] = cr;
@@ -655,6 +1280,12 @@ fn finalize(@builtin(local_invocation_index) lid: u32) {
     }
     let held_total = redu[0];
     let weighted_total = red[0];
+    // The stop rules' memory, read once for the workgroup.
+    if (lid == 0u) {
+        ld(CAT_CONTROL, 1u);
+        red2[0] = ctl.best;
+    }
+    let best = workgroupUniformLoad(&red2[0]);
     // The monitored figure: EpochStats::monitored on the host.
     var fig = f32(total);
     if ((P.flags & FLAG_HELD_OUT) != 0u) {
@@ -662,14 +1293,13 @@ fn finalize(@builtin(local_invocation_index) lid: u32) {
     } else if ((P.flags & FLAG_WEIGHTS) != 0u) {
         fig = weighted_total;
     }
-    let better = fig < ctl.best;
+    let better = fig < best;
     let keep_best = better && (P.flags & FLAG_POCKET) != 0u;
-    workgroupBarrier();
     if ((P.flags & FLAG_MULTIPLICATIVE) != 0u) {
         // Winnow: the weights used are exp(lw - max lw), in (0, 1], never overflowing.
         var top = -3.0e38;
         for (var j = lid; j < len; j += WG) {
-            top = max(top, aux[3u * len + j]);
+            top = max(top, get_aux(3u * len + j));
         }
         red[lid] = top;
         workgroupBarrier();
@@ -681,69 +1311,54 @@ fn finalize(@builtin(local_invocation_index) lid: u32) {
         }
         let m = red[0];
         for (var j = lid; j < len; j += WG) {
-            w[j] = exp(aux[3u * len + j] - m);
+            set_w(j, exp(get_aux(3u * len + j) - m));
         }
     }
     if (keep_best) {
         for (var j = lid; j < len; j += WG) {
-            aux[len + j] = aux[j];
+            set_aux(len + j, get_aux(j));
         }
     }
     if (lid == 0u) {
+        // The control word, read and written whole (12 words each way).
+        ld(CAT_CONTROL, 12u);
+        var c = ctl;
         // The epochs the pocket's candidate holds, then the average's count.
         let both = FLAG_POCKET | FLAG_AVERAGE;
-        let from_sum = (P.flags & both) == both && ctl.updates > 0u;
-        let prev_updates = select(0u, ctl.updates, from_sum);
+        let from_sum = (P.flags & both) == both && c.updates > 0u;
+        let prev_updates = select(0u, c.updates, from_sum);
         if ((P.flags & FLAG_AVERAGE) != 0u) {
-            ctl.updates += 1u;
+            c.updates += 1u;
         }
         if (keep_best) {
-            ctl.pocket_updates = prev_updates;
+            c.pocket_updates = prev_updates;
         }
-        let epochs = ctl.epochs + 1u;
-        ctl.epochs = epochs;
+        let epochs = c.epochs + 1u;
+        c.epochs = epochs;
         if (better) {
-            ctl.best = fig;
-            ctl.best_epoch = epochs;
+            c.best = fig;
+            c.best_epoch = epochs;
         }
-        if (fig < ctl.reference * P.keep_fraction) {
-            ctl.reference = fig;
-            ctl.wait = 0u;
-        } else if (ctl.wait < 0xffffffffu) {
-            ctl.wait += 1u;
+        if (fig < c.reference * P.keep_fraction) {
+            c.reference = fig;
+            c.wait = 0u;
+        } else if (c.wait < 0xffffffffu) {
+            c.wait += 1u;
         }
         let norm = sqrt(q_total);
-        let e = ctl.epoch;
-        stats[e] = EpochOut(total, crit_total, norm, held_total, weighted_total, 0u, 0u, 0u);
-        ctl.epoch = e + 1u;
+        let e = c.epoch;
+        st(CAT_CONTROL, 8u);
+        stats[e % P.ring] = EpochOut(total, crit_total, norm, held_total, weighted_total, 0u, 0u, 0u);
+        c.epoch = e + 1u;
         if (total == 0u) {
-            ctl.done = STOP_CONVERGED;
+            c.done = STOP_CONVERGED;
         } else if (norm < P.tol) {
-            ctl.done = STOP_TOLERANCE;
-        } else if (P.patience > 0u && ctl.wait >= P.patience
-                   && (ctl.best > P.floor || P.floor <= 0.0)) {
-            ctl.done = STOP_PATIENCE;
+            c.done = STOP_TOLERANCE;
+        } else if (P.patience > 0u && c.wait >= P.patience
+                   && (c.best > P.floor || P.floor <= 0.0)) {
+            c.done = STOP_PATIENCE;
         }
-    }
-}
-
-// Scores w_k . [x_r, bias] into coef (row-major, heads per row), for prediction and the
-// training summary.
-// CPU twin: reference::scores (src/backend/reference.rs).
-@compute @workgroup_size(WG)
-fn scores(
-    @builtin(local_invocation_index) lid: u32,
-    @builtin(workgroup_id) wid: vec3<u32>,
-    @builtin(num_workgroups) nwg: vec3<u32>,
-) {
-    let groups = WG / TPR;
-    for (var base = wid.x * groups; base < S.n; base += nwg.x * groups) {
-        let r = base + lid / TPR;
-        for (var k = 0u; k < P.heads; k++) {
-            let s = row_score(lid, r, k, false, S.n);
-            if (lid % TPR == 0u && r < S.n) {
-                coef[r * P.heads + k] = s;
-            }
-        }
+        st(CAT_CONTROL, 12u);
+        ctl = c;
     }
 }

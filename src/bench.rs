@@ -194,10 +194,10 @@ pub struct BackendBench {
     pub converge_epochs: Option<usize>,
     /// Whether it converged within the epoch limit.
     pub converged: Option<bool>,
-    /// With `profile`: each kernel's time per epoch and the bytes the plan moves.
+    /// With `profile`: each kernel's time per epoch and the words it loads and stores.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub profile: Option<KernelProfile>,
-    /// With `profile`, when the kernels could not be timed: why.
+    /// With `profile`, when the kernels could not be timed or counted: why.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub profile_note: Option<String>,
 }
@@ -392,6 +392,10 @@ fn measure(
     let (profile, profile_note) = if spec.profile {
         let mut w = vec![0f32; view.heads * (view.d + 1)];
         match bound.profile(&mut w, &bench_rule(view.heads), spec.epochs)? {
+            Some(p) if p.epochs == 0 => (
+                Some(p),
+                Some("not timed: the adapter has no timestamp queries (words counted)".into()),
+            ),
             Some(p) => (Some(p), None),
             None => (
                 None,
@@ -400,7 +404,7 @@ fn measure(
                         "the CPU runs one fused pass per epoch: nothing to split".to_string()
                     }
                     crate::backend::BackendKind::Gpu => {
-                        "not supported by this adapter (no timestamp queries)".to_string()
+                        "not available for one process of a data-parallel run".to_string()
                     }
                 }),
             ),

@@ -25,39 +25,78 @@ fn gpu() -> Option<&'static GpuBackend> {
     G.get_or_init(common::gpu).as_ref()
 }
 
-/// The GPU with the fused one-pass kernel forced on (`Some(true)`) or off for every
-/// training segment, whatever the sizes.
-fn gpu_fused(on: bool) -> Option<&'static GpuBackend> {
+/// The GPU variants held to the reference besides the default (the register pass with the
+/// device's grid, lane sums by subgroups on a GPU that has them, else by the workgroup
+/// tree): each lane sum forced (where the adapter has subgroups, so that both run), the
+/// two-kernel path forced, and persistent grids of one and three workgroups (results do not
+/// depend on it).
+fn gpu_variants() -> Vec<(&'static str, &'static GpuBackend)> {
     use rosenblatt::backend::gpu::{GpuOptions, ResidentOptions};
-    static G: [OnceLock<Option<GpuBackend>>; 2] = [OnceLock::new(), OnceLock::new()];
-    gpu()?;
-    G[usize::from(on)]
-        .get_or_init(|| {
-            GpuBackend::new(&GpuOptions {
-                resident: ResidentOptions {
-                    fused: Some(on),
+    static G: OnceLock<Vec<(&'static str, GpuBackend)>> = OnceLock::new();
+    let Some(base) = gpu() else {
+        return Vec::new();
+    };
+    let subgroups = base.context().features.contains(wgpu::Features::SUBGROUP);
+    G.get_or_init(|| {
+        let mut v = vec![
+            (
+                "gpu two kernels",
+                ResidentOptions {
+                    two_kernels: true,
                     ..Default::default()
                 },
-                ..Default::default()
+            ),
+            (
+                "gpu grid 1",
+                ResidentOptions {
+                    workgroups: Some(1),
+                    ..Default::default()
+                },
+            ),
+            (
+                "gpu grid 3",
+                ResidentOptions {
+                    workgroups: Some(3),
+                    ..Default::default()
+                },
+            ),
+        ];
+        if subgroups {
+            for (name, on) in [("gpu subgroups", true), ("gpu tree", false)] {
+                v.push((
+                    name,
+                    ResidentOptions {
+                        subgroups: Some(on),
+                        ..Default::default()
+                    },
+                ));
+            }
+        }
+        v.into_iter()
+            .filter_map(|(name, resident)| {
+                let opts = GpuOptions {
+                    resident,
+                    ..Default::default()
+                };
+                GpuBackend::new(&opts).ok().map(|g| (name, g))
             })
-            .ok()
-        })
-        .as_ref()
+            .collect()
+    })
+    .iter()
+    .map(|(n, g)| (*n, g))
+    .collect()
 }
 
 /// The backends held to the reference: the fast CPU, and the GPU when there is one (as it
-/// chooses, and with the fused one-pass kernel forced on and off).
+/// chooses, and in every variant of [`gpu_variants`]).
 fn under_test() -> Vec<(&'static str, &'static dyn Backend)> {
     static CPU: CpuBackend = CpuBackend;
     let mut v: Vec<(&str, &dyn Backend)> = vec![("cpu", &CPU)];
     if let Some(g) = gpu() {
         v.push(("gpu", g));
     }
-    if let Some(g) = gpu_fused(true) {
-        v.push(("gpu fused", g));
-    }
-    if let Some(g) = gpu_fused(false) {
-        v.push(("gpu two kernels", g));
+    for (name, g) in gpu_variants() {
+        v.push((name, g));
     }
     v
 }
@@ -447,4 +486,37 @@ fn every_storage_gives_the_f32_results_bit_for_bit() {
             }
         }
     }
+}
+
+#[test]
+fn one_workgroup_over_thousands_of_rows_still_equals_the_reference() {
+    // One workgroup of the register pass over every row: on Mesa's software adapters a shader
+    // invocation stops every loop after 65,535 iterations in all, which 2,500 rows at K = 10
+    // (about 36 each) pass; the plan splits such runs there (plan::software_steps), and a real
+    // GPU takes them whole. Either way the sums equal the reference.
+    use rosenblatt::backend::gpu::{GpuOptions, ResidentOptions};
+    let Some(_) = gpu() else {
+        return;
+    };
+    let one = GpuBackend::new(&GpuOptions {
+        resident: ResidentOptions {
+            workgroups: Some(1),
+            ..Default::default()
+        },
+        ..Default::default()
+    })
+    .unwrap();
+    let (n, d, heads) = (2_500, 784, 10);
+    let (x, y) = integer_set(n, d, heads, 77);
+    let v = TrainView::new(&x, &y, n, d, 1.0, heads);
+    let rule = BatchRule {
+        rule: HeadRule::MulticlassArgmax,
+        ..BatchRule::new(1.0, 0.0)
+    };
+    let want = run_for(&ReferenceBackend, v, &rule, [2, 1]);
+    let got = run_for(&one, v, &rule, [2, 1]);
+    let m = |r: &Run| r.0.iter().map(|e| e.mistakes).collect::<Vec<_>>();
+    assert_eq!(m(&got), m(&want));
+    assert_eq!(got.1, want.1);
+    assert_eq!(got.2, want.2);
 }

@@ -1,7 +1,38 @@
-//! Every WGSL shader is parsed and validated by naga: a broken shader fails here, on any
-//! machine, without a GPU.
+//! Every WGSL shader is parsed and validated by naga, and every pipeline the host can build
+//! is translated to the shading language of every backend wgpu drives: SPIR-V (Vulkan,
+//! checked by `spirv-val`), MSL (Metal) and HLSL (DX12). A broken shader, or a construct one
+//! backend lacks, fails here, on any machine, without a GPU.
+//!
+//! `spirv-val` comes from Debian's `spirv-tools`; without it the SPIR-V check prints
+//! "skipped", unless ROSENBLATT_REQUIRE_SPIRV_VAL=1 (CI sets it), which makes it fail.
 
-use naga::valid::{Capabilities, ValidationFlags, Validator};
+use std::io::Write;
+
+use naga::valid::{Capabilities, ShaderStages, SubgroupOperationSet, ValidationFlags, Validator};
+use rosenblatt::backend::gpu::batch::{batch_source, Entry, Shape};
+use rosenblatt::backend::gpu::plan::reachable_shapes;
+
+fn validator(subgroups: bool) -> Validator {
+    let caps = if subgroups {
+        Capabilities::SUBGROUP
+    } else {
+        Capabilities::empty()
+    };
+    let mut v = Validator::new(ValidationFlags::all(), caps);
+    v.subgroup_stages(ShaderStages::COMPUTE);
+    v.subgroup_operations(SubgroupOperationSet::all());
+    v
+}
+
+/// A module from WGSL, validated (with subgroup operations allowed or not).
+fn module(src: &str, subgroups: bool, what: &str) -> (naga::Module, naga::valid::ModuleInfo) {
+    let m = naga::front::wgsl::parse_str(src)
+        .unwrap_or_else(|e| panic!("{what}: {}", e.emit_to_string(src)));
+    let info = validator(subgroups)
+        .validate(&m)
+        .unwrap_or_else(|e| panic!("{what}: {}", e.emit_to_string(src)));
+    (m, info)
+}
 
 #[test]
 fn all_shaders_parse_and_validate() {
@@ -9,51 +40,171 @@ fn all_shaders_parse_and_validate() {
     let mut checked = 0;
     for entry in std::fs::read_dir(&dir).unwrap() {
         let path = entry.unwrap().path();
-        if path.extension().and_then(|e| e.to_str()) != Some("wgsl") {
+        let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+        // The batch module's parts are checked whole below.
+        if !name.ends_with(".wgsl") || name.starts_with("batch") {
             continue;
         }
         let src = std::fs::read_to_string(&path).unwrap();
-        let module = naga::front::wgsl::parse_str(&src)
-            .unwrap_or_else(|e| panic!("{}: {}", path.display(), e.emit_to_string(&src)));
-        Validator::new(ValidationFlags::all(), Capabilities::empty())
-            .validate(&module)
-            .unwrap_or_else(|e| panic!("{}: {}", path.display(), e.emit_to_string(&src)));
+        module(&src, false, &path.display().to_string());
         checked += 1;
     }
-    assert!(checked >= 1, "no shaders found in {}", dir.display());
+    for subgroups in [false, true] {
+        module(&batch_source(subgroups), subgroups, "batch module");
+        checked += 1;
+    }
+    assert!(checked >= 3, "no shaders found in {}", dir.display());
 }
 
 #[test]
 fn batch_shader_has_the_entry_points_and_overrides_the_host_uses() {
-    let src = include_str!("../shaders/batch.wgsl");
-    let module = naga::front::wgsl::parse_str(src).unwrap();
-    let entries: Vec<&str> = module
-        .entry_points
-        .iter()
-        .map(|e| e.name.as_str())
-        .collect();
-    for name in [
-        "margins",
-        "accumulate",
-        "fused",
-        "apply",
-        "finalize",
-        "scores",
-    ] {
-        assert!(
-            entries.contains(&name),
-            "missing entry point {name}: {entries:?}"
-        );
+    for subgroups in [false, true] {
+        let (m, _) = module(&batch_source(subgroups), subgroups, "batch module");
+        let entries: Vec<&str> = m.entry_points.iter().map(|e| e.name.as_str()).collect();
+        let mut want: Vec<&str> = Entry::ALL.iter().map(|e| e.name()).collect();
+        let mut got = entries.clone();
+        want.sort_unstable();
+        got.sort_unstable();
+        assert_eq!(got, want, "entry points (subgroups: {subgroups})");
+        let overrides: Vec<&str> = m
+            .overrides
+            .iter()
+            .filter_map(|(_, o)| o.name.as_deref())
+            .collect();
+        let shape = reachable_shapes()[0];
+        for (name, _) in shape.constants() {
+            assert!(
+                overrides.contains(&name),
+                "missing override {name}: {overrides:?}"
+            );
+        }
+        assert_eq!(overrides.len(), shape.constants().len(), "{overrides:?}");
     }
-    let overrides: Vec<&str> = module
-        .overrides
-        .iter()
-        .filter_map(|(_, o)| o.name.as_deref())
-        .collect();
-    for name in ["WG", "TPR", "TC"] {
-        assert!(
-            overrides.contains(&name),
-            "missing override {name}: {overrides:?}"
-        );
+}
+
+/// `spirv-val`, or `None` (skipped visibly unless required).
+fn spirv_val() -> Option<std::path::PathBuf> {
+    let found = std::process::Command::new("spirv-val")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if found {
+        return Some("spirv-val".into());
     }
+    if std::env::var("ROSENBLATT_REQUIRE_SPIRV_VAL").is_ok_and(|v| v == "1") {
+        panic!("ROSENBLATT_REQUIRE_SPIRV_VAL=1 but spirv-val is not on PATH (apt-get install spirv-tools)");
+    }
+    let _ = writeln!(
+        std::io::stderr(),
+        "skipped: SPIR-V validation (no spirv-val; apt-get install spirv-tools)"
+    );
+    None
+}
+
+/// The module specialised to `shape` (its override values), with its info.
+fn specialise(
+    m: &naga::Module,
+    info: &naga::valid::ModuleInfo,
+    shape: &Shape,
+) -> (naga::Module, naga::valid::ModuleInfo) {
+    let constants = shape
+        .constants()
+        .iter()
+        .map(|&(k, v)| (k.to_string(), v))
+        .collect();
+    let (m, info) = naga::back::pipeline_constants::process_overrides(m, info, None, &constants)
+        .unwrap_or_else(|e| panic!("{shape:?}: {e}"));
+    (m.into_owned(), info.into_owned())
+}
+
+/// Bytes of workgroup memory of a specialised module: each variable rounded up to 16 bytes.
+fn workgroup_bytes(m: &naga::Module) -> u32 {
+    let mut layouter = naga::proc::Layouter::default();
+    layouter.update(m.to_ctx()).unwrap();
+    m.global_variables
+        .iter()
+        .filter(|(_, g)| g.space == naga::AddressSpace::WorkGroup)
+        .map(|(_, g)| layouter[g.ty].size.next_multiple_of(16))
+        .sum()
+}
+
+/// SPIR-V, MSL and HLSL of the batch module specialised to `shape` (panics naming the shape
+/// on any failure); returns the SPIR-V words.
+fn translate(m: &naga::Module, info: &naga::valid::ModuleInfo, shape: &Shape) -> Vec<u32> {
+    use naga::back::{hlsl, msl, spv};
+    let (m, info) = specialise(m, info, shape);
+    assert_eq!(
+        workgroup_bytes(&m),
+        shape.workgroup_bytes(),
+        "the host's workgroup memory for {shape:?}"
+    );
+    // SPIR-V: 1.0 for Vulkan 1.0 (the tree), 1.3 for subgroups (Vulkan 1.1), with the bounds
+    // checks wgpu's Vulkan backend adds without robust buffer access.
+    let opts = spv::Options {
+        lang_version: if shape.subgroups { (1, 3) } else { (1, 0) },
+        bounds_check_policies: naga::proc::BoundsCheckPolicies {
+            index: naga::proc::BoundsCheckPolicy::Restrict,
+            buffer: naga::proc::BoundsCheckPolicy::Restrict,
+            ..Default::default()
+        },
+        zero_initialize_workgroup_memory: spv::ZeroInitializeWorkgroupMemoryMode::Polyfill,
+        ..Default::default()
+    };
+    let words = spv::write_vec(&m, &info, &opts, None)
+        .unwrap_or_else(|e| panic!("SPIR-V for {shape:?}: {e}"));
+    // MSL 2.1 (subgroup operations need it) and HLSL shader model 6.0 (wave operations).
+    let msl_opts = msl::Options {
+        lang_version: (2, 1),
+        fake_missing_bindings: true,
+        zero_initialize_workgroup_memory: true,
+        ..Default::default()
+    };
+    msl::write_string(&m, &info, &msl_opts, &msl::PipelineOptions::default())
+        .unwrap_or_else(|e| panic!("MSL for {shape:?}: {e}"));
+    let hlsl_opts = hlsl::Options {
+        shader_model: hlsl::ShaderModel::V6_0,
+        fake_missing_bindings: true,
+        ..Default::default()
+    };
+    let mut out = String::new();
+    hlsl::Writer::new(&mut out, &hlsl_opts, &hlsl::PipelineOptions::default())
+        .write(&m, &info, None)
+        .unwrap_or_else(|e| panic!("HLSL for {shape:?}: {e}"));
+    words
+}
+
+#[test]
+fn every_specialisation_translates_to_spirv_msl_and_hlsl() {
+    use rayon::prelude::*;
+    let val = spirv_val();
+    let dir = tempfile::tempdir().unwrap();
+    let shapes = reachable_shapes();
+    assert!(shapes.len() > 100, "{}", shapes.len());
+    let modules = [false, true].map(|sg| module(&batch_source(sg), sg, "batch module"));
+    shapes.par_iter().enumerate().for_each(|(i, shape)| {
+        let (m, info) = &modules[usize::from(shape.subgroups)];
+        let words = translate(m, info, shape);
+        let Some(val) = &val else {
+            return;
+        };
+        let file = dir.path().join(format!("{i}.spv"));
+        std::fs::write(&file, bytemuck::cast_slice::<u32, u8>(&words)).unwrap();
+        let env = if shape.subgroups {
+            "vulkan1.1"
+        } else {
+            "vulkan1.0"
+        };
+        let o = std::process::Command::new(val)
+            .args(["--target-env", env])
+            .arg(&file)
+            .output()
+            .unwrap();
+        assert!(
+            o.status.success(),
+            "spirv-val {env} for {shape:?}: {}{}",
+            String::from_utf8_lossy(&o.stdout),
+            String::from_utf8_lossy(&o.stderr)
+        );
+        let _ = std::fs::remove_file(&file);
+    });
 }

@@ -865,8 +865,9 @@ pub trait Bound {
     /// Runs up to `max_epochs` batch epochs starting from `w` (`heads * (d + 1)` entries),
     /// updating it in place, and stops after the first epoch for which [`StopState::record`]
     /// says so. Returns one [`EpochStats`] per epoch run and the stop, if any. On error `w` is
-    /// left as it was. The pocket, the average sum and the stop rules' memory persist across
-    /// calls on the same bound data.
+    /// left as it was; a backend that fails after some of the call's epochs completed may
+    /// return those instead, and the failure then answers the next call. The pocket, the
+    /// average sum and the stop rules' memory persist across calls on the same bound data.
     fn batch_epochs(
         &mut self,
         w: &mut [f32],
@@ -883,9 +884,9 @@ pub trait Bound {
         1
     }
     /// Runs up to `epochs` batch epochs from `w` (updated) with a timer around every kernel
-    /// and returns the time per epoch of each kernel (entry point), or `None` where the
-    /// backend cannot time its kernels (the CPU runs one fused pass; a GPU adapter without
-    /// timestamp queries).
+    /// (where the device has timers), then one epoch with instrumented kernels that count
+    /// the words they load and store, and returns both; `None` where the backend has no
+    /// kernels to split (the CPU runs one fused pass).
     fn profile(
         &mut self,
         _w: &mut [f32],
@@ -896,18 +897,60 @@ pub trait Bound {
     }
 }
 
-/// Per-kernel timings of batch epochs ([`Bound::profile`]).
+/// What the kernels of a batch epoch cost ([`Bound::profile`]): their times, and the words
+/// they load and store counted by instrumented kernels.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct KernelProfile {
-    /// Epochs timed.
+    /// Epochs timed (0 where the device has no timestamp queries: `kernels` is empty).
     pub epochs: usize,
     /// (entry point, milliseconds per epoch, summed over the X segments), in dispatch order.
     pub kernels: Vec<(String, f64)>,
-    /// Bytes the kernels read and write per epoch by the plan (X, labels, coefficients,
-    /// partials; with the last epoch's mistakes for the rows `accumulate` reads again).
-    pub plan_bytes: u64,
-    /// Bytes of X: the ideal single read per epoch.
-    pub x_bytes: u64,
+    /// The words each entry point loaded and stored in one epoch, counted by instrumented
+    /// kernels (summed over the X segments), in dispatch order.
+    pub traffic: Vec<KernelTraffic>,
+    /// 32-bit words of one read of X as the device stores it: the ideal (dense rows are
+    /// padded to a multiple of 4 values; none when d is one).
+    pub x_words: u64,
+    /// How the epoch runs: the register pass (one read of X) or the two-kernel path, with its
+    /// layout.
+    pub plan: String,
+}
+
+/// What one kind of word is in [`KernelTraffic`] (the WGSL `CAT_*` codes, in order).
+pub const TRAFFIC_CATEGORIES: [&str; 7] = [
+    "X", "index", "rows", "coef", "partials", "weights", "control",
+];
+
+/// The words one entry point loaded and stored from global memory in one epoch, by
+/// category ([`TRAFFIC_CATEGORIES`]: X values, CSR/CSC indices, labels and row weights,
+/// per-row coefficients or scores, partial sums, weights (with the pocket, average and
+/// squared steps), control and statistics).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct KernelTraffic {
+    /// The entry point.
+    pub kernel: String,
+    /// Words loaded, by category.
+    pub loads: [u64; 7],
+    /// Words stored, by category.
+    pub stores: [u64; 7],
+}
+
+impl KernelProfile {
+    /// Words loaded (`stores`: false) or stored of category `cat` over all entry points.
+    pub fn words(&self, cat: usize, stores: bool) -> u64 {
+        self.traffic
+            .iter()
+            .map(|t| if stores { t.stores[cat] } else { t.loads[cat] })
+            .sum()
+    }
+
+    /// Every word loaded and stored in the epoch.
+    pub fn total_words(&self) -> u64 {
+        self.traffic
+            .iter()
+            .map(|t| t.loads.iter().sum::<u64>() + t.stores.iter().sum::<u64>())
+            .sum()
+    }
 }
 
 /// What a call to [`Bound::batch_epochs`] ran.

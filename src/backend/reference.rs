@@ -1,5 +1,6 @@
-//! Plain CPU twins of every WGSL entry point, with the same names: `margins`, `accumulate`,
-//! `apply`, `finalize` and `scores` (shaders/batch.wgsl) and `kscores` (shaders/kernel.wgsl).
+//! Plain CPU twins of every WGSL entry point, with the same names: `epoch`, `margins`,
+//! `accumulate`, `gather`, `apply`, `finalize` and `scores` (shaders/batch.wgsl and its two
+//! entry-point files) and `kscores` (shaders/kernel.wgsl).
 //! Each is the shader's rule written as a sequential loop, with no SIMD, no threads and no
 //! blocking, so it is easy to check by reading. [`ReferenceBackend`] chains them into a
 //! [`Backend`]; tests hold the fast CPU backend (cpu.rs) and the GPU to it: bit-identical on
@@ -131,6 +132,25 @@ fn add_row(a: f32, row: Row<'_>, out: &mut [f32]) {
             }
         }
     }
+}
+
+/// Twin of `epoch` (the register pass over dense rows): the K scores of every training row,
+/// the rule, its coefficients (`coef`, scratch here: the GPU keeps them in workgroup memory)
+/// and the epoch's counts, as `margins`; and one partial per workgroup's run of `run` rows,
+/// the sum over the run of coef[r, k] * [x_r, bias], as `accumulate` with chunks of `run`
+/// rows. Held-out rows are counted as `margins` counts them. The GPU sums a run's rows in
+/// row groups (each in row order) that are then added in order: the same sums wherever
+/// they are exact (integer data), not bit for bit on float data.
+pub fn epoch(
+    v: TrainView<'_>,
+    w: &[f32],
+    wv: &[f32],
+    rule: &BatchRule,
+    run: usize,
+    coef: &mut [f32],
+) -> (Margins, Vec<f32>) {
+    let m = margins(v, w, wv, rule, coef);
+    (m, accumulate(v, coef, run.max(1)))
 }
 
 /// Twin of `gather` (CSR rows; the GPU reads a column-major copy): for every (head k, column
@@ -374,11 +394,11 @@ impl Bound for ReferenceBound<'_> {
         let mut out = Epochs::default();
         for _ in 0..max_epochs {
             let wv = st.held_out_weights(rule).to_vec();
-            let m = margins(self.v, &st.w, &wv, rule, &mut self.coef);
-            let partials = if self.v.x.is_sparse() {
-                gather(self.v, &self.coef)
+            let (m, partials) = if self.v.x.is_sparse() {
+                let m = margins(self.v, &st.w, &wv, rule, &mut self.coef);
+                (m, gather(self.v, &self.coef))
             } else {
-                accumulate(self.v, &self.coef, rows)
+                epoch(self.v, &st.w, &wv, rule, rows, &mut self.coef)
             };
             let sq = apply(&partials, rule, st);
             let (e, stop) = finalize(m, &sq, rule, st);

@@ -229,20 +229,20 @@ fn print_bench(b: &BackendBench) -> anyhow::Result<()> {
     }
     outln!();
     if let Some(p) = &b.profile {
+        outln!("  epoch: {}", p.plan);
         let total: f64 = p.kernels.iter().map(|k| k.1).sum();
-        outln!("  kernels, ms per epoch ({} epochs timed):", p.epochs);
+        if p.epochs > 0 {
+            outln!("  kernels, ms per epoch ({} epochs timed):", p.epochs);
+        } else {
+            outln!("  kernels: not timed (the adapter has no timestamp queries)");
+        }
         for (name, ms) in &p.kernels {
             outln!(
                 "    {name:<12} {ms:>10.3}  {:>5.1}%",
                 100.0 * ms / total.max(1e-12)
             );
         }
-        outln!(
-            "  bytes moved per epoch by the plan: {:.1} MB, {:.2}x the single read of X ({:.1} MB)",
-            p.plan_bytes as f64 / 1e6,
-            p.plan_bytes as f64 / p.x_bytes.max(1) as f64,
-            p.x_bytes as f64 / 1e6
-        );
+        print_traffic(p)?;
     }
     if let Some(n) = &b.profile_note {
         outln!("  kernels: {n}");
@@ -257,6 +257,31 @@ fn print_bench(b: &BackendBench) -> anyhow::Result<()> {
             }
         );
     }
+    Ok(())
+}
+
+/// The profile's counted traffic: words loaded and stored per kernel and category, and X
+/// loaded against one read of X.
+fn print_traffic(p: &rosenblatt::backend::KernelProfile) -> anyhow::Result<()> {
+    use rosenblatt::backend::TRAFFIC_CATEGORIES;
+    outln!("  words per epoch, counted by instrumented kernels (loaded / stored):");
+    for t in &p.traffic {
+        let parts: Vec<String> = TRAFFIC_CATEGORIES
+            .iter()
+            .enumerate()
+            .filter(|&(c, _)| t.loads[c] + t.stores[c] > 0)
+            .map(|(c, name)| format!("{name} {} / {}", t.loads[c], t.stores[c]))
+            .collect();
+        outln!("    {:<12} {}", t.kernel, parts.join(", "));
+    }
+    let x = p.words(0, false);
+    let other = p.total_words() - x;
+    outln!(
+        "  X loaded: {:.3}x one read of X ({} words); everything else: {:.2}% of one read",
+        x as f64 / p.x_words.max(1) as f64,
+        p.x_words,
+        100.0 * other as f64 / p.x_words.max(1) as f64
+    );
     Ok(())
 }
 

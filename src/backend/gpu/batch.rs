@@ -1,62 +1,98 @@
-//! The batch-epoch pipelines (shaders/batch.wgsl): shader module, bind-group layouts and
-//! compute pipelines, built once per context. Pipelines are specialised by WGSL `override`
-//! constants (WG, TPR, TC) and cached by their values; every value is checked against the
-//! device limits (including workgroup memory, which wgpu 30 does not check) before a pipeline
-//! is built. The structs the pipelines read and write are in `mirror.rs`.
+//! The batch-epoch pipelines (shaders/batch.wgsl with batch_tree.wgsl or batch_subgroup.wgsl
+//! appended): shader modules, bind-group layouts and compute pipelines, built once per
+//! context. Pipelines are specialised by WGSL `override` constants ([`Shape`]) and cached by
+//! their values; every shape is checked against the device limits (including workgroup
+//! memory, which wgpu 30 does not check) before a pipeline is built. The structs the
+//! pipelines read and write are in `mirror.rs`; the choice of shape is `plan.rs`.
 
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::sync::{Mutex, OnceLock};
 
 use super::context::GpuContext;
 use crate::backend::Storage;
 use crate::error::{Error, Result};
 
-/// The batch pipelines' WGSL source.
+/// The batch pipelines' common WGSL source.
 pub const BATCH_WGSL: &str = include_str!("../../../shaders/batch.wgsl");
+/// The entry points and lane sums for adapters without subgroups.
+pub const BATCH_TREE_WGSL: &str = include_str!("../../../shaders/batch_tree.wgsl");
+/// The entry points and lane sums for adapters with subgroups.
+pub const BATCH_SUBGROUP_WGSL: &str = include_str!("../../../shaders/batch_subgroup.wgsl");
+
+/// The batch module's source: the common part and the lane-sum variant.
+pub fn batch_source(subgroups: bool) -> String {
+    let variant = if subgroups {
+        BATCH_SUBGROUP_WGSL
+    } else {
+        BATCH_TREE_WGSL
+    };
+    format!("{BATCH_WGSL}\n{variant}")
+}
+
+/// Most units (4 values) of a row one thread holds in the register pass (WGSL `V_MAX`).
+pub const V_MAX: u32 = 8;
+/// Most heads one thread holds in the register pass (WGSL `KT_MAX`).
+pub const KT_MAX: u32 = 12;
+/// Most weight and accumulator units per thread, KT x V (WGSL `KV_MAX`): with the row, at
+/// most 4 (2 KV_MAX + V_MAX) = 128 floats of registers.
+pub const KV_MAX: u32 = 12;
 
 /// The batch shader's entry points.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Entry {
-    /// Margins, mistake flags, per-workgroup counts.
+    /// Scores, coefficients into `coef`, per-workgroup counts (the two-kernel path).
     Margins,
-    /// Per-chunk partial sums of y x over mistakes.
+    /// Per-chunk partial sums of coef x over dense rows (the two-kernel path).
     Accumulate,
-    /// Margins and accumulate in one pass, a workgroup per chunk.
-    Fused,
-    /// Reduce partials in chunk order, update w.
+    /// Per-column partial sums over a CSC copy (CSR rows).
+    Gather,
+    /// The register pass: one read of X, one partial per workgroup.
+    Epoch,
+    /// Sums the partials per weight in a fixed order, updates w.
     Apply,
-    /// Reduce many partials in a fixed tree per weight, update w.
-    ApplyTree,
-    /// Epoch statistics and stop decision.
+    /// Epoch statistics and the stop decision.
     Finalize,
     /// Decision values.
     Scores,
-    /// Sparse training segments: per-column sums over a CSC copy.
-    Gather,
 }
 
 impl Entry {
+    /// Every entry point, in the order of their counter codes.
+    pub const ALL: [Entry; 7] = [
+        Entry::Margins,
+        Entry::Accumulate,
+        Entry::Gather,
+        Entry::Epoch,
+        Entry::Apply,
+        Entry::Finalize,
+        Entry::Scores,
+    ];
+
     /// The WGSL entry point's name.
     pub fn name(self) -> &'static str {
         match self {
             Entry::Margins => "margins",
             Entry::Accumulate => "accumulate",
-            Entry::Fused => "fused",
+            Entry::Gather => "gather",
+            Entry::Epoch => "epoch",
             Entry::Apply => "apply",
-            Entry::ApplyTree => "apply_tree",
             Entry::Finalize => "finalize",
             Entry::Scores => "scores",
-            Entry::Gather => "gather",
         }
+    }
+
+    /// The entry's index in the traffic counters (WGSL `E_*`).
+    pub fn code(self) -> u32 {
+        Entry::ALL.iter().position(|&e| e == self).unwrap_or(0) as u32
     }
 }
 
-/// Override values for one pipeline.
+/// Override values for one pipeline, and which module it is built from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Shape {
     /// Workgroup size.
     pub wg: u32,
-    /// Threads per row (margins, scores).
+    /// Threads per row (the register pass, margins, scores).
     pub tpr: u32,
     /// Columns per tile (accumulate).
     pub tc: u32,
@@ -66,20 +102,23 @@ pub struct Shape {
     pub sparse: u32,
     /// Threads per column (gather).
     pub tpc: u32,
+    /// Register pass: units of a row per thread (0: the two-kernel path).
+    pub v: u32,
+    /// Register pass: heads per thread.
+    pub kt: u32,
+    /// Register pass: units staged in workgroup memory (1 when one head block holds a row).
+    pub xs: u32,
+    /// The instrumented variant (counts the words each kernel loads and stores).
+    pub count: bool,
+    /// Lane sums by subgroup shuffles (batch_subgroup.wgsl) rather than a workgroup tree.
+    pub subgroups: bool,
 }
 
 impl Shape {
-    /// The shape for `d` features and `heads` weight vectors with workgroup size `wg`: about
-    /// 4 columns per thread in the row dot product, and a column tile covering the augmented
-    /// rows of all heads (both powers of two).
+    /// The two-kernel shape for `d` features and `heads` weight vectors with workgroup size
+    /// `wg`: about 4 columns per thread in the row dot product, and a column tile covering the
+    /// augmented rows of all heads (both powers of two).
     pub fn for_features(d: usize, heads: usize, wg: u32) -> Shape {
-        let prev_pow2 = |v: usize| {
-            if v <= 1 {
-                1
-            } else {
-                1usize << (usize::BITS - 1 - v.leading_zeros())
-            }
-        };
         let tpr = prev_pow2(d / 4).min(wg as usize) as u32;
         let tc = (heads.max(1) * (d + 1))
             .next_power_of_two()
@@ -91,6 +130,11 @@ impl Shape {
             storage: Storage::F32.code(),
             sparse: 0,
             tpc: 1,
+            v: 0,
+            kt: 1,
+            xs: 1,
+            count: false,
+            subgroups: false,
         }
     }
 
@@ -98,13 +142,6 @@ impl Shape {
     /// 4 values per thread in a row's dot product (at most 32 threads), and about 4 entries
     /// per thread in a column's sum (at most 32 threads).
     pub fn for_sparse(n: usize, d: usize, nnz: usize, heads: usize, wg: u32) -> Shape {
-        let prev_pow2 = |v: usize| {
-            if v <= 1 {
-                1
-            } else {
-                1usize << (usize::BITS - 1 - v.leading_zeros())
-            }
-        };
         let per_row = nnz / n.max(1);
         let per_col = nnz / d.max(1);
         Shape {
@@ -114,37 +151,109 @@ impl Shape {
             ..Shape::for_features(1, heads, wg)
         }
     }
+
+    /// Bytes of workgroup memory the module declares for this shape (every variable, as if
+    /// one entry point used them all, each rounded up to 16 bytes): the reductions (three of
+    /// WG words, two flags), the lane sums (WG KT), two sets of row-group scores
+    /// (2 (WG / TPR) KT), labels and row weights (two sets of WG / TPR each), the staged units
+    /// (16 XS), and the subgroup check (two words). Tests hold this to naga's layout of every
+    /// specialised module.
+    pub fn workgroup_bytes(&self) -> u32 {
+        let rows = self.wg / self.tpr.max(1);
+        let words = [
+            self.wg,
+            self.wg,
+            self.wg,
+            1,
+            1,
+            self.wg * self.kt,
+            2 * rows * self.kt,
+            2 * rows,
+            2 * rows,
+            4 * self.xs,
+        ];
+        let sub = if self.subgroups { [1, 1] } else { [0, 0] };
+        words
+            .iter()
+            .chain(&sub)
+            .map(|w| (4 * w).next_multiple_of(16))
+            .sum()
+    }
+
+    /// The override constants, as wgpu and naga take them.
+    pub fn constants(&self) -> [(&'static str, f64); 10] {
+        [
+            ("WG", self.wg as f64),
+            ("TPR", self.tpr as f64),
+            ("TC", self.tc as f64),
+            ("STORAGE", self.storage as f64),
+            ("SPARSE", self.sparse as f64),
+            ("TPC", self.tpc as f64),
+            ("V", self.v as f64),
+            ("KT", self.kt as f64),
+            ("XS", self.xs as f64),
+            ("COUNT", u32::from(self.count) as f64),
+        ]
+    }
+
+    /// Whether the values are in range for the shader (powers of two within the workgroup,
+    /// register pass within its per-thread arrays).
+    pub fn is_valid(&self) -> bool {
+        let pow2_within = |v: u32| v.is_power_of_two() && v <= self.wg;
+        pow2_within(self.tpr)
+            && pow2_within(self.tc)
+            && pow2_within(self.tpc)
+            && self.wg >= 32
+            && self.v <= V_MAX
+            && (1..=KT_MAX).contains(&self.kt)
+            && self.kt * self.v <= KV_MAX
+            && self.xs >= 1
+    }
 }
 
-/// Bytes of workgroup memory the batch shader declares for workgroup size `wg`.
-pub fn workgroup_bytes(wg: u32) -> u32 {
-    3 * 4 * wg + 8
+/// The largest power of two <= v (1 for v <= 1).
+fn prev_pow2(v: usize) -> usize {
+    if v <= 1 {
+        1
+    } else {
+        1usize << (usize::BITS - 1 - v.leading_zeros())
+    }
 }
 
-/// Largest power-of-two workgroup size <= `want` that the device allows.
+/// The workgroup size: `want` (256), or half of it where the device allows no more
+/// invocations or workgroup memory (Vulkan and OpenGL ES 3.1 promise 128 invocations and
+/// 16 KiB), with the two-kernel path's workgroup memory at its largest (one thread per row).
 pub fn workgroup_size(limits: &wgpu::Limits, want: u32) -> Result<u32> {
-    let mut wg = want.next_power_of_two();
-    while wg >= 32 {
+    let bytes = |wg: u32| {
+        Shape {
+            tpr: 1,
+            ..Shape::for_features(1, 1, wg)
+        }
+        .workgroup_bytes()
+    };
+    let want = want.next_power_of_two();
+    for wg in [want, want / 2] {
         if wg <= limits.max_compute_invocations_per_workgroup
             && wg <= limits.max_compute_workgroup_size_x
-            && workgroup_bytes(wg) <= limits.max_compute_workgroup_storage_size
+            && bytes(wg) <= limits.max_compute_workgroup_storage_size
         {
             return Ok(wg);
         }
-        wg /= 2;
     }
     Err(Error::Gpu(format!(
-        "the device allows no workgroup of at least 32 invocations with {} bytes of workgroup memory \
+        "the device allows no workgroup of {} invocations with {} bytes of workgroup memory \
          (limits: {} invocations, {} bytes)",
-        workgroup_bytes(32),
+        want / 2,
+        bytes(want / 2),
         limits.max_compute_invocations_per_workgroup,
         limits.max_compute_workgroup_storage_size
     )))
 }
 
-/// Module, layouts and the pipeline cache.
+/// Modules, layouts and the pipeline cache.
 pub struct BatchPipelines {
-    module: wgpu::ShaderModule,
+    /// The tree module, and the subgroup module (built on first use).
+    modules: [OnceLock<wgpu::ShaderModule>; 2],
     /// Layout of group 0 (shared buffers).
     pub global_layout: wgpu::BindGroupLayout,
     /// Layout of group 1 (one X segment).
@@ -180,15 +289,9 @@ pub(crate) fn uniform(binding: u32) -> wgpu::BindGroupLayoutEntry {
 }
 
 impl BatchPipelines {
-    /// Compiles the module and creates the layouts.
+    /// Compiles the tree module and creates the layouts.
     pub fn new(ctx: &GpuContext) -> Result<Self> {
-        ctx.scoped("compiling shaders/batch.wgsl", || {
-            let module = ctx
-                .device
-                .create_shader_module(wgpu::ShaderModuleDescriptor {
-                    label: Some("rosenblatt.batch"),
-                    source: wgpu::ShaderSource::Wgsl(BATCH_WGSL.into()),
-                });
+        let me = ctx.scoped("creating the batch layouts", || {
             let global_layout =
                 ctx.device
                     .create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
@@ -216,6 +319,8 @@ impl BatchPipelines {
                             storage(4, true),
                             storage(5, true),
                             storage(6, true),
+                            storage(7, true),
+                            storage(8, true),
                         ],
                     });
             let pipeline_layout =
@@ -226,13 +331,45 @@ impl BatchPipelines {
                         immediate_size: 0,
                     });
             BatchPipelines {
-                module,
+                modules: [OnceLock::new(), OnceLock::new()],
                 global_layout,
                 segment_layout,
                 pipeline_layout,
                 cache: Mutex::new(HashMap::new()),
             }
-        })
+        })?;
+        me.module(ctx, false)?;
+        Ok(me)
+    }
+
+    /// The module with lane sums by subgroups or by the tree, compiled on first use.
+    fn module(&self, ctx: &GpuContext, subgroups: bool) -> Result<&wgpu::ShaderModule> {
+        let slot = &self.modules[usize::from(subgroups)];
+        if let Some(m) = slot.get() {
+            return Ok(m);
+        }
+        if subgroups && !ctx.features.contains(wgpu::Features::SUBGROUP) {
+            return Err(Error::Gpu(format!(
+                "{} has no subgroup operations",
+                ctx.describe()
+            )));
+        }
+        let name = if subgroups {
+            "batch_subgroup"
+        } else {
+            "batch_tree"
+        };
+        let m = ctx.scoped(
+            &format!("compiling shaders/batch.wgsl + {name}.wgsl"),
+            || {
+                ctx.device
+                    .create_shader_module(wgpu::ShaderModuleDescriptor {
+                        label: Some(&format!("rosenblatt.{name}")),
+                        source: wgpu::ShaderSource::Wgsl(batch_source(subgroups).into()),
+                    })
+            },
+        )?;
+        Ok(slot.get_or_init(|| m))
     }
 
     /// The pipeline for `entry` specialised to `shape`, built on first use.
@@ -243,15 +380,10 @@ impl BatchPipelines {
         shape: Shape,
     ) -> Result<wgpu::ComputePipeline> {
         let l = &ctx.limits;
-        if !(shape.tpr.is_power_of_two()
-            && shape.tc.is_power_of_two()
-            && shape.tpc.is_power_of_two()
-            && shape.tpr <= shape.wg
-            && shape.tc <= shape.wg
-            && shape.tpc <= shape.wg)
+        if !shape.is_valid()
             || shape.wg > l.max_compute_invocations_per_workgroup
             || shape.wg > l.max_compute_workgroup_size_x
-            || workgroup_bytes(shape.wg) > l.max_compute_workgroup_storage_size
+            || shape.workgroup_bytes() > l.max_compute_workgroup_storage_size
         {
             return Err(Error::Gpu(format!(
                 "kernel shape {shape:?} does not fit the device limits ({} invocations, {} bytes of workgroup memory)",
@@ -267,21 +399,15 @@ impl BatchPipelines {
         if let Some(p) = cache.get(&(entry, shape)) {
             return Ok(p.clone());
         }
+        let module = self.module(ctx, shape.subgroups)?;
         let label = format!("rosenblatt.{}", entry.name());
-        let constants = [
-            ("WG", shape.wg as f64),
-            ("TPR", shape.tpr as f64),
-            ("TC", shape.tc as f64),
-            ("STORAGE", shape.storage as f64),
-            ("SPARSE", shape.sparse as f64),
-            ("TPC", shape.tpc as f64),
-        ];
+        let constants = shape.constants();
         let p = ctx.scoped(&format!("building pipeline {label}"), || {
             ctx.device
                 .create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
                     label: Some(&label),
                     layout: Some(&self.pipeline_layout),
-                    module: &self.module,
+                    module,
                     entry_point: Some(entry.name()),
                     compilation_options: wgpu::PipelineCompilationOptions {
                         constants: &constants,
@@ -303,22 +429,12 @@ mod tests {
     fn shapes_are_powers_of_two_within_the_workgroup() {
         for d in [1, 2, 3, 63, 64, 65, 257, 5000, 100_000] {
             let s = Shape::for_features(d, 1 + d % 3, 256);
-            assert!(s.tpr.is_power_of_two() && s.tpr <= 256, "{d}: {s:?}");
-            assert!(s.tc.is_power_of_two() && s.tc <= 256, "{d}: {s:?}");
+            assert!(s.is_valid(), "{d}: {s:?}");
         }
         assert_eq!(Shape::for_features(1, 1, 256).tc, 2);
         assert_eq!(Shape::for_features(1, 3, 256).tc, 8);
-        assert_eq!(
-            Shape::for_features(64, 1, 256),
-            Shape {
-                wg: 256,
-                tpr: 16,
-                tc: 128,
-                storage: 0,
-                sparse: 0,
-                tpc: 1
-            }
-        );
+        let s = Shape::for_features(64, 1, 256);
+        assert_eq!((s.tpr, s.tc, s.v), (16, 128, 0));
         assert_eq!(Shape::for_features(5000, 1, 256).tpr, 256);
     }
 
@@ -326,9 +442,19 @@ mod tests {
     fn workgroup_size_respects_memory() {
         let mut l = wgpu::Limits::default();
         assert_eq!(workgroup_size(&l, 256).unwrap(), 256);
-        l.max_compute_workgroup_storage_size = 2000;
+        l.max_compute_workgroup_storage_size = 8000;
         assert_eq!(workgroup_size(&l, 256).unwrap(), 128);
         l.max_compute_workgroup_storage_size = 100;
         assert!(workgroup_size(&l, 256).is_err());
+        l.max_compute_workgroup_storage_size = 16384;
+        l.max_compute_invocations_per_workgroup = 64;
+        assert!(workgroup_size(&l, 256).is_err());
+    }
+
+    #[test]
+    fn entry_codes_follow_the_list() {
+        for (i, e) in Entry::ALL.iter().enumerate() {
+            assert_eq!(e.code() as usize, i);
+        }
     }
 }

@@ -25,8 +25,8 @@ pub struct Params {
     pub patience: u32,
     pub keep_fraction: f32,
     pub floor: f32,
-    pub _pad0: u32,
-    pub _pad1: u32,
+    pub units: u32,
+    pub ring: u32,
 }
 
 /// `Params::flags` bit: keep the pocket.
@@ -214,7 +214,7 @@ mod tests {
 
     #[test]
     fn batch_structs_have_the_wgsl_layout() {
-        let module = parse(super::super::batch::BATCH_WGSL);
+        let module = parse(&super::super::batch::batch_source(false));
         check_layouts(
             &module,
             &[
@@ -233,8 +233,8 @@ mod tests {
                     patience,
                     keep_fraction,
                     floor,
-                    _pad0,
-                    _pad1
+                    units,
+                    ring
                 }),
                 rust_layout!(Segment {
                     n,
@@ -300,7 +300,7 @@ mod tests {
 
     #[test]
     fn batch_codes_and_limits_equal_the_rust_values() {
-        let module = parse(super::super::batch::BATCH_WGSL);
+        let module = parse(&super::super::batch::batch_source(false));
         assert_eq!(constant(&module, "MAX_HEADS") as usize, MAX_HEADS);
         for (name, rule) in [
             ("RULE_BINARY", HeadRule::Binary),
@@ -310,6 +310,22 @@ mod tests {
         ] {
             assert_eq!(constant(&module, name), rule.code(), "{name}");
         }
+        use super::super::batch::{Entry, KT_MAX, KV_MAX, V_MAX};
+        for (name, v) in [("V_MAX", V_MAX), ("KT_MAX", KT_MAX), ("KV_MAX", KV_MAX)] {
+            assert_eq!(constant(&module, name), v, "{name}");
+        }
+        for e in Entry::ALL {
+            let name = format!("E_{}", e.name().to_uppercase());
+            assert_eq!(constant(&module, &name), e.code(), "{name}");
+        }
+        let cats = [
+            "X", "INDEX", "ROWS", "COEF", "PARTIAL", "WEIGHTS", "CONTROL",
+        ];
+        assert_eq!(cats.len(), crate::backend::TRAFFIC_CATEGORIES.len());
+        for (i, c) in cats.iter().enumerate() {
+            assert_eq!(constant(&module, &format!("CAT_{c}")), i as u32, "CAT_{c}");
+        }
+        assert_eq!(constant(&module, "NCAT") as usize, cats.len());
         for (name, s) in [
             ("STORAGE_F32", crate::backend::Storage::F32),
             ("STORAGE_F16", crate::backend::Storage::F16),

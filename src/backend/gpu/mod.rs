@@ -3,10 +3,12 @@
 //! (shaders/kernel.wgsl, `dual.rs`). The context, shader modules, layouts and pipelines are
 //! built once per backend; binding a data set uploads it once.
 
-pub(crate) mod batch;
+pub mod batch;
 pub mod context;
 pub(crate) mod dual;
 pub(crate) mod mirror;
+pub mod plan;
+mod profile;
 pub(crate) mod resident;
 
 use super::{Backend, BackendKind, BatchRule, Bound, DataView, DualBound, Epochs, Extras};
@@ -17,7 +19,8 @@ use dual::{DualPipelines, DualResident};
 use resident::{Resident, Rows};
 
 pub use context::{list_adapters, AdapterReport, HOW_TO_GET_ONE};
-pub use resident::{Plan, ResidentOptions};
+pub use plan::Plan;
+pub use resident::ResidentOptions;
 
 /// How to open and drive the GPU.
 #[derive(Debug, Clone, Default)]
@@ -58,13 +61,15 @@ impl GpuBackend {
     /// How many storage bindings (segments) `n` rows of `d` features take on this device with
     /// `heads` weight vectors: more than one when X is larger than one binding holds.
     pub fn segments(&self, n: usize, d: usize, heads: usize) -> Result<usize> {
-        let plan = resident::plan(
+        let plan = plan::plan(
             n,
             d,
             heads,
             super::Storage::F32,
             &self.ctx.limits,
             self.opts.max_binding,
+            1,
+            self.opts.two_kernels,
         )?;
         Ok(n.div_ceil(plan.seg_rows))
     }
@@ -202,7 +207,7 @@ impl Bound for GpuBound<'_> {
     }
 
     fn epochs_per_call(&self) -> usize {
-        self.r.epochs_per_submit()
+        self.r.epochs_per_call()
     }
 
     fn profile(

@@ -1,0 +1,585 @@
+//! How a data set is laid out on one device: which kernels run the epoch (the register pass,
+//! or the two-kernel path for CSR rows and rows too wide for it), their [`Shape`], rows per
+//! storage binding, and the persistent grid (workgroups per segment, rows per workgroup).
+//! Everything here is arithmetic on sizes and limits, tested without a GPU.
+
+use super::batch::{workgroup_size, Shape, KT_MAX, KV_MAX, V_MAX};
+use crate::backend::{CsrView, Storage, MAX_HEADS};
+use crate::error::{Error, Result};
+
+/// Largest partials buffer the two-kernel path aims for.
+pub const PARTIALS_BUDGET: u64 = 64 << 20;
+
+/// Share of one read of X that the register pass lets its partial sums take, written and
+/// read back (2% = 1% each way).
+pub const PARTIAL_SHARE: f64 = 0.02;
+
+/// Rows a thread group of the register pass aims to cover with one subgroup (TPR <= 32 where
+/// the registers allow: the lane sums then need no barrier on subgroup hardware).
+const TARGET_TPR: usize = 32;
+
+/// Sizes chosen for one data set on one device.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Plan {
+    /// Rows per X segment (one storage binding each).
+    pub seg_rows: usize,
+    /// Two-kernel path: rows per `accumulate` chunk.
+    pub chunk_rows: usize,
+    /// Two-kernel path: most `margins` workgroups per segment (they stride over the rows).
+    pub margin_wgs_cap: usize,
+    /// Register pass: most workgroups per segment (the persistent grid).
+    pub grid: usize,
+    /// Register pass: most steps of rows per workgroup (software adapters; see
+    /// [`software_steps`]), `None`: no limit.
+    pub max_steps: Option<usize>,
+    /// Pipeline overrides (`shape.v > 0`: the register pass).
+    pub shape: Shape,
+}
+
+impl Plan {
+    /// Whether the epoch is the register pass (one read of X).
+    pub fn register_pass(&self) -> bool {
+        self.shape.v > 0
+    }
+}
+
+/// The register pass's layout of one workgroup for some d, K and workgroup size.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Layout {
+    /// Threads per row.
+    pub tpr: u32,
+    /// Units (4 values) of the row per thread.
+    pub v: u32,
+    /// Heads per thread.
+    pub kt: u32,
+    /// Head blocks (threads groups sharing a row).
+    pub hb: u32,
+    /// Rows per step (row groups).
+    pub rg: u32,
+    /// Units staged in workgroup memory: WG / 2 x V when hb > 1 (rg TPR V <= WG V / hb),
+    /// else 1.
+    pub xs: u32,
+}
+
+/// The register pass's layout for rows of `d` features and `heads` heads in workgroups of
+/// `wg` threads with at most `wg_bytes` bytes of workgroup memory: the first of
+/// [`register_candidates`] that fits, or `None` where none does (the K x V accumulators and
+/// weights of a row exceed the per-thread budget with hb TPR <= wg).
+pub fn register_layout(d: usize, heads: usize, wg: u32, wg_bytes: u32) -> Option<Layout> {
+    register_candidates(d, heads, wg)
+        .find(|l| l.shape(wg, Storage::F32).workgroup_bytes() <= wg_bytes)
+}
+
+/// The register pass's layouts for rows of `d` features and `heads` heads in workgroups of
+/// `wg` threads, in the order of preference: the fewest head blocks first (hb = 1 needs no
+/// staging), each with the fewest units V (a power of two) that let TPR <= 32 within the
+/// per-thread budget (KT V <= KV_MAX, V <= V_MAX) and hb TPR <= wg.
+pub fn register_candidates(d: usize, heads: usize, wg: u32) -> impl Iterator<Item = Layout> {
+    let units = d.div_ceil(4).max(1);
+    let heads = heads.max(1);
+    (1..=heads).filter_map(move |hb| {
+        let kt = heads.div_ceil(hb);
+        if kt > KT_MAX as usize || (hb > 1 && (hb - 1) * kt >= heads) {
+            return None;
+        }
+        let v_cap = (V_MAX as usize).min(KV_MAX as usize / kt);
+        if v_cap == 0 {
+            return None;
+        }
+        // Powers of two (so that XS is one too): few distinct pipelines.
+        let v_cap = 1 << v_cap.ilog2();
+        let v = units
+            .div_ceil(TARGET_TPR)
+            .next_power_of_two()
+            .clamp(1, v_cap);
+        let tpr = units.div_ceil(v).next_power_of_two();
+        if hb * tpr > wg as usize {
+            return None;
+        }
+        // Row groups: a power of two (so that XS is one too), the rest of the threads idle.
+        let rg = 1 << (wg as usize / (hb * tpr)).ilog2();
+        Some(Layout {
+            tpr: tpr as u32,
+            v: v as u32,
+            kt: kt as u32,
+            hb: hb as u32,
+            rg: rg as u32,
+            // Staging for any row groups of half the workgroup (hb >= 2): one size per V.
+            xs: if hb > 1 {
+                (wg as usize / 2 * v) as u32
+            } else {
+                1
+            },
+        })
+    })
+}
+
+impl Layout {
+    /// The pipeline shape of this layout (the two-kernel path's overrides, which its entry
+    /// points do not read, at 1).
+    pub fn shape(&self, wg: u32, storage: Storage) -> Shape {
+        Shape {
+            tpr: self.tpr,
+            tc: 1,
+            v: self.v,
+            kt: self.kt,
+            xs: self.xs,
+            storage: storage.code(),
+            ..Shape::for_features(1, 1, wg)
+        }
+    }
+}
+
+/// Workgroup sizes the planner can choose ([`workgroup_size`]: 256, or 128 where the device
+/// allows no more, the least Vulkan and OpenGL ES 3.1 promise).
+pub const WORKGROUP_SIZES: [u32; 2] = [128, 256];
+
+/// Every pipeline shape the planner can choose, on any device: the register pass's layouts
+/// for every row width (in units of 4 values, up to the widest it takes), head count and
+/// workgroup size that some workgroup-memory limit selects (a candidate is chosen when the
+/// limit is below every earlier candidate's bytes and at least its own), with and without
+/// subgroup lane sums; the two-kernel path's and CSR rows' shapes for every threads-per-row,
+/// tile and threads-per-column value; each for every storage and with and without the
+/// traffic counters. Tests translate every one to SPIR-V, MSL and HLSL.
+pub fn reachable_shapes() -> Vec<Shape> {
+    let mut base = std::collections::BTreeSet::new();
+    let key = |s: &Shape| {
+        (
+            s.wg,
+            s.tpr,
+            s.tc,
+            s.sparse,
+            s.tpc,
+            s.v,
+            s.kt,
+            s.xs,
+            s.subgroups,
+        )
+    };
+    let mut shapes = Vec::new();
+    let mut add = |s: Shape| {
+        if base.insert(key(&s)) {
+            shapes.push(s);
+        }
+    };
+    let widest = (V_MAX * 256) as usize;
+    for wg in WORKGROUP_SIZES {
+        for heads in 1..=MAX_HEADS {
+            for units in 1..=widest {
+                let mut below = u32::MAX;
+                for l in register_candidates(4 * units, heads, wg) {
+                    let shape = l.shape(wg, Storage::F32);
+                    let bytes = shape.workgroup_bytes();
+                    if bytes < below {
+                        below = bytes;
+                        for subgroups in [false, true] {
+                            add(Shape { subgroups, ..shape });
+                        }
+                    }
+                }
+            }
+        }
+        let pow2 = |max: u32| (0..=max.ilog2()).map(|i| 1u32 << i);
+        for tpr in pow2(wg) {
+            for tc in pow2(wg).filter(|&t| t >= 2) {
+                add(Shape {
+                    tpr,
+                    tc,
+                    ..Shape::for_features(1, 1, wg)
+                });
+            }
+        }
+        for tpr in pow2(wg.min(32)) {
+            for tpc in pow2(wg.min(32)) {
+                add(Shape {
+                    tpr,
+                    tpc,
+                    tc: 1,
+                    sparse: 1,
+                    ..Shape::for_features(1, 1, wg)
+                });
+            }
+        }
+    }
+    let storages = [Storage::F32, Storage::F16, Storage::U8, Storage::I8];
+    shapes
+        .iter()
+        .flat_map(|s| {
+            storages.iter().flat_map(move |st| {
+                [false, true].map(|count| Shape {
+                    storage: st.code(),
+                    count,
+                    ..*s
+                })
+            })
+        })
+        .collect()
+}
+
+/// Rows per step of the register pass with `shape` and `heads` heads: the largest power of
+/// two <= WG / (HB TPR) (the shader's `rgs`).
+pub fn rows_per_step(shape: &Shape, heads: usize) -> usize {
+    let hb = heads.max(1).div_ceil(shape.kt.max(1) as usize);
+    let rg = (shape.wg as usize / (hb * shape.tpr.max(1) as usize)).max(1);
+    1 << rg.ilog2()
+}
+
+/// Values per dense row on the device: d padded to whole units of 4.
+pub fn padded(d: usize) -> usize {
+    d.div_ceil(4) * 4
+}
+
+/// Workgroups the persistent grid aims for on this adapter: a few per compute unit. wgpu
+/// gives no count of compute units, so: 4 per thread of a CPU adapter (a software rasterizer
+/// runs a workgroup on one thread), 512 on a discrete GPU (4 per SM of a 128-SM GPU such as
+/// an H100 with 132), 64 on an integrated GPU, 128 otherwise.
+pub fn device_workgroups(info: &wgpu::AdapterInfo) -> usize {
+    match info.device_type {
+        wgpu::DeviceType::Cpu => {
+            4 * std::thread::available_parallelism().map_or(2, std::num::NonZeroUsize::get)
+        }
+        wgpu::DeviceType::DiscreteGpu => 512,
+        wgpu::DeviceType::IntegratedGpu => 64,
+        _ => 128,
+    }
+}
+
+/// The persistent grid of one segment of `n` rows with `x_words` words of X: at most `grid`
+/// workgroups, at most one per step of rows, and (training: `len` sums per partial) few
+/// enough that the partials written and read take at most [`PARTIAL_SHARE`] of one read of
+/// X; but at least enough that no workgroup runs more than `max_steps` steps. Returns
+/// (workgroups, rows per workgroup: a multiple of 4, as the labels are packed four to a
+/// word), every workgroup with at least one row.
+pub fn segment_grid(
+    n: usize,
+    x_words: u64,
+    len: Option<usize>,
+    grid: usize,
+    step: usize,
+    max_steps: Option<usize>,
+) -> (usize, usize) {
+    let step = step.max(1);
+    let mut g = grid.min(n.div_ceil(step)).max(1);
+    if let Some(len) = len {
+        let share = (x_words as f64 * PARTIAL_SHARE / (2.0 * len.max(1) as f64)) as usize;
+        g = g.min(share.max(1));
+    }
+    let mut run = n.div_ceil(g).next_multiple_of(4).max(4);
+    if let Some(steps) = max_steps {
+        // Whole words of labels per run: a multiple of 4 rows (and of the step).
+        run = run.min((steps.max(1) * step / 4 * 4).max(4));
+    }
+    (n.div_ceil(run).max(1), run)
+}
+
+/// Most steps of rows per workgroup of the register pass on a software adapter with `heads`
+/// heads. Mesa's llvmpipe and lavapipe end every loop, silently, once a shader invocation
+/// has run 65,535 loop iterations in all (gallivm's loop limiter,
+/// LP_MAX_TGSI_LOOP_ITERATIONS); a step costs 2K + 11 to 2K + 18 iterations (the rule's two
+/// loops over the K scores and the loops the compiler does not unroll), measured on
+/// lavapipe for K = 1 to 64 (`tests/traffic.rs` keeps a check: K = 10 at d = 784 broke
+/// after 1,720 steps in one workgroup, K = 64 at d = 64 after 456). Workgroups stop at
+/// about 70% of that.
+pub fn software_steps(heads: usize) -> usize {
+    48_000 / (2 * heads.max(1) + 20)
+}
+
+/// The binding size the plan works with: the device's storage-binding and buffer limits, a
+/// test override, and 2 GiB.
+pub fn binding_limit(limits: &wgpu::Limits, max_binding: Option<u64>) -> u64 {
+    limits
+        .max_storage_buffer_binding_size
+        .min(limits.max_buffer_size)
+        .min(max_binding.unwrap_or(u64::MAX))
+        .min(1 << 31)
+}
+
+fn check_heads(heads: usize) -> Result<()> {
+    if heads > MAX_HEADS {
+        return Err(Error::TooLarge(format!(
+            "{heads} classes: the GPU pipelines handle at most {MAX_HEADS}"
+        )));
+    }
+    Ok(())
+}
+
+/// Plans dense rows: n rows of d features and `heads` heads under the device limits (the
+/// register pass where it fits, unless `two_kernels`), or explains why the data does not
+/// fit. `max_binding` overrides the binding limit (tests force it small); `grid` is the
+/// persistent grid's size.
+pub fn plan(
+    n: usize,
+    d: usize,
+    heads: usize,
+    storage: Storage,
+    limits: &wgpu::Limits,
+    max_binding: Option<u64>,
+    grid: usize,
+    two_kernels: bool,
+) -> Result<Plan> {
+    check_heads(heads)?;
+    let binding = binding_limit(limits, max_binding);
+    let len = heads.max(1) as u64 * (d as u64 + 1);
+    // Per row, a segment binds d features padded to whole units and `heads` outputs.
+    let row_bytes = (padded(d) as u64 * storage.bytes() as u64).max(heads as u64 * 4);
+    if row_bytes > binding || len * 4 > binding.max(limits.max_storage_buffer_binding_size) {
+        return Err(Error::TooLarge(format!(
+            "one row of {d} features is {row_bytes} bytes, more than the GPU binds at once \
+             ({binding} bytes)"
+        )));
+    }
+    let wg = workgroup_size(limits, 256)?;
+    let per_dim = limits.max_compute_workgroups_per_dimension as u64;
+    if len.div_ceil(32) > per_dim * per_dim || len.div_ceil(wg as u64) > per_dim {
+        return Err(Error::TooLarge(format!(
+            "{d} features need more workgroups than the GPU dispatches per dimension ({per_dim})"
+        )));
+    }
+    let seg_rows = ((binding / row_bytes) as usize).min(n).max(1);
+    let layout = register_layout(d, heads, wg, limits.max_compute_workgroup_storage_size)
+        .filter(|_| !two_kernels);
+    let shape = match layout {
+        Some(l) => l.shape(wg, storage),
+        None => {
+            let two = Shape {
+                storage: storage.code(),
+                ..Shape::for_features(d, heads, wg)
+            };
+            if len.div_ceil(two.tc as u64) > per_dim {
+                return Err(Error::TooLarge(format!(
+                    "{d} features need more workgroups than the GPU dispatches per dimension \
+                     ({per_dim})"
+                )));
+            }
+            two
+        }
+    };
+    let max_chunks = (PARTIALS_BUDGET.min(binding) / (len * 4)).max(1) as usize;
+    // Whole row groups per chunk (WG / TPR rows are scored at once).
+    let groups = (shape.wg / shape.tpr) as usize;
+    let chunk_rows = 64usize
+        .max(n.div_ceil(max_chunks))
+        .max(seg_rows.div_ceil(per_dim as usize))
+        .next_multiple_of(groups);
+    Ok(Plan {
+        seg_rows,
+        chunk_rows,
+        margin_wgs_cap: (per_dim as usize).min(4096),
+        grid: grid.max(1),
+        max_steps: None,
+        shape,
+    })
+}
+
+/// Plans CSR rows: `n` rows (training and held-out) with `nnz` stored values over `d` columns.
+/// Segments are cut by [`sparse_segments`]; what the plan fixes is the shape and the checks
+/// that the weights and a column's start table fit.
+pub fn plan_sparse(
+    n: usize,
+    d: usize,
+    nnz: usize,
+    heads: usize,
+    storage: Storage,
+    limits: &wgpu::Limits,
+) -> Result<Plan> {
+    check_heads(heads)?;
+    let binding = binding_limit(limits, None);
+    let len = heads.max(1) as u64 * (d as u64 + 1);
+    if len * 4 > binding || (d as u64 + 1) * 4 > binding {
+        return Err(Error::TooLarge(format!(
+            "{d} features: the weights or the column table are more than the GPU binds at once \
+             ({binding} bytes)"
+        )));
+    }
+    let wg = workgroup_size(limits, 256)?;
+    let shape = Shape {
+        storage: storage.code(),
+        tc: 1,
+        ..Shape::for_sparse(n, d, nnz, heads, wg)
+    };
+    let per_dim = limits.max_compute_workgroups_per_dimension as u64;
+    // `gather` runs WG / TPC columns per workgroup; `apply` AJ = 32 weights per workgroup.
+    if len.div_ceil((wg / shape.tpc).max(1) as u64) > per_dim * per_dim
+        || len.div_ceil(32) > per_dim * per_dim
+    {
+        return Err(Error::TooLarge(format!(
+            "{d} features need more workgroups than the GPU dispatches ({per_dim} per dimension)"
+        )));
+    }
+    Ok(Plan {
+        seg_rows: 0,
+        chunk_rows: n.max(1),
+        margin_wgs_cap: (per_dim as usize).min(4096),
+        grid: 1,
+        max_steps: None,
+        shape,
+    })
+}
+
+/// Cuts CSR rows into segments (start, rows) whose buffers each fit `binding` bytes: the
+/// values, the row starts with the columns, the per-row outputs, and for training segments
+/// (`gather`) the column-major copy (column starts, rows, positions). A row that alone does
+/// not fit is an error.
+pub fn sparse_segments(
+    c: CsrView<'_>,
+    d: usize,
+    heads: usize,
+    binding: u64,
+    gather: bool,
+) -> Result<Vec<(usize, usize)>> {
+    let eb = c.values.storage().bytes() as u64;
+    let fits = |rows: u64, nnz: u64| {
+        nnz * eb + 3 <= binding
+            && (rows + 1 + nnz) * 4 <= binding
+            && rows * heads.max(1) as u64 * 4 <= binding
+            && (!gather || (d as u64 + 1 + 2 * nnz) * 4 <= binding)
+    };
+    let mut out = Vec::new();
+    let mut start = 0;
+    while start < c.n() {
+        let mut end = start;
+        while end < c.n()
+            && fits(
+                (end + 1 - start) as u64,
+                (c.indptr[end + 1] - c.indptr[start]) as u64,
+            )
+        {
+            end += 1;
+        }
+        if end == start {
+            return Err(Error::TooLarge(format!(
+                "row {} has {} stored values, more than the GPU binds at once ({binding} bytes)",
+                start + 1,
+                c.indptr[start + 1] - c.indptr[start]
+            )));
+        }
+        out.push((start, end - start));
+        start = end;
+    }
+    Ok(out)
+}
+
+/// The folded grid for `wgs` workgroups: (x, y) with x at most the per-dimension limit.
+pub fn fold(wgs: usize, per_dim: usize) -> (u32, u32) {
+    let per_dim = per_dim.max(1);
+    (
+        wgs.clamp(1, per_dim) as u32,
+        wgs.div_ceil(per_dim).max(1) as u32,
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const BYTES_32K: u32 = 32 << 10;
+
+    #[test]
+    fn the_register_pass_covers_the_shapes_of_the_issue() {
+        // One head at 64 and 784 features; 3 and 10 heads at 784; 64 heads at 64.
+        let l = register_layout(64, 1, 256, BYTES_32K).unwrap();
+        assert_eq!((l.tpr, l.v, l.kt, l.hb, l.rg), (16, 1, 1, 1, 16));
+        let l = register_layout(784, 1, 256, BYTES_32K).unwrap();
+        assert_eq!((l.tpr, l.v, l.rg), (32, 8, 8));
+        let l = register_layout(784, 3, 256, BYTES_32K).unwrap();
+        assert_eq!((l.tpr, l.v, l.kt, l.hb), (64, 4, 3, 1));
+        let l = register_layout(784, 10, 256, BYTES_32K).unwrap();
+        assert_eq!((l.tpr, l.v, l.kt, l.hb, l.rg), (256, 1, 10, 1, 1));
+        let l = register_layout(64, 64, 256, BYTES_32K).unwrap();
+        assert!(
+            l.hb > 1 && l.kt as usize * l.hb as usize >= 64 && l.xs > 1,
+            "{l:?}"
+        );
+        // Rows whose K accumulators and weights exceed a workgroup's registers.
+        assert!(register_layout(4096, 10, 256, BYTES_32K).is_none());
+        assert!(register_layout(20_000, 1, 256, BYTES_32K).is_none());
+    }
+
+    #[test]
+    fn every_layout_is_a_valid_shape_within_its_workgroup() {
+        for heads in [1, 2, 3, 5, 10, 12, 13, 24, 64] {
+            for d in [1, 2, 3, 4, 5, 7, 31, 64, 100, 257, 784, 1000, 2048, 8192] {
+                for wg in [128, 256] {
+                    let Some(l) = register_layout(d, heads, wg, BYTES_32K) else {
+                        continue;
+                    };
+                    let s = l.shape(wg, Storage::U8);
+                    assert!(s.is_valid(), "d={d} K={heads} wg={wg}: {l:?}");
+                    assert!(s.workgroup_bytes() <= BYTES_32K);
+                    assert!(l.hb * l.tpr * l.rg <= wg && l.rg >= 1);
+                    assert!(l.kt * l.hb >= heads as u32 && (l.hb - 1) * l.kt < heads as u32);
+                    assert!((l.tpr * l.v * 4) as usize >= d, "d={d} K={heads}: {l:?}");
+                    assert_eq!(rows_per_step(&s, heads), l.rg as usize);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn reachable_shapes_are_valid_and_include_what_plans_choose() {
+        let all = reachable_shapes();
+        assert!(all.iter().all(Shape::is_valid));
+        let l = wgpu::Limits::default();
+        for (n, d, heads) in [(100, 784, 10), (100, 64, 1), (100, 100_000, 1), (5, 3, 64)] {
+            for st in [Storage::F32, Storage::U8] {
+                let p = plan(n, d, heads, st, &l, None, 8, false).unwrap();
+                for subgroups in [false, p.register_pass()] {
+                    let s = Shape {
+                        subgroups,
+                        ..p.shape
+                    };
+                    assert!(all.contains(&s), "{s:?}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn the_grid_keeps_partials_within_their_share() {
+        // 60,000 x 784, K = 10: 47 M words of X; at most 1% of them written as partials.
+        let len = 10 * 785;
+        let x = 60_000u64 * 784;
+        let (g, run) = segment_grid(60_000, x, Some(len), 512, 1, None);
+        assert!(
+            2 * (g * len) as u64 <= (x as f64 * PARTIAL_SHARE) as u64 + 1,
+            "{g}"
+        );
+        assert!(g * run >= 60_000 && (g - 1) * run < 60_000);
+        // A software adapter: at most software_steps(10) steps a workgroup, whatever the share.
+        let (g, run) = segment_grid(60_000, x, Some(len), 512, 1, Some(software_steps(10)));
+        assert!(
+            run <= software_steps(10) && g * run >= 60_000,
+            "{g} x {run}"
+        );
+        // 1,048,576 x 64, K = 1: the device's grid.
+        let (g, _) = segment_grid(1 << 20, 1 << 26, Some(65), 512, 16, None);
+        assert_eq!(g, 512);
+        // Few rows: one workgroup per step of rows at most; held-out rows have no partials.
+        assert_eq!(segment_grid(10, 640, Some(65), 512, 16, None), (1, 12));
+        assert_eq!(segment_grid(100, 6400, None, 8, 4, None), (7, 16));
+        assert_eq!(segment_grid(1, 64, None, 8, 4, None), (1, 4));
+    }
+
+    #[test]
+    fn plans_keep_every_dispatch_within_the_limits() {
+        let l = wgpu::Limits::default();
+        let per_dim = l.max_compute_workgroups_per_dimension as usize;
+        for (n, d, heads) in [
+            (16_777_216, 1, 1),
+            (1, 1, 1),
+            (4_000, 1, 1),
+            (1 << 20, 64, 10),
+            (1000, 20_000, 3),
+        ] {
+            for two in [false, true] {
+                let p = plan(n, d, heads, Storage::F32, &l, None, 512, two).unwrap();
+                let chunks = n.div_ceil(p.chunk_rows);
+                let len = heads * (d + 1);
+                assert!(p.chunk_rows >= 64, "{n} x {d}: {p:?}");
+                assert!((chunks * len * 4) as u64 <= PARTIALS_BUDGET.max(64 * len as u64 * 4));
+                assert!(p.seg_rows.div_ceil(p.chunk_rows) <= per_dim, "{n} x {d}");
+                assert_eq!(p.register_pass(), !two && d < 20_000, "{n} x {d} x {heads}");
+            }
+        }
+    }
+}
