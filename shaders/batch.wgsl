@@ -675,6 +675,9 @@ fn pass_rows(lid: u32, wid: u32, mode: u32, sgs: u32) {
                 }
             }
         } else {
+            // (Every thread has read the previous row's units: scoring has no other barrier
+            // between steps when TPR = 1.)
+            workgroupBarrier();
             if (on && hb == 0u) {
                 for (var v = 0u; v < V; v++) {
                     let u = lane + v * TPR;

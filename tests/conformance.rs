@@ -29,7 +29,7 @@ fn gpu() -> Option<&'static GpuBackend> {
 /// device's grid, lane sums by subgroups on a GPU that has them, else by the workgroup
 /// tree): each lane sum forced (where the adapter has subgroups, so that both run), the
 /// two-kernel path forced, and persistent grids of one and three workgroups (results do not
-/// depend on it).
+/// depend on it), the latter with one head per thread (head blocks sharing each row).
 fn gpu_variants() -> Vec<(&'static str, &'static GpuBackend)> {
     use rosenblatt::backend::gpu::{GpuOptions, ResidentOptions};
     static G: OnceLock<Vec<(&'static str, GpuBackend)>> = OnceLock::new();
@@ -54,23 +54,30 @@ fn gpu_variants() -> Vec<(&'static str, &'static GpuBackend)> {
                 },
             ),
             (
-                "gpu grid 3",
+                "gpu grid 3, a head a thread",
                 ResidentOptions {
                     workgroups: Some(3),
+                    heads_per_thread: Some(1),
                     ..Default::default()
                 },
             ),
         ];
         if subgroups {
-            for (name, on) in [("gpu subgroups", true), ("gpu tree", false)] {
-                v.push((
-                    name,
-                    ResidentOptions {
-                        subgroups: Some(on),
-                        ..Default::default()
-                    },
-                ));
-            }
+            // The lane sums the default does not use: the tree on a GPU with subgroups, the
+            // subgroups on a software adapter (whose default is the tree).
+            let software = base.context().info.device_type == wgpu::DeviceType::Cpu;
+            let (name, on) = if software {
+                ("gpu subgroups", true)
+            } else {
+                ("gpu tree", false)
+            };
+            v.push((
+                name,
+                ResidentOptions {
+                    subgroups: Some(on),
+                    ..Default::default()
+                },
+            ));
         }
         v.into_iter()
             .filter_map(|(name, resident)| {

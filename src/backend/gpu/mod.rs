@@ -67,9 +67,11 @@ impl GpuBackend {
             heads,
             super::Storage::F32,
             &self.ctx.limits,
-            self.opts.max_binding,
-            1,
-            self.opts.two_kernels,
+            plan::PlanOptions {
+                max_binding: self.opts.max_binding,
+                two_kernels: self.opts.two_kernels,
+                ..Default::default()
+            },
         )?;
         Ok(n.div_ceil(plan.seg_rows))
     }

@@ -62,24 +62,37 @@ pub struct Layout {
 }
 
 /// The register pass's layout for rows of `d` features and `heads` heads in workgroups of
-/// `wg` threads with at most `wg_bytes` bytes of workgroup memory: the first of
-/// [`register_candidates`] that fits, or `None` where none does (the K x V accumulators and
-/// weights of a row exceed the per-thread budget with hb TPR <= wg).
-pub fn register_layout(d: usize, heads: usize, wg: u32, wg_bytes: u32) -> Option<Layout> {
-    register_candidates(d, heads, wg)
+/// `wg` threads with at most `wg_bytes` bytes of workgroup memory and at most `kt_cap`
+/// heads per thread: the first of [`register_candidates`] that fits, or `None` where none
+/// does (the K x V accumulators and weights of a row exceed the per-thread budget with
+/// hb TPR <= wg).
+pub fn register_layout(
+    d: usize,
+    heads: usize,
+    wg: u32,
+    wg_bytes: u32,
+    kt_cap: u32,
+) -> Option<Layout> {
+    register_candidates(d, heads, wg, kt_cap)
         .find(|l| l.shape(wg, Storage::F32).workgroup_bytes() <= wg_bytes)
 }
 
 /// The register pass's layouts for rows of `d` features and `heads` heads in workgroups of
 /// `wg` threads, in the order of preference: the fewest head blocks first (hb = 1 needs no
 /// staging), each with the fewest units V (a power of two) that let TPR <= 32 within the
-/// per-thread budget (KT V <= KV_MAX, V <= V_MAX) and hb TPR <= wg.
-pub fn register_candidates(d: usize, heads: usize, wg: u32) -> impl Iterator<Item = Layout> {
+/// per-thread budget (KT V <= KV_MAX, V <= V_MAX, KT <= `kt_cap`) and hb TPR <= wg.
+pub fn register_candidates(
+    d: usize,
+    heads: usize,
+    wg: u32,
+    kt_cap: u32,
+) -> impl Iterator<Item = Layout> {
     let units = d.div_ceil(4).max(1);
     let heads = heads.max(1);
+    let kt_cap = kt_cap.clamp(1, KT_MAX) as usize;
     (1..=heads).filter_map(move |hb| {
         let kt = heads.div_ceil(hb);
-        if kt > KT_MAX as usize || (hb > 1 && (hb - 1) * kt >= heads) {
+        if kt > kt_cap || (hb > 1 && (hb - 1) * kt >= heads) {
             return None;
         }
         let v_cap = (V_MAX as usize).min(KV_MAX as usize / kt);
@@ -130,6 +143,13 @@ impl Layout {
     }
 }
 
+/// Most heads per thread on OpenGL: Mesa's GLSL path compiles a register pass with several
+/// heads per thread for tens of seconds to minutes (llvmpipe GL: 8 s for KT = 2 at d = 64,
+/// 25 s for KT = 3, 110 s for KT = 8; lavapipe, from SPIR-V: under 0.5 s), one head per
+/// thread in milliseconds; so on GL the heads go one per thread group (HB = K), and rows too
+/// wide for that take the two-kernel path.
+pub const GL_KT_CAP: u32 = 1;
+
 /// Workgroup sizes the planner can choose ([`workgroup_size`]: 256, or 128 where the device
 /// allows no more, the least Vulkan and OpenGL ES 3.1 promise).
 pub const WORKGROUP_SIZES: [u32; 2] = [128, 256];
@@ -163,11 +183,14 @@ pub fn reachable_shapes() -> Vec<Shape> {
         }
     };
     let widest = (V_MAX * 256) as usize;
-    for wg in WORKGROUP_SIZES {
+    for (wg, kt_cap) in WORKGROUP_SIZES
+        .iter()
+        .flat_map(|&wg| [(wg, KT_MAX), (wg, GL_KT_CAP)])
+    {
         for heads in 1..=MAX_HEADS {
             for units in 1..=widest {
                 let mut below = u32::MAX;
-                for l in register_candidates(4 * units, heads, wg) {
+                for l in register_candidates(4 * units, heads, wg, kt_cap) {
                     let shape = l.shape(wg, Storage::F32);
                     let bytes = shape.workgroup_bytes();
                     if bytes < below {
@@ -179,6 +202,8 @@ pub fn reachable_shapes() -> Vec<Shape> {
                 }
             }
         }
+    }
+    for wg in WORKGROUP_SIZES {
         let pow2 = |max: u32| (0..=max.ilog2()).map(|i| 1u32 << i);
         for tpr in pow2(wg) {
             for tc in pow2(wg).filter(|&t| t >= 2) {
@@ -303,22 +328,43 @@ fn check_heads(heads: usize) -> Result<()> {
     Ok(())
 }
 
+/// What shapes a dense plan besides the data and the device limits.
+#[derive(Debug, Clone, Copy)]
+pub struct PlanOptions {
+    /// Override of the binding limit (tests force it small).
+    pub max_binding: Option<u64>,
+    /// The persistent grid's size (workgroups per segment at most).
+    pub grid: usize,
+    /// Take the two-kernel path even where the register pass fits.
+    pub two_kernels: bool,
+    /// Most heads per thread of the register pass ([`GL_KT_CAP`] on OpenGL).
+    pub kt_cap: u32,
+}
+
+impl Default for PlanOptions {
+    fn default() -> Self {
+        PlanOptions {
+            max_binding: None,
+            grid: 1,
+            two_kernels: false,
+            kt_cap: KT_MAX,
+        }
+    }
+}
+
 /// Plans dense rows: n rows of d features and `heads` heads under the device limits (the
-/// register pass where it fits, unless `two_kernels`), or explains why the data does not
-/// fit. `max_binding` overrides the binding limit (tests force it small); `grid` is the
-/// persistent grid's size.
+/// register pass where it fits, unless `opts.two_kernels`), or explains why the data does
+/// not fit.
 pub fn plan(
     n: usize,
     d: usize,
     heads: usize,
     storage: Storage,
     limits: &wgpu::Limits,
-    max_binding: Option<u64>,
-    grid: usize,
-    two_kernels: bool,
+    opts: PlanOptions,
 ) -> Result<Plan> {
     check_heads(heads)?;
-    let binding = binding_limit(limits, max_binding);
+    let binding = binding_limit(limits, opts.max_binding);
     let len = heads.max(1) as u64 * (d as u64 + 1);
     // Per row, a segment binds d features padded to whole units and `heads` outputs.
     let row_bytes = (padded(d) as u64 * storage.bytes() as u64).max(heads as u64 * 4);
@@ -336,8 +382,14 @@ pub fn plan(
         )));
     }
     let seg_rows = ((binding / row_bytes) as usize).min(n).max(1);
-    let layout = register_layout(d, heads, wg, limits.max_compute_workgroup_storage_size)
-        .filter(|_| !two_kernels);
+    let layout = register_layout(
+        d,
+        heads,
+        wg,
+        limits.max_compute_workgroup_storage_size,
+        opts.kt_cap,
+    )
+    .filter(|_| !opts.two_kernels);
     let shape = match layout {
         Some(l) => l.shape(wg, storage),
         None => {
@@ -365,7 +417,7 @@ pub fn plan(
         seg_rows,
         chunk_rows,
         margin_wgs_cap: (per_dim as usize).min(4096),
-        grid: grid.max(1),
+        grid: opts.grid.max(1),
         max_steps: None,
         shape,
     })
@@ -477,22 +529,26 @@ mod tests {
     #[test]
     fn the_register_pass_covers_the_shapes_of_the_issue() {
         // One head at 64 and 784 features; 3 and 10 heads at 784; 64 heads at 64.
-        let l = register_layout(64, 1, 256, BYTES_32K).unwrap();
+        let l = register_layout(64, 1, 256, BYTES_32K, KT_MAX).unwrap();
         assert_eq!((l.tpr, l.v, l.kt, l.hb, l.rg), (16, 1, 1, 1, 16));
-        let l = register_layout(784, 1, 256, BYTES_32K).unwrap();
+        let l = register_layout(784, 1, 256, BYTES_32K, KT_MAX).unwrap();
         assert_eq!((l.tpr, l.v, l.rg), (32, 8, 8));
-        let l = register_layout(784, 3, 256, BYTES_32K).unwrap();
+        let l = register_layout(784, 3, 256, BYTES_32K, KT_MAX).unwrap();
         assert_eq!((l.tpr, l.v, l.kt, l.hb), (64, 4, 3, 1));
-        let l = register_layout(784, 10, 256, BYTES_32K).unwrap();
+        let l = register_layout(784, 10, 256, BYTES_32K, KT_MAX).unwrap();
         assert_eq!((l.tpr, l.v, l.kt, l.hb, l.rg), (256, 1, 10, 1, 1));
-        let l = register_layout(64, 64, 256, BYTES_32K).unwrap();
+        let l = register_layout(64, 64, 256, BYTES_32K, KT_MAX).unwrap();
         assert!(
             l.hb > 1 && l.kt as usize * l.hb as usize >= 64 && l.xs > 1,
             "{l:?}"
         );
         // Rows whose K accumulators and weights exceed a workgroup's registers.
-        assert!(register_layout(4096, 10, 256, BYTES_32K).is_none());
-        assert!(register_layout(20_000, 1, 256, BYTES_32K).is_none());
+        assert!(register_layout(4096, 10, 256, BYTES_32K, KT_MAX).is_none());
+        assert!(register_layout(20_000, 1, 256, BYTES_32K, KT_MAX).is_none());
+        // OpenGL: one head per thread, heads over thread groups; K = 10 at d = 784 does not fit.
+        let l = register_layout(64, 10, 256, BYTES_32K, GL_KT_CAP).unwrap();
+        assert_eq!((l.kt, l.hb), (1, 10));
+        assert!(register_layout(784, 10, 256, BYTES_32K, GL_KT_CAP).is_none());
     }
 
     #[test]
@@ -500,7 +556,7 @@ mod tests {
         for heads in [1, 2, 3, 5, 10, 12, 13, 24, 64] {
             for d in [1, 2, 3, 4, 5, 7, 31, 64, 100, 257, 784, 1000, 2048, 8192] {
                 for wg in [128, 256] {
-                    let Some(l) = register_layout(d, heads, wg, BYTES_32K) else {
+                    let Some(l) = register_layout(d, heads, wg, BYTES_32K, KT_MAX) else {
                         continue;
                     };
                     let s = l.shape(wg, Storage::U8);
@@ -522,7 +578,11 @@ mod tests {
         let l = wgpu::Limits::default();
         for (n, d, heads) in [(100, 784, 10), (100, 64, 1), (100, 100_000, 1), (5, 3, 64)] {
             for st in [Storage::F32, Storage::U8] {
-                let p = plan(n, d, heads, st, &l, None, 8, false).unwrap();
+                let opts = PlanOptions {
+                    grid: 8,
+                    ..Default::default()
+                };
+                let p = plan(n, d, heads, st, &l, opts).unwrap();
                 for subgroups in [false, p.register_pass()] {
                     let s = Shape {
                         subgroups,
@@ -572,7 +632,12 @@ mod tests {
             (1000, 20_000, 3),
         ] {
             for two in [false, true] {
-                let p = plan(n, d, heads, Storage::F32, &l, None, 512, two).unwrap();
+                let opts = PlanOptions {
+                    grid: 512,
+                    two_kernels: two,
+                    ..Default::default()
+                };
+                let p = plan(n, d, heads, Storage::F32, &l, opts).unwrap();
                 let chunks = n.div_ceil(p.chunk_rows);
                 let len = heads * (d + 1);
                 assert!(p.chunk_rows >= 64, "{n} x {d}: {p:?}");

@@ -8,7 +8,7 @@
 
 use std::collections::VecDeque;
 
-use super::batch::{BatchPipelines, Entry, Shape};
+use super::batch::{BatchPipelines, Entry, Shape, KT_MAX};
 use super::context::GpuContext;
 use super::mirror::{
     flags, Control, EpochOut, Params, Segment, WgStat, FLAG_HELD_OUT, FLAG_WEIGHTS, ROLE_HELD_OUT,
@@ -16,7 +16,7 @@ use super::mirror::{
 };
 use super::plan::{
     binding_limit, device_workgroups, fold, padded, plan, plan_sparse, rows_per_step, segment_grid,
-    software_steps, sparse_segments, Plan,
+    software_steps, sparse_segments, Plan, PlanOptions, GL_KT_CAP,
 };
 use crate::backend::{
     winnow_weights, BatchRule, CsrView, DataView, EpochStats, Epochs, Extras, Features, Matrix,
@@ -228,6 +228,10 @@ pub struct ResidentOptions {
     /// compute unit ([`device_workgroups`]), fewer where the partial sums would take more
     /// than 2% of one read of X; tests vary it to show that results do not depend on it.
     pub workgroups: Option<usize>,
+    /// Most heads one thread of the register pass holds (default: 12, and 1 on OpenGL, where
+    /// Mesa compiles several heads per thread slowly; see plan::GL_KT_CAP). Tests set 1 to
+    /// run the head blocks' shared rows on every adapter.
+    pub heads_per_thread: Option<u32>,
     /// Test hook: the most steps of rows a workgroup of the register pass runs on a software
     /// adapter (default [`software_steps`]; tests measure Mesa's loop limit with it).
     pub software_steps: Option<usize>,
@@ -1253,10 +1257,20 @@ fn make_plan(ctx: &GpuContext, s: Sizes<'_>, opts: &ResidentOptions) -> Result<P
             heads,
             storage,
             &ctx.limits,
-            opts.max_binding,
-            opts.workgroups
-                .unwrap_or_else(|| device_workgroups(&ctx.info)),
-            opts.two_kernels,
+            PlanOptions {
+                max_binding: opts.max_binding,
+                grid: opts
+                    .workgroups
+                    .unwrap_or_else(|| device_workgroups(&ctx.info)),
+                two_kernels: opts.two_kernels,
+                kt_cap: opts
+                    .heads_per_thread
+                    .unwrap_or(if ctx.info.backend == wgpu::Backend::Gl {
+                        GL_KT_CAP
+                    } else {
+                        KT_MAX
+                    }),
+            },
         ),
     }
 }
@@ -1568,7 +1582,7 @@ fn write_dense(
 ) {
     let eb = storage.bytes();
     let (row, prow) = (d * eb, padded(d) * eb);
-    if row == prow && bytes.len() % 4 == 0 {
+    if row == prow && bytes.len().is_multiple_of(4) {
         q.write_buffer(buf, 0, bytes);
         return;
     }
