@@ -162,7 +162,8 @@ pub struct BackendBench {
     pub bound_by: Option<String>,
     /// Roofline in GB/s, when known.
     pub roofline_gbs: Option<f64>,
-    /// Where the roofline comes from.
+    /// Where the roofline comes from: [`ROOF_GIVEN`] (`BenchSpec::peak_gbs`), "table: DEVICE",
+    /// a measurement's description, or [`ROOF_UNKNOWN`].
     pub roofline_source: String,
     /// gbs / roofline_gbs.
     pub roofline_fraction: Option<f64>,
@@ -355,6 +356,11 @@ pub fn peak_gflops() -> f64 {
 }
 
 /// Where a backend's roofline comes from.
+/// [`BenchReport::roofline_source`] of a roofline the caller gave (`BenchSpec::peak_gbs`).
+pub const ROOF_GIVEN: &str = "given";
+/// [`BenchReport::roofline_source`] where the device's bandwidth is not known.
+pub const ROOF_UNKNOWN: &str = "unknown";
+
 enum Roof<'a> {
     /// Measured by this read pass, interleaved with the epochs.
     Measured(&'a dyn Fn() -> f64),
@@ -544,7 +550,7 @@ pub fn run(spec: &BenchSpec) -> Result<BenchReport> {
         return Err(Error::param(
             Param::Density,
             spec.density.unwrap_or(0.0),
-            "times the binary epoch: leave out --classes",
+            "times the binary epoch only (two classes)",
         ));
     }
     let (noisy, y) = if heads > 1 {
@@ -680,7 +686,7 @@ pub fn run(spec: &BenchSpec) -> Result<BenchReport> {
         };
         let probe = || cpu_read_pass(x, spec.d);
         let roof = if spec.gpu {
-            Roof::Given(spec.peak_gbs, "--peak-gbs".to_string())
+            Roof::Given(spec.peak_gbs, ROOF_GIVEN.to_string())
         } else {
             Roof::Measured(&probe)
         };
@@ -718,9 +724,9 @@ pub fn run(spec: &BenchSpec) -> Result<BenchReport> {
             Ok(g) => {
                 let setup = t.elapsed().as_secs_f64();
                 let roof = match (spec.peak_gbs, known_peak(&g.context().info.name)) {
-                    (Some(p), _) => Roof::Given(Some(p), "--peak-gbs".to_string()),
+                    (Some(p), _) => Roof::Given(Some(p), ROOF_GIVEN.to_string()),
                     (None, Some((p, k))) => Roof::Given(Some(p), format!("table: {k}")),
-                    (None, None) => Roof::Given(None, "unknown (give --peak-gbs)".to_string()),
+                    (None, None) => Roof::Given(None, ROOF_UNKNOWN.to_string()),
                 };
                 let x_bytes = view.x.bytes(view.n, view.d);
                 let streamed = spec

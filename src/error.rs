@@ -192,9 +192,10 @@ impl Error {
     }
 }
 
-/// A parameter of the library, named as the library knows it (the CLI maps each to its flag).
+/// A parameter of the library, named as the library knows it. Exhaustive on purpose: the CLI
+/// maps each to its flag in a `match` without a catch-all, so a new parameter without a flag
+/// name does not compile.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[non_exhaustive]
 pub enum Param {
     /// The training algorithm.
     Algo,
@@ -258,6 +259,10 @@ pub enum Param {
     Scale,
     /// Share of non-zero features in generated sparse data.
     Density,
+    /// The passive-aggressive rules' C.
+    Aggressiveness,
+    /// The direct multiclass update (argmax or all).
+    MulticlassUpdate,
 }
 
 impl Param {
@@ -295,6 +300,8 @@ impl Param {
             Param::WeightColumn => "weight column",
             Param::Scale => "scaling",
             Param::Density => "density",
+            Param::Aggressiveness => "aggressiveness C",
+            Param::MulticlassUpdate => "multiclass update",
         }
     }
 }

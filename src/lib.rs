@@ -19,18 +19,27 @@
 pub mod algo;
 pub mod alloc;
 pub mod backend;
+#[cfg(feature = "cli")]
 pub mod bench;
 pub mod data;
 #[cfg(feature = "mpi")]
 pub mod distributed;
 pub mod error;
+#[cfg(feature = "cli")]
 pub mod experiment;
 pub mod limits;
 pub mod metrics;
 pub mod model;
 pub mod output;
 pub mod params;
+#[cfg(feature = "plot")]
 pub mod plot;
 pub mod report;
 
 pub use error::{Error, Result};
+
+/// The guide's Rust examples, compiled and run by `cargo test` (its shell examples run in
+/// `tests/docs.rs`).
+#[cfg(doctest)]
+#[doc = include_str!("../docs/guide.md")]
+pub struct GuideExamples;

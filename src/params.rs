@@ -30,6 +30,10 @@ pub enum Algo {
     Winnow,
     /// The dual (kernel) perceptron with batch updates of per-point counts.
     Kernel,
+    /// Crammer et al.'s passive-aggressive rules (PA, PA-I, PA-II): on a margin below 1, the
+    /// smallest step (capped by the aggressiveness C) that reaches it (online).
+    #[serde(rename = "pa")]
+    PassiveAggressive,
 }
 
 impl Algo {
@@ -44,13 +48,27 @@ impl Algo {
             Algo::Voted => "voted",
             Algo::Winnow => "winnow",
             Algo::Kernel => "kernel",
+            Algo::PassiveAggressive => "pa",
+        }
+    }
+
+    /// The algorithm as reports title it: "batch perceptron", "passive-aggressive".
+    pub fn title(self) -> String {
+        match self {
+            Algo::PassiveAggressive => "passive-aggressive".to_string(),
+            Algo::Winnow => "Winnow".to_string(),
+            a => format!("{} perceptron", a.name()),
         }
     }
 
     /// The form used when `--mode` is not given.
     pub fn default_mode(self) -> Mode {
         match self {
-            Algo::Online | Algo::Averaged | Algo::Voted | Algo::Winnow => Mode::Online,
+            Algo::Online
+            | Algo::Averaged
+            | Algo::Voted
+            | Algo::Winnow
+            | Algo::PassiveAggressive => Mode::Online,
             Algo::Batch | Algo::Multiclass | Algo::Pocket | Algo::Kernel => Mode::Batch,
         }
     }
@@ -68,12 +86,59 @@ impl std::str::FromStr for Algo {
             "voted" => Algo::Voted,
             "winnow" => Algo::Winnow,
             "kernel" => Algo::Kernel,
+            "pa" => Algo::PassiveAggressive,
             _ => {
                 return Err(format!(
-                    "unknown algorithm {s:?} (expected online, batch, multiclass, pocket, averaged, voted, winnow or kernel)"
+                    "unknown algorithm {s:?} (expected online, batch, multiclass, pocket, averaged, voted, winnow, kernel or pa)"
                 ))
             }
         })
+    }
+}
+
+/// The passive-aggressive variant: how far a step goes (Crammer et al., JMLR 2006).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum PaVariant {
+    /// PA: the step that makes the margin exactly 1 (unbounded).
+    Pa,
+    /// PA-I: that step, at most C (scikit-learn's `loss="hinge"`).
+    #[default]
+    Pa1,
+    /// PA-II: loss / (||x||^2 + 1 / (2 C)) (scikit-learn's `loss="squared_hinge"`).
+    Pa2,
+}
+
+impl std::str::FromStr for PaVariant {
+    type Err = String;
+    fn from_str(s: &str) -> std::result::Result<Self, String> {
+        match s {
+            "pa" => Ok(PaVariant::Pa),
+            "pa1" | "pa-i" => Ok(PaVariant::Pa1),
+            "pa2" | "pa-ii" => Ok(PaVariant::Pa2),
+            _ => Err(format!(
+                "unknown passive-aggressive variant {s:?} (expected pa, pa1 or pa2)"
+            )),
+        }
+    }
+}
+
+/// The passive-aggressive rule's settings.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PassiveAggressive {
+    /// PA, PA-I or PA-II.
+    pub variant: PaVariant,
+    /// The aggressiveness C of PA-I and PA-II (> 0).
+    pub c: f32,
+}
+
+impl Default for PassiveAggressive {
+    fn default() -> Self {
+        PassiveAggressive {
+            variant: PaVariant::default(),
+            c: 1.0,
+        }
     }
 }
 
@@ -269,6 +334,9 @@ pub struct TrainParams {
     /// Kernel perceptron: the kernel (default linear).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kernel: Option<crate::backend::Kernel>,
+    /// Passive-aggressive: the variant and C (default PA-I, C = 1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub passive_aggressive: Option<PassiveAggressive>,
     /// Stop after this many epochs without improvement of the monitored figure (training
     /// mistakes, or validation mistakes with a validation set); `None` or 0: no such rule
     /// (files of earlier versions have none).
@@ -333,6 +401,7 @@ impl Default for TrainParams {
             multiclass: MulticlassStrategy::default(),
             max_vectors: default_max_vectors(),
             kernel: None,
+            passive_aggressive: None,
             patience: Some(DEFAULT_PATIENCE),
             min_improvement: default_min_improvement(),
             patience_floor: default_patience_floor(),
@@ -493,6 +562,31 @@ impl TrainParams {
         if let Some(k) = &self.kernel {
             k.check()?;
         }
+        if let Some(pa) = &self.passive_aggressive {
+            if !(pa.c.is_finite() && pa.c > 0.0) {
+                return Err(Error::param(
+                    Param::Aggressiveness,
+                    pa.c,
+                    "should be finite and > 0",
+                ));
+            }
+        }
+        if self.algo == Algo::PassiveAggressive && self.margin_threshold != 0.0 {
+            return Err(Error::param(
+                Param::MarginThreshold,
+                self.margin_threshold,
+                "is not available for the passive-aggressive rules, whose margin is 1 (the \
+                 hinge loss)",
+            ));
+        }
+        if self.algo == Algo::PassiveAggressive && self.multiclass_update == MulticlassUpdate::All {
+            return Err(Error::param(
+                Param::MulticlassUpdate,
+                "all",
+                "is not available for the passive-aggressive rules, whose multiclass step \
+                 moves the true class and the highest wrong one (argmax)",
+            ));
+        }
         if !(self.min_improvement.is_finite() && (0.0..1.0).contains(&self.min_improvement)) {
             return Err(Error::param(
                 Param::MinImprovement,
@@ -529,7 +623,7 @@ impl TrainParams {
         }
         let mode = self.effective_mode();
         let ok = match self.algo {
-            Algo::Online | Algo::Voted => mode == Mode::Online,
+            Algo::Online | Algo::Voted | Algo::PassiveAggressive => mode == Mode::Online,
             Algo::Batch | Algo::Pocket | Algo::Kernel => mode == Mode::Batch,
             Algo::Multiclass | Algo::Averaged | Algo::Winnow => true,
         };
@@ -538,7 +632,7 @@ impl TrainParams {
                 Param::Mode,
                 format!("{mode:?}").to_lowercase(),
                 match self.algo {
-                    Algo::Online | Algo::Voted => {
+                    Algo::Online | Algo::Voted | Algo::PassiveAggressive => {
                         "is not available: this algorithm has an online form only"
                     }
                     _ => "is not available: this algorithm has a batch form only",

@@ -317,8 +317,8 @@ pub fn boundary(
         (k, v / norm)
     });
     let title = format!(
-        "{} perceptron ({:?}){}",
-        model.algorithm().name(),
+        "{} ({:?}){}",
+        model.algorithm().title(),
         model.kind(),
         if ds.d > 2 {
             ", slice: other features at their mean"
@@ -482,7 +482,7 @@ pub fn load_report(path: &Path) -> Result<TrainReport> {
     };
     serde_json::from_value(r).map_err(|e| {
         bad(format!(
-            "not a training report (train --json output or a model file): {e}"
+            "not a training report (a JSON training report or a model file): {e}"
         ))
     })
 }

@@ -188,7 +188,7 @@ fn batch_result_does_not_depend_on_thread_count() {
 }
 
 #[test]
-fn one_class_and_multiclass_labels_are_rejected() {
+fn one_class_labels_are_rejected() {
     let mut ds = tiny();
     ds.labels = Some(Labels::from_names(&["a", "a"]));
     let p = TrainParams::default().validate().unwrap();

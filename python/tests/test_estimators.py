@@ -2,9 +2,9 @@
 
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-from rosenblatt import KernelPerceptron, Perceptron
+from rosenblatt import KernelPerceptron, PassiveAggressiveClassifier, Perceptron
 
-ONLINE = ("online", "averaged", "voted", "winnow")
+ONLINE = ("online", "averaged", "voted", "winnow", "pa")
 
 
 def expected_failures(est):
@@ -42,6 +42,7 @@ def expected_failures(est):
         Perceptron("pocket", backend="cpu"),
         Perceptron("voted", backend="cpu"),
         Perceptron("winnow", backend="cpu"),
+        PassiveAggressiveClassifier(backend="cpu"),
         KernelPerceptron(backend="cpu"),
     ],
     expected_failed_checks=expected_failures,

@@ -4,10 +4,9 @@
 //! Batch dual update: per epoch, alpha_i += 1 for every mistake y_i f(x_i) <= tau. With the
 //! linear kernel this is exactly the batch perceptron in primal form.
 
+use super::online::Watch;
 use super::{Backends, Checkpoint, Fitted, Problem, Progress};
-use crate::backend::{
-    predicted_wrong, BatchRule, DualBound, EpochStats, Kernel, StopReason, StopState,
-};
+use crate::backend::{predicted_wrong, DualBound, EpochStats, Kernel, StopReason};
 use crate::error::Result;
 use crate::model::{Body, Dual};
 use crate::params::Params;
@@ -25,10 +24,6 @@ pub fn fit(
     let kernel = params.kernel.unwrap_or(Kernel::Linear);
     let (eta, y) = (params.lr, &pb.y);
     let view = pb.view();
-    let rule = BatchRule {
-        patience: pb.patience(params),
-        ..BatchRule::new(eta, params.tol.unwrap_or(0.0))
-    };
     let support_of = |alpha: &[f32]| -> (Vec<u32>, Vec<f32>) {
         alpha
             .iter()
@@ -48,7 +43,7 @@ pub fn fit(
             Some(vd) => Some(b.bind_dual(vd, Some(view.data()))?),
             None => None,
         };
-        let mut stop_state = StopState::default();
+        let mut watch = Watch::new(pb, params, params.tol.unwrap_or(0.0));
         let mut best: Option<Vec<f32>> = None;
         // The last training scores, of the counts in `st.state` while `fresh`.
         let (stop, scores, fresh) = loop {
@@ -86,14 +81,12 @@ pub fn fit(
                     .count();
                 e.val_mistakes = Some(wrong as u64);
             }
-            let (better, why) = stop_state.record(&rule, &e);
+            let changed = e.mistakes > 0;
+            let (better, why) = watch.end(&mut st.stats, e, progress);
             if better {
                 best = Some(st.state.clone());
             }
-            let changed = e.mistakes > 0;
             st.state = alpha;
-            st.stats.push(e);
-            progress.update(st.stats.len(), params.epochs, e.mistakes);
             if let Some(why) = why {
                 break (why, scores, !changed);
             }
@@ -115,7 +108,7 @@ pub fn fit(
                 (st.state.clone(), s)
             }
         };
-        Ok((stop, alpha, scores, stop_state.best_epoch as usize))
+        Ok((stop, alpha, scores, watch.best_epoch()))
     })?;
     let (support, coef) = support_of(&alpha);
     // The model keeps its support vectors dense (d values each, as the model file holds

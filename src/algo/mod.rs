@@ -11,6 +11,7 @@
 pub mod batch;
 pub mod kernel;
 pub mod online;
+pub mod pa;
 pub mod winnow;
 
 use std::borrow::Cow;
@@ -576,6 +577,7 @@ pub fn fitter(params: &Params) -> Fit {
     match (params.algo, params.effective_mode()) {
         (Algo::Kernel, _) => kernel::fit,
         (Algo::Winnow, Mode::Online) => winnow::fit,
+        (Algo::PassiveAggressive, _) => pa::fit,
         (_, Mode::Online) => online::fit,
         (_, Mode::Batch) => batch::fit,
     }

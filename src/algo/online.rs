@@ -1,20 +1,20 @@
 //! Online training (the lecture notes' Algorithm 1 and its family): each epoch visits the rows
 //! in a seeded random order (or file order), and each mistake updates the weights at once
-//! (by eta times the row's weight). Sequential by nature, so it runs on the host. One loop
-//! serves the binary, multiclass and one-vs-rest rules (through [`row_rule`]), the averaged
-//! perceptron (lazy sums, O(d) per update) and the voted perceptron (every intermediate
-//! vector with its survival count; with more than two classes each vector is one row per
-//! class and votes for the class it scores highest).
+//! (by eta times the row's weight). Sequential by nature, so it runs on the host.
 //!
-//! After each epoch the stop rules ([`StopState`]) decide; with held-out rows the model after
-//! the epoch (the weights, the average, or the vote so far) is scored on them, and the model
-//! of the best validation epoch is the one kept.
+//! One loop ([`run`]) serves every online rule: it shuffles, prefetches, counts the mistakes,
+//! mixes the processes' weights in a data-parallel run, scores held-out rows, applies the stop
+//! rules ([`Watch`], shared with the kernel perceptron), keeps the best epoch's model and
+//! reports progress. A rule ([`OnlineRule`]) is the state a row updates and the model it
+//! yields: the perceptron here (binary, multiclass and one-vs-rest through [`row_rule`], the
+//! averaged perceptron with lazy sums, the voted perceptron with every intermediate vector
+//! and its survival count), Winnow (`winnow.rs`) and the passive-aggressive rules (`pa.rs`).
 
 use rand::seq::SliceRandom;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
-use super::{Backends, Fitted, Problem, Progress, PREFETCH_ROWS};
+use super::{Backends, Fitted, Problem, Progress, Shard, PREFETCH_ROWS};
 use crate::backend::cpu::{val_mistakes, CpuBackend};
 use crate::backend::{
     predicted_wrong, row_rule, update_norm, Backend, BatchRule, EpochStats, Reduce, Row,
@@ -24,19 +24,192 @@ use crate::error::{Error, Result};
 use crate::model::{vote_totals, Body, Rows, Voted};
 use crate::params::{Algo, Params};
 
-/// Trains the online form of `params.algo` on the host CPU (whatever the backends).
-pub fn fit(
+/// An online rule: the state one row at a time updates, and the model it yields.
+pub(crate) trait OnlineRule {
+    /// The model kept for the best validation epoch.
+    type Best;
+
+    /// The current augmented weights (`heads * (d + 1)`): the update norm, progress
+    /// snapshots and the default held-out scoring use them.
+    fn weights(&self) -> &[f32];
+
+    /// One row `row` with label `y` (±1, or the class index) and weight `wi`: update on a
+    /// mistake; returns the row's mistakes and weighted criterion, or why training stops.
+    fn step(&mut self, pb: &Problem<'_>, row: Row<'_>, y: f32, wi: f32) -> Result<Step>;
+
+    /// The end of an epoch in a data-parallel run: every process continues from the mean
+    /// of the processes' weights, and the epoch's counts become their sums.
+    fn mix(&mut self, shard: &Shard, e: &mut EpochStats, weighted: bool) {
+        shard.mix(self.weights_mut(), e, weighted);
+    }
+
+    /// The weights to mix (the default [`OnlineRule::mix`]).
+    fn weights_mut(&mut self) -> &mut [f32];
+
+    /// The held-out rows' mistakes of the model now (summed over the processes).
+    fn val_mistakes(&mut self, pb: &Problem<'_>) -> Result<u64> {
+        let m = val_mistakes(&pb.view(), self.weights(), pb.rule);
+        Ok(match &pb.shard {
+            Some(sh) => sh.total(m),
+            None => m,
+        }
+        .unwrap_or(0))
+    }
+
+    /// The model now, kept as the best so far.
+    fn best(&self, pb: &Problem<'_>) -> Self::Best;
+
+    /// The model trained: the best epoch's when one was kept, else the model now.
+    fn finish(self, pb: &Problem<'_>, best: Option<Self::Best>) -> Snapshot;
+}
+
+/// What one row did.
+pub(crate) struct Step {
+    /// Mistakes (heads for one-vs-rest, else 0 or 1).
+    pub mistakes: u64,
+    /// Their perceptron criterion, times the row's weight.
+    pub criterion: f64,
+    /// Stop training after this row (its counts still go into the epoch).
+    pub stop: Option<StopReason>,
+}
+
+/// The stop rules, the statistics and the progress of an epoch loop: the bookkeeping every
+/// loop shares (the online loop and the kernel perceptron's).
+pub(crate) struct Watch {
+    rule: BatchRule,
+    state: StopState,
+    max_epochs: usize,
+}
+
+impl Watch {
+    /// The stop rules of `params` (the patience rule among them), with the update-norm
+    /// tolerance `tol` (0: none).
+    pub(crate) fn new(pb: &Problem<'_>, params: &Params, tol: f32) -> Watch {
+        Watch {
+            rule: BatchRule {
+                patience: pb.patience(params),
+                ..BatchRule::new(params.lr, tol)
+            },
+            state: StopState::default(),
+            max_epochs: params.epochs,
+        }
+    }
+
+    /// Ends an epoch: records `e` in `stats` and reports progress; returns whether it is
+    /// the best epoch so far and why to stop, if the stop rules say so.
+    pub(crate) fn end(
+        &mut self,
+        stats: &mut Vec<EpochStats>,
+        e: EpochStats,
+        progress: &mut dyn Progress,
+    ) -> (bool, Option<StopReason>) {
+        let (better, why) = self.state.record(&self.rule, &e);
+        stats.push(e);
+        progress.update(stats.len(), self.max_epochs, e.mistakes);
+        (better, why)
+    }
+
+    /// The epoch (1-based) with the fewest monitored mistakes; 0 when none ran.
+    pub(crate) fn best_epoch(&self) -> usize {
+        self.state.best_epoch as usize
+    }
+}
+
+/// A model the run can return: weights (the last or the average), or a vote.
+#[derive(Debug, Clone)]
+pub(crate) enum Snapshot {
+    /// Augmented weights, `heads * (d + 1)`.
+    Linear(Vec<f32>),
+    /// Voted vectors (augmented, `heads * (d + 1)` each, concatenated) and their counts.
+    Voted { flat: Vec<f32>, counts: Vec<u64> },
+}
+
+/// The result of an online run.
+pub(crate) struct Online {
+    stats: Vec<EpochStats>,
+    stop: StopReason,
+    model: Snapshot,
+    best_epoch: usize,
+}
+
+/// Runs `rule` over the problem's rows epoch after epoch until a stop rule says so.
+pub(crate) fn run<R: OnlineRule>(
     pb: &Problem<'_>,
     params: &Params,
-    _backends: &Backends<'_>,
+    mut rule: R,
     progress: &mut dyn Progress,
-) -> Result<Fitted> {
-    let keep = Keep {
-        average: params.algo == Algo::Averaged,
-        voted: (params.algo == Algo::Voted).then_some(params.max_vectors),
-    };
-    let mut w = pb.initial_weights(params);
-    let out = train(pb, params, keep, &mut w, progress)?;
+) -> Result<Online> {
+    let v = pb.view();
+    let d = v.d;
+    // (The update-norm tolerance is the batch rule's: online runs have none.)
+    let mut watch = Watch::new(pb, params, 0.0);
+    let mut rng = ChaCha8Rng::seed_from_u64(params.seed);
+    let mut order: Vec<usize> = (0..v.n).collect();
+    let mut start = rule.weights().to_vec();
+    let mut stats = Vec::new();
+    let mut best = None;
+    let mut stop = StopReason::MaxEpochs;
+    let snapshots = progress.wants_snapshots();
+    let mut row_buf = Vec::new();
+    'epochs: for epoch in 0..params.epochs {
+        if params.shuffle {
+            order.shuffle(&mut rng);
+        }
+        start.copy_from_slice(rule.weights());
+        let mut e = EpochStats::default();
+        for (j, &i) in order.iter().enumerate() {
+            // Shuffled rows are random reads: start fetching a row some steps ahead (a
+            // shuffled epoch at 500,000 x 64 went from 125-133 to 95-120 ms with it).
+            if let Some(&a) = order.get(j + PREFETCH_ROWS) {
+                v.x.prefetch_row(a, d);
+            }
+            let row = v.x.row(i, d, &mut row_buf);
+            let wi = v.weight(i);
+            let step = rule.step(pb, row, v.y[i], wi)?;
+            e.mistakes += step.mistakes;
+            e.criterion += step.criterion;
+            if v.sw.is_some() {
+                *e.weighted.get_or_insert(0.0) += step.mistakes as f64 * wi as f64;
+            }
+            if step.mistakes > 0 && snapshots {
+                progress.snapshot(epoch + 1, rule.weights());
+            }
+            if let Some(why) = step.stop {
+                e.update_norm = update_norm(rule.weights(), &start);
+                stats.push(e);
+                stop = why;
+                break 'epochs;
+            }
+        }
+        if let Some(sh) = &pb.shard {
+            // Iterative parameter mixing (McDonald, Hall and Mann, 2010): each process ran one
+            // online epoch on its rows from the same weights; all continue from their mean.
+            rule.mix(sh, &mut e, v.sw.is_some());
+        }
+        e.update_norm = update_norm(rule.weights(), &start);
+        if pb.val.is_some() {
+            e.val_mistakes = Some(rule.val_mistakes(pb)?);
+        }
+        let (better, why) = watch.end(&mut stats, e, progress);
+        if better && pb.val.is_some() {
+            best = Some(rule.best(pb));
+        }
+        if let Some(why) = why {
+            stop = why;
+            break;
+        }
+    }
+    Ok(Online {
+        stats,
+        stop,
+        model: rule.finish(pb, best),
+        best_epoch: watch.best_epoch(),
+    })
+}
+
+/// The fitted model of an online run (in a data-parallel run with this process's rows'
+/// scores of a linear model, gathered by the caller).
+pub(crate) fn fitted(pb: &Problem<'_>, out: Online) -> Result<Fitted> {
     let mut scores = None;
     let body = match out.model {
         Snapshot::Voted { flat, counts } => Body::Voted(Voted {
@@ -45,7 +218,6 @@ pub fn fit(
         }),
         Snapshot::Linear(w) => {
             if pb.shard.is_some() {
-                // A data-parallel run: this process's rows' scores, gathered by the caller.
                 scores = Some(CpuBackend::new().scores(pb.view().data(), &w)?);
             }
             pb.linear_body(&w)
@@ -57,6 +229,22 @@ pub fn fit(
     })
 }
 
+/// Trains the online form of `params.algo` (the perceptron, averaged or voted) on the host
+/// CPU (whatever the backends).
+pub fn fit(
+    pb: &Problem<'_>,
+    params: &Params,
+    _backends: &Backends<'_>,
+    progress: &mut dyn Progress,
+) -> Result<Fitted> {
+    let keep = Keep {
+        average: params.algo == Algo::Averaged,
+        voted: (params.algo == Algo::Voted).then_some(params.max_vectors),
+    };
+    let rule = Perceptron::new(pb, params, keep, pb.initial_weights(params));
+    fitted(pb, run(pb, params, rule, progress)?)
+}
+
 /// What to keep besides the final weights.
 #[derive(Debug, Clone, Copy, Default)]
 struct Keep {
@@ -66,15 +254,6 @@ struct Keep {
     voted: Option<usize>,
 }
 
-/// A model the run can return: weights (the last or the average), or a vote.
-#[derive(Debug, Clone)]
-enum Snapshot {
-    /// Augmented weights, `heads * (d + 1)`.
-    Linear(Vec<f32>),
-    /// Voted vectors (augmented, `heads * (d + 1)` each, concatenated) and their counts.
-    Voted { flat: Vec<f32>, counts: Vec<u64> },
-}
-
 /// The vote at some step, without copying the retired vectors: the first `retired` of them,
 /// then the vector then current with its count.
 #[derive(Debug, Clone)]
@@ -82,14 +261,6 @@ struct VotePrefix {
     retired: usize,
     current: Vec<f32>,
     survived: u64,
-}
-
-/// The result of an online run.
-struct Online {
-    stats: Vec<EpochStats>,
-    stop: StopReason,
-    model: Snapshot,
-    best_epoch: usize,
 }
 
 /// The averaged perceptron's lazy sums. Averaging over the weights after each of the T steps:
@@ -303,157 +474,159 @@ impl VotedValidation {
     }
 }
 
-/// Trains in place from `w` (`heads * (d + 1)` entries) with the problem's rule.
-fn train(
-    pb: &Problem<'_>,
-    params: &Params,
-    keep: Keep,
-    w: &mut [f32],
-    progress: &mut dyn Progress,
-) -> Result<Online> {
-    let v = pb.view();
-    let d = v.d;
-    let da = d + 1;
-    let eta = params.lr;
-    let rule = BatchRule {
-        patience: pb.patience(params),
-        ..BatchRule::new(eta, 0.0)
-    };
-    let mut stop_state = StopState::default();
-    let mut rng = ChaCha8Rng::seed_from_u64(params.seed);
-    let mut order: Vec<usize> = (0..v.n).collect();
-    let mut start = w.to_vec();
-    let mut before = w.to_vec();
-    let mut s = vec![0f32; v.heads];
-    let mut stats = Vec::new();
-    let mut avg = keep.average.then(|| Average::new(w));
-    let mut votes = keep.voted.map(|cap| Votes {
-        cap,
-        // Half the budget: the model built from the vectors at the end is a second copy.
-        fit: (crate::limits::budget() / 2 / (4 * w.len().max(1) as u64 + 64)) as usize,
-        len: w.len(),
-        flat: Vec::new(),
-        counts: Vec::new(),
-        survived: 0,
-    });
-    let outputs = if pb.heads == 1 { 1 } else { pb.heads };
-    let mut voted_val = VotedValidation {
-        votes: vec![0.0; pb.val.as_ref().map_or(0, |(vd, _)| vd.n) * outputs],
-        scored: 0,
-        outputs,
-    };
-    let mut best: Option<Snapshot> = None;
-    let mut best_vote: Option<VotePrefix> = None;
-    let mut stop = StopReason::MaxEpochs;
-    let snapshots = progress.wants_snapshots();
-    let mut row_buf = Vec::new();
-    'epochs: for epoch in 0..params.epochs {
-        if params.shuffle {
-            order.shuffle(&mut rng);
-        }
-        start.copy_from_slice(w);
-        let mut e = EpochStats::default();
-        for (j, &i) in order.iter().enumerate() {
-            // Shuffled rows are random reads: start fetching a row some steps ahead (a
-            // shuffled epoch at 500,000 x 64 went from 125-133 to 95-120 ms with it).
-            if let Some(&a) = order.get(j + PREFETCH_ROWS) {
-                v.x.prefetch_row(a, d);
-            }
-            let row = v.x.row(i, d, &mut row_buf);
-            for (h, sh) in s.iter_mut().enumerate() {
-                *sh = row.decision(&w[h * da..(h + 1) * da], v.bias);
-            }
-            let voting = votes.is_some();
-            let mut updated = false;
-            let wi = v.weight(i);
-            let (m, crit) = row_rule(pb.rule, params.margin_threshold, &s, v.y[i], |h, coef| {
-                if voting && !updated {
-                    before.copy_from_slice(w);
-                }
-                updated = true;
-                let a = eta * coef * wi;
-                row.axpy(a, &mut w[h * da..h * da + d]);
-                w[h * da + d] += a * v.bias;
-                if let Some(avg) = avg.as_mut() {
-                    avg.add(h * da, d, a, row, v.bias);
-                }
-            });
-            e.mistakes += m;
-            e.criterion += crit * wi as f64;
-            if v.sw.is_some() {
-                *e.weighted.get_or_insert(0.0) += m as f64 * wi as f64;
-            }
-            if m > 0 && snapshots {
-                progress.snapshot(epoch + 1, w);
-            }
-            if let Some(votes) = votes.as_mut() {
-                if !votes.step(updated.then_some(&before[..]))? {
-                    // The cap is reached: the vote keeps the vector before this update.
-                    w.copy_from_slice(&before);
-                    e.update_norm = update_norm(w, &start);
-                    stats.push(e);
-                    stop = StopReason::MaxVectors;
-                    break 'epochs;
-                }
-            }
-            if let Some(avg) = avg.as_mut() {
-                avg.c += 1;
-            }
-        }
-        if let Some(sh) = &pb.shard {
-            // Iterative parameter mixing (McDonald, Hall and Mann, 2010): each process ran one
-            // online epoch on its rows from the same weights; all continue from their mean.
-            // The counts are the sums over the processes.
-            let before_mix = w.to_vec();
-            sh.mix(w, &mut e, v.sw.is_some());
-            if let Some(avg) = avg.as_mut() {
-                // The jump to the mean counts as one more update in the lazy sums, so the
-                // average stays that of the weights this process went through.
-                avg.jump(&before_mix, w);
-            }
-        }
-        e.update_norm = update_norm(w, &start);
-        let linear = || mixed_average(pb, &avg, w);
-        if pb.val.is_some() {
-            e.val_mistakes = Some(match &votes {
-                Some(votes) => voted_val.mistakes(pb, votes, w)?,
-                None => {
-                    let m = val_mistakes(&v, &linear(), pb.rule);
-                    match &pb.shard {
-                        // Over every process's share of the held-out rows.
-                        Some(sh) => sh.total(m),
-                        None => m,
-                    }
-                    .unwrap_or(0)
-                }
-            });
-        }
-        let (better, why) = stop_state.record(&rule, &e);
-        if better && pb.val.is_some() {
-            match &votes {
-                Some(votes) => best_vote = Some(votes.prefix(w)),
-                None => best = Some(Snapshot::Linear(linear())),
-            }
-        }
-        stats.push(e);
-        progress.update(epoch + 1, params.epochs, e.mistakes);
-        if let Some(why) = why {
-            stop = why;
-            break;
+/// The perceptron's online rule: binary, multiclass or one-vs-rest (the problem's head rule),
+/// with the average or the vote kept when asked.
+struct Perceptron {
+    w: Vec<f32>,
+    /// The weights before the row's update (the voted perceptron retires them).
+    before: Vec<f32>,
+    /// The row's scores, one per head.
+    s: Vec<f32>,
+    eta: f32,
+    tau: f32,
+    avg: Option<Average>,
+    votes: Option<Votes>,
+    voted_val: VotedValidation,
+}
+
+/// The best epoch's model: the weights (or their average), or the vote then.
+enum PerceptronBest {
+    Linear(Vec<f32>),
+    Vote(VotePrefix),
+}
+
+impl Perceptron {
+    fn new(pb: &Problem<'_>, params: &Params, keep: Keep, w: Vec<f32>) -> Perceptron {
+        let outputs = if pb.heads == 1 { 1 } else { pb.heads };
+        Perceptron {
+            before: w.clone(),
+            s: vec![0f32; pb.heads],
+            eta: params.lr,
+            tau: params.margin_threshold,
+            avg: keep.average.then(|| Average::new(&w)),
+            votes: keep.voted.map(|cap| Votes {
+                cap,
+                // Half the budget: the model built from the vectors at the end is a second
+                // copy.
+                fit: (crate::limits::budget() / 2 / (4 * w.len().max(1) as u64 + 64)) as usize,
+                len: w.len(),
+                flat: Vec::new(),
+                counts: Vec::new(),
+                survived: 0,
+            }),
+            voted_val: VotedValidation {
+                votes: vec![0.0; pb.val.as_ref().map_or(0, |(vd, _)| vd.n) * outputs],
+                scored: 0,
+                outputs,
+            },
+            w,
         }
     }
-    let model = match (best, votes) {
-        (_, Some(votes)) => {
-            let p = best_vote.unwrap_or_else(|| votes.prefix(w));
-            votes.into_model(p)
+}
+
+impl OnlineRule for Perceptron {
+    type Best = PerceptronBest;
+
+    fn weights(&self) -> &[f32] {
+        &self.w
+    }
+
+    fn weights_mut(&mut self) -> &mut [f32] {
+        &mut self.w
+    }
+
+    fn step(&mut self, pb: &Problem<'_>, row: Row<'_>, y: f32, wi: f32) -> Result<Step> {
+        let v = pb.view();
+        let (d, bias) = (v.d, v.bias);
+        let da = d + 1;
+        let Perceptron {
+            w,
+            before,
+            s,
+            eta,
+            avg,
+            votes,
+            ..
+        } = self;
+        for (h, sh) in s.iter_mut().enumerate() {
+            *sh = row.decision(&w[h * da..(h + 1) * da], bias);
         }
-        (Some(b), None) => b,
-        (None, None) => Snapshot::Linear(mixed_average(pb, &avg, w)),
-    };
-    Ok(Online {
-        stats,
-        stop,
-        model,
-        best_epoch: stop_state.best_epoch as usize,
-    })
+        let voting = votes.is_some();
+        let mut updated = false;
+        let (m, crit) = row_rule(pb.rule, self.tau, s, y, |h, coef| {
+            if voting && !updated {
+                before.copy_from_slice(w);
+            }
+            updated = true;
+            let a = *eta * coef * wi;
+            row.axpy(a, &mut w[h * da..h * da + d]);
+            w[h * da + d] += a * bias;
+            if let Some(avg) = avg.as_mut() {
+                avg.add(h * da, d, a, row, bias);
+            }
+        });
+        let mut step = Step {
+            mistakes: m,
+            criterion: crit * wi as f64,
+            stop: None,
+        };
+        if let Some(votes) = votes.as_mut() {
+            if !votes.step(updated.then_some(&before[..]))? {
+                // The cap is reached: the vote keeps the vector before this update.
+                w.copy_from_slice(before);
+                step.stop = Some(StopReason::MaxVectors);
+                return Ok(step);
+            }
+        }
+        if let Some(avg) = avg.as_mut() {
+            avg.c += 1;
+        }
+        Ok(step)
+    }
+
+    fn mix(&mut self, shard: &Shard, e: &mut EpochStats, weighted: bool) {
+        let before_mix = self.w.clone();
+        shard.mix(&mut self.w, e, weighted);
+        if let Some(avg) = self.avg.as_mut() {
+            // The jump to the mean counts as one more update in the lazy sums, so the
+            // average stays that of the weights this process went through.
+            avg.jump(&before_mix, &self.w);
+        }
+    }
+
+    fn val_mistakes(&mut self, pb: &Problem<'_>) -> Result<u64> {
+        match &self.votes {
+            Some(votes) => self.voted_val.mistakes(pb, votes, &self.w),
+            None => {
+                let m = val_mistakes(&pb.view(), &mixed_average(pb, &self.avg, &self.w), pb.rule);
+                Ok(match &pb.shard {
+                    // Over every process's share of the held-out rows.
+                    Some(sh) => sh.total(m),
+                    None => m,
+                }
+                .unwrap_or(0))
+            }
+        }
+    }
+
+    fn best(&self, pb: &Problem<'_>) -> PerceptronBest {
+        match &self.votes {
+            Some(votes) => PerceptronBest::Vote(votes.prefix(&self.w)),
+            None => PerceptronBest::Linear(mixed_average(pb, &self.avg, &self.w)),
+        }
+    }
+
+    fn finish(self, pb: &Problem<'_>, best: Option<PerceptronBest>) -> Snapshot {
+        match (best, self.votes) {
+            (best, Some(votes)) => {
+                let p = match best {
+                    Some(PerceptronBest::Vote(p)) => p,
+                    _ => votes.prefix(&self.w),
+                };
+                votes.into_model(p)
+            }
+            (Some(PerceptronBest::Linear(b)), None) => Snapshot::Linear(b),
+            (_, None) => Snapshot::Linear(mixed_average(pb, &self.avg, &self.w)),
+        }
+    }
 }

@@ -9,7 +9,8 @@ use clap::{Args, Parser, Subcommand};
 use rosenblatt::backend::{BackendChoice, Kernel, Storage};
 use rosenblatt::data::{Format, LabelCol};
 use rosenblatt::params::{
-    Algo, ClassWeight, Init, Mode, MulticlassStrategy, MulticlassUpdate, Params, Scale, TrainParams,
+    Algo, ClassWeight, Init, Mode, MulticlassStrategy, MulticlassUpdate, PaVariant, Params,
+    PassiveAggressive, Scale, TrainParams,
 };
 
 /// Train perceptrons on a GPU (wgpu) or the CPU.
@@ -295,7 +296,8 @@ pub(crate) struct TrainArgs {
     /// Write the model (JSON) here; without it nothing is written.
     #[arg(short, long, value_name = "MODEL")]
     pub(crate) output: Option<PathBuf>,
-    /// Algorithm: online, batch, multiclass, pocket, averaged, voted, winnow or kernel.
+    /// Algorithm: online, batch, multiclass, pocket, averaged, voted, winnow, kernel or pa
+    /// (passive-aggressive).
     #[arg(long, default_value = "batch")]
     pub(crate) algo: Algo,
     #[command(flatten)]
@@ -336,6 +338,13 @@ pub(crate) struct TrainArgs {
     /// Voted perceptron: most weight vectors kept (one per mistake).
     #[arg(long, default_value_t = 100_000)]
     pub(crate) max_vectors: usize,
+    /// Passive-aggressive (--algo pa): pa (unbounded steps), pa1 (steps at most C) or pa2
+    /// (squared hinge).
+    #[arg(long, default_value = "pa1")]
+    pub(crate) pa_variant: PaVariant,
+    /// Passive-aggressive: the aggressiveness C of pa1 and pa2 (> 0).
+    #[arg(long, value_name = "C", default_value_t = 1.0)]
+    pub(crate) aggressiveness: f32,
     /// Kernel perceptron: linear, poly or rbf.
     #[arg(long, default_value = "linear", value_parser = ["linear", "poly", "rbf"])]
     pub(crate) kernel: String,
@@ -566,6 +575,10 @@ impl TryFrom<&TrainArgs> for Params {
             class_weight: a.class_weight.clone(),
             scale: a.scale,
             storage: a.storage.0,
+            passive_aggressive: (a.algo == Algo::PassiveAggressive).then_some(PassiveAggressive {
+                variant: a.pa_variant,
+                c: a.aggressiveness,
+            }),
             kernel: (a.algo == Algo::Kernel).then_some(match a.kernel.as_str() {
                 "poly" => Kernel::Poly {
                     degree: a.degree,

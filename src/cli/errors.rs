@@ -38,7 +38,8 @@ pub fn flag(p: Param) -> &'static str {
         Param::WeightColumn => "--weight-col",
         Param::Scale => "--scale",
         Param::Density => "--density",
-        _ => "an option",
+        Param::Aggressiveness => "--aggressiveness",
+        Param::MulticlassUpdate => "--multiclass-update",
     }
 }
 

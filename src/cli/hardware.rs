@@ -288,7 +288,18 @@ fn print_traffic(p: &rosenblatt::backend::KernelProfile) -> anyhow::Result<()> {
 /// Runs the benchmark; in a data-parallel run an error ends every process (the others may be
 /// waiting for this one in a sum).
 fn run_or_abort(spec: &BenchSpec) -> anyhow::Result<rosenblatt::bench::BenchReport> {
-    let r = bench::run(spec).map_err(anyhow::Error::from);
+    let r = bench::run(spec)
+        .map(|mut r| {
+            for b in [r.cpu.as_mut(), r.gpu.as_mut()].into_iter().flatten() {
+                b.roofline_source = match b.roofline_source.as_str() {
+                    bench::ROOF_GIVEN => "--peak-gbs".to_string(),
+                    bench::ROOF_UNKNOWN => "unknown (give --peak-gbs)".to_string(),
+                    _ => std::mem::take(&mut b.roofline_source),
+                };
+            }
+            r
+        })
+        .map_err(anyhow::Error::from);
     if let (Err(e), Some(w)) = (&r, &spec.distributed) {
         if w.size() > 1 {
             note!("error: {}", super::errors::message(e));

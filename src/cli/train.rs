@@ -284,8 +284,10 @@ pub fn epoch_list(m: &[u64]) -> String {
 
 pub fn print_report(r: &TrainReport, kind: ModelKind) -> anyhow::Result<()> {
     outln!(
-        "{} perceptron on {} ({}): n = {}, d = {}",
-        r.algo,
+        "{} on {} ({}): n = {}, d = {}",
+        r.algo
+            .parse::<rosenblatt::params::Algo>()
+            .map_or_else(|_| r.algo.clone(), |a| a.title()),
         r.backend,
         r.device,
         r.n,

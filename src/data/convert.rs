@@ -127,8 +127,8 @@ pub fn to_npy<W: Write + Seek>(
     if weights.is_some() {
         return Err(Error::data(
             path,
-            "convert writes features and labels only; leave out --weight-col (give the weights \
-             with --sample-weights FILE.npy when training)",
+            "convert writes features and labels only, not a weight column (give row weights \
+             as their own .npy file when training)",
         ));
     }
     if sink.values != n as u64 * d as u64 {

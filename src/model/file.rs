@@ -25,7 +25,9 @@ pub const FORMAT: &str = "rosenblatt-model";
 /// The model-file version this build writes and the newest it reads.
 pub const VERSION: u32 = 2;
 
-/// The file's layout (version 1). Field order is the order written.
+/// The file's layout (version 2; version 1 files, written before the scaling and the
+/// training rules for real data, have no `scaling` and load with the defaults). Field order
+/// is the order written.
 #[derive(Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct Wire {

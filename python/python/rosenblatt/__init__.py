@@ -24,7 +24,14 @@ from sklearn.utils.validation import _check_sample_weight, check_is_fitted, vali
 
 from . import _rosenblatt
 
-__all__ = ["Perceptron", "KernelPerceptron", "load", "adapters", "__version__"]
+__all__ = [
+    "Perceptron",
+    "PassiveAggressiveClassifier",
+    "KernelPerceptron",
+    "load",
+    "adapters",
+    "__version__",
+]
 __version__ = _rosenblatt.__version__
 
 _LINEAR_ALGOS = ("online", "batch", "multiclass", "pocket", "averaged", "voted", "winnow")
@@ -364,6 +371,84 @@ class Perceptron(_Estimator):
         return self._train(X, y, all_classes, sample_weight, params, start)
 
 
+_PA_LOSSES = {"hinge": "pa1", "squared_hinge": "pa2", "unbounded": "pa"}
+
+
+class PassiveAggressiveClassifier(Perceptron):
+    """Crammer et al.'s passive-aggressive rules (JMLR 2006), online, on the CPU: on a row
+    with margin y w.x below 1, the smallest step that brings it to 1, at most ``C`` (PA-I,
+    ``loss="hinge"``, scikit-learn's default), or loss / (||x||^2 + 1 / (2 C)) (PA-II,
+    ``loss="squared_hinge"``), or unbounded (PA, ``loss="unbounded"``). x is augmented
+    ([x, 1]) when ``fit_intercept``. More than two classes: one joint model stepping the true
+    class and the highest wrong one (``multiclass="direct"``), or one binary model per class
+    (``"ovr"``, as scikit-learn does).
+
+    Parameters
+    ----------
+    C : float
+        Aggressiveness (> 0) of PA-I and PA-II.
+    loss : {"hinge", "squared_hinge", "unbounded"}
+    multiclass : {"direct", "ovr"}
+    epochs, lr, patience, min_improvement, validation_fraction, scale, class_weight,
+    fit_intercept, shuffle, seed, backend, adapter, progress :
+        As for :class:`Perceptron` (``lr`` scales every step; 1 is the rule itself).
+
+    Attributes
+    ----------
+    coef_, intercept_, classes_, n_features_in_, n_iter_, report_, model_ : as for
+    :class:`Perceptron`; the report's mistakes are the rows stepped on (a positive hinge
+    loss) and its criterion the sum of their losses.
+    """
+
+    algo = "pa"
+
+    def __init__(
+        self,
+        C=1.0,
+        *,
+        loss="hinge",
+        multiclass="direct",
+        epochs=1000,
+        lr=1.0,
+        patience=30,
+        min_improvement=0.01,
+        validation_fraction=None,
+        scale=None,
+        class_weight=None,
+        fit_intercept=True,
+        shuffle=True,
+        seed=0,
+        backend="auto",
+        adapter=None,
+        progress=False,
+    ):
+        self.C = C
+        self.loss = loss
+        self.multiclass = multiclass
+        self.epochs = epochs
+        self.lr = lr
+        self.patience = patience
+        self.min_improvement = min_improvement
+        self.validation_fraction = validation_fraction
+        self.scale = scale
+        self.class_weight = class_weight
+        self.fit_intercept = fit_intercept
+        self.shuffle = shuffle
+        self.seed = seed
+        self.backend = backend
+        self.adapter = adapter
+        self.progress = progress
+
+    def _train_params(self):
+        if self.loss not in _PA_LOSSES:
+            raise ValueError(
+                f"loss must be one of {', '.join(_PA_LOSSES)}, not {self.loss!r}"
+            )
+        p = _common_params(self, algo="pa")
+        p["passive_aggressive"] = {"variant": _PA_LOSSES[self.loss], "c": float(self.C)}
+        return p
+
+
 class KernelPerceptron(_Estimator):
     """The kernel perceptron (dual form): f(x) = sum over support vectors of
     alpha_i y_i (K(x_i, x) + 1), kernel scores computed on the GPU or the CPU.
@@ -465,7 +550,7 @@ def _common_params(est, algo):
         "fit_bias": bool(est.fit_intercept),
         "init": "zero",
         "shuffle": bool(est.shuffle),
-        "margin_threshold": float(est.margin_threshold),
+        "margin_threshold": float(getattr(est, "margin_threshold", 0.0)),
         "multiclass": getattr(est, "multiclass", "direct"),
         "multiclass_update": getattr(est, "multiclass_update", "argmax"),
         "max_vectors": int(getattr(est, "max_vectors", 100000)),
@@ -496,9 +581,14 @@ def load(path, cls=None):
     kernel model, else a :class:`Perceptron` (or ``cls`` when given)."""
     model = _rosenblatt.load_model(os.fspath(path))
     kind, names, d, _, report = _rosenblatt.describe(model)
-    if cls is None:
-        cls = KernelPerceptron if kind == "kernel" else Perceptron
     params = json.loads(model).get("params", {})
+    if cls is None:
+        if kind == "kernel":
+            cls = KernelPerceptron
+        elif params.get("algo") == "pa":
+            cls = PassiveAggressiveClassifier
+        else:
+            cls = Perceptron
     est = cls()
     settable = est.get_params()
     mapped = {
@@ -513,7 +603,15 @@ def load(path, cls=None):
         "validation_fraction": params.get("validation_fraction"),
         "scale": None if params.get("scale") in (None, "none") else params.get("scale"),
     }
-    if cls is Perceptron:
+    if cls is PassiveAggressiveClassifier:
+        pa = params.get("passive_aggressive") or {}
+        losses = {v: k for k, v in _PA_LOSSES.items()}
+        mapped.update(
+            C=pa.get("c"),
+            loss=losses.get(pa.get("variant")),
+            multiclass=params.get("multiclass"),
+        )
+    elif cls is Perceptron:
         mapped.update(
             algo=params.get("algo"),
             mode=params.get("mode"),

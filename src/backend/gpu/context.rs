@@ -185,7 +185,7 @@ impl GpuContext {
                     let names: Vec<String> = list.iter().map(|a| describe(&a.get_info())).collect();
                     return Err(Error::NoGpu(format!(
                         "only software GPU adapters ({}), which are slower than the CPU backend; \
-                         --backend gpu uses them",
+                         asking for the GPU backend by name uses them",
                         names.join(", ")
                     )));
                 }
