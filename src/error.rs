@@ -90,7 +90,7 @@ pub enum Error {
     TooLarge(String),
 
     /// An input asks for more memory than the process has.
-    #[error("{what} need {} of memory; {} is available", crate::limits::human(*.bytes), crate::limits::human(*.available))]
+    #[error("{what} need {} of memory; {} is available", human(*.bytes), human(*.available))]
     Memory {
         /// What would be allocated, with the sizes from the input.
         what: String,
@@ -189,6 +189,16 @@ impl Error {
             path: path.into(),
             msg: msg.into(),
         }
+    }
+}
+
+/// Bytes as "1.5 GiB" / "12.0 MiB".
+pub fn human(bytes: u64) -> String {
+    let b = bytes as f64;
+    if b >= (1u64 << 30) as f64 {
+        format!("{:.1} GiB", b / (1u64 << 30) as f64)
+    } else {
+        format!("{:.1} MiB", b / (1u64 << 20) as f64)
     }
 }
 

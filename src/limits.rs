@@ -70,15 +70,8 @@ pub fn zeros<T: Clone + Default>(what: impl FnOnce() -> String, len: usize) -> R
     Ok(vec![T::default(); len])
 }
 
-/// Bytes as "1.5 GiB" / "12.0 MiB".
-pub fn human(bytes: u64) -> String {
-    let b = bytes as f64;
-    if b >= (1u64 << 30) as f64 {
-        format!("{:.1} GiB", b / (1u64 << 30) as f64)
-    } else {
-        format!("{:.1} MiB", b / (1u64 << 20) as f64)
-    }
-}
+/// Bytes as "1.5 GiB" / "12.0 MiB" (defined with the errors that print it).
+pub use crate::error::human;
 
 #[cfg(test)]
 mod tests {

@@ -12,6 +12,7 @@ pub mod batch;
 pub mod kernel;
 pub mod online;
 pub mod pa;
+mod summary;
 pub mod winnow;
 
 use std::borrow::Cow;
@@ -32,7 +33,7 @@ use crate::model::{Body, Hyperplane, Model, ModelKind, Rows};
 use crate::params::{
     Algo, ClassWeight, Init, Mode, MulticlassStrategy, MulticlassUpdate, Params, Scale,
 };
-use crate::report::{self, Ran, RunFacts};
+use crate::report::{Ran, RunFacts};
 
 pub use crate::report::TrainReport;
 
@@ -856,7 +857,7 @@ pub fn fit(
         }
         _ => ds,
     };
-    let report = report::build(report_ds, params, &model, &raw, pb.bias, run);
+    let report = summary::build(report_ds, params, &model, &raw, pb.bias, run);
     Ok(Trained {
         model: model.with_training(report.clone()),
         report,

@@ -1,0 +1,111 @@
+//! The library's modules form no circle: for every top-level module of `src/` (a file or a
+//! folder), the modules it names through `crate::` are collected, and the graph must be
+//! acyclic (ARCHITECTURE.md draws it). A new `use crate::x` that closes a circle fails here.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    for e in std::fs::read_dir(dir).unwrap() {
+        let p = e.unwrap().path();
+        if p.is_dir() {
+            rust_files(&p, out);
+        } else if p.extension().is_some_and(|x| x == "rs") {
+            out.push(p);
+        }
+    }
+}
+
+/// Top-level module -> the top-level modules it uses.
+fn graph() -> BTreeMap<String, BTreeSet<String>> {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    rust_files(&src, &mut files);
+    let mut g: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for f in files {
+        let rel = f.strip_prefix(&src).unwrap();
+        let first = rel
+            .components()
+            .next()
+            .unwrap()
+            .as_os_str()
+            .to_string_lossy();
+        let module = first.trim_end_matches(".rs").to_string();
+        // The binary's modules (main.rs, cli/) use the library by name, not by crate::.
+        if module == "main" || module == "cli" || module == "lib" {
+            continue;
+        }
+        let text = std::fs::read_to_string(&f).unwrap();
+        let uses = g.entry(module.clone()).or_default();
+        let mut rest = text.as_str();
+        while let Some(i) = rest.find("crate::") {
+            rest = &rest[i + "crate::".len()..];
+            let name: String = rest
+                .chars()
+                .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                .collect();
+            if !name.is_empty() && name != module {
+                uses.insert(name);
+            }
+        }
+    }
+    // Names that are not modules (macros exported at the root, re-exports) are dropped.
+    let modules: BTreeSet<String> = g.keys().cloned().collect();
+    for uses in g.values_mut() {
+        uses.retain(|u| modules.contains(u));
+    }
+    g
+}
+
+/// A circle through `g`, if there is one.
+fn circle(g: &BTreeMap<String, BTreeSet<String>>) -> Option<Vec<String>> {
+    fn visit(
+        m: &str,
+        g: &BTreeMap<String, BTreeSet<String>>,
+        path: &mut Vec<String>,
+        done: &mut BTreeSet<String>,
+    ) -> Option<Vec<String>> {
+        if let Some(i) = path.iter().position(|p| p == m) {
+            let mut c = path[i..].to_vec();
+            c.push(m.to_string());
+            return Some(c);
+        }
+        if done.contains(m) {
+            return None;
+        }
+        path.push(m.to_string());
+        for u in &g[m] {
+            if let Some(c) = visit(u, g, path, done) {
+                return Some(c);
+            }
+        }
+        path.pop();
+        done.insert(m.to_string());
+        None
+    }
+    let mut done = BTreeSet::new();
+    for m in g.keys() {
+        if let Some(c) = visit(m, g, &mut Vec::new(), &mut done) {
+            return Some(c);
+        }
+    }
+    None
+}
+
+#[test]
+fn the_library_modules_form_no_circle() {
+    let g = graph();
+    assert!(g.len() >= 10, "{g:?}");
+    assert!(g["algo"].contains("backend"), "{g:?}");
+    if let Some(c) = circle(&g) {
+        panic!("module circle: {}", c.join(" -> "));
+    }
+}
+
+#[test]
+fn a_circle_is_found() {
+    let mut g = BTreeMap::new();
+    g.insert("a".to_string(), BTreeSet::from(["b".to_string()]));
+    g.insert("b".to_string(), BTreeSet::from(["a".to_string()]));
+    assert_eq!(circle(&g).unwrap(), vec!["a", "b", "a"]);
+}
