@@ -25,6 +25,44 @@ fn gpu() -> Option<&'static GpuBackend> {
     G.get_or_init(common::gpu).as_ref()
 }
 
+/// Whether the GPU under test runs on OpenGL (Mesa llvmpipe in CI). Two things differ there:
+/// each new pipeline compiles for seconds, so the GL pass takes a subset of the sizes (see
+/// [`sizes`]); and Mesa's GL compiler fuses a * b + c into one fused multiply-add where
+/// SPIR-V keeps two roundings. On integer data every product and sum is exact either way,
+/// but Winnow's weights are exp values, so there its scores round differently and a row on
+/// the boundary can flip (see [`assert_winnow_close`]).
+fn on_gl() -> bool {
+    gpu().is_some_and(|g| g.context().info.backend == wgpu::Backend::Gl)
+}
+
+/// `all`, or on OpenGL the entries at `gl` (each size compiles its own pipelines there).
+fn sizes<T: Copy>(all: &[T], gl: &[usize]) -> Vec<T> {
+    if on_gl() {
+        gl.iter().map(|&i| all[i]).collect()
+    } else {
+        all.to_vec()
+    }
+}
+
+/// Whether a run of `rule` on backend `name` must equal the reference bit for bit: always,
+/// but for Winnow on OpenGL's fused multiply-adds.
+fn exact(name: &str, rule: &BatchRule) -> bool {
+    name == "cpu" || rule.update == Update::Additive || !on_gl()
+}
+
+/// Winnow's training mistakes where the GPU rounds its exp-weighted scores otherwise: the
+/// first epoch (every weight exp(0) = 1, so exact) equal, and the total within 2%.
+fn assert_winnow_close(got: &Run, want: &Run, what: &str) {
+    let m = |r: &Run| r.0.iter().map(|e| e.mistakes).collect::<Vec<_>>();
+    let (g, w) = (m(got), m(want));
+    assert_eq!(g.first(), w.first(), "{what}: first epoch's mistakes");
+    let (tg, tw) = (g.iter().sum::<u64>() as f64, w.iter().sum::<u64>() as f64);
+    assert!(
+        (tg - tw).abs() <= 0.02 * tw,
+        "{what}: mistakes {g:?} against {w:?}"
+    );
+}
+
 /// The GPU variants held to the reference besides the default (the register pass with the
 /// device's grid, lane sums by subgroups on a GPU that has them, else by the workgroup
 /// tree): each lane sum forced (where the adapter has subgroups, so that both run), the
@@ -193,7 +231,7 @@ fn rules(heads: usize) -> Vec<BatchRule> {
 
 #[test]
 fn batch_epochs_equal_the_reference_bit_for_bit_on_integer_data() {
-    for &(n, d, heads) in &[
+    let all = [
         (1, 1, 1),
         (63, 3, 1),
         (255, 1, 1),
@@ -202,7 +240,8 @@ fn batch_epochs_equal_the_reference_bit_for_bit_on_integer_data() {
         (200, 5, 3),
         (63, 1, 4),
         (257, 9, 10),
-    ] {
+    ];
+    for (n, d, heads) in sizes(&all, &[1, 3, 5, 7]) {
         let (x, y) = integer_set(n, d, heads, (n * 31 + d) as u64);
         let v = TrainView::new(&x, &y, n, d, 1.0, heads);
         for rule in rules(heads) {
@@ -210,6 +249,10 @@ fn batch_epochs_equal_the_reference_bit_for_bit_on_integer_data() {
             for (name, b) in under_test() {
                 let got = run(b, v, &rule);
                 let what = format!("{name} n={n} d={d} K={heads} {rule:?}");
+                if !exact(name, &rule) {
+                    assert_winnow_close(&got, &want, &what);
+                    continue;
+                }
                 let m = |r: &Run| r.0.iter().map(|e| e.mistakes).collect::<Vec<_>>();
                 assert_eq!(m(&got), m(&want), "{what}: mistakes");
                 assert_eq!(got.1, want.1, "{what}: weights");
@@ -259,14 +302,15 @@ fn many_chunks_reduce_in_a_tree_and_still_equal_the_reference() {
 #[test]
 fn row_weights_held_out_rows_and_patience_equal_the_reference_bit_for_bit() {
     use rosenblatt::backend::{Patience, ValView};
-    for &(n, d, heads, nv) in &[
+    let all = [
         (1, 1, 1, 1),
         (63, 3, 1, 17),
         (257, 5, 1, 255),
         (300, 4, 3, 40),
         (63, 1, 4, 63),
         (200, 9, 10, 257),
-    ] {
+    ];
+    for (n, d, heads, nv) in sizes(&all, &[1, 2, 3, 5]) {
         let (x, y) = integer_set(n, d, heads, (n * 7 + d) as u64);
         let (xv, yv) = integer_set(nv, d, heads, (nv * 3 + d) as u64);
         let mut rng = ChaCha8Rng::seed_from_u64(n as u64);
@@ -314,6 +358,10 @@ fn row_weights_held_out_rows_and_patience_equal_the_reference_bit_for_bit() {
             for (name, b) in under_test() {
                 let got = run_for(b, v, &rule, [5, 9]);
                 let what = format!("{name} n={n} d={d} K={heads} held-out {nv} {rule:?}");
+                if !exact(name, &rule) {
+                    assert_winnow_close(&got, &want, &what);
+                    continue;
+                }
                 let m = |r: &Run| {
                     r.0.iter()
                         .map(|e| (e.mistakes, e.val_mistakes))
@@ -450,7 +498,7 @@ fn every_storage_gives_the_f32_results_bit_for_bit() {
     });
     for storage in [Storage::U8, Storage::I8, Storage::F16] {
         // d = 1, 3, 7 and 17 put rows at every offset within a packed word.
-        for &(n, d, heads, nv) in &[
+        let all = [
             (63, 1, 1, 0),
             (257, 7, 1, 30),
             (200, 3, 4, 0),
@@ -459,7 +507,8 @@ fn every_storage_gives_the_f32_results_bit_for_bit() {
             // K = 2 and K = MAX_HEADS (64), the ends of the head counts the GPU takes.
             (90, 9, 2, 20),
             (130, 2, 64, 0),
-        ] {
+        ];
+        for (n, d, heads, nv) in sizes(&all, &[1, 3, 4, 6]) {
             let seed = (n * 7 + d * 3 + heads) as u64;
             let (x, y) = storage_set(storage, n, d, heads, seed);
             let (xv, yv) = storage_set(storage, nv, d, heads, seed + 1);
@@ -486,6 +535,10 @@ fn every_storage_gives_the_f32_results_bit_for_bit() {
                 for (name, b) in &backends {
                     let got = run(*b, packed_view, &rule);
                     let what = format!("{name} {storage:?} n={n} d={d} K={heads} {rule:?}");
+                    if !exact(name, &rule) {
+                        assert_winnow_close(&got, &want, &what);
+                        continue;
+                    }
                     let m = |r: &Run| {
                         r.0.iter()
                             .map(|e| (e.mistakes, e.val_mistakes))
