@@ -368,17 +368,33 @@ enum Roof<'a> {
     Given(Option<f64>, String),
 }
 
-#[allow(clippy::too_many_arguments)]
+/// How one backend is measured, besides the spec.
+struct Measure<'a> {
+    /// Seconds the backend took to start (adapter and device), reported as they are.
+    setup_seconds: f64,
+    /// Epochs in each backend call (the GPU records many per submit).
+    per_call: usize,
+    /// The roofline the bandwidth is compared with.
+    roof: Roof<'a>,
+    /// Separable data of the same shape, to time convergence on.
+    separable: Option<&'a crate::data::Dataset>,
+    /// Also time a one-epoch call against a many-epoch one (the submit overhead).
+    submit_overhead: bool,
+}
+
 fn measure(
     backend: &dyn Backend,
-    setup_seconds: f64,
     view: TrainView<'_>,
     spec: &BenchSpec,
-    per_call: usize,
-    roof: Roof<'_>,
-    separable: Option<&crate::data::Dataset>,
-    overhead: bool,
+    how: Measure<'_>,
 ) -> Result<BackendBench> {
+    let Measure {
+        setup_seconds,
+        per_call,
+        roof,
+        separable,
+        submit_overhead: overhead,
+    } = how;
     let t = Instant::now();
     let mut bound = backend.bind(view)?;
     let upload_seconds = t.elapsed().as_secs_f64();
@@ -690,7 +706,14 @@ pub fn run(spec: &BenchSpec) -> Result<BenchReport> {
         } else {
             Roof::Measured(&probe)
         };
-        let mut b = measure(&backend, 0.0, shard, spec, 1, roof, None, false)?;
+        let how = Measure {
+            setup_seconds: 0.0,
+            per_call: 1,
+            roof,
+            separable: None,
+            submit_overhead: false,
+        };
+        let mut b = measure(&backend, shard, spec, how)?;
         // The mistakes are counted over every process's rows.
         b.mistake_fraction *= shard.n as f64 / spec.n.max(1) as f64;
         let t = &backend.reduce;
@@ -707,16 +730,14 @@ pub fn run(spec: &BenchSpec) -> Result<BenchReport> {
         let cpu = CpuBackend::new();
         let x = noisy.x.values();
         let probe = || cpu_read_pass(&x, spec.d);
-        report.cpu = Some(measure(
-            &cpu,
-            0.0,
-            view,
-            spec,
-            1,
-            Roof::Measured(&probe),
-            separable.as_ref(),
-            false,
-        )?);
+        let how = Measure {
+            setup_seconds: 0.0,
+            per_call: 1,
+            roof: Roof::Measured(&probe),
+            separable: separable.as_ref(),
+            submit_overhead: false,
+        };
+        report.cpu = Some(measure(&cpu, view, spec, how)?);
     }
     if spec.gpu {
         let t = Instant::now();
@@ -741,16 +762,14 @@ pub fn run(spec: &BenchSpec) -> Result<BenchReport> {
                 } else {
                     spec.epochs.clamp(1, 64)
                 };
-                let mut b = measure(
-                    &g,
-                    setup,
-                    view,
-                    spec,
+                let how = Measure {
+                    setup_seconds: setup,
                     per_call,
                     roof,
-                    separable.as_ref(),
-                    true,
-                )?;
+                    separable: separable.as_ref(),
+                    submit_overhead: true,
+                };
+                let mut b = measure(&g, view, spec, how)?;
                 if streamed {
                     b.streamed_h2d_gbs = Some(g.upload_gbs(x_bytes)?);
                 }

@@ -91,11 +91,7 @@ pub fn to_npy<W: Write + Seek>(
             use std::io::BufRead;
             let mut r = open().map_err(|e| Error::io(path, e))?;
             let head = r.fill_buf().map_err(|e| Error::io(path, e))?;
-            if head.starts_with(b"\x93NUMPY") || head.starts_with(b"PK\x03\x04") {
-                Format::Npy
-            } else {
-                super::detect_format(path, head)
-            }
+            super::detect_format(Format::Auto, path, head)
         }
         f => f,
     };

@@ -272,15 +272,13 @@ pub fn load(path: &Path, opts: &LoadOptions) -> Result<Dataset> {
     let open = || -> std::io::Result<BufReader<File>> {
         Ok(BufReader::with_capacity(1 << 20, File::open(path)?))
     };
-    let format = match (opts.format, extension(path).as_deref()) {
-        (Format::Auto, Some("npy")) => Format::Npy,
-        (Format::Auto, Some("npz")) => Format::Npz,
-        (Format::Auto, _) => {
+    let format = match opts.format {
+        Format::Auto => {
             let mut r = open().map_err(|e| Error::io(path, e))?;
             let head = r.fill_buf().map_err(|e| Error::io(path, e))?;
-            detect_format(path, head)
+            detect_format(Format::Auto, path, head)
         }
-        (f, _) => f,
+        f => f,
     };
     match format {
         Format::Npy => npy::load_npy(path, opts.labels.as_deref()),
@@ -301,16 +299,7 @@ fn extension(path: &Path) -> Option<String> {
 
 /// Parses a whole input held in memory (any format; sniffed from its first bytes).
 pub fn load_bytes(path: &Path, bytes: &[u8], opts: &LoadOptions) -> Result<Dataset> {
-    let format = match opts.format {
-        Format::Auto if bytes.starts_with(b"\x93NUMPY") => Format::Npy,
-        Format::Auto if bytes.starts_with(b"PK\x03\x04") => Format::Npz,
-        Format::Auto => match extension(path).as_deref() {
-            Some("npy") => Format::Npy,
-            Some("npz") => Format::Npz,
-            _ => detect_format(path, bytes),
-        },
-        f => f,
-    };
+    let format = detect_format(opts.format, path, bytes);
     match format {
         Format::Npy => npy::parse_npy(path, bytes, opts.labels.as_deref()),
         Format::Npz => npy::parse_npz(path, std::io::Cursor::new(bytes), opts),
@@ -384,14 +373,24 @@ pub fn dense_zeros(path: &Path, n: usize, d: usize) -> Result<Vec<f32>> {
     crate::limits::zeros(what, len)
 }
 
-/// Picks a format by extension (.csv; .svm, .libsvm, .svmlight), else by the first data line:
-/// a `idx:val` token after the first field means LIBSVM.
-pub fn detect_format(path: &Path, bytes: &[u8]) -> Format {
-    let ext = path
-        .extension()
-        .and_then(|e| e.to_str())
-        .map(|e| e.to_ascii_lowercase());
-    match ext.as_deref() {
+/// The format of an input, decided in this one place (loading whole files, bytes and shares,
+/// and `convert`): `requested` unless it is `Auto`; else NumPy by its magic bytes (`.npy`;
+/// a zip archive, `.npz`) or its extension; CSV or LIBSVM by extension (.csv; .svm, .libsvm,
+/// .svmlight), else by the first data line of `head` (the input's first bytes): an `idx:val`
+/// token after the first field means LIBSVM.
+pub fn detect_format(requested: Format, path: &Path, bytes: &[u8]) -> Format {
+    if requested != Format::Auto {
+        return requested;
+    }
+    if bytes.starts_with(b"\x93NUMPY") {
+        return Format::Npy;
+    }
+    if bytes.starts_with(b"PK\x03\x04") {
+        return Format::Npz;
+    }
+    match extension(path).as_deref() {
+        Some("npy") => return Format::Npy,
+        Some("npz") => return Format::Npz,
         Some("csv") => return Format::Csv,
         Some("svm" | "libsvm" | "svmlight") => return Format::Libsvm,
         _ => {}
@@ -603,11 +602,19 @@ mod tests {
 
     #[test]
     fn sniffs_format() {
-        let p = Path::new("data.txt");
-        assert_eq!(detect_format(p, b"+1 1:0.5 3:2\n"), Format::Libsvm);
-        assert_eq!(detect_format(p, b"# c\n-1 2:1\n"), Format::Libsvm);
-        assert_eq!(detect_format(p, b"a,b,label\n1,2,3\n"), Format::Csv);
-        assert_eq!(detect_format(Path::new("x.svm"), b"1,2"), Format::Libsvm);
-        assert_eq!(detect_format(Path::new("x.CSV"), b"1 1:2"), Format::Csv);
+        let auto = |p: &str, head: &[u8]| detect_format(Format::Auto, Path::new(p), head);
+        let p = "data.txt";
+        assert_eq!(auto(p, b"+1 1:0.5 3:2\n"), Format::Libsvm);
+        assert_eq!(auto(p, b"# c\n-1 2:1\n"), Format::Libsvm);
+        assert_eq!(auto(p, b"a,b,label\n1,2,3\n"), Format::Csv);
+        assert_eq!(auto("x.svm", b"1,2"), Format::Libsvm);
+        assert_eq!(auto("x.CSV", b"1 1:2"), Format::Csv);
+        assert_eq!(auto("x.npy", b""), Format::Npy);
+        assert_eq!(auto("x.bin", b"\x93NUMPY\x01\x00"), Format::Npy);
+        assert_eq!(auto("x", b"PK\x03\x04"), Format::Npz);
+        assert_eq!(auto("x.NPZ", b""), Format::Npz);
+        // Asked for, a format is taken as it is.
+        let csv = detect_format(Format::Csv, Path::new("x.svm"), b"1 1:2");
+        assert_eq!(csv, Format::Csv);
     }
 }

@@ -27,23 +27,9 @@ pub fn splits(path: &Path, opts: &LoadOptions) -> Result<bool> {
 }
 
 fn format_of(path: &Path, opts: &LoadOptions) -> Result<Format> {
-    let ext = path
-        .extension()
-        .and_then(|e| e.to_str())
-        .map(|e| e.to_ascii_lowercase());
-    Ok(match (opts.format, ext.as_deref()) {
-        (Format::Auto, Some("npy")) => Format::Npy,
-        (Format::Auto, Some("npz")) => Format::Npz,
-        (Format::Auto, _) => {
-            let mut r = BufReader::new(File::open(path).map_err(|e| Error::io(path, e))?);
-            let head = r.fill_buf().map_err(|e| Error::io(path, e))?;
-            match detect_format(path, head) {
-                Format::Auto => Format::Csv,
-                f => f,
-            }
-        }
-        (f, _) => f,
-    })
+    let mut r = BufReader::new(File::open(path).map_err(|e| Error::io(path, e))?);
+    let head = r.fill_buf().map_err(|e| Error::io(path, e))?;
+    Ok(detect_format(opts.format, path, head))
 }
 
 /// The first byte at or after `at` that starts a line (0, or just after a newline): a line
