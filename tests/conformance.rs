@@ -242,7 +242,7 @@ fn batch_epochs_equal_the_reference_bit_for_bit_on_integer_data() {
         (63, 1, 4),
         (257, 9, 10),
     ];
-    for (n, d, heads) in sizes(&all, &[1, 3, 5, 7]) {
+    for (n, d, heads) in sizes(&all, &[1, 3, 7]) {
         let (x, y) = integer_set(n, d, heads, (n * 31 + d) as u64);
         let v = TrainView::new(&x, &y, n, d, 1.0, heads);
         for rule in rules(heads) {
@@ -311,7 +311,7 @@ fn row_weights_held_out_rows_and_patience_equal_the_reference_bit_for_bit() {
         (63, 1, 4, 63),
         (200, 9, 10, 257),
     ];
-    for (n, d, heads, nv) in sizes(&all, &[1, 2, 3, 5]) {
+    for (n, d, heads, nv) in sizes(&all, &[2, 5]) {
         let (x, y) = integer_set(n, d, heads, (n * 7 + d) as u64);
         let (xv, yv) = integer_set(nv, d, heads, (nv * 3 + d) as u64);
         let mut rng = ChaCha8Rng::seed_from_u64(n as u64);
@@ -509,7 +509,7 @@ fn every_storage_gives_the_f32_results_bit_for_bit() {
             (90, 9, 2, 20),
             (130, 2, 64, 0),
         ];
-        for (n, d, heads, nv) in sizes(&all, &[1, 3, 4, 6]) {
+        for (n, d, heads, nv) in sizes(&all, &[3, 4]) {
             let seed = (n * 7 + d * 3 + heads) as u64;
             let (x, y) = storage_set(storage, n, d, heads, seed);
             let (xv, yv) = storage_set(storage, nv, d, heads, seed + 1);

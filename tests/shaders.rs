@@ -1,6 +1,6 @@
 //! Every WGSL shader is parsed and validated by naga, and every pipeline the host can build
 //! is translated to the shading language of every backend wgpu drives: SPIR-V (Vulkan,
-//! checked by `spirv-val`), MSL (Metal) and HLSL (DX12). A broken shader, or a construct one
+//! checked by `spirv-val`), MSL (Metal), HLSL (DX12) and GLSL ES 3.10 (OpenGL). A broken shader, or a construct one
 //! backend lacks, fails here, on any machine, without a GPU.
 //!
 //! `spirv-val` comes from Debian's `spirv-tools`; without it the SPIR-V check prints
@@ -10,7 +10,7 @@ use std::io::Write;
 
 use naga::valid::{Capabilities, ShaderStages, SubgroupOperationSet, ValidationFlags, Validator};
 use rosenblatt::backend::gpu::batch::{batch_source, Entry, Shape};
-use rosenblatt::backend::gpu::plan::reachable_shapes;
+use rosenblatt::backend::gpu::plan::{reachable_shapes, GL_KT_CAP};
 
 fn validator(subgroups: bool) -> Validator {
     let caps = if subgroups {
@@ -170,11 +170,46 @@ fn translate(m: &naga::Module, info: &naga::valid::ModuleInfo, shape: &Shape) ->
     hlsl::Writer::new(&mut out, &hlsl_opts, &hlsl::PipelineOptions::default())
         .write(&m, &info, None)
         .unwrap_or_else(|e| panic!("HLSL for {shape:?}: {e}"));
+    if !shape.subgroups && shape.kt <= GL_KT_CAP {
+        glsl(&m, &info, shape);
+    }
     words
 }
 
+/// GLSL ES 3.10 (what wgpu's GL backend asks of OpenGL ES 3.1 / GL 4.3) of every entry point
+/// of a specialised module that OpenGL runs (no subgroups, which GL lacks; one head per
+/// thread, `GL_KT_CAP`), one entry point per shader as wgpu writes them: the GL pass of the
+/// GPU tests runs only some shapes (each compiles for seconds on llvmpipe), this translates
+/// them all.
+fn glsl(m: &naga::Module, info: &naga::valid::ModuleInfo, shape: &Shape) {
+    use naga::back::glsl;
+    let opts = glsl::Options {
+        version: glsl::Version::new_gles(310),
+        writer_flags: glsl::WriterFlags::empty(),
+        ..Default::default()
+    };
+    for ep in &m.entry_points {
+        let pipeline = glsl::PipelineOptions {
+            shader_stage: naga::ShaderStage::Compute,
+            entry_point: ep.name.clone(),
+            multiview: None,
+        };
+        let mut out = String::new();
+        glsl::Writer::new(
+            &mut out,
+            m,
+            info,
+            &opts,
+            &pipeline,
+            naga::proc::BoundsCheckPolicies::default(),
+        )
+        .and_then(|mut w| w.write())
+        .unwrap_or_else(|e| panic!("GLSL for {} of {shape:?}: {e}", ep.name));
+    }
+}
+
 #[test]
-fn every_specialisation_translates_to_spirv_msl_and_hlsl() {
+fn every_specialisation_translates_to_spirv_msl_hlsl_and_glsl() {
     use rayon::prelude::*;
     let val = spirv_val();
     let dir = tempfile::tempdir().unwrap();

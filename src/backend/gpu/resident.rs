@@ -593,7 +593,8 @@ impl<'c> Resident<'c> {
         } else {
             format!(
                 "two kernels (margins then accumulate, X read twice): the K x V registers of \
-                 a row exceed the register pass's budget ({} heads, {} features)",
+                 a row exceed the register pass's budget, or on OpenGL (one head per thread) \
+                 its K thread groups a workgroup ({} heads, {} features)",
                 self.heads, self.d
             )
         }
