@@ -21,7 +21,7 @@ def test_there_are_examples():
     assert len(list(examples())) >= 1
 
 
-@pytest.mark.parametrize("code", examples())
+@pytest.mark.parametrize("code", list(examples()))
 def test_example_runs(code, capsys):
     exec(compile(code, "<doc example>", "exec"), {})
     assert capsys.readouterr().out.strip()
