@@ -1,0 +1,122 @@
+//! The seam of data-parallel runs: sums across processes ([`Reduce`]), implemented over MPI by
+//! `rosenblatt::distributed`; the backends only call it.
+
+use super::{Backend, BackendKind, Bound, DataView, DualBound, StopReason, TrainView};
+use crate::error::Result;
+
+/// Sums across the processes of a data-parallel run, each holding a share of the rows: what
+/// makes their batch epochs one epoch over all rows. Implemented over MPI by
+/// `rosenblatt::distributed` (feature `mpi`); the backends only call it.
+pub trait Reduce: std::fmt::Debug {
+    /// This process's index (0-based).
+    fn rank(&self) -> usize;
+    /// Processes.
+    fn size(&self) -> usize;
+    /// This process's index among the processes on its machine (which GPU it takes).
+    fn local_rank(&self) -> usize {
+        self.rank()
+    }
+    /// Replaces `v` with its sum over the processes, added in process order (so the result
+    /// does not depend on how the processes are scheduled).
+    fn sum_f32(&self, v: &mut [f32]);
+    /// As [`Reduce::sum_f32`], in f64.
+    fn sum_f64(&self, v: &mut [f64]);
+    /// The largest `v` over the processes.
+    fn max_f64(&self, v: f64) -> f64;
+    /// Every process's `local`, concatenated in process order.
+    fn gather_f32(&self, local: &[f32]) -> Vec<f32>;
+    /// As [`Reduce::gather_f32`], for bytes.
+    fn gather_u8(&self, local: &[u8]) -> Vec<u8>;
+    /// Ends every process with exit code `code` (after an error in one, which the others may
+    /// be waiting for); returns only where there is nothing to end.
+    fn abort(&self, _code: i32) {}
+}
+
+/// The stop every process of a data-parallel run takes after an epoch: each decided from the
+/// same sums, but the tolerance rule compares an update norm that backends of different kinds
+/// compute in different precision, so a stop anywhere is a stop everywhere (one more sum per
+/// epoch, which every backend's bound makes at the same point).
+pub(crate) fn agreed_stop(r: &dyn Reduce, stop: Option<StopReason>) -> Option<StopReason> {
+    const ORDER: [StopReason; 3] = [
+        StopReason::Converged,
+        StopReason::Tolerance,
+        StopReason::Patience,
+    ];
+    let code = stop
+        .and_then(|s| ORDER.iter().position(|&o| o == s))
+        .map_or(0, |k| k + 1);
+    match r.max_f64(code as f64) as usize {
+        0 => None,
+        k => ORDER.get(k - 1).copied(),
+    }
+}
+
+impl<T: Reduce + ?Sized> Reduce for std::rc::Rc<T> {
+    fn rank(&self) -> usize {
+        (**self).rank()
+    }
+    fn size(&self) -> usize {
+        (**self).size()
+    }
+    fn local_rank(&self) -> usize {
+        (**self).local_rank()
+    }
+    fn sum_f32(&self, v: &mut [f32]) {
+        (**self).sum_f32(v)
+    }
+    fn sum_f64(&self, v: &mut [f64]) {
+        (**self).sum_f64(v)
+    }
+    fn max_f64(&self, v: f64) -> f64 {
+        (**self).max_f64(v)
+    }
+    fn gather_f32(&self, local: &[f32]) -> Vec<f32> {
+        (**self).gather_f32(local)
+    }
+    fn gather_u8(&self, local: &[u8]) -> Vec<u8> {
+        (**self).gather_u8(local)
+    }
+    fn abort(&self, code: i32) {
+        (**self).abort(code)
+    }
+}
+
+/// A backend for one process of a data-parallel run: training binds through
+/// [`Backend::bind_reduced`] with `reduce`; scoring is the backend's own.
+pub struct Distributed<R: Reduce> {
+    /// This process's backend (its CPU or its GPU).
+    pub backend: Box<dyn Backend>,
+    /// The sums across processes.
+    pub reduce: R,
+}
+
+impl<R: Reduce> Backend for Distributed<R> {
+    fn kind(&self) -> BackendKind {
+        self.backend.kind()
+    }
+
+    fn device(&self) -> String {
+        format!(
+            "{}, process {} of {}",
+            self.backend.device(),
+            self.reduce.rank() + 1,
+            self.reduce.size()
+        )
+    }
+
+    fn bind<'a>(&'a self, data: TrainView<'a>) -> Result<Box<dyn Bound + 'a>> {
+        self.backend.bind_reduced(data, &self.reduce)
+    }
+
+    fn scores(&self, data: DataView<'_>, w: &[f32]) -> Result<Vec<f32>> {
+        self.backend.scores(data, w)
+    }
+
+    fn bind_dual<'a>(
+        &'a self,
+        eval: DataView<'a>,
+        sv: Option<DataView<'a>>,
+    ) -> Result<Box<dyn DualBound + 'a>> {
+        self.backend.bind_dual(eval, sv)
+    }
+}
