@@ -5,9 +5,9 @@
 //! dispatches and reads back. Its CPU twin is `reference::kscores`.
 
 use super::batch::{storage, uniform};
+use super::buffers::{entire, init_buf, read_back, storage_buf};
 use super::context::GpuContext;
 use super::mirror::{KParams, KERNEL_TILE_BYTES};
-use super::resident::{entire, init_buf, read_back, storage_buf};
 use crate::backend::{sq_norms, DataView, DualBound, Kernel};
 use crate::error::{Error, Result};
 

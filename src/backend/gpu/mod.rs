@@ -1,26 +1,29 @@
 //! GPU backend through wgpu on any Vulkan, Metal, DX12 or GL adapter: the batch epoch and
-//! scoring (shaders/batch.wgsl, `batch.rs` and `resident.rs`) and kernel scoring
+//! scoring (shaders/batch.wgsl, `batch.rs`, `upload.rs` and `resident.rs`) and kernel scoring
 //! (shaders/kernel.wgsl, `dual.rs`). The context, shader modules, layouts and pipelines are
 //! built once per backend; binding a data set uploads it once.
 
 pub mod batch;
+mod buffers;
 pub mod context;
 pub(crate) mod dual;
 pub(crate) mod mirror;
 pub mod plan;
 mod profile;
 pub(crate) mod resident;
+mod upload;
 
 use super::{Backend, BackendKind, BatchRule, Bound, DataView, DualBound, Epochs, Extras};
 use crate::error::Result;
 use batch::BatchPipelines;
 use context::{AdapterQuery, GpuContext};
 use dual::{DualPipelines, DualResident};
-use resident::{Resident, Rows};
+use resident::Resident;
+use upload::Rows;
 
 pub use context::{list_adapters, AdapterReport, HOW_TO_GET_ONE};
 pub use plan::Plan;
-pub use resident::ResidentOptions;
+pub use upload::ResidentOptions;
 
 /// How to open and drive the GPU.
 #[derive(Debug, Clone, Default)]
@@ -82,7 +85,7 @@ impl GpuBackend {
     pub fn upload_gbs(&self, bytes: u64) -> Result<f64> {
         let size = bytes.clamp(4, 256 << 20) / 4 * 4;
         let ctx = &self.ctx;
-        let buf = resident::storage_buf(ctx, "rosenblatt.h2d_probe", size);
+        let buf = buffers::storage_buf(ctx, "rosenblatt.h2d_probe", size);
         let data = vec![1u8; size as usize];
         let wait = || {
             ctx.device

@@ -5,7 +5,8 @@
 //! work on every adapter; they are what tests hold the kernels to (one read of X).
 
 use super::batch::{Entry, Shape};
-use super::resident::{Resident, COUNTER_WORDS, CTL};
+use super::resident::Resident;
+use super::upload::{COUNTER_WORDS, CTL};
 use crate::backend::{BatchRule, KernelProfile, KernelTraffic, TRAFFIC_CATEGORIES};
 use crate::error::Result;
 

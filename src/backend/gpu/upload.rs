@@ -1,0 +1,871 @@
+//! How rows become a resident set, in three steps: the plan (plan.rs) for the rows and the
+//! device, the segments' layout ([`SegMeta`]: rows, partials and workgroups of each, before
+//! any buffer exists), then the buffers and bind groups ([`Layout::upload`]).
+
+use super::batch::{BatchPipelines, Entry, KT_MAX};
+use super::buffers::{dense_buf, entire, init_buf, label_bytes, storage_buf};
+use super::context::GpuContext;
+use super::mirror::{Control, EpochOut, Params, Segment, WgStat, ROLE_HELD_OUT, ROLE_TRAIN};
+use super::plan::{
+    binding_limit, device_workgroups, padded, plan, plan_sparse, rows_per_step, segment_grid,
+    software_steps, sparse_segments, Plan, PlanOptions, GL_KT_CAP,
+};
+use crate::backend::{CsrView, DataView, Features, Matrix, MatrixBuf, TRAFFIC_CATEGORIES};
+use crate::error::{Error, Result};
+
+/// Bytes of the control word.
+pub(super) const CTL: usize = size_of::<Control>();
+
+/// Submits in flight at once while training (each with its own read-back buffer).
+pub(super) const IN_FLIGHT: usize = 2;
+
+/// Words of the traffic counters: [entry][category][load, store] as (low, high) pairs.
+pub(super) const COUNTER_WORDS: usize = Entry::ALL.len() * TRAFFIC_CATEGORIES.len() * 2 * 2;
+
+/// One segment of X on the device.
+pub(super) struct SegBuf {
+    pub(super) n: usize,
+    pub(super) held_out: bool,
+    /// Partials this segment's training kernels write.
+    pub(super) chunks: usize,
+    /// Workgroups of `epoch`/`scores` (register pass) or of `margins`/`scores`.
+    pub(super) wgs: usize,
+    /// A sparse training segment: `margins` then `gather` (its one partial).
+    pub(super) gather: bool,
+    pub(super) coef: wgpu::Buffer,
+    pub(super) bind: wgpu::BindGroup,
+}
+
+/// Rows to make resident: the features, and for training the labels, the per-row weights and
+/// the held-out rows with their labels.
+#[derive(Clone, Copy)]
+pub struct Rows<'a> {
+    /// The (training) rows.
+    pub data: DataView<'a>,
+    /// Their labels, for training.
+    pub y: Option<&'a [f32]>,
+    /// Their weights, when not all 1.
+    pub sw: Option<&'a [f32]>,
+    /// Held-out rows and their labels.
+    pub held: Option<(DataView<'a>, &'a [f32])>,
+}
+
+/// The buffers every segment's kernels share (bind group 0).
+pub(super) struct Shared {
+    pub(super) params_buf: wgpu::Buffer,
+    pub(super) w_buf: wgpu::Buffer,
+    pub(super) ctl_buf: wgpu::Buffer,
+    pub(super) partials: wgpu::Buffer,
+    pub(super) wg_stats: wgpu::Buffer,
+    pub(super) counters: wgpu::Buffer,
+    pub(super) stats_buf: wgpu::Buffer,
+    pub(super) aux: wgpu::Buffer,
+    pub(super) global: wgpu::BindGroup,
+}
+
+/// Options that shape the GPU work.
+#[derive(Debug, Clone, Default)]
+pub struct ResidentOptions {
+    /// Override of the storage-binding limit, to exercise the split path in tests.
+    pub max_binding: Option<u64>,
+    /// Epochs per submit (default 64).
+    pub epochs_per_submit: Option<usize>,
+    /// Test hook: destroy the device after this many training submits, so the next one fails
+    /// as a lost device would.
+    pub fail_after_submits: Option<usize>,
+    /// Dense rows take the two-kernel path (`margins` + `accumulate`, X read twice) even
+    /// where the register pass fits; tests hold both paths to the reference.
+    pub two_kernels: bool,
+    /// Workgroups of the register pass's persistent grid per segment. `None`: a few per
+    /// compute unit ([`device_workgroups`]), fewer where the partial sums would take more
+    /// than 2% of one read of X; tests vary it to show that results do not depend on it.
+    pub workgroups: Option<usize>,
+    /// Most heads one thread of the register pass holds (default: 12, and 1 on OpenGL, where
+    /// Mesa compiles several heads per thread slowly; see plan::GL_KT_CAP). Tests set 1 to
+    /// run the head blocks' shared rows on every adapter.
+    pub heads_per_thread: Option<u32>,
+    /// Test hook: the most steps of rows a workgroup of the register pass runs on a software
+    /// adapter (default [`software_steps`]; tests measure Mesa's loop limit with it).
+    pub software_steps: Option<usize>,
+    /// Lane sums by subgroup operations: `None` on a GPU that has them (software adapters
+    /// run the workgroup tree, faster there), `Some(false)` never, `Some(true)` always (an
+    /// error without them).
+    pub subgroups: Option<bool>,
+    /// Most bytes of X to keep on the device: when X (training and held-out rows) is larger,
+    /// it streams: two segment slots on the device, each segment uploaded into one while the
+    /// other's kernels run, every epoch. `None`: X is resident (it must fit the device).
+    pub gpu_memory: Option<u64>,
+}
+
+/// Where a segment's rows go, before any buffer exists.
+struct SegMeta {
+    role: u32,
+    start: usize,
+    n: usize,
+    /// Partials it writes, and the first of them.
+    chunks: usize,
+    chunk_base: usize,
+    /// Workgroups of its row kernels, and the first of their `wg_stats` entries.
+    wgs: usize,
+    wg_base: usize,
+    /// Rows per workgroup (register pass) or per `accumulate` chunk.
+    chunk_rows: usize,
+}
+
+/// One segment of streamed X on the host: its values (the caller's bytes: dense rows of
+/// `d` values, padded on upload) and, for CSR rows, the arrays `segment_arrays` makes (row
+/// starts with columns, the column-major copy).
+pub(super) struct StreamSeg<'c> {
+    pub(super) x: &'c [u8],
+    pub(super) dense_rows: Option<usize>,
+    pub(super) csr: Vec<u32>,
+    pub(super) csc: Vec<u32>,
+}
+
+/// A device slot of streamed X: one buffer per array of a segment.
+pub(super) struct Slot {
+    pub(super) x: wgpu::Buffer,
+    pub(super) csr: wgpu::Buffer,
+    pub(super) csc: wgpu::Buffer,
+}
+
+/// The rows of `x` to upload: the caller's, or f32 copies where training and held-out rows
+/// differ in storage or form (the rare case; streaming refuses it).
+pub(super) struct Prepared<'a> {
+    pub(super) x: Matrix<'a>,
+    pub(super) held_x: Option<Matrix<'a>>,
+    pub(super) mismatch: bool,
+}
+
+pub(super) fn prepare<'a>(
+    rows: Rows<'a>,
+    train_vals: &'a mut Option<Vec<f32>>,
+    held_own: &'a mut Option<MatrixBuf>,
+) -> Result<Prepared<'a>> {
+    let DataView { x, d, .. } = rows.data;
+    let held_in = rows.held.map(|(h, _)| h);
+    let mismatch =
+        held_in.is_some_and(|h| h.x.storage() != x.storage() || h.x.is_sparse() != x.is_sparse());
+    if !mismatch {
+        return Ok(Prepared {
+            x,
+            held_x: held_in.map(|h| h.x),
+            mismatch,
+        });
+    }
+    // The training rows are widened to f32 for the held-out rows' sake: within the memory
+    // budget (a memory-mapped compact X can be larger than memory).
+    crate::backend::check_widened(rows.data)?;
+    let h = held_in.expect("a mismatch has held-out rows");
+    *train_vals = Some(values_of(x).to_f32().into_owned());
+    *held_own = Some(if x.is_sparse() {
+        MatrixBuf::Csr(h.x.to_csr(h.n, d))
+    } else {
+        MatrixBuf::Dense(h.x.to_dense(h.n, d).into_owned())
+    });
+    let (train_vals, held_own): (&'a Option<Vec<f32>>, &'a Option<MatrixBuf>) =
+        (train_vals, held_own);
+    Ok(Prepared {
+        x: with_values(x, Features::F32(train_vals.as_deref().unwrap_or(&[]))),
+        held_x: held_own.as_ref().map(|m| m.view()),
+        mismatch,
+    })
+}
+
+/// The entry points a plan's epochs and scoring use.
+fn plan_entries(plan: &Plan) -> Vec<Entry> {
+    let mut v = if plan.register_pass() {
+        vec![Entry::Epoch]
+    } else if plan.shape.sparse != 0 {
+        vec![Entry::Margins, Entry::Gather]
+    } else {
+        vec![Entry::Margins, Entry::Accumulate]
+    };
+    v.extend([Entry::Apply, Entry::Finalize, Entry::Scores]);
+    v
+}
+
+/// The rows a resident set is built from: training rows, held-out rows, their sizes.
+#[derive(Clone, Copy)]
+pub(super) struct Sizes<'a> {
+    pub(super) x: Matrix<'a>,
+    pub(super) held_x: Option<Matrix<'a>>,
+    pub(super) n: usize,
+    pub(super) held_n: usize,
+    pub(super) d: usize,
+    pub(super) heads: usize,
+}
+
+/// The plan for these rows on this device.
+fn make_plan(ctx: &GpuContext, s: Sizes<'_>, opts: &ResidentOptions) -> Result<Plan> {
+    let Sizes {
+        x,
+        held_x,
+        n,
+        held_n,
+        d,
+        heads,
+    } = s;
+    let storage = x.storage();
+    match x {
+        Matrix::Csr(c) => {
+            let nnz = c.nnz() + held_x.and_then(|h| h.csr()).map_or(0, |h| h.nnz());
+            plan_sparse(n + held_n, d, nnz, heads, storage, &ctx.limits)
+        }
+        Matrix::Dense(_) => plan(
+            n.max(held_n),
+            d,
+            heads,
+            storage,
+            &ctx.limits,
+            PlanOptions {
+                max_binding: opts.max_binding,
+                grid: opts
+                    .workgroups
+                    .unwrap_or_else(|| device_workgroups(&ctx.info)),
+                two_kernels: opts.two_kernels,
+                kt_cap: opts
+                    .heads_per_thread
+                    .unwrap_or(if ctx.info.backend == wgpu::Backend::Gl {
+                        GL_KT_CAP
+                    } else {
+                        KT_MAX
+                    }),
+            },
+        ),
+    }
+}
+
+/// The segments of the training rows then the held-out rows: their rows, partials and
+/// workgroups. Dense rows: a fixed number of rows per binding; the register pass's grid per
+/// segment ([`segment_grid`]). CSR rows: as many rows as keep each buffer within a binding.
+fn layout_segments(
+    plan: &Plan,
+    s: Sizes<'_>,
+    training: bool,
+    seg_binding: u64,
+    opts: &ResidentOptions,
+) -> Result<Vec<SegMeta>> {
+    let Sizes {
+        x,
+        held_x,
+        n,
+        held_n,
+        d,
+        heads,
+    } = s;
+    let len = heads * (d + 1);
+    let ranges = |m: Matrix<'_>, total: usize, gather: bool| -> Result<Vec<(usize, usize)>> {
+        match m {
+            Matrix::Csr(c) => sparse_segments(c, d, heads, seg_binding, gather),
+            Matrix::Dense(_) => Ok((0..total)
+                .step_by(plan.seg_rows.max(1))
+                .map(|a| (a, plan.seg_rows.min(total - a)))
+                .collect()),
+        }
+    };
+    let sparse = x.is_sparse();
+    let mut roles = vec![(ROLE_TRAIN, x, ranges(x, n, training)?)];
+    if let Some(hx) = held_x {
+        roles.push((ROLE_HELD_OUT, hx, ranges(hx, held_n, false)?));
+    }
+    let step = rows_per_step(&plan.shape, heads);
+    let groups = (plan.shape.wg / plan.shape.tpr) as usize;
+    let mut out = Vec::new();
+    let (mut chunk_base, mut wg_base) = (0usize, 0usize);
+    for (role, m, list) in roles {
+        for (start, rows) in list {
+            let train = role == ROLE_TRAIN && training;
+            let (chunks, wgs, chunk_rows) = if plan.register_pass() {
+                let words = x_words(m, rows, d).max(1);
+                let (g, run) = match opts.workgroups {
+                    Some(g) => segment_grid(rows, words, None, g, step, plan.max_steps),
+                    None => segment_grid(
+                        rows,
+                        words,
+                        train.then_some(len),
+                        plan.grid,
+                        step,
+                        plan.max_steps,
+                    ),
+                };
+                (if train { g } else { 0 }, g, run)
+            } else {
+                // A sparse training segment sums its rows in one partial (`gather`).
+                let chunks = match () {
+                    _ if !train => 0,
+                    _ if sparse => 1,
+                    _ => rows.div_ceil(plan.chunk_rows),
+                };
+                let wgs = rows.div_ceil(groups).clamp(1, plan.margin_wgs_cap);
+                let chunk_rows = if sparse { rows.max(1) } else { plan.chunk_rows };
+                (chunks, wgs, chunk_rows)
+            };
+            out.push(SegMeta {
+                role,
+                start,
+                n: rows,
+                chunks,
+                chunk_base,
+                wgs,
+                wg_base,
+                chunk_rows,
+            });
+            chunk_base += chunks;
+            wg_base += wgs;
+        }
+    }
+    Ok(out)
+}
+
+/// 32-bit words of `rows` rows of `m` as the device stores them: dense rows padded to whole
+/// units of 4 values, CSR values as they are (whole words).
+pub(super) fn x_words(m: Matrix<'_>, rows: usize, d: usize) -> u64 {
+    let eb = m.storage().bytes() as u64;
+    match m.csr() {
+        Some(c) => (c.nnz() as u64 * eb).div_ceil(4),
+        None => rows as u64 * padded(d) as u64 * eb / 4,
+    }
+}
+
+/// The buffers the segments share and their bind group.
+fn shared_buffers(
+    ctx: &GpuContext,
+    batch: &BatchPipelines,
+    params: &Params,
+    total_chunks: usize,
+    total_wgs: usize,
+) -> Shared {
+    let len = (params.heads * params.d_aug) as usize;
+    let uniform = wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST;
+    let params_buf = init_buf(
+        ctx,
+        "rosenblatt.params",
+        bytemuck::bytes_of(params),
+        uniform,
+    );
+    let w_buf = storage_buf(ctx, "rosenblatt.w", (len * 4) as u64);
+    let ctl_buf = init_buf(
+        ctx,
+        "rosenblatt.control",
+        bytemuck::bytes_of(&Control::fresh()),
+        wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC | wgpu::BufferUsages::COPY_DST,
+    );
+    let partials = storage_buf(ctx, "rosenblatt.partials", (total_chunks * len * 4) as u64);
+    let wg_stats = storage_buf(
+        ctx,
+        "rosenblatt.wg_stats",
+        (total_wgs * size_of::<WgStat>()) as u64,
+    );
+    let counters = storage_buf(ctx, "rosenblatt.counters", (COUNTER_WORDS * 4) as u64);
+    let aux = storage_buf(ctx, "rosenblatt.aux", (5 * len * 4) as u64);
+    let stats_buf = storage_buf(
+        ctx,
+        "rosenblatt.epoch_stats",
+        (params.ring as usize * size_of::<EpochOut>()) as u64,
+    );
+    let global = ctx.device.create_bind_group(&wgpu::BindGroupDescriptor {
+        label: Some("rosenblatt.global"),
+        layout: &batch.global_layout,
+        entries: &[
+            entire(0, &params_buf),
+            entire(1, &w_buf),
+            entire(2, &ctl_buf),
+            entire(3, &partials),
+            entire(4, &wg_stats),
+            entire(5, &counters),
+            entire(6, &stats_buf),
+            entire(7, &aux),
+        ],
+    });
+    Shared {
+        params_buf,
+        w_buf,
+        ctl_buf,
+        partials,
+        wg_stats,
+        counters,
+        stats_buf,
+        aux,
+        global,
+    }
+}
+
+/// The two device slots of streamed X, each sized for the largest segment's arrays.
+fn stream_slots(
+    ctx: &GpuContext,
+    metas: &[SegMeta],
+    plan: &Plan,
+    x: Matrix<'_>,
+    held_x: Option<Matrix<'_>>,
+    d: usize,
+) -> [Slot; 2] {
+    let eb = x.storage().bytes() as u64;
+    let (mut x_max, mut csr_max, mut csc_max) =
+        ((plan.seg_rows * padded(d)) as u64 * eb, 0u64, 0u64);
+    for m in metas {
+        let src = match held_x {
+            Some(h) if m.role == ROLE_HELD_OUT => h,
+            _ => x,
+        };
+        if let Matrix::Csr(c) = src {
+            let nnz = (c.indptr[m.start + m.n] - c.indptr[m.start]) as u64;
+            x_max = x_max.max(nnz * eb);
+            csr_max = csr_max.max((m.n as u64 + 1 + nnz) * 4);
+            if m.role == ROLE_TRAIN {
+                csc_max = csc_max.max((d as u64 + 1 + 2 * nnz) * 4);
+            }
+        }
+    }
+    [0, 1].map(|i| Slot {
+        x: storage_buf(ctx, &format!("rosenblatt.x_slot[{i}]"), x_max),
+        csr: storage_buf(ctx, &format!("rosenblatt.csr_slot[{i}]"), csr_max),
+        csc: storage_buf(ctx, &format!("rosenblatt.csc_slot[{i}]"), csc_max),
+    })
+}
+
+/// A segment's own buffers (its uniform, labels, row weights, outputs) and bind group; `arrays`
+/// are its X, CSR and CSC buffers. X is bound as words, pairs and quadruples (bindings 1, 7, 8).
+#[allow(clippy::too_many_arguments)]
+fn segment_buffers(
+    ctx: &GpuContext,
+    batch: &BatchPipelines,
+    k: usize,
+    m: &SegMeta,
+    arrays: [&wgpu::Buffer; 3],
+    y: Option<&[f32]>,
+    sw: Option<&[f32]>,
+    heads: usize,
+    gather: bool,
+) -> SegBuf {
+    let seg = Segment {
+        n: m.n as u32,
+        chunk_base: m.chunk_base as u32,
+        wg_base: m.wg_base as u32,
+        chunk_rows: m.chunk_rows as u32,
+        role: m.role,
+        _pad0: 0,
+        _pad1: 0,
+        _pad2: 0,
+    };
+    let uniform = wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST;
+    let ubuf = init_buf(ctx, "rosenblatt.segment", bytemuck::bytes_of(&seg), uniform);
+    let rows_buf = |what: &str, v: Option<&[f32]>| {
+        init_buf(
+            ctx,
+            &format!("rosenblatt.{what}[{k}]"),
+            bytemuck::cast_slice(v.unwrap_or(&[])),
+            wgpu::BufferUsages::STORAGE,
+        )
+    };
+    let ybuf = init_buf(
+        ctx,
+        &format!("rosenblatt.y[{k}]"),
+        &label_bytes(y.unwrap_or(&[])),
+        wgpu::BufferUsages::STORAGE,
+    );
+    let wbuf = rows_buf("sw", sw);
+    let coef = storage_buf(
+        ctx,
+        &format!("rosenblatt.coef[{k}]"),
+        (m.n * heads * 4) as u64,
+    );
+    let [xbuf, csr, csc] = arrays;
+    let bind = ctx.device.create_bind_group(&wgpu::BindGroupDescriptor {
+        label: Some("rosenblatt.segment"),
+        layout: &batch.segment_layout,
+        entries: &[
+            entire(0, &ubuf),
+            entire(1, xbuf),
+            entire(2, &ybuf),
+            entire(3, &coef),
+            entire(4, &wbuf),
+            entire(5, csr),
+            entire(6, csc),
+            entire(7, xbuf),
+            entire(8, xbuf),
+        ],
+    });
+    SegBuf {
+        n: m.n,
+        held_out: m.role == ROLE_HELD_OUT,
+        chunks: m.chunks,
+        wgs: m.wgs,
+        gather,
+        coef,
+        bind,
+    }
+}
+
+/// The stored values of `m` (all of them when dense, the non-zeros when CSR).
+fn values_of(m: Matrix<'_>) -> Features<'_> {
+    match m {
+        Matrix::Dense(f) => f,
+        Matrix::Csr(c) => c.values,
+    }
+}
+
+/// `m` with its stored values replaced by `v` (the same number of them).
+fn with_values<'a>(m: Matrix<'a>, v: Features<'a>) -> Matrix<'a> {
+    match m {
+        Matrix::Dense(_) => Matrix::Dense(v),
+        Matrix::Csr(c) => Matrix::Csr(CsrView { values: v, ..c }),
+    }
+}
+
+/// A segment's arrays: its values, and for CSR rows the row starts (from 0) with the columns,
+/// and for a training segment (`gather`) the CSC copy: column starts, the row of each entry
+/// and its position among the segment's values, rows ascending within a column. Dense rows
+/// give empty index arrays.
+fn segment_arrays<'a>(
+    m: Matrix<'a>,
+    start: usize,
+    len: usize,
+    d: usize,
+    gather: bool,
+) -> (Features<'a>, Vec<u32>, Vec<u32>) {
+    let c = match m {
+        Matrix::Dense(f) => {
+            return (
+                f.slice(start * d..(start + len) * d),
+                Vec::new(),
+                Vec::new(),
+            )
+        }
+        Matrix::Csr(c) => c,
+    };
+    let base = c.indptr[start];
+    let end = c.indptr[start + len];
+    let nnz = end - base;
+    let mut csr = Vec::with_capacity(len + 1 + nnz);
+    csr.extend(
+        c.indptr[start..=start + len]
+            .iter()
+            .map(|&p| (p - base) as u32),
+    );
+    csr.extend_from_slice(&c.indices[base..end]);
+    let mut csc = Vec::new();
+    if gather {
+        csc = vec![0u32; d + 1 + 2 * nnz];
+        for &j in &c.indices[base..end] {
+            csc[j as usize + 1] += 1;
+        }
+        for j in 0..d {
+            csc[j + 1] += csc[j];
+        }
+        let mut next: Vec<u32> = csc[..d].to_vec();
+        let (rows_at, pos_at) = (d + 1, d + 1 + nnz);
+        for r in 0..len {
+            for p in c.indptr[start + r]..c.indptr[start + r + 1] {
+                let j = c.indices[p] as usize;
+                let q = next[j] as usize;
+                csc[rows_at + q] = r as u32;
+                csc[pos_at + q] = (p - base) as u32;
+                next[j] += 1;
+            }
+        }
+    }
+    (c.values.slice(base..end), csr, csc)
+}
+
+/// Checks the rows the GPU takes: at least one row and one feature, and labels -1, +1 or a
+/// class index below 64.
+pub(super) fn check_rows(rows: Rows<'_>) -> Result<()> {
+    let DataView { n, d, .. } = rows.data;
+    if n == 0 || d == 0 {
+        return Err(Error::Gpu(
+            "the GPU backend needs at least one row and one feature".into(),
+        ));
+    }
+    let labels = rows.y.into_iter().chain(rows.held.map(|(_, y)| y));
+    if let Some(v) = labels
+        .flatten()
+        .find(|&&v| v != v.round() || !(-1.0..64.0).contains(&v))
+    {
+        return Err(Error::Gpu(format!(
+            "label {v}: the GPU takes -1, +1 or a class index below 64"
+        )));
+    }
+    Ok(())
+}
+
+/// A resident set before any buffer exists: the rows, the plan, whether X streams, the
+/// segments and the epoch's parameters.
+pub(super) struct Layout<'a> {
+    pub(super) sizes: Sizes<'a>,
+    pub(super) plan: Plan,
+    streamed: bool,
+    training: bool,
+    metas: Vec<SegMeta>,
+    pub(super) params: Params,
+    pub(super) epochs_per_submit: usize,
+}
+
+/// The buffers of a resident set ([`Layout::upload`]).
+pub(super) struct Uploaded<'c> {
+    pub(super) shared: Shared,
+    /// Streamed X: the two device slots, and each segment's arrays on the host.
+    pub(super) slots: Option<[Slot; 2]>,
+    pub(super) stream: Option<Vec<StreamSeg<'c>>>,
+    pub(super) segs: Vec<SegBuf>,
+    pub(super) readbacks: [wgpu::Buffer; IN_FLIGHT],
+}
+
+impl<'a> Layout<'a> {
+    /// Lays out `prep`, the rows of `rows` to upload, for `heads` heads.
+    pub(super) fn new(
+        ctx: &GpuContext,
+        batch: &BatchPipelines,
+        rows: Rows<'_>,
+        prep: &Prepared<'a>,
+        heads: usize,
+        opts: &ResidentOptions,
+    ) -> Result<Self> {
+        let DataView { n, d, bias, .. } = rows.data;
+        let (x, held_x) = (prep.x, prep.held_x);
+        let held_n = rows.held.map_or(0, |(h, _)| h.n);
+        let sparse = x.is_sparse();
+        let training = rows.y.is_some();
+        // X larger than the device memory it may take streams through two segment slots.
+        let x_total = x.bytes(n, d) + held_x.map_or(0, |h| h.bytes(held_n, d));
+        let streamed = opts.gpu_memory.is_some_and(|b| x_total > b);
+        if streamed && prep.mismatch {
+            return Err(Error::TooLarge(format!(
+                "X ({x_total} bytes) is more than the GPU memory allowed, and streaming takes \
+                 training and held-out rows in one storage and form only"
+            )));
+        }
+        let budget = opts.gpu_memory.unwrap_or(0);
+        let sizes = Sizes {
+            x,
+            held_x,
+            n,
+            held_n,
+            d,
+            heads,
+        };
+        let plan = plan_for(ctx, batch, sizes, opts, streamed.then_some(budget))?;
+        let epochs_per_submit = opts
+            .epochs_per_submit
+            .unwrap_or(if streamed { 1 } else { 64 })
+            .max(1);
+        let binding = binding_limit(&ctx.limits, opts.max_binding);
+        let seg_binding = if streamed && sparse {
+            // A streamed CSR segment's three arrays (each within a third) fill half the budget.
+            binding.min((budget / 6).max(4))
+        } else {
+            binding
+        };
+        let metas = layout_segments(&plan, sizes, training, seg_binding, opts)?;
+        let len = heads * (d + 1);
+        let total_chunks: usize = metas.iter().map(|m| m.chunks).sum();
+        let total_wgs: usize = metas.iter().map(|m| m.wgs).sum();
+        if sparse && training && (total_chunks * len * 4) as u64 > binding_limit(&ctx.limits, None)
+        {
+            return Err(Error::TooLarge(format!(
+                "{total_chunks} segments of {d} features need {} bytes of partial sums, more \
+                 than the GPU binds at once",
+                total_chunks * len * 4
+            )));
+        }
+        let params = Params {
+            d: d as u32,
+            d_aug: (d + 1) as u32,
+            heads: heads as u32,
+            rule: 0,
+            tau: 0.0,
+            flags: 0,
+            bias,
+            eta: 1.0,
+            tol: 0.0,
+            total_chunks: total_chunks as u32,
+            total_wgs: total_wgs as u32,
+            patience: 0,
+            keep_fraction: 1.0,
+            floor: 0.0,
+            units: d.div_ceil(4) as u32,
+            ring: (IN_FLIGHT * epochs_per_submit) as u32,
+        };
+        Ok(Layout {
+            sizes,
+            plan,
+            streamed,
+            training,
+            metas,
+            params,
+            epochs_per_submit,
+        })
+    }
+
+    /// Makes the buffers and bind groups: the shared ones, each segment's (streaming: the two
+    /// slots, and each segment's arrays kept on the host from `rows`), the read-back buffers.
+    pub(super) fn upload<'c>(
+        &self,
+        ctx: &GpuContext,
+        batch: &BatchPipelines,
+        rows: Rows<'c>,
+    ) -> Uploaded<'c> {
+        let Sizes {
+            x,
+            held_x,
+            d,
+            heads,
+            ..
+        } = self.sizes;
+        let p = &self.params;
+        let shared = shared_buffers(ctx, batch, p, p.total_chunks as usize, p.total_wgs as usize);
+        let slots = self
+            .streamed
+            .then(|| stream_slots(ctx, &self.metas, &self.plan, x, held_x, d));
+        let mut stream = Vec::new();
+        let segs = (self.metas.iter().enumerate())
+            .map(|(k, m)| {
+                let (seg, host) = self.upload_segment(ctx, batch, rows, k, m, slots.as_ref());
+                stream.extend(host);
+                seg
+            })
+            .collect();
+        let readback_bytes =
+            CTL + self.epochs_per_submit * size_of::<EpochOut>() + heads * (d + 1) * 4;
+        let readbacks = [0, 1].map(|i| {
+            ctx.device.create_buffer(&wgpu::BufferDescriptor {
+                label: Some(&format!("rosenblatt.readback[{i}]")),
+                size: readback_bytes as u64,
+                usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+                mapped_at_creation: false,
+            })
+        });
+        Uploaded {
+            shared,
+            slots,
+            stream: self.streamed.then_some(stream),
+            segs,
+            readbacks,
+        }
+    }
+
+    /// Segment `k`'s buffers and bind group; streaming, its X arrays stay on the host (the
+    /// caller's rows, never converted when streaming) and it binds slot `k % 2`.
+    fn upload_segment<'c>(
+        &self,
+        ctx: &GpuContext,
+        batch: &BatchPipelines,
+        rows: Rows<'c>,
+        k: usize,
+        m: &SegMeta,
+        slots: Option<&[Slot; 2]>,
+    ) -> (SegBuf, Option<StreamSeg<'c>>) {
+        let Sizes {
+            x,
+            held_x,
+            d,
+            heads,
+            ..
+        } = self.sizes;
+        let held_out = m.role == ROLE_HELD_OUT;
+        let gather = x.is_sparse() && !held_out && self.training;
+        let mut host = None;
+        let (xbuf, csr, csc) = match slots {
+            Some(s) => {
+                let orig = match rows.held {
+                    Some((h, _)) if held_out => h.x,
+                    _ => rows.data.x,
+                };
+                let (xs, csr, csc) = segment_arrays(orig, m.start, m.n, d, gather);
+                host = Some(StreamSeg {
+                    x: xs.bytes(),
+                    dense_rows: (!orig.is_sparse()).then_some(m.n),
+                    csr,
+                    csc,
+                });
+                let s = &s[k % 2];
+                (s.x.clone(), s.csr.clone(), s.csc.clone())
+            }
+            None => {
+                let src = match held_x {
+                    Some(h) if held_out => h,
+                    _ => x,
+                };
+                resident_arrays(ctx, k, m, src, d, gather)
+            }
+        };
+        let (ys, ws) = match (rows.held, held_out) {
+            (Some((_, hy)), true) => (Some(hy), None),
+            _ => (rows.y, rows.sw),
+        };
+        let range = m.start..m.start + m.n;
+        let seg = segment_buffers(
+            ctx,
+            batch,
+            k,
+            m,
+            [&xbuf, &csr, &csc],
+            ys.map(|y| &y[range.clone()]),
+            ws.map(|w| &w[range.clone()]),
+            heads,
+            gather,
+        );
+        (seg, host)
+    }
+}
+
+/// A resident segment's X, CSR and CSC buffers (dense rows: padded, and empty index arrays).
+fn resident_arrays(
+    ctx: &GpuContext,
+    k: usize,
+    m: &SegMeta,
+    src: Matrix<'_>,
+    d: usize,
+    gather: bool,
+) -> (wgpu::Buffer, wgpu::Buffer, wgpu::Buffer) {
+    let (xs, csr, csc) = segment_arrays(src, m.start, m.n, d, gather);
+    let label = format!("rosenblatt.x[{k}]");
+    let xbuf = if src.is_sparse() {
+        init_buf(ctx, &label, xs.bytes(), wgpu::BufferUsages::STORAGE)
+    } else {
+        dense_buf(ctx, &label, xs.bytes(), m.n, d, src.storage())
+    };
+    let index = |what: &str, v: &[u32]| {
+        init_buf(
+            ctx,
+            &format!("rosenblatt.{what}[{k}]"),
+            bytemuck::cast_slice(v),
+            wgpu::BufferUsages::STORAGE,
+        )
+    };
+    (xbuf, index("csr", &csr), index("csc", &csc))
+}
+
+/// The plan for these rows on this device ([`make_plan`]), with the software adapters' step
+/// limit, streamed dense segments within half of `stream_budget`, and subgroup lane sums
+/// where they serve. Every pipeline it uses is built now, so that a shape the device refuses
+/// is an error at bind time.
+fn plan_for(
+    ctx: &GpuContext,
+    batch: &BatchPipelines,
+    s: Sizes<'_>,
+    opts: &ResidentOptions,
+    stream_budget: Option<u64>,
+) -> Result<Plan> {
+    let mut plan = make_plan(ctx, s, opts)?;
+    if ctx.info.device_type == wgpu::DeviceType::Cpu {
+        plan.max_steps = Some(opts.software_steps.unwrap_or(software_steps(s.heads)));
+    }
+    if let (Some(budget), Matrix::Dense(_)) = (stream_budget, s.x) {
+        let row_bytes = (padded(s.d) * s.x.storage().bytes()) as u64;
+        plan.seg_rows = plan
+            .seg_rows
+            .min(((budget / 2 / row_bytes.max(1)) as usize).max(1));
+    }
+    // Subgroup lane sums on GPUs that have them; software adapters run the tree, which is
+    // faster there (lavapipe, 65,536 x 64: 77 ms an epoch against 112).
+    let subgroups = opts.subgroups.unwrap_or_else(|| {
+        ctx.features.contains(wgpu::Features::SUBGROUP)
+            && ctx.info.device_type != wgpu::DeviceType::Cpu
+    });
+    plan.shape.subgroups = subgroups && plan.register_pass();
+    for e in plan_entries(&plan) {
+        batch.pipeline(ctx, e, plan.shape)?;
+    }
+    Ok(plan)
+}
