@@ -17,8 +17,10 @@ use crate::backend::{
     Storage, TrainView,
 };
 use crate::data::synth::{generate, generate_classes, generate_sparse, SynthSpec};
+use crate::data::Dataset;
 use crate::error::{Error, Param, Result};
 use crate::params::TrainParams;
+use crate::report::TrainReport;
 
 /// What to measure.
 #[derive(Debug, Clone)]
@@ -377,7 +379,7 @@ struct Measure<'a> {
     /// The roofline the bandwidth is compared with.
     roof: Roof<'a>,
     /// Separable data of the same shape, to time convergence on.
-    separable: Option<&'a crate::data::Dataset>,
+    separable: Option<&'a Dataset>,
     /// Also time a one-epoch call against a many-epoch one (the submit overhead).
     submit_overhead: bool,
 }
@@ -412,25 +414,7 @@ fn measure(
     let min = times.iter().cloned().fold(f64::INFINITY, f64::min);
     let med = median(&mut times);
     let (profile, profile_note) = if spec.profile {
-        let mut w = vec![0f32; view.heads * (view.d + 1)];
-        match bound.profile(&mut w, &bench_rule(view.heads), spec.epochs)? {
-            Some(p) if p.epochs == 0 => (
-                Some(p),
-                Some("not timed: the adapter has no timestamp queries (words counted)".into()),
-            ),
-            Some(p) => (Some(p), None),
-            None => (
-                None,
-                Some(match backend.kind() {
-                    crate::backend::BackendKind::Cpu => {
-                        "the CPU runs one fused pass per epoch: nothing to split".to_string()
-                    }
-                    crate::backend::BackendKind::Gpu => {
-                        "not available for one process of a data-parallel run".to_string()
-                    }
-                }),
-            ),
-        }
+        profile_of(backend, &mut *bound, &view, spec.epochs)?
     } else {
         (None, None)
     };
@@ -465,33 +449,12 @@ fn measure(
     };
     let (converge_seconds, converge_epochs, converged) = match separable {
         Some(ds) => {
-            // Sparse rows go through the origin (no bias: with a few non-zeros per row the
-            // bias column would dominate the batch sums).
-            let p = TrainParams::default()
-                .epochs(1000)
-                .fit_bias(!ds.is_sparse())
-                .validate()?;
-            let tr = algo::train(ds, &p, backend, None, &mut ())?;
-            (
-                Some(tr.report.seconds),
-                Some(tr.report.epochs),
-                Some(tr.report.converged),
-            )
+            let r = converge(ds, backend)?;
+            (Some(r.seconds), Some(r.epochs), Some(r.converged))
         }
         None => (None, None, None),
     };
-    let bound_by = match (roofline.0, peak_gflops) {
-        (Some(r), Some(p)) => {
-            let (read, compute) = (bytes / (r * 1e9), flops / (p * 1e9));
-            Some(if read >= compute {
-                (read / med, "read")
-            } else {
-                (compute / med, "compute")
-            })
-        }
-        (Some(r), None) => Some((bytes / (r * 1e9) / med, "read")),
-        _ => None,
-    };
+    let bound_by = bound_by(bytes, flops, med, roofline.0, peak_gflops);
     Ok(BackendBench {
         backend: backend.kind().name().into(),
         device: backend.device(),
@@ -524,6 +487,71 @@ fn measure(
     })
 }
 
+/// The kernels' times and counted words over `epochs` epochs (`bench --profile`), or why
+/// there are none.
+fn profile_of(
+    backend: &dyn Backend,
+    bound: &mut dyn Bound,
+    view: &TrainView<'_>,
+    epochs: usize,
+) -> Result<(Option<KernelProfile>, Option<String>)> {
+    let mut w = vec![0f32; view.heads * (view.d + 1)];
+    Ok(
+        match bound.profile(&mut w, &bench_rule(view.heads), epochs)? {
+            Some(p) if p.epochs == 0 => (
+                Some(p),
+                Some("not timed: the adapter has no timestamp queries (words counted)".into()),
+            ),
+            Some(p) => (Some(p), None),
+            None => (
+                None,
+                Some(match backend.kind() {
+                    crate::backend::BackendKind::Cpu => {
+                        "the CPU runs one fused pass per epoch: nothing to split".to_string()
+                    }
+                    crate::backend::BackendKind::Gpu => {
+                        "not available for one process of a data-parallel run".to_string()
+                    }
+                }),
+            ),
+        },
+    )
+}
+
+/// Trains the separable `ds` to convergence (at most 1,000 epochs). Sparse rows go through
+/// the origin (no bias: with a few non-zeros per row the bias column would dominate the
+/// batch sums).
+fn converge(ds: &Dataset, backend: &dyn Backend) -> Result<TrainReport> {
+    let p = TrainParams::default()
+        .epochs(1000)
+        .fit_bias(!ds.is_sparse())
+        .validate()?;
+    Ok(algo::train(ds, &p, backend, None, &mut ())?.report)
+}
+
+/// The share of the epoch's time the slower of the read (`bytes` at the roofline's GB/s)
+/// and the arithmetic (`flops` at the peak GFLOP/s) takes, and which one it is.
+fn bound_by(
+    bytes: f64,
+    flops: f64,
+    seconds: f64,
+    roof_gbs: Option<f64>,
+    peak_gflops: Option<f64>,
+) -> Option<(f64, &'static str)> {
+    match (roof_gbs, peak_gflops) {
+        (Some(r), Some(p)) => {
+            let (read, compute) = (bytes / (r * 1e9), flops / (p * 1e9));
+            Some(if read >= compute {
+                (read / seconds, "read")
+            } else {
+                (compute / seconds, "compute")
+            })
+        }
+        (Some(r), None) => Some((bytes / (r * 1e9) / seconds, "read")),
+        _ => None,
+    }
+}
+
 /// Maps generated floats onto values `storage` holds exactly: the largest |x| to 127 (i8) or
 /// 255 (u8, shifted to 0..=255 around 128) and rounded, or rounded to f16; f32 is left as is.
 fn quantize(x: &mut [f32], storage: Storage) {
@@ -548,75 +576,13 @@ fn quantize(x: &mut [f32], storage: Storage) {
     }
 }
 
-/// Generates the data and measures the requested backends.
 /// Most epochs a benchmark times.
 pub const MAX_BENCH_EPOCHS: usize = 1_000_000;
 
+/// Generates the data and measures the requested backends.
 pub fn run(spec: &BenchSpec) -> Result<BenchReport> {
-    if !(1..=MAX_BENCH_EPOCHS).contains(&spec.epochs) {
-        return Err(Error::param(
-            Param::Epochs,
-            spec.epochs,
-            format!("must be between 1 and {MAX_BENCH_EPOCHS} for a benchmark"),
-        ));
-    }
-    // Non-separable (10% label noise), so every epoch has mistakes and none stops early.
-    let heads = if spec.classes > 2 { spec.classes } else { 1 };
-    if spec.density.is_some() && heads > 1 {
-        return Err(Error::param(
-            Param::Density,
-            spec.density.unwrap_or(0.0),
-            "times the binary epoch only (two classes)",
-        ));
-    }
-    let (noisy, y) = if heads > 1 {
-        if heads > crate::backend::MAX_HEADS {
-            return Err(Error::data(
-                "<bench>",
-                format!(
-                    "{heads} classes: the benchmark's multiclass epoch takes at most {}",
-                    crate::backend::MAX_HEADS
-                ),
-            ));
-        }
-        let ds = generate_classes(spec.n, spec.d, heads, 0.1, spec.seed)?;
-        let y = ds
-            .require_labels()?
-            .index
-            .iter()
-            .map(|&c| c as f32)
-            .collect();
-        (ds, y)
-    } else if let Some(p) = spec.density {
-        let ds = generate_sparse(
-            &SynthSpec {
-                n: spec.n,
-                d: spec.d,
-                margin: 0.0,
-                noise: 0.1,
-                seed: spec.seed,
-            },
-            p,
-        )?
-        .data;
-        let y = ds.binary_signs()?;
-        (ds, y)
-    } else {
-        let ds = generate(&SynthSpec {
-            n: spec.n,
-            d: spec.d,
-            margin: 0.0,
-            noise: 0.1,
-            seed: spec.seed,
-        })?
-        .data;
-        let y = ds.binary_signs()?;
-        (ds, y)
-    };
-    let mut noisy = noisy;
-    if let Some(v) = noisy.x.values_mut() {
-        quantize(v, spec.storage);
-    }
+    let heads = check_spec(spec)?;
+    let (noisy, y) = noisy_data(spec, heads)?;
     let packed = FeatureBuf::pack(&noisy.x.values(), spec.storage).map_err(|i| {
         Error::data(
             "<bench>",
@@ -628,32 +594,6 @@ pub fn run(spec: &BenchSpec) -> Result<BenchReport> {
         None => Matrix::Dense(packed.view()),
     };
     let view = TrainView::new(x, &y, spec.n, spec.d, 1.0, heads);
-    let separable = match (spec.converge && heads == 1, spec.density) {
-        (false, _) => None,
-        (true, Some(p)) => Some(
-            generate_sparse(
-                &SynthSpec {
-                    n: spec.n,
-                    d: spec.d,
-                    margin: 0.1 * (p.clamp(0.0, 1.0) / 3.0).sqrt() as f32,
-                    noise: 0.0,
-                    seed: spec.seed + 1,
-                },
-                p,
-            )?
-            .data,
-        ),
-        (true, None) => Some(
-            generate(&SynthSpec {
-                n: spec.n,
-                d: spec.d,
-                margin: 0.05,
-                noise: 0.0,
-                seed: spec.seed + 1,
-            })?
-            .data,
-        ),
-    };
     let mut report = BenchReport {
         n: spec.n,
         d: spec.d,
@@ -671,54 +611,7 @@ pub fn run(spec: &BenchSpec) -> Result<BenchReport> {
         gpu_speedup: None,
     };
     if let Some(r) = &spec.distributed {
-        // This process's rows, timed with the sums over all processes.
-        let rows = algo::Shard::rows_of(spec.n, r.rank(), r.size());
-        let shard = TrainView {
-            x: view.x.rows(rows.clone(), spec.d),
-            y: &view.y[rows.clone()],
-            n: rows.len(),
-            ..view
-        };
-        // Each process on its CPU, or with --backend gpu on a GPU of its machine (by local
-        // rank, as `train --distributed` picks them).
-        let own: Box<dyn Backend> = if spec.gpu {
-            let mut opts = spec.gpu_opts.clone();
-            opts.adapter.nth = Some(r.local_rank());
-            Box::new(GpuBackend::new(&opts)?)
-        } else {
-            Box::new(CpuBackend::new())
-        };
-        let backend = crate::backend::Distributed {
-            backend: own,
-            reduce: TimedReduce {
-                inner: r.clone(),
-                seconds: 0.0.into(),
-                epochs: 0.into(),
-            },
-        };
-        let x = match noisy.x.csr() {
-            Some(c) => &c.values[c.indptr[rows.start]..c.indptr[rows.end]],
-            None => &noisy.x.values()[rows.start * spec.d..rows.end * spec.d],
-        };
-        let probe = || cpu_read_pass(x, spec.d);
-        let roof = if spec.gpu {
-            Roof::Given(spec.peak_gbs, ROOF_GIVEN.to_string())
-        } else {
-            Roof::Measured(&probe)
-        };
-        let how = Measure {
-            setup_seconds: 0.0,
-            per_call: 1,
-            roof,
-            separable: None,
-            submit_overhead: false,
-        };
-        let mut b = measure(&backend, shard, spec, how)?;
-        // The mistakes are counted over every process's rows.
-        b.mistake_fraction *= shard.n as f64 / spec.n.max(1) as f64;
-        let t = &backend.reduce;
-        b.processes = Some(r.size());
-        b.allreduce_ms_per_epoch = Some(1e3 * t.seconds.get() / t.epochs.get().max(1) as f64);
+        let b = measure_share(spec, r, &noisy, view)?;
         if spec.gpu {
             report.gpu = Some(b);
         } else {
@@ -726,6 +619,7 @@ pub fn run(spec: &BenchSpec) -> Result<BenchReport> {
         }
         return Ok(report);
     }
+    let separable = separable_data(spec, heads)?;
     if spec.cpu {
         let cpu = CpuBackend::new();
         let x = noisy.x.values();
@@ -740,46 +634,188 @@ pub fn run(spec: &BenchSpec) -> Result<BenchReport> {
         report.cpu = Some(measure(&cpu, view, spec, how)?);
     }
     if spec.gpu {
-        let t = Instant::now();
-        match GpuBackend::new(&spec.gpu_opts) {
-            Ok(g) => {
-                let setup = t.elapsed().as_secs_f64();
-                let roof = match (spec.peak_gbs, known_peak(&g.context().info.name)) {
-                    (Some(p), _) => Roof::Given(Some(p), ROOF_GIVEN.to_string()),
-                    (None, Some((p, k))) => Roof::Given(Some(p), format!("table: {k}")),
-                    (None, None) => Roof::Given(None, ROOF_UNKNOWN.to_string()),
-                };
-                let x_bytes = view.x.bytes(view.n, view.d);
-                let streamed = spec
-                    .gpu_opts
-                    .resident
-                    .gpu_memory
-                    .is_some_and(|m| x_bytes > m);
-                // Streamed X: one epoch a call (the uploads decide), and the host-to-device
-                // bandwidth next to it.
-                let per_call = if streamed {
-                    1
-                } else {
-                    spec.epochs.clamp(1, 64)
-                };
-                let how = Measure {
-                    setup_seconds: setup,
-                    per_call,
-                    roof,
-                    separable: separable.as_ref(),
-                    submit_overhead: true,
-                };
-                let mut b = measure(&g, view, spec, how)?;
-                if streamed {
-                    b.streamed_h2d_gbs = Some(g.upload_gbs(x_bytes)?);
-                }
-                report.gpu = Some(b);
-            }
-            Err(e) => report.gpu_skipped = Some(e.to_string()),
+        match measure_gpu(spec, view, separable.as_ref())? {
+            Ok(b) => report.gpu = Some(b),
+            Err(why) => report.gpu_skipped = Some(why),
         }
     }
     if let (Some(c), Some(g)) = (&report.cpu, &report.gpu) {
         report.gpu_speedup = Some(c.ms_per_epoch / g.ms_per_epoch);
     }
     Ok(report)
+}
+
+/// Checks the spec; returns the heads of its epoch (1 for two classes).
+fn check_spec(spec: &BenchSpec) -> Result<usize> {
+    if !(1..=MAX_BENCH_EPOCHS).contains(&spec.epochs) {
+        return Err(Error::param(
+            Param::Epochs,
+            spec.epochs,
+            format!("must be between 1 and {MAX_BENCH_EPOCHS} for a benchmark"),
+        ));
+    }
+    let heads = if spec.classes > 2 { spec.classes } else { 1 };
+    if spec.density.is_some() && heads > 1 {
+        return Err(Error::param(
+            Param::Density,
+            spec.density.unwrap_or(0.0),
+            "times the binary epoch only (two classes)",
+        ));
+    }
+    if heads > crate::backend::MAX_HEADS {
+        return Err(Error::data(
+            "<bench>",
+            format!(
+                "{heads} classes: the benchmark's multiclass epoch takes at most {}",
+                crate::backend::MAX_HEADS
+            ),
+        ));
+    }
+    Ok(heads)
+}
+
+/// The timed data: non-separable (10% label noise), so every epoch has mistakes and none
+/// stops early; its values mapped onto the storage's (see [`quantize`]); and the labels as
+/// the epoch takes them (±1, or class indices).
+fn noisy_data(spec: &BenchSpec, heads: usize) -> Result<(Dataset, Vec<f32>)> {
+    let synth = SynthSpec {
+        n: spec.n,
+        d: spec.d,
+        margin: 0.0,
+        noise: 0.1,
+        seed: spec.seed,
+    };
+    let (mut ds, y) = if heads > 1 {
+        let ds = generate_classes(spec.n, spec.d, heads, 0.1, spec.seed)?;
+        let y = (ds.require_labels()?.index.iter())
+            .map(|&c| c as f32)
+            .collect();
+        (ds, y)
+    } else {
+        let ds = match spec.density {
+            Some(p) => generate_sparse(&synth, p)?.data,
+            None => generate(&synth)?.data,
+        };
+        let y = ds.binary_signs()?;
+        (ds, y)
+    };
+    if let Some(v) = ds.x.values_mut() {
+        quantize(v, spec.storage);
+    }
+    Ok((ds, y))
+}
+
+/// Separable data of the spec's shape to time convergence on (`--converge`, two classes).
+fn separable_data(spec: &BenchSpec, heads: usize) -> Result<Option<Dataset>> {
+    if !spec.converge || heads > 1 {
+        return Ok(None);
+    }
+    let synth = |margin| SynthSpec {
+        n: spec.n,
+        d: spec.d,
+        margin,
+        noise: 0.0,
+        seed: spec.seed + 1,
+    };
+    Ok(Some(match spec.density {
+        Some(p) => generate_sparse(&synth(0.1 * (p.clamp(0.0, 1.0) / 3.0).sqrt() as f32), p)?.data,
+        None => generate(&synth(0.05))?.data,
+    }))
+}
+
+/// The GPU measured, or why there is none to measure.
+fn measure_gpu(
+    spec: &BenchSpec,
+    view: TrainView<'_>,
+    separable: Option<&Dataset>,
+) -> Result<std::result::Result<BackendBench, String>> {
+    let t = Instant::now();
+    let g = match GpuBackend::new(&spec.gpu_opts) {
+        Ok(g) => g,
+        Err(e) => return Ok(Err(e.to_string())),
+    };
+    let setup = t.elapsed().as_secs_f64();
+    let roof = match (spec.peak_gbs, known_peak(&g.context().info.name)) {
+        (Some(p), _) => Roof::Given(Some(p), ROOF_GIVEN.to_string()),
+        (None, Some((p, k))) => Roof::Given(Some(p), format!("table: {k}")),
+        (None, None) => Roof::Given(None, ROOF_UNKNOWN.to_string()),
+    };
+    let x_bytes = view.x.bytes(view.n, view.d);
+    let streamed = (spec.gpu_opts.resident.gpu_memory).is_some_and(|m| x_bytes > m);
+    // Streamed X: one epoch a call (the uploads decide), and the host-to-device bandwidth
+    // next to it.
+    let per_call = if streamed {
+        1
+    } else {
+        spec.epochs.clamp(1, 64)
+    };
+    let how = Measure {
+        setup_seconds: setup,
+        per_call,
+        roof,
+        separable,
+        submit_overhead: true,
+    };
+    let mut b = measure(&g, view, spec, how)?;
+    if streamed {
+        b.streamed_h2d_gbs = Some(g.upload_gbs(x_bytes)?);
+    }
+    Ok(Ok(b))
+}
+
+/// One process of a data-parallel benchmark: its rows timed with the sums over all processes,
+/// on its CPU, or with `gpu` on a GPU of its machine (by local rank, as `train --distributed`
+/// picks them).
+fn measure_share(
+    spec: &BenchSpec,
+    r: &std::rc::Rc<dyn Reduce>,
+    noisy: &Dataset,
+    view: TrainView<'_>,
+) -> Result<BackendBench> {
+    let rows = algo::Shard::rows_of(spec.n, r.rank(), r.size());
+    let shard = TrainView {
+        x: view.x.rows(rows.clone(), spec.d),
+        y: &view.y[rows.clone()],
+        n: rows.len(),
+        ..view
+    };
+    let own: Box<dyn Backend> = if spec.gpu {
+        let mut opts = spec.gpu_opts.clone();
+        opts.adapter.nth = Some(r.local_rank());
+        Box::new(GpuBackend::new(&opts)?)
+    } else {
+        Box::new(CpuBackend::new())
+    };
+    let backend = crate::backend::Distributed {
+        backend: own,
+        reduce: TimedReduce {
+            inner: r.clone(),
+            seconds: 0.0.into(),
+            epochs: 0.into(),
+        },
+    };
+    let x = match noisy.x.csr() {
+        Some(c) => &c.values[c.indptr[rows.start]..c.indptr[rows.end]],
+        None => &noisy.x.values()[rows.start * spec.d..rows.end * spec.d],
+    };
+    let probe = || cpu_read_pass(x, spec.d);
+    let roof = if spec.gpu {
+        Roof::Given(spec.peak_gbs, ROOF_GIVEN.to_string())
+    } else {
+        Roof::Measured(&probe)
+    };
+    let how = Measure {
+        setup_seconds: 0.0,
+        per_call: 1,
+        roof,
+        separable: None,
+        submit_overhead: false,
+    };
+    let mut b = measure(&backend, shard, spec, how)?;
+    // The mistakes are counted over every process's rows.
+    b.mistake_fraction *= shard.n as f64 / spec.n.max(1) as f64;
+    let t = &backend.reduce;
+    b.processes = Some(r.size());
+    b.allreduce_ms_per_epoch = Some(1e3 * t.seconds.get() / t.epochs.get().max(1) as f64);
+    Ok(b)
 }

@@ -530,6 +530,15 @@ impl TrainParams {
 
     /// Checks every value and returns the validated form.
     pub fn validate(self) -> Result<Params> {
+        self.check_values()?;
+        self.check_stopping()?;
+        self.check_algorithm()?;
+        Ok(Params(self))
+    }
+
+    /// The epochs, the learning rate, the tolerance, the margin, the voted perceptron's
+    /// vectors and the kernel.
+    fn check_values(&self) -> Result<()> {
         if self.epochs == 0 {
             return Err(Error::param(Param::Epochs, 0, "must be at least 1"));
         }
@@ -562,31 +571,11 @@ impl TrainParams {
         if let Some(k) = &self.kernel {
             k.check()?;
         }
-        if let Some(pa) = &self.passive_aggressive {
-            if !(pa.c.is_finite() && pa.c > 0.0) {
-                return Err(Error::param(
-                    Param::Aggressiveness,
-                    pa.c,
-                    "should be finite and > 0",
-                ));
-            }
-        }
-        if self.algo == Algo::PassiveAggressive && self.margin_threshold != 0.0 {
-            return Err(Error::param(
-                Param::MarginThreshold,
-                self.margin_threshold,
-                "is not available for the passive-aggressive rules, whose margin is 1 (the \
-                 hinge loss)",
-            ));
-        }
-        if self.algo == Algo::PassiveAggressive && self.multiclass_update == MulticlassUpdate::All {
-            return Err(Error::param(
-                Param::MulticlassUpdate,
-                "all",
-                "is not available for the passive-aggressive rules, whose multiclass step \
-                 moves the true class and the highest wrong one (argmax)",
-            ));
-        }
+        Ok(())
+    }
+
+    /// The patience rule's fractions, the validation split and the class weights.
+    fn check_stopping(&self) -> Result<()> {
         if !(self.min_improvement.is_finite() && (0.0..1.0).contains(&self.min_improvement)) {
             return Err(Error::param(
                 Param::MinImprovement,
@@ -621,6 +610,36 @@ impl TrainParams {
                 }
             }
         }
+        Ok(())
+    }
+
+    /// The options of the algorithm (passive-aggressive) and the mode it runs in.
+    fn check_algorithm(&self) -> Result<()> {
+        if let Some(pa) = &self.passive_aggressive {
+            if !(pa.c.is_finite() && pa.c > 0.0) {
+                return Err(Error::param(
+                    Param::Aggressiveness,
+                    pa.c,
+                    "should be finite and > 0",
+                ));
+            }
+        }
+        if self.algo == Algo::PassiveAggressive && self.margin_threshold != 0.0 {
+            return Err(Error::param(
+                Param::MarginThreshold,
+                self.margin_threshold,
+                "is not available for the passive-aggressive rules, whose margin is 1 (the \
+                 hinge loss)",
+            ));
+        }
+        if self.algo == Algo::PassiveAggressive && self.multiclass_update == MulticlassUpdate::All {
+            return Err(Error::param(
+                Param::MulticlassUpdate,
+                "all",
+                "is not available for the passive-aggressive rules, whose multiclass step \
+                 moves the true class and the highest wrong one (argmax)",
+            ));
+        }
         let mode = self.effective_mode();
         let ok = match self.algo {
             Algo::Online | Algo::Voted | Algo::PassiveAggressive => mode == Mode::Online,
@@ -639,7 +658,7 @@ impl TrainParams {
                 },
             ));
         }
-        Ok(Params(self))
+        Ok(())
     }
 }
 

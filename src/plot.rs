@@ -5,7 +5,7 @@
 
 use std::path::Path;
 
-use plotters::coord::types::RangedCoordf64;
+use plotters::coord::types::{RangedCoordf32, RangedCoordf64};
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
@@ -359,16 +359,12 @@ struct BoundaryPlot<'a> {
 impl Painter for BoundaryPlot<'_> {
     fn paint<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<()> {
         let BoundaryPlot {
-            model,
-            ds,
             s,
             cells,
             grid: (gw, gh),
             line,
-            closest,
-            pred,
-            truth,
             title,
+            ..
         } = *self;
         root.fill(&WHITE).map_err(perr)?;
         let mut chart = ChartBuilder::on(root)
@@ -403,23 +399,53 @@ impl Painter for BoundaryPlot<'_> {
                 )
             }))
             .map_err(perr)?;
-        if let Some((a, b, c)) = line {
-            let (x0, x1) = s.x_range;
-            let pts: Vec<(f32, f32)> = if b.abs() > 1e-12 {
-                vec![(x0, -(a * x0 + c) / b), (x1, -(a * x1 + c) / b)]
-            } else if a.abs() > 1e-12 {
-                vec![(-c / a, s.y_range.0), (-c / a, s.y_range.1)]
-            } else {
-                vec![]
-            };
-            chart
-                .draw_series(LineSeries::new(pts, BLACK.stroke_width(2)))
-                .map_err(perr)?
-                .label("w.x + b = 0")
-                .legend(|(x, y)| {
-                    PathElement::new(vec![(x, y), (x + 18, y)], BLACK.stroke_width(2))
-                });
+        if let Some(l) = line {
+            draw_line(&mut chart, s, l)?;
         }
+        self.draw_points(&mut chart)?;
+        legend(&mut chart, 13, SeriesLabelPosition::MiddleRight)?;
+        Ok(())
+    }
+}
+
+/// A chart of two features.
+type Chart2<'a, DB> = ChartContext<'a, DB, Cartesian2d<RangedCoordf32, RangedCoordf32>>;
+
+/// The boundary a x + b y + c = 0 across the slice's range.
+fn draw_line<DB: DrawingBackend>(
+    chart: &mut Chart2<'_, DB>,
+    s: &Slice,
+    (a, b, c): (f32, f32, f32),
+) -> Result<()> {
+    let (x0, x1) = s.x_range;
+    let pts: Vec<(f32, f32)> = if b.abs() > 1e-12 {
+        vec![(x0, -(a * x0 + c) / b), (x1, -(a * x1 + c) / b)]
+    } else if a.abs() > 1e-12 {
+        vec![(-c / a, s.y_range.0), (-c / a, s.y_range.1)]
+    } else {
+        vec![]
+    };
+    chart
+        .draw_series(LineSeries::new(pts, BLACK.stroke_width(2)))
+        .map_err(perr)?
+        .label("w.x + b = 0")
+        .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], BLACK.stroke_width(2)));
+    Ok(())
+}
+
+impl BoundaryPlot<'_> {
+    /// The rows by class (the label's, else the predicted one), the misclassified ones
+    /// circled, and the point closest to the boundary.
+    fn draw_points<DB: DrawingBackend>(&self, chart: &mut Chart2<'_, DB>) -> Result<()> {
+        let BoundaryPlot {
+            model,
+            ds,
+            s,
+            closest,
+            pred,
+            truth,
+            ..
+        } = *self;
         for (ci, name) in model.classes().iter().enumerate() {
             let pts: Vec<(f32, f32)> = (0..ds.n)
                 .filter(|&r| truth.map_or(pred[r] as usize, |t| t[r] as usize) == ci)
@@ -458,7 +484,6 @@ impl Painter for BoundaryPlot<'_> {
                 .label(format!("closest point, distance {dist:.3}"))
                 .legend(|(x, y)| TriangleMarker::new((x + 9, y), 6, BLACK.filled()));
         }
-        legend(&mut chart, 13, SeriesLabelPosition::MiddleRight)?;
         Ok(())
     }
 }
@@ -613,8 +638,24 @@ impl Painter for TrainingPlot {
         root.fill(&WHITE).map_err(perr)?;
         let (up, down) = root.split_vertically(self.split);
         let e = (self.m.len() as f64).max(2.0);
+        self.paint_mistakes(&up, e)?;
+        match &self.accuracy {
+            Some((train, val, best)) => Self::paint_accuracy(&down, e, train, val, *best),
+            None => self.paint_criterion(&down, e),
+        }
+    }
+}
+
+impl TrainingPlot {
+    /// The upper chart: mistakes per epoch (on a log axis when they span a wide range),
+    /// cumulative mistakes and the bound, over `e` epochs.
+    fn paint_mistakes<DB: DrawingBackend>(
+        &self,
+        up: &DrawingArea<DB, Shift>,
+        e: f64,
+    ) -> Result<()> {
         if self.log {
-            let mut c = ChartBuilder::on(&up)
+            let mut c = ChartBuilder::on(up)
                 .caption(&self.title, (FONT, 18))
                 .margin(10)
                 .x_label_area_size(35)
@@ -628,9 +669,9 @@ impl Painter for TrainingPlot {
                 .light_line_style(WHITE)
                 .draw()
                 .map_err(perr)?;
-            self.top_series(&mut c, 1.0)?;
+            self.top_series(&mut c, 1.0)
         } else {
-            let mut c = ChartBuilder::on(&up)
+            let mut c = ChartBuilder::on(up)
                 .caption(&self.title, (FONT, 18))
                 .margin(10)
                 .x_label_area_size(35)
@@ -644,60 +685,76 @@ impl Painter for TrainingPlot {
                 .light_line_style(WHITE)
                 .draw()
                 .map_err(perr)?;
-            self.top_series(&mut c, 0.0)?;
+            self.top_series(&mut c, 0.0)
         }
-        if let Some((train, val, best)) = &self.accuracy {
-            let lo = train
-                .iter()
-                .chain(val)
-                .copied()
-                .fold(1f64, f64::min)
-                .clamp(0.0, 0.99);
-            let mut c = ChartBuilder::on(&down)
-                .margin(10)
-                .x_label_area_size(35)
-                .y_label_area_size(60)
-                .build_cartesian_2d(1f64..e, lo..1.0)
-                .map_err(perr)?;
-            c.configure_mesh()
-                .x_desc("epoch")
-                .y_desc("accuracy")
-                .label_style((FONT, 13))
-                .light_line_style(WHITE)
-                .draw()
-                .map_err(perr)?;
-            let at = |s: &[f64]| -> Vec<(f64, f64)> {
-                s.iter()
-                    .enumerate()
-                    .map(|(k, v)| ((k + 1) as f64, *v))
-                    .collect()
-            };
+    }
+
+    /// The lower chart with a validation set: training and validation accuracy per epoch and
+    /// the best epoch.
+    fn paint_accuracy<DB: DrawingBackend>(
+        down: &DrawingArea<DB, Shift>,
+        e: f64,
+        train: &[f64],
+        val: &[f64],
+        best: usize,
+    ) -> Result<()> {
+        let lo = train
+            .iter()
+            .chain(val)
+            .copied()
+            .fold(1f64, f64::min)
+            .clamp(0.0, 0.99);
+        let mut c = ChartBuilder::on(down)
+            .margin(10)
+            .x_label_area_size(35)
+            .y_label_area_size(60)
+            .build_cartesian_2d(1f64..e, lo..1.0)
+            .map_err(perr)?;
+        c.configure_mesh()
+            .x_desc("epoch")
+            .y_desc("accuracy")
+            .label_style((FONT, 13))
+            .light_line_style(WHITE)
+            .draw()
+            .map_err(perr)?;
+        let at = |s: &[f64]| -> Vec<(f64, f64)> {
+            s.iter()
+                .enumerate()
+                .map(|(k, v)| ((k + 1) as f64, *v))
+                .collect()
+        };
+        line(
+            &mut c,
+            at(train),
+            colour(0).stroke_width(2),
+            "training (1 - mistakes / n)".into(),
+        )?;
+        line(
+            &mut c,
+            at(val),
+            colour(3).stroke_width(2),
+            "validation".into(),
+        )?;
+        if best > 0 {
+            let b = best as f64;
             line(
                 &mut c,
-                at(train),
-                colour(0).stroke_width(2),
-                "training (1 - mistakes / n)".into(),
+                [(b, lo), (b, 1.0)],
+                BLACK.stroke_width(1),
+                format!("best epoch {best} (the model kept)"),
             )?;
-            line(
-                &mut c,
-                at(val),
-                colour(3).stroke_width(2),
-                "validation".into(),
-            )?;
-            if *best > 0 {
-                let b = *best as f64;
-                line(
-                    &mut c,
-                    [(b, lo), (b, 1.0)],
-                    BLACK.stroke_width(1),
-                    format!("best epoch {best} (the model kept)"),
-                )?;
-            }
-            legend(&mut c, 13, SeriesLabelPosition::LowerRight)?;
-            return Ok(());
         }
+        legend(&mut c, 13, SeriesLabelPosition::LowerRight)
+    }
+
+    /// The lower chart without a validation set: the perceptron criterion J per epoch.
+    fn paint_criterion<DB: DrawingBackend>(
+        &self,
+        down: &DrawingArea<DB, Shift>,
+        e: f64,
+    ) -> Result<()> {
         let jmax = self.j.iter().copied().fold(0f64, f64::max).max(1e-9);
-        let mut c = ChartBuilder::on(&down)
+        let mut c = ChartBuilder::on(down)
             .margin(10)
             .x_label_area_size(35)
             .y_label_area_size(60)
@@ -717,12 +774,8 @@ impl Painter for TrainingPlot {
             colour(2).stroke_width(2),
             "J = sum over mistakes of -y w.x".into(),
         )?;
-        legend(&mut c, 13, SeriesLabelPosition::MiddleRight)?;
-        Ok(())
+        legend(&mut c, 13, SeriesLabelPosition::MiddleRight)
     }
-}
-
-impl TrainingPlot {
     /// Mistakes per epoch, cumulative mistakes and the bound, shifted by `shift` (1 on a log
     /// axis, so that epochs with no mistake still show).
     fn top_series<'a, DB, Y>(

@@ -6,7 +6,7 @@
 
 use super::online::Watch;
 use super::{Backends, Checkpoint, Fitted, Problem, Progress};
-use crate::backend::{predicted_wrong, DualBound, EpochStats, Kernel, StopReason};
+use crate::backend::{predicted_wrong, DualBound, EpochStats, Kernel, StopReason, TrainView};
 use crate::error::Result;
 use crate::model::{Body, Dual};
 use crate::params::Params;
@@ -55,23 +55,8 @@ pub fn fit(
             if st.stats.len() == params.epochs {
                 break (StopReason::MaxEpochs, scores, true);
             }
-            let mut e = EpochStats::default();
             let mut alpha = st.state.clone();
-            let mut sq = 0f64;
-            for (i, (&f, &yi)) in scores.iter().zip(y).enumerate() {
-                let m = yi * f;
-                if m <= params.margin_threshold {
-                    let wi = view.weight(i);
-                    e.mistakes += 1;
-                    e.criterion -= (m * wi) as f64;
-                    if view.sw.is_some() {
-                        *e.weighted.get_or_insert(0.0) += wi as f64;
-                    }
-                    alpha[i] += wi;
-                    sq += (wi as f64).powi(2);
-                }
-            }
-            e.update_norm = eta as f64 * sq.sqrt();
+            let mut e = dual_epoch(&scores, &view, params.margin_threshold, eta, &mut alpha);
             if let (Some(h), Some((_, yv))) = (held.as_mut(), &pb.val) {
                 let f = h.kscores(&support, &coef, &kernel)?;
                 let wrong = f
@@ -111,8 +96,50 @@ pub fn fit(
         Ok((stop, alpha, scores, watch.best_epoch()))
     })?;
     let (support, coef) = support_of(&alpha);
-    // The model keeps its support vectors dense (d values each, as the model file holds
-    // them): check they fit before making them (sparse rows with millions of features).
+    let body = dual_body(pb, &support, coef, kernel)?;
+    Ok(Fitted {
+        body,
+        stats: state.stats,
+        stop,
+        scores: Some(scores),
+        ran,
+        best_epoch,
+    })
+}
+
+/// One batch dual epoch on the training `scores` (f_i of the counts the epoch starts with):
+/// every mistake y_i f_i <= `tau` adds its row weight to its count in `alpha`. Returns the
+/// epoch's statistics (the held-out mistakes are the caller's).
+fn dual_epoch(
+    scores: &[f32],
+    view: &TrainView<'_>,
+    tau: f32,
+    eta: f32,
+    alpha: &mut [f32],
+) -> EpochStats {
+    let mut e = EpochStats::default();
+    let mut sq = 0f64;
+    for (i, (&f, &yi)) in scores.iter().zip(view.y).enumerate() {
+        let m = yi * f;
+        if m <= tau {
+            let wi = view.weight(i);
+            e.mistakes += 1;
+            e.criterion -= (m * wi) as f64;
+            if view.sw.is_some() {
+                *e.weighted.get_or_insert(0.0) += wi as f64;
+            }
+            alpha[i] += wi;
+            sq += (wi as f64).powi(2);
+        }
+    }
+    e.update_norm = eta as f64 * sq.sqrt();
+    e
+}
+
+/// The kernel model: its support vectors dense (d values each, as the model file holds them;
+/// checked against the memory budget before they are made, for sparse rows with millions of
+/// features) and their coefficients.
+fn dual_body(pb: &Problem<'_>, support: &[u32], coef: Vec<f32>, kernel: Kernel) -> Result<Body> {
     crate::limits::check(
         || {
             format!(
@@ -125,20 +152,12 @@ pub fn fit(
         support.len() as u128 * pb.ds.d as u128,
         4,
     )?;
-    let body = Body::Kernel(Dual {
+    Ok(Body::Kernel(Dual {
         support_vectors: support
             .iter()
             .map(|&j| pb.ds.row(j as usize).to_vec())
             .collect(),
         coef,
         kernel,
-    });
-    Ok(Fitted {
-        body,
-        stats: state.stats,
-        stop,
-        scores: Some(scores),
-        ran,
-        best_epoch,
-    })
+    }))
 }

@@ -160,6 +160,79 @@ pub enum Holdout<'a> {
     Rows(&'a Dataset),
 }
 
+/// The rule, model kind and heads for `params` on `ds` with `k` classes: binary for two
+/// classes (or one, refused later), multiclass or one-vs-rest for more, or when asked for.
+fn heads_of(ds: &Dataset, params: &Params, k: usize) -> Result<(HeadRule, ModelKind, usize)> {
+    let binary = k <= 2 && params.algo != Algo::Multiclass;
+    if !binary && matches!(params.algo, Algo::Winnow | Algo::Kernel) {
+        return Err(Error::BinaryOnly {
+            path: ds.source.clone(),
+            algo: params.algo.name(),
+            classes: k,
+        });
+    }
+    if binary {
+        let kind = match params.algo {
+            Algo::Voted => ModelKind::Voted,
+            Algo::Kernel => ModelKind::Kernel,
+            _ => ModelKind::Binary,
+        };
+        return Ok((HeadRule::Binary, kind, 1));
+    }
+    let (rule, kind) = match (params.multiclass, params.multiclass_update) {
+        (MulticlassStrategy::Ovr, _) => (HeadRule::OneVsRest, ModelKind::Ovr),
+        (_, MulticlassUpdate::All) => (HeadRule::MulticlassAll, ModelKind::Multiclass),
+        (_, MulticlassUpdate::Argmax) => (HeadRule::MulticlassArgmax, ModelKind::Multiclass),
+    };
+    let kind = if params.algo == Algo::Voted {
+        ModelKind::Voted
+    } else {
+        kind
+    };
+    Ok((rule, kind, k))
+}
+
+/// The training rows and the held-out rows with their class indices: the rows `holdout`
+/// gives (with the training data's features and classes), or a seeded stratified share of
+/// `ds` (`params.validation_fraction`), or none.
+#[allow(clippy::type_complexity)]
+fn held_out<'a>(
+    ds: &'a Dataset,
+    labels: &Labels,
+    holdout: Holdout<'_>,
+    params: &Params,
+) -> Result<(Cow<'a, Dataset>, Option<(Dataset, Vec<u32>)>)> {
+    match (holdout, params.validation_fraction) {
+        (Holdout::Rows(v), _) => {
+            if v.d != ds.d {
+                return Err(Error::Mismatch {
+                    path: v.source.clone(),
+                    msg: format!(
+                        "the validation data has {} features, the training data {}",
+                        v.d, ds.d
+                    ),
+                });
+            }
+            let idx = v.class_indices_in(&labels.classes, "the training data's")?;
+            Ok((Cow::Borrowed(ds), Some((v.clone(), idx))))
+        }
+        (Holdout::FromParams, Some(f)) => {
+            let (tr, va) = stratified_split(labels, f, params.seed);
+            if va.is_empty() || tr.is_empty() {
+                return Err(Error::param(
+                    Param::ValidationFraction,
+                    f,
+                    format!("leaves no rows on one side of the split of {} rows", ds.n),
+                ));
+            }
+            let v = ds.select(&va)?;
+            let idx = v.require_labels()?.index.clone();
+            Ok((Cow::Owned(ds.select(&tr)?), Some((v, idx))))
+        }
+        (Holdout::FromParams, None) => Ok((Cow::Borrowed(ds), None)),
+    }
+}
+
 impl<'a> Problem<'a> {
     /// The problem for `params` on `ds`: binary for two classes (or one, refused later),
     /// multiclass or one-vs-rest for more, or when asked for.
@@ -185,36 +258,7 @@ impl<'a> Problem<'a> {
         } else {
             0.0
         };
-        let binary = k <= 2 && params.algo != Algo::Multiclass;
-        if !binary && matches!(params.algo, Algo::Winnow | Algo::Kernel) {
-            return Err(Error::BinaryOnly {
-                path: ds.source.clone(),
-                algo: params.algo.name(),
-                classes: k,
-            });
-        }
-        let (rule, kind, heads) = if binary {
-            let kind = match params.algo {
-                Algo::Voted => ModelKind::Voted,
-                Algo::Kernel => ModelKind::Kernel,
-                _ => ModelKind::Binary,
-            };
-            (HeadRule::Binary, kind, 1)
-        } else {
-            let (rule, kind) = match (params.multiclass, params.multiclass_update) {
-                (MulticlassStrategy::Ovr, _) => (HeadRule::OneVsRest, ModelKind::Ovr),
-                (_, MulticlassUpdate::All) => (HeadRule::MulticlassAll, ModelKind::Multiclass),
-                (_, MulticlassUpdate::Argmax) => {
-                    (HeadRule::MulticlassArgmax, ModelKind::Multiclass)
-                }
-            };
-            let kind = if params.algo == Algo::Voted {
-                ModelKind::Voted
-            } else {
-                kind
-            };
-            (rule, kind, k)
-        };
+        let (rule, kind, heads) = heads_of(ds, params, k)?;
         weights_fit(ds, heads)?;
         let internal = |index: &[u32]| -> Vec<f32> {
             if rule == HeadRule::Binary {
@@ -226,37 +270,7 @@ impl<'a> Problem<'a> {
                 index.iter().map(|&c| c as f32).collect()
             }
         };
-        // The held-out rows: given, or a seeded stratified share of the training rows.
-        let (mut train, mut val): (Cow<'a, Dataset>, Option<(Dataset, Vec<u32>)>) =
-            match (holdout, params.validation_fraction) {
-                (Holdout::Rows(v), _) => {
-                    if v.d != ds.d {
-                        return Err(Error::Mismatch {
-                            path: v.source.clone(),
-                            msg: format!(
-                                "the validation data has {} features, the training data {}",
-                                v.d, ds.d
-                            ),
-                        });
-                    }
-                    let idx = v.class_indices_in(&labels.classes, "the training data's")?;
-                    (Cow::Borrowed(ds), Some((v.clone(), idx)))
-                }
-                (Holdout::FromParams, Some(f)) => {
-                    let (tr, va) = stratified_split(labels, f, params.seed);
-                    if va.is_empty() || tr.is_empty() {
-                        return Err(Error::param(
-                            Param::ValidationFraction,
-                            f,
-                            format!("leaves no rows on one side of the split of {} rows", ds.n),
-                        ));
-                    }
-                    let v = ds.select(&va)?;
-                    let idx = v.require_labels()?.index.clone();
-                    (Cow::Owned(ds.select(&tr)?), Some((v, idx)))
-                }
-                (Holdout::FromParams, None) => (Cow::Borrowed(ds), None),
-            };
+        let (mut train, mut val) = held_out(ds, labels, holdout, params)?;
         let scaling = match start {
             Some(m) => m.scaling().cloned(),
             None => Scaler::fit_matrix(params.scale, &train.x, train.n, train.d)
@@ -769,25 +783,10 @@ pub fn fit(
     let seconds = t0.elapsed().as_secs_f64();
     // A data-parallel run: every process has the model; the training scores and R come from
     // every process's rows, in process (row) order.
-    let mut radius = None;
-    if let Some(sh) = &pb.shard {
-        let local = fitted.scores.take().ok_or_else(|| {
-            Error::data(&ds.source, "a data-parallel run trains the batch form only")
-        })?;
-        fitted.scores = Some(sh.reduce.gather_f32(&local));
-        let v = pb.view();
-        let mut buf = Vec::new();
-        // In f64 and column order, as report::radius sums a row.
-        let r2 = (0..v.n)
-            .map(|i| match v.x.row(i, v.d, &mut buf) {
-                crate::backend::Row::Dense(x) => x.iter().map(|&a| (a as f64) * (a as f64)).sum(),
-                crate::backend::Row::Sparse { val, .. } => {
-                    val.iter().map(|&a| (a as f64) * (a as f64)).sum::<f64>()
-                }
-            })
-            .fold(0f64, f64::max);
-        radius = Some((sh.reduce.max_f64(r2) + (pb.bias as f64).powi(2)).sqrt());
-    }
+    let radius = match &pb.shard {
+        Some(sh) => Some(gather_shards(&pb, sh, &mut fitted)?),
+        None => None,
+    };
     let finite_stats = fitted
         .stats
         .iter()
@@ -834,25 +833,7 @@ pub fn fit(
     let whole;
     let report_ds = match &pb.shard {
         Some(sh) if sh.local.is_some() => {
-            let labels = ds.require_labels()?;
-            let local: Vec<f32> = labels.index.iter().map(|&c| c as f32).collect();
-            let index: Vec<u32> = sh
-                .reduce
-                .gather_f32(&local)
-                .iter()
-                .map(|&c| c as u32)
-                .collect();
-            whole = Dataset {
-                x: MatrixBuf::default(),
-                n: index.len(),
-                d: ds.d,
-                labels: Some(Labels {
-                    classes: labels.classes.clone(),
-                    index,
-                }),
-                source: ds.source.clone(),
-                weights: None,
-            };
+            whole = gathered_labels(ds, sh)?;
             &whole
         }
         _ => ds,
@@ -861,6 +842,51 @@ pub fn fit(
     Ok(Trained {
         model: model.with_training(report.clone()),
         report,
+    })
+}
+
+/// One process of a data-parallel run: the training scores of every process's rows (in
+/// process order) in `fitted`, and R over them.
+fn gather_shards(pb: &Problem<'_>, sh: &Shard, fitted: &mut Fitted) -> Result<f64> {
+    let local = fitted.scores.take().ok_or_else(|| {
+        Error::data(
+            &pb.ds.source,
+            "a data-parallel run trains the batch form only",
+        )
+    })?;
+    fitted.scores = Some(sh.reduce.gather_f32(&local));
+    let v = pb.view();
+    let mut buf = Vec::new();
+    // In f64 and column order, as report::radius sums a row.
+    let r2 = (0..v.n)
+        .map(|i| match v.x.row(i, v.d, &mut buf) {
+            crate::backend::Row::Dense(x) => x.iter().map(|&a| (a as f64) * (a as f64)).sum(),
+            crate::backend::Row::Sparse { val, .. } => {
+                val.iter().map(|&a| (a as f64) * (a as f64)).sum::<f64>()
+            }
+        })
+        .fold(0f64, f64::max);
+    Ok((sh.reduce.max_f64(r2) + (pb.bias as f64).powi(2)).sqrt())
+}
+
+/// Every process's labels, gathered in process order, as a data set without features (for
+/// the report of a process that holds only its rows).
+fn gathered_labels(ds: &Dataset, sh: &Shard) -> Result<Dataset> {
+    let labels = ds.require_labels()?;
+    let local: Vec<f32> = labels.index.iter().map(|&c| c as f32).collect();
+    let index: Vec<u32> = (sh.reduce.gather_f32(&local).iter())
+        .map(|&c| c as u32)
+        .collect();
+    Ok(Dataset {
+        x: MatrixBuf::default(),
+        n: index.len(),
+        d: ds.d,
+        labels: Some(Labels {
+            classes: labels.classes.clone(),
+            index,
+        }),
+        source: ds.source.clone(),
+        weights: None,
     })
 }
 

@@ -3,7 +3,7 @@
 
 use rosenblatt::backend::gpu::context::AdapterQuery;
 use rosenblatt::backend::gpu::{list_adapters, GpuOptions};
-use rosenblatt::bench::{self, BackendBench, BenchSpec};
+use rosenblatt::bench::{self, BackendBench, BenchReport, BenchSpec};
 
 use super::args::{BenchArgs, InfoArgs};
 
@@ -55,33 +55,7 @@ pub fn info(a: InfoArgs) -> anyhow::Result<()> {
 }
 
 pub fn bench(a: BenchArgs) -> anyhow::Result<()> {
-    let spec = BenchSpec {
-        n: a.n,
-        d: a.d,
-        epochs: a.epochs.max(1),
-        cpu: a.backend != "gpu",
-        gpu: a.backend != "cpu",
-        peak_gbs: a.peak_gbs,
-        gpu_opts: GpuOptions {
-            adapter: AdapterQuery {
-                hardware_only: a.backend == "all" && a.adapter.is_none(),
-                name: a.adapter.clone(),
-                nth: None,
-            },
-            resident: rosenblatt::backend::gpu::ResidentOptions {
-                gpu_memory: a.gpu_memory,
-                ..Default::default()
-            },
-        },
-        seed: a.seed,
-        converge: !a.no_converge,
-        classes: a.classes,
-        profile: a.profile,
-        storage: a.storage,
-        density: a.density,
-        distributed: None,
-    };
-    let mut spec = spec;
+    let mut spec = bench_spec(&a);
     if a.distributed {
         let w = super::world()?;
         // One backend per process: the GPU with --backend gpu, else the CPU.
@@ -126,6 +100,41 @@ pub fn bench(a: BenchArgs) -> anyhow::Result<()> {
         outln!("{}", serde_json::to_string(&r)?);
         return Ok(());
     }
+    print_report(&r)
+}
+
+/// What `bench`'s options ask to measure.
+fn bench_spec(a: &BenchArgs) -> BenchSpec {
+    BenchSpec {
+        n: a.n,
+        d: a.d,
+        epochs: a.epochs.max(1),
+        cpu: a.backend != "gpu",
+        gpu: a.backend != "cpu",
+        peak_gbs: a.peak_gbs,
+        gpu_opts: GpuOptions {
+            adapter: AdapterQuery {
+                hardware_only: a.backend == "all" && a.adapter.is_none(),
+                name: a.adapter.clone(),
+                nth: None,
+            },
+            resident: rosenblatt::backend::gpu::ResidentOptions {
+                gpu_memory: a.gpu_memory,
+                ..Default::default()
+            },
+        },
+        seed: a.seed,
+        converge: !a.no_converge,
+        classes: a.classes,
+        profile: a.profile,
+        storage: a.storage,
+        density: a.density,
+        distributed: None,
+    }
+}
+
+/// The benchmark's text report: the epoch timed, then each backend.
+fn print_report(r: &BenchReport) -> anyhow::Result<()> {
     let rule = if r.classes > 2 {
         format!("multiclass (argmax) epoch, K = {} heads", r.classes)
     } else {

@@ -58,11 +58,10 @@ pub fn train(a: TrainArgs) -> anyhow::Result<()> {
     r
 }
 
-fn train_in(
-    a: TrainArgs,
-    params: Params,
-    world: Option<std::rc::Rc<dyn Reduce>>,
-) -> anyhow::Result<()> {
+/// The shared world of a data-parallel run, when there is one.
+type World = Option<std::rc::Rc<dyn Reduce>>;
+
+fn train_in(a: TrainArgs, params: Params, world: World) -> anyhow::Result<()> {
     // Only the first process of a data-parallel run speaks and writes.
     let speaks = world.as_ref().is_none_or(|w| w.rank() == 0);
     let mut inputs = vec![a.data.as_path()];
@@ -74,109 +73,17 @@ fn train_in(
         &inputs,
     )?;
     let start = a.init_model.as_deref().map(Model::load).transpose()?;
-    // A data-parallel run reads only this process's share of a CSV or LIBSVM file, unless
-    // something is fitted on, or drawn from, every row (scaling, a validation split, balanced
-    // class weights, per-row weights from a file): then each process reads the whole file.
-    let opts = load_options(&a.data_args, None);
-    let whole_needed = params.scale != Scale::None
-        || params.validation_fraction.is_some()
-        || matches!(params.class_weight, Some(ClassWeight::Balanced))
-        || a.sample_weights.is_some();
-    let share = match &world {
-        Some(w) if !whole_needed && data::part::splits(&a.data, &opts)? => Some(w),
-        _ => None,
-    };
-    let mut ds = match share {
-        Some(w) => {
-            let mut ds = data::part::load_part(&a.data, &opts, w.rank(), w.size())?;
-            data::part::agree(&mut ds, &**w, opts.layout)?;
-            ds
-        }
-        None => data::load(&a.data, &opts)?,
-    };
-    if let Some(p) = &a.sample_weights {
-        ds.weights = Some(rosenblatt::data::npy::load_weights(p, ds.n)?);
-    }
-    let classes = ds.labels.as_ref().map_or(1, |l| l.classes.len());
-    rosenblatt::algo::weights_fit(&ds, if classes > 2 { classes } else { 1 })?;
+    let (ds, shared) = load_training(&a, &params, &world)?;
     let held = match &a.validation {
         // The validation file is read like the training data, with its feature count.
         Some(p) => Some(load_data(p, &a.data_args, Some(ds.d))?),
         None => None,
     };
-    if speaks
-        && ds.is_sparse()
-        && params.fit_bias
-        && params.effective_mode() == rosenblatt::params::Mode::Batch
-    {
-        note!(
-            "hint: the rows are sparse ({:.1} non-zeros each): the batch sums add the bias \
-             column of every row, which can outweigh the rare features and swing from epoch to \
-             epoch; if training does not settle, try --no-bias or --algo online",
-            ds.stored() as f64 / ds.n.max(1) as f64
-        );
+    if speaks {
+        hints(&a, &params, &ds, start.as_ref());
     }
-    if !speaks {
-    } else if ds.is_sparse() && a.scale == Scale::Standard {
-        note!(
-            "note: the rows are held sparse, so --scale standard divides by the standard \
-             deviation without centering (centering would make them dense; --dense centers)"
-        );
-    } else if ds.is_sparse() {
-    } else if a.scale == Scale::None && start.as_ref().is_none_or(|m| m.scaling().is_none()) {
-        if let Some((ratio, wide, narrow)) = range_spread(&ds.x, ds.n, ds.d) {
-            if ratio > 1000.0 {
-                note!(
-                    "hint: feature ranges differ by {ratio:.0}x (feature {} spans the most, \
-                     feature {} the least); --scale standard usually helps the perceptron",
-                    wide + 1,
-                    narrow + 1
-                );
-            }
-        }
-    }
-    if let Some(p) = &a.plot {
-        plot::image_kind(p).map_err(|e| flag_error(e, "--plot"))?;
-    }
-    if let Some(anim) = &a.animate {
-        if a.scale != Scale::None || start.as_ref().is_some_and(|m| m.scaling().is_some()) {
-            return Err(usage(
-                "--animate",
-                "draws the data as given and cannot follow scaled training; leave out --scale",
-            ));
-        }
-        let binary_linear = !matches!(params.algo, Algo::Voted | Algo::Kernel | Algo::Multiclass)
-            && ds.labels.as_ref().is_some_and(|l| l.classes.len() == 2);
-        plot::check_animation(anim, &ds, binary_linear)?;
-    }
-    let sel = match &world {
-        Some(w) => {
-            // Each process its own backend: the GPUs of a machine go to its processes in turn.
-            let own = select_backend_nth(&a.backend, true, Some(w.local_rank()))?;
-            let backend = Box::new(Distributed {
-                backend: own.backend,
-                reduce: w.clone(),
-            });
-            let note = format!("backend: {} (--distributed)", backend.device());
-            Selected { backend, note }
-        }
-        None => select_backend_nth(&a.backend, a.json || !speaks, None)?,
-    };
-    if let (Some(w), true) = (&world, speaks) {
-        if !a.json {
-            note!(
-                "{} processes, each training on its share of the rows; {}",
-                w.size(),
-                sel.note
-            );
-        }
-    }
-    if params.effective_mode() == Mode::Online && sel.backend.kind() == BackendKind::Gpu && speaks {
-        note!(
-            "note: --algo {} is online (one update per mistake, sequential); it runs on the CPU",
-            params.algo.name()
-        );
-    }
+    check_pictures(&a, &params, &ds, start.as_ref())?;
+    let sel = choose_backend(&a, &params, &world, speaks)?;
     let cpu = CpuBackend::new();
     let mut bar = Bar::new(!a.json && speaks);
     if a.animate.is_some() {
@@ -195,9 +102,9 @@ fn train_in(
         None => Holdout::FromParams,
     };
     let trained = Problem::build(&ds, &params, holdout, start.as_ref()).and_then(|mut pb| {
-        match (&world, share) {
-            (Some(w), Some(_)) => pb.distribute_local(w.clone()),
-            (Some(w), None) => pb.distribute(w.clone()),
+        match (&world, shared) {
+            (Some(w), true) => pb.distribute_local(w.clone()),
+            (Some(w), false) => pb.distribute(w.clone()),
             _ => {}
         }
         algo::fit(pb, &params, &*sel.backend, fallback, &mut bar)
@@ -210,31 +117,7 @@ fn train_in(
     if !speaks {
         return Ok(());
     }
-    // Every output is staged first and renamed into place only when all were written.
-    let mut staged = Vec::new();
-    if let Some(out) = &a.output {
-        let text = model_json(&trained.model)?;
-        staged.push((stage(out, ".tmp", |w| w.write_all(text.as_bytes()))?, out));
-    }
-    if let Some(p) = &a.plot {
-        let tmp = image_stage(p)?;
-        plot::training(&trained.report, tmp.path(), (800, 600))?;
-        staged.push((tmp, p));
-    }
-    if let (Some(p), Some(frames)) = (&a.animate, bar.snapshots.take()) {
-        let tmp = image_stage(p)?;
-        plot::animate(
-            &ds,
-            &frames,
-            params.effective_mode() == Mode::Online,
-            tmp.path(),
-        )?;
-        staged.push((tmp, p));
-    }
-    for (tmp, p) in staged {
-        tmp.persist()
-            .with_context(|| format!("cannot write {}", p.display()))?;
-    }
+    write_outputs(&a, &params, &ds, &trained, bar.snapshots.take())?;
     if a.json {
         outln!("{}", serde_json::to_string(&trained.report)?);
     } else {
@@ -248,6 +131,174 @@ fn train_in(
                 outln!("{what} written to {}", f.display());
             }
         }
+    }
+    Ok(())
+}
+
+/// The training rows with their per-row weights, checked against the classes; and whether
+/// they are this process's share of a data-parallel run (true) rather than every row. A
+/// data-parallel run reads only this process's share of a CSV or LIBSVM file, unless
+/// something is fitted on, or drawn from, every row (scaling, a validation split, balanced
+/// class weights, per-row weights from a file): then each process reads the whole file.
+fn load_training(
+    a: &TrainArgs,
+    params: &Params,
+    world: &World,
+) -> anyhow::Result<(data::Dataset, bool)> {
+    let opts = load_options(&a.data_args, None);
+    let whole_needed = params.scale != Scale::None
+        || params.validation_fraction.is_some()
+        || matches!(params.class_weight, Some(ClassWeight::Balanced))
+        || a.sample_weights.is_some();
+    let share = match world {
+        Some(w) if !whole_needed && data::part::splits(&a.data, &opts)? => Some(w),
+        _ => None,
+    };
+    let mut ds = match share {
+        Some(w) => {
+            let mut ds = data::part::load_part(&a.data, &opts, w.rank(), w.size())?;
+            data::part::agree(&mut ds, &**w, opts.layout)?;
+            ds
+        }
+        None => data::load(&a.data, &opts)?,
+    };
+    if let Some(p) = &a.sample_weights {
+        ds.weights = Some(rosenblatt::data::npy::load_weights(p, ds.n)?);
+    }
+    let classes = ds.labels.as_ref().map_or(1, |l| l.classes.len());
+    rosenblatt::algo::weights_fit(&ds, if classes > 2 { classes } else { 1 })?;
+    Ok((ds, share.is_some()))
+}
+
+/// Hints about the data that change what the user might ask for: sparse rows under the batch
+/// rule or standard scaling, and feature ranges far apart without scaling.
+fn hints(a: &TrainArgs, params: &Params, ds: &data::Dataset, start: Option<&Model>) {
+    if ds.is_sparse() && params.fit_bias && params.effective_mode() == Mode::Batch {
+        note!(
+            "hint: the rows are sparse ({:.1} non-zeros each): the batch sums add the bias \
+             column of every row, which can outweigh the rare features and swing from epoch to \
+             epoch; if training does not settle, try --no-bias or --algo online",
+            ds.stored() as f64 / ds.n.max(1) as f64
+        );
+    }
+    if ds.is_sparse() {
+        if a.scale == Scale::Standard {
+            note!(
+                "note: the rows are held sparse, so --scale standard divides by the standard \
+                 deviation without centering (centering would make them dense; --dense centers)"
+            );
+        }
+        return;
+    }
+    if a.scale != Scale::None || start.is_some_and(|m| m.scaling().is_some()) {
+        return;
+    }
+    if let Some((ratio, wide, narrow)) = range_spread(&ds.x, ds.n, ds.d) {
+        if ratio > 1000.0 {
+            note!(
+                "hint: feature ranges differ by {ratio:.0}x (feature {} spans the most, \
+                 feature {} the least); --scale standard usually helps the perceptron",
+                wide + 1,
+                narrow + 1
+            );
+        }
+    }
+}
+
+/// `--plot` names an image format; `--animate` can draw this data and model.
+fn check_pictures(
+    a: &TrainArgs,
+    params: &Params,
+    ds: &data::Dataset,
+    start: Option<&Model>,
+) -> anyhow::Result<()> {
+    if let Some(p) = &a.plot {
+        plot::image_kind(p).map_err(|e| flag_error(e, "--plot"))?;
+    }
+    if let Some(anim) = &a.animate {
+        if a.scale != Scale::None || start.is_some_and(|m| m.scaling().is_some()) {
+            return Err(usage(
+                "--animate",
+                "draws the data as given and cannot follow scaled training; leave out --scale",
+            ));
+        }
+        let binary_linear = !matches!(params.algo, Algo::Voted | Algo::Kernel | Algo::Multiclass)
+            && ds.labels.as_ref().is_some_and(|l| l.classes.len() == 2);
+        plot::check_animation(anim, ds, binary_linear)?;
+    }
+    Ok(())
+}
+
+/// The backend `--backend` asks for, each process its own in a data-parallel run (the GPUs of
+/// a machine go to its processes in turn), with the notes on which one runs.
+fn choose_backend(
+    a: &TrainArgs,
+    params: &Params,
+    world: &World,
+    speaks: bool,
+) -> anyhow::Result<Selected> {
+    let sel = match world {
+        Some(w) => {
+            let own = select_backend_nth(&a.backend, true, Some(w.local_rank()))?;
+            let backend = Box::new(Distributed {
+                backend: own.backend,
+                reduce: w.clone(),
+            });
+            let note = format!("backend: {} (--distributed)", backend.device());
+            Selected { backend, note }
+        }
+        None => select_backend_nth(&a.backend, a.json || !speaks, None)?,
+    };
+    if let (Some(w), true) = (world, speaks) {
+        if !a.json {
+            note!(
+                "{} processes, each training on its share of the rows; {}",
+                w.size(),
+                sel.note
+            );
+        }
+    }
+    if params.effective_mode() == Mode::Online && sel.backend.kind() == BackendKind::Gpu && speaks {
+        note!(
+            "note: --algo {} is online (one update per mistake, sequential); it runs on the CPU",
+            params.algo.name()
+        );
+    }
+    Ok(sel)
+}
+
+/// Writes the model, the training plot and the animation: each staged first, and renamed
+/// into place only when all were written.
+fn write_outputs(
+    a: &TrainArgs,
+    params: &Params,
+    ds: &data::Dataset,
+    trained: &algo::Trained,
+    frames: Option<Vec<(usize, Vec<f32>)>>,
+) -> anyhow::Result<()> {
+    let mut staged = Vec::new();
+    if let Some(out) = &a.output {
+        let text = model_json(&trained.model)?;
+        staged.push((stage(out, ".tmp", |w| w.write_all(text.as_bytes()))?, out));
+    }
+    if let Some(p) = &a.plot {
+        let tmp = image_stage(p)?;
+        plot::training(&trained.report, tmp.path(), (800, 600))?;
+        staged.push((tmp, p));
+    }
+    if let (Some(p), Some(frames)) = (&a.animate, frames) {
+        let tmp = image_stage(p)?;
+        plot::animate(
+            ds,
+            &frames,
+            params.effective_mode() == Mode::Online,
+            tmp.path(),
+        )?;
+        staged.push((tmp, p));
+    }
+    for (tmp, p) in staged {
+        tmp.persist()
+            .with_context(|| format!("cannot write {}", p.display()))?;
     }
     Ok(())
 }

@@ -172,13 +172,6 @@ pub fn parse_into<R: Read>(
         .comment(Some(b'#'))
         .buffer_capacity(1 << 20)
         .from_reader(reader);
-    let perr = |line: Option<u64>, column: Option<usize>, text: &[u8], msg: &str| Error::Parse {
-        path: path.to_path_buf(),
-        line: line.map(|l| l as usize),
-        column,
-        text: String::from_utf8_lossy(text).into_owned(),
-        msg: msg.to_string(),
-    };
     let read = |rdr: &mut csv::Reader<R>, rec: &mut ByteRecord| -> Result<bool> {
         rdr.read_byte_record(rec).map_err(|e| match e.kind() {
             csv::ErrorKind::Io(io) => {
@@ -186,7 +179,7 @@ pub fn parse_into<R: Read>(
             }
             _ => {
                 let line = e.position().map(|p| p.line());
-                perr(line, None, b"", &format!("malformed CSV: {e}"))
+                parse_error(path, line, None, b"", &format!("malformed CSV: {e}"))
             }
         })
     };
@@ -212,20 +205,147 @@ pub fn parse_into<R: Read>(
         return Err(Error::data(path, "the file has a header but no data rows"));
     }
 
+    let (label_idx, weight_idx) = columns(path, names.as_deref(), ncols, opts)?;
+    let d = ncols - usize::from(label_idx.is_some()) - usize::from(weight_idx.is_some());
+    if d == 0 {
+        return Err(Error::data(
+            path,
+            "no feature columns (the only column is the label)",
+        ));
+    }
+
+    let first_line = first.position().map_or(1, |p| p.line());
+    let sample = if header { &second } else { &first };
+    sink.start(d, (sample.as_slice().len() + ncols) as u64)?;
+    let mut rows = Rows {
+        path,
+        ncols,
+        first_line,
+        label_idx,
+        weight_idx,
+        labels: LabelBuilder::default(),
+        weights: Vec::new(),
+        n: 0,
+        sink,
+    };
+    if !header {
+        rows.push(&first)?;
+    }
+    if has_second {
+        rows.push(&second)?;
+        let mut rec = ByteRecord::new();
+        while read(&mut rdr, &mut rec)? {
+            rows.push(&rec)?;
+        }
+    }
+    Ok((
+        rows.n,
+        d,
+        label_idx.map(|_| rows.labels.finish()),
+        weight_idx.map(|_| rows.weights),
+    ))
+}
+
+/// Where each record's fields go: the label to the labels, the row weight to the weights,
+/// the features to the sink.
+struct Rows<'a> {
+    path: &'a Path,
+    ncols: usize,
+    /// The line of the first record (ragged rows name it).
+    first_line: u64,
+    label_idx: Option<usize>,
+    weight_idx: Option<usize>,
+    labels: LabelBuilder,
+    weights: Vec<f32>,
+    /// Rows pushed.
+    n: usize,
+    sink: &'a mut dyn ValueSink,
+}
+
+impl Rows<'_> {
+    /// Parses one record's fields, checking each, and sends them on.
+    fn push(&mut self, rec: &ByteRecord) -> Result<()> {
+        let line = rec.position().map(|p| p.line());
+        let path = self.path;
+        let perr = |column: Option<usize>, text: &[u8], msg: &str| {
+            parse_error(path, line, column, text, msg)
+        };
+        if rec.len() != self.ncols {
+            return Err(perr(
+                None,
+                b"",
+                &format!(
+                    "ragged row: {} fields, but line {} has {}",
+                    rec.len(),
+                    self.first_line,
+                    self.ncols
+                ),
+            ));
+        }
+        for (j, field) in rec.iter().enumerate() {
+            let at = Some(j + 1);
+            if Some(j) == self.label_idx {
+                if field.is_empty() {
+                    return Err(perr(at, field, "empty label"));
+                }
+                let s = std::str::from_utf8(field)
+                    .map_err(|_| perr(at, field, "label is not valid UTF-8"))?;
+                super::check_label(s).map_err(|m| perr(at, field, m))?;
+                self.labels.push(s);
+            } else if Some(j) == self.weight_idx {
+                let v = parse_value(field).map_err(|m| perr(at, field, m))?;
+                if v < 0.0 {
+                    return Err(perr(at, field, "a row weight must be >= 0"));
+                }
+                self.weights.push(v);
+            } else {
+                let v = parse_value(field).map_err(|m| perr(at, field, m))?;
+                self.sink.push(v, self.n)?;
+            }
+        }
+        self.n += 1;
+        Ok(())
+    }
+}
+
+/// A parse error at `line` (and 1-based field `column`) of `path`, about `text`.
+fn parse_error(
+    path: &Path,
+    line: Option<u64>,
+    column: Option<usize>,
+    text: &[u8],
+    msg: &str,
+) -> Error {
+    Error::Parse {
+        path: path.to_path_buf(),
+        line: line.map(|l| l as usize),
+        column,
+        text: String::from_utf8_lossy(text).into_owned(),
+        msg: msg.to_string(),
+    }
+}
+
+/// The label and row weight columns among `ncols` (named by `names` when there is a header).
+/// By default the label is the last column that is not the weight column.
+fn columns(
+    path: &Path,
+    names: Option<&[String]>,
+    ncols: usize,
+    opts: &LoadOptions,
+) -> Result<(Option<usize>, Option<usize>)> {
     let weight_idx = match &opts.weight_col {
         None => None,
-        Some(c) => resolve_label_col(path, c, names.as_deref(), ncols, None, Param::WeightColumn)?,
+        Some(c) => resolve_label_col(path, c, names, ncols, None, Param::WeightColumn)?,
     };
     let label_idx = resolve_label_col(
         path,
         &opts.label_col,
-        names.as_deref(),
+        names,
         ncols,
         opts.features.map(|f| f + usize::from(weight_idx.is_some())),
         Param::LabelColumn,
     )?;
     let label_idx = match (label_idx, weight_idx) {
-        // By default the label is the last column that is not the weight column.
         (Some(l), Some(w)) if l == w && opts.label_col == LabelCol::Auto && ncols > 2 => {
             Some(if w == ncols - 1 { ncols - 2 } else { ncols - 1 })
         }
@@ -238,72 +358,7 @@ pub fn parse_into<R: Read>(
         }
         (l, _) => l,
     };
-    let d = ncols - usize::from(label_idx.is_some()) - usize::from(weight_idx.is_some());
-    if d == 0 {
-        return Err(Error::data(
-            path,
-            "no feature columns (the only column is the label)",
-        ));
-    }
-
-    let first_line = first.position().map_or(1, |p| p.line());
-    let sample = if header { &second } else { &first };
-    sink.start(d, (sample.as_slice().len() + ncols) as u64)?;
-    let mut labels = LabelBuilder::default();
-    let mut weights: Vec<f32> = Vec::new();
-    let mut n = 0usize;
-    let mut push_row = |rec: &ByteRecord| -> Result<()> {
-        let line = rec.position().map(|p| p.line());
-        if rec.len() != ncols {
-            return Err(perr(
-                line,
-                None,
-                b"",
-                &format!(
-                    "ragged row: {} fields, but line {first_line} has {ncols}",
-                    rec.len()
-                ),
-            ));
-        }
-        for (j, field) in rec.iter().enumerate() {
-            if Some(j) == label_idx {
-                if field.is_empty() {
-                    return Err(perr(line, Some(j + 1), field, "empty label"));
-                }
-                let s = std::str::from_utf8(field)
-                    .map_err(|_| perr(line, Some(j + 1), field, "label is not valid UTF-8"))?;
-                super::check_label(s).map_err(|m| perr(line, Some(j + 1), field, m))?;
-                labels.push(s);
-            } else if Some(j) == weight_idx {
-                let v = parse_value(field).map_err(|m| perr(line, Some(j + 1), field, m))?;
-                if v < 0.0 {
-                    return Err(perr(line, Some(j + 1), field, "a row weight must be >= 0"));
-                }
-                weights.push(v);
-            } else {
-                let v = parse_value(field).map_err(|m| perr(line, Some(j + 1), field, m))?;
-                sink.push(v, n)?;
-            }
-        }
-        n += 1;
-        Ok(())
-    };
-    if !header {
-        push_row(&first)?;
-    }
-    if has_second {
-        push_row(&second)?;
-        let mut rec = ByteRecord::new();
-        while read(&mut rdr, &mut rec)? {
-            push_row(&rec)?;
-        }
-    }
-    Ok((
-        n,
-        d,
-        label_idx.map(|_| labels.finish()),
-        weight_idx.map(|_| weights),
-    ))
+    Ok((label_idx, weight_idx))
 }
 
 /// The index of the column `col` names (a label or weight column: `param` says which, for

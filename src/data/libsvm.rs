@@ -60,32 +60,16 @@ fn parse_impl<R: BufRead>(
     mut sink: Option<&mut dyn ValueSink>,
 ) -> Result<Out> {
     let io = |e| Error::io(path, e);
-    // Pass 1: rows, largest index and pairs (malformed tokens are reported by pass 2).
-    let (mut n, mut max_index, mut pairs) = (0usize, 0usize, 0usize);
-    for_each_line(open().map_err(io)?, |_, content| {
-        let mut tokens = Tokens::new(content);
-        if tokens.next().is_some() {
-            n += 1;
-            for (_, tok) in tokens {
-                if let Some(c) = tok.iter().position(|&b| b == b':') {
-                    pairs += 1;
-                    if let Some(i) = std::str::from_utf8(&tok[..c])
-                        .ok()
-                        .and_then(|k| k.parse::<usize>().ok())
-                    {
-                        max_index = max_index.max(i);
-                    }
-                }
-            }
-        }
-        Ok(())
-    })
-    .map_err(io)??;
+    let (n, max_index, pairs) = scan(path, open().map_err(io)?)?;
     if n == 0 {
         return Err(Error::data(path, "empty file: no rows"));
     }
     // d = 0 is refused after pass 2, which names a malformed token (such as index 0) first.
     let d = opts.features.unwrap_or(max_index);
+    if d > u32::MAX as usize {
+        let msg = format!("{d} features: at most {} are supported", u32::MAX);
+        return Err(Error::data(path, msg));
+    }
 
     // Pass 2: parse and check every token, straight into the dense X.
     let perr = |line: usize, col: usize, text: &[u8], msg: String| Error::Parse {
@@ -95,37 +79,13 @@ fn parse_impl<R: BufRead>(
         text: String::from_utf8_lossy(text).into_owned(),
         msg,
     };
-    if d > u32::MAX as usize {
-        return Err(Error::data(
-            path,
-            format!("{d} features: at most {} are supported", u32::MAX),
-        ));
-    }
     let sparse = sink.is_none() && opts.layout.sparse_for(n, d, pairs);
-    // Streamed: one row at a time.
-    let mut x = match &mut sink {
-        Some(s) => {
-            s.start(d, 0)?;
-            super::dense_zeros(path, 1, d)?
-        }
-        None if sparse => Vec::new(),
-        None => super::dense_zeros(path, n, d)?,
-    };
     let streamed = sink.is_some();
-    let mut csr = CsrBuf::new();
-    if sparse {
-        let what = || {
-            format!(
-                "{}: {n} rows with {pairs} index:value pairs stored sparse",
-                path.display()
-            )
-        };
-        // A value and a column per pair, a row start per row.
-        crate::limits::check(what, pairs as u128 + n as u128, 8)?;
-        csr.indptr.reserve(n);
-        csr.indices.reserve(pairs);
-        csr.values.reserve(pairs);
+    if let Some(s) = &mut sink {
+        s.start(d, 0)?;
     }
+    // Streamed: one row at a time.
+    let (mut x, mut csr) = targets(path, n, d, pairs, sparse, streamed)?;
     let mut labels = LabelBuilder::default();
     let mut row = 0usize;
     for_each_line(open().map_err(io)?, |line_no, content| {
@@ -136,16 +96,7 @@ fn parse_impl<R: BufRead>(
         if row == n {
             return Err(Error::data(path, "the file changed while it was read"));
         }
-        if label.contains(&b':') {
-            return Err(perr(
-                line_no,
-                lcol,
-                label,
-                "expected a label before the first index:value pair".into(),
-            ));
-        }
-        let label = std::str::from_utf8(label)
-            .map_err(|_| perr(line_no, lcol, label, "label is not valid UTF-8".into()))?;
+        let label = row_label(label).map_err(|m| perr(line_no, lcol, label, m.into()))?;
         labels.push(label);
         let dense = if sparse {
             &mut [][..]
@@ -156,58 +107,11 @@ fn parse_impl<R: BufRead>(
         };
         let mut prev = 0usize;
         for (col, tok) in tokens {
-            let Some(colon) = tok.iter().position(|&b| b == b':') else {
-                return Err(perr(
-                    line_no,
-                    col,
-                    tok,
-                    "malformed pair: expected index:value".into(),
-                ));
-            };
-            let (key, value) = (&tok[..colon], &tok[colon + 1..]);
-            if key == b"qid" {
+            let Some((index, v)) =
+                pair(tok, prev, d).map_err(|(at, text, msg)| perr(line_no, col + at, text, msg))?
+            else {
                 continue;
-            }
-            let index: usize = std::str::from_utf8(key)
-                .ok()
-                .and_then(|k| k.parse().ok())
-                .ok_or_else(|| {
-                    perr(
-                        line_no,
-                        col,
-                        tok,
-                        "malformed pair: index is not a positive integer".into(),
-                    )
-                })?;
-            if index == 0 {
-                return Err(perr(
-                    line_no,
-                    col,
-                    tok,
-                    "index 0: indices are 1-based".into(),
-                ));
-            }
-            if index == prev {
-                return Err(perr(line_no, col, tok, format!("duplicate index {index}")));
-            }
-            if index < prev {
-                return Err(perr(
-                    line_no,
-                    col,
-                    tok,
-                    format!("indices not ascending: {index} after {prev}"),
-                ));
-            }
-            if index > d {
-                return Err(perr(
-                    line_no,
-                    col,
-                    tok,
-                    format!("index {index} is past the {d} features expected"),
-                ));
-            }
-            let v = parse_value(value)
-                .map_err(|m| perr(line_no, col + colon + 1, value, m.to_string()))?;
+            };
             if !sparse {
                 dense[index - 1] = v;
             } else if v != 0.0 {
@@ -249,6 +153,113 @@ fn parse_impl<R: BufRead>(
         Some(labels.finish()),
         path.to_path_buf(),
     )))
+}
+
+/// A row's first token as a label: not an index:value pair, and valid UTF-8.
+fn row_label(tok: &[u8]) -> std::result::Result<&str, &'static str> {
+    if tok.contains(&b':') {
+        return Err("expected a label before the first index:value pair");
+    }
+    std::str::from_utf8(tok).map_err(|_| "label is not valid UTF-8")
+}
+
+/// Pass 1: the rows, the largest index and the index:value pairs (malformed tokens are
+/// reported by pass 2).
+fn scan<R: BufRead>(path: &Path, r: R) -> Result<(usize, usize, usize)> {
+    let (mut n, mut max_index, mut pairs) = (0usize, 0usize, 0usize);
+    for_each_line(r, |_, content| {
+        let mut tokens = Tokens::new(content);
+        if tokens.next().is_some() {
+            n += 1;
+            for (_, tok) in tokens {
+                if let Some(c) = tok.iter().position(|&b| b == b':') {
+                    pairs += 1;
+                    if let Some(i) = std::str::from_utf8(&tok[..c])
+                        .ok()
+                        .and_then(|k| k.parse::<usize>().ok())
+                    {
+                        max_index = max_index.max(i);
+                    }
+                }
+            }
+        }
+        Ok(())
+    })
+    .map_err(|e| Error::io(path, e))??;
+    Ok((n, max_index, pairs))
+}
+
+/// Where pass 2 puts the values: CSR arrays with room for every pair (`sparse`, within the
+/// memory budget), one dense row (`streamed`), or the dense X.
+fn targets(
+    path: &Path,
+    n: usize,
+    d: usize,
+    pairs: usize,
+    sparse: bool,
+    streamed: bool,
+) -> Result<(Vec<f32>, CsrBuf)> {
+    let mut csr = CsrBuf::new();
+    let x = match () {
+        _ if streamed => super::dense_zeros(path, 1, d)?,
+        _ if sparse => Vec::new(),
+        _ => super::dense_zeros(path, n, d)?,
+    };
+    if sparse {
+        let what = || {
+            format!(
+                "{}: {n} rows with {pairs} index:value pairs stored sparse",
+                path.display()
+            )
+        };
+        // A value and a column per pair, a row start per row.
+        crate::limits::check(what, pairs as u128 + n as u128, 8)?;
+        csr.indptr.reserve(n);
+        csr.indices.reserve(pairs);
+        csr.values.reserve(pairs);
+    }
+    Ok((x, csr))
+}
+
+/// A bad token: the byte offset of the bad part within the token, that part, and what is
+/// wrong with it.
+type BadToken<'t> = (usize, &'t [u8], String);
+
+/// One token of a row after the label, in a row whose last index was `prev`, with `d`
+/// features: its 1-based index and value, or `None` for a `qid:` token.
+fn pair(
+    tok: &[u8],
+    prev: usize,
+    d: usize,
+) -> std::result::Result<Option<(usize, f32)>, BadToken<'_>> {
+    let bad = |msg: String| (0, tok, msg);
+    let Some(colon) = tok.iter().position(|&b| b == b':') else {
+        return Err(bad("malformed pair: expected index:value".into()));
+    };
+    let (key, value) = (&tok[..colon], &tok[colon + 1..]);
+    if key == b"qid" {
+        return Ok(None);
+    }
+    let index: usize = std::str::from_utf8(key)
+        .ok()
+        .and_then(|k| k.parse().ok())
+        .ok_or_else(|| bad("malformed pair: index is not a positive integer".into()))?;
+    if index == 0 {
+        return Err(bad("index 0: indices are 1-based".into()));
+    }
+    if index == prev {
+        return Err(bad(format!("duplicate index {index}")));
+    }
+    if index < prev {
+        return Err(bad(format!("indices not ascending: {index} after {prev}")));
+    }
+    if index > d {
+        return Err(bad(format!(
+            "index {index} is past the {d} features expected"
+        )));
+    }
+    let v = parse_value(value).map_err(|m| (colon + 1, value, m.to_string()))?;
+    Ok(Some((index, v)))
 }
 
 /// Calls `f(line_number, content)` for each line, with any `#` comment and the line end

@@ -571,24 +571,7 @@ fn ints(path: &Path, what: &str, a: &Npy, len: Option<usize>) -> Result<Vec<u64>
 /// and every value must be a finite f32. CSC is turned into CSR. Explicit zeros are dropped.
 fn scipy_sparse(path: &Path, members: [Vec<u8>; 5], opts: &LoadOptions) -> Result<Dataset> {
     let [fb, sb, pb, ib, db] = members;
-    let f = parse(path, "format", fb)?;
-    let format = String::from_utf8_lossy(&f.data)
-        .trim_end_matches('\0')
-        .to_string();
-    let csc = match format.as_str() {
-        "csr" => false,
-        "csc" => true,
-        other => {
-            return Err(bad(
-                path,
-                "format",
-                format!(
-                    "scipy sparse format {other:?} is not read; save a CSR or CSC matrix \
-                     (m.tocsr())"
-                ),
-            ))
-        }
-    };
+    let csc = sparse_format(path, fb)?;
     let shape = ints(path, "shape", &parse(path, "shape", sb)?, Some(2))?;
     let (n, d) = (shape[0] as usize, shape[1] as usize);
     if n == 0 || d == 0 {
@@ -601,15 +584,17 @@ fn scipy_sparse(path: &Path, members: [Vec<u8>; 5], opts: &LoadOptions) -> Resul
     if d > u32::MAX as usize || n > u32::MAX as usize {
         return Err(bad(path, "shape", format!("shape ({n}, {d}) is too large")));
     }
-    let (outer, inner) = if csc { (d, n) } else { (n, d) };
-    let (what_outer, what_inner) = if csc {
-        ("column", "row")
-    } else {
-        ("row", "column")
-    };
+    let outer = if csc { d } else { n };
     let indptr = ints(path, "indptr", &parse(path, "indptr", pb)?, Some(outer + 1))?;
     let indices = ints(path, "indices", &parse(path, "indices", ib)?, None)?;
-    let nnz = indices.len();
+    let m = Compressed {
+        csc,
+        n,
+        d,
+        indptr,
+        indices,
+    };
+    let nnz = m.indices.len();
     // The CSR form (a value, a column and for CSC a reordering of both, 16 bytes per value)
     // and the row starts, before any of it is made.
     crate::limits::check(
@@ -642,53 +627,7 @@ fn scipy_sparse(path: &Path, members: [Vec<u8>; 5], opts: &LoadOptions) -> Resul
             ),
         ));
     }
-    if indptr[0] != 0 || indptr[outer] != nnz as u64 {
-        return Err(bad(
-            path,
-            "indptr",
-            format!(
-                "must start at 0 and end at the number of values ({nnz}); it runs from {} to {}",
-                indptr[0], indptr[outer]
-            ),
-        ));
-    }
-    for k in 0..outer {
-        let (a0, a1) = (indptr[k], indptr[k + 1]);
-        if a1 < a0 || a1 > nnz as u64 {
-            return Err(bad(
-                path,
-                "indptr",
-                format!("not monotone at {what_outer} {}: {a0} then {a1}", k + 1),
-            ));
-        }
-    }
-    for k in 0..outer {
-        let seg = &indices[indptr[k] as usize..indptr[k + 1] as usize];
-        for (t, &j) in seg.iter().enumerate() {
-            if j as usize >= inner {
-                return Err(bad(
-                    path,
-                    "indices",
-                    format!(
-                        "{what_outer} {}: index {j} is not below the {inner} {what_inner}s of the shape",
-                        k + 1
-                    ),
-                ));
-            }
-            if t > 0 && seg[t - 1] >= j {
-                return Err(bad(
-                    path,
-                    "indices",
-                    format!(
-                        "{what_outer} {}: indices not sorted and unique ({} then {j}); save after \
-                         m.sum_duplicates() and m.sort_indices()",
-                        k + 1,
-                        seg[t - 1]
-                    ),
-                ));
-            }
-        }
-    }
+    m.check(path)?;
     let value = |p: usize| -> Result<f32> {
         let b = &a.data[p * size..(p + 1) * size];
         let v = if size == 4 {
@@ -698,28 +637,161 @@ fn scipy_sparse(path: &Path, members: [Vec<u8>; 5], opts: &LoadOptions) -> Resul
         };
         let f = v as f32;
         if f.is_finite() {
-            Ok(f)
-        } else {
-            // The row and column of stored value p (1-based).
-            let outer_at = indptr.partition_point(|&q| q <= p as u64);
-            let (r, c) = if csc {
-                (indices[p] + 1, outer_at as u64)
-            } else {
-                (outer_at as u64, indices[p] + 1)
-            };
-            Err(bad(
-                path,
-                "data",
-                format!("row {r}, column {c}: {v} is not a finite f32 value"),
-            ))
+            return Ok(f);
         }
+        let (r, c) = m.place(p);
+        Err(bad(
+            path,
+            "data",
+            format!("row {r}, column {c}: {v} is not a finite f32 value"),
+        ))
     };
-    let mut c = CsrBuf::new();
-    if csc {
-        // Count per row, then place each column's entries in column order, so every row's
-        // columns ascend.
+    let c = m.to_csr(value)?;
+    let x: MatrixBuf = if opts.layout.sparse_for(n, d, c.nnz()) {
+        c.into()
+    } else {
+        let mut x = super::dense_zeros(path, n, d)?;
+        for i in 0..n {
+            for p in c.indptr[i]..c.indptr[i + 1] {
+                x[i * d + c.indices[p] as usize] = c.values[p];
+            }
+        }
+        x.into()
+    };
+    let labels = labels_file(opts.labels.as_deref(), n)?;
+    Ok(Dataset::from_matrix(x, n, d, labels, path.to_path_buf()))
+}
+
+/// Whether the archive's `format` member says CSC (true) or CSR (false); other formats are
+/// refused.
+fn sparse_format(path: &Path, member: Vec<u8>) -> Result<bool> {
+    let f = parse(path, "format", member)?;
+    let format = String::from_utf8_lossy(&f.data)
+        .trim_end_matches('\0')
+        .to_string();
+    match format.as_str() {
+        "csr" => Ok(false),
+        "csc" => Ok(true),
+        other => Err(bad(
+            path,
+            "format",
+            format!(
+                "scipy sparse format {other:?} is not read; save a CSR or CSC matrix \
+                 (m.tocsr())"
+            ),
+        )),
+    }
+}
+
+/// The structure of a scipy compressed matrix: rows (CSR) or columns (CSC) of `n` x `d`,
+/// with the starts of each in `indptr` and the other coordinate of each value in `indices`.
+struct Compressed {
+    csc: bool,
+    n: usize,
+    d: usize,
+    indptr: Vec<u64>,
+    indices: Vec<u64>,
+}
+
+impl Compressed {
+    /// The compressed dimension and the other, with their names.
+    fn dims(&self) -> (usize, usize, &'static str, &'static str) {
+        if self.csc {
+            (self.d, self.n, "column", "row")
+        } else {
+            (self.n, self.d, "row", "column")
+        }
+    }
+
+    /// Checks the structure whole: `indptr` from 0 to the number of values, non-decreasing;
+    /// indices in range and strictly ascending within each row or column.
+    fn check(&self, path: &Path) -> Result<()> {
+        let (outer, inner, what_outer, what_inner) = self.dims();
+        let (indptr, indices, nnz) = (&self.indptr, &self.indices, self.indices.len());
+        if indptr[0] != 0 || indptr[outer] != nnz as u64 {
+            return Err(bad(
+                path,
+                "indptr",
+                format!(
+                    "must start at 0 and end at the number of values ({nnz}); it runs from {} \
+                     to {}",
+                    indptr[0], indptr[outer]
+                ),
+            ));
+        }
+        for k in 0..outer {
+            let (a0, a1) = (indptr[k], indptr[k + 1]);
+            if a1 < a0 || a1 > nnz as u64 {
+                return Err(bad(
+                    path,
+                    "indptr",
+                    format!("not monotone at {what_outer} {}: {a0} then {a1}", k + 1),
+                ));
+            }
+        }
+        for k in 0..outer {
+            let seg = &indices[indptr[k] as usize..indptr[k + 1] as usize];
+            for (t, &j) in seg.iter().enumerate() {
+                if j as usize >= inner {
+                    return Err(bad(
+                        path,
+                        "indices",
+                        format!(
+                            "{what_outer} {}: index {j} is not below the {inner} {what_inner}s \
+                             of the shape",
+                            k + 1
+                        ),
+                    ));
+                }
+                if t > 0 && seg[t - 1] >= j {
+                    return Err(bad(
+                        path,
+                        "indices",
+                        format!(
+                            "{what_outer} {}: indices not sorted and unique ({} then {j}); save \
+                             after m.sum_duplicates() and m.sort_indices()",
+                            k + 1,
+                            seg[t - 1]
+                        ),
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The row and column (1-based) of stored value `p`.
+    fn place(&self, p: usize) -> (u64, u64) {
+        let outer_at = self.indptr.partition_point(|&q| q <= p as u64) as u64;
+        if self.csc {
+            (self.indices[p] + 1, outer_at)
+        } else {
+            (outer_at, self.indices[p] + 1)
+        }
+    }
+
+    /// The rows as CSR, each value from `value(p)`, explicit zeros dropped. CSC: counted per
+    /// row, then each column's entries placed in column order, so every row's columns ascend.
+    fn to_csr(&self, value: impl Fn(usize) -> Result<f32>) -> Result<CsrBuf> {
+        let (n, d, indptr, indices) = (self.n, self.d, &self.indptr, &self.indices);
+        let mut c = CsrBuf::new();
+        if !self.csc {
+            for i in 0..n {
+                let (a0, a1) = (indptr[i] as usize, indptr[i + 1] as usize);
+                let mut row = Vec::new();
+                for (p, &j) in indices.iter().enumerate().take(a1).skip(a0) {
+                    let v = value(p)?;
+                    if v != 0.0 {
+                        row.push((j as u32, v));
+                    }
+                }
+                c.push_row(row);
+            }
+            return Ok(c);
+        }
+        let nnz = indices.len();
         let mut start = vec![0usize; n + 1];
-        for &r in &indices {
+        for &r in indices {
             start[r as usize + 1] += 1;
         }
         for i in 0..n {
@@ -742,30 +814,6 @@ fn scipy_sparse(path: &Path, members: [Vec<u8>; 5], opts: &LoadOptions) -> Resul
                     .filter(|e| e.1 != 0.0),
             );
         }
-    } else {
-        for i in 0..n {
-            let (a0, a1) = (indptr[i] as usize, indptr[i + 1] as usize);
-            let mut row = Vec::new();
-            for (p, &j) in indices.iter().enumerate().take(a1).skip(a0) {
-                let v = value(p)?;
-                if v != 0.0 {
-                    row.push((j as u32, v));
-                }
-            }
-            c.push_row(row);
-        }
+        Ok(c)
     }
-    let x: MatrixBuf = if opts.layout.sparse_for(n, d, c.nnz()) {
-        c.into()
-    } else {
-        let mut x = super::dense_zeros(path, n, d)?;
-        for i in 0..n {
-            for p in c.indptr[i]..c.indptr[i + 1] {
-                x[i * d + c.indices[p] as usize] = c.values[p];
-            }
-        }
-        x.into()
-    };
-    let labels = labels_file(opts.labels.as_deref(), n)?;
-    Ok(Dataset::from_matrix(x, n, d, labels, path.to_path_buf()))
 }

@@ -62,6 +62,51 @@ fn normal(rng: &mut impl Rng) -> f64 {
     (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos()
 }
 
+/// A seeded random unit vector of `d` values (normal, normalised).
+fn unit_normal(rng: &mut impl Rng, d: usize) -> Vec<f64> {
+    let mut w: Vec<f64> = (0..d).map(|_| normal(rng)).collect();
+    let norm = w
+        .iter()
+        .map(|v| v * v)
+        .sum::<f64>()
+        .sqrt()
+        .max(f64::MIN_POSITIVE);
+    w.iter_mut().for_each(|v| *v /= norm);
+    w
+}
+
+/// Flips the labels of a random `noise` fraction of the rows (rounded).
+fn flip(rng: &mut impl Rng, y: &mut [bool], noise: f32) {
+    let flips = (noise as f64 * y.len() as f64).round() as usize;
+    if flips > 0 {
+        let mut order: Vec<usize> = (0..y.len()).collect();
+        order.shuffle(rng);
+        for &i in &order[..flips] {
+            y[i] = !y[i];
+        }
+    }
+}
+
+/// `k` distinct random columns of `d` in `cols`, ascending (Floyd's sampling; `picked` is
+/// scratch).
+fn columns(
+    rng: &mut impl Rng,
+    d: usize,
+    k: usize,
+    cols: &mut Vec<u32>,
+    picked: &mut std::collections::HashSet<u32>,
+) {
+    cols.clear();
+    picked.clear();
+    for j in (d - k)..d {
+        let t = rng.random_range(0..=j) as u32;
+        let pick = if picked.contains(&t) { j as u32 } else { t };
+        picked.insert(pick);
+        cols.push(pick);
+    }
+    cols.sort_unstable();
+}
+
 /// Checks the sizes, margin and noise of `spec` (every generator's).
 fn check(spec: &SynthSpec) -> Result<()> {
     if spec.n == 0 {
@@ -100,14 +145,7 @@ pub fn generate(spec: &SynthSpec) -> Result<Synthetic> {
     check(spec)?;
     let mut rng = ChaCha8Rng::seed_from_u64(spec.seed);
     let d = spec.d;
-    let mut w: Vec<f64> = (0..d).map(|_| normal(&mut rng)).collect();
-    let norm = w
-        .iter()
-        .map(|v| v * v)
-        .sum::<f64>()
-        .sqrt()
-        .max(f64::MIN_POSITIVE);
-    w.iter_mut().for_each(|v| *v /= norm);
+    let w = unit_normal(&mut rng, d);
     let b: f64 = rng.random_range(-0.25..=0.25);
     let gamma = spec.margin as f64;
 
@@ -139,14 +177,7 @@ pub fn generate(spec: &SynthSpec) -> Result<Synthetic> {
         x.extend_from_slice(&row);
         y.push(s > 0.0);
     }
-    let flips = (spec.noise as f64 * spec.n as f64).round() as usize;
-    if flips > 0 {
-        let mut order: Vec<usize> = (0..spec.n).collect();
-        order.shuffle(&mut rng);
-        for &i in &order[..flips] {
-            y[i] = !y[i];
-        }
-    }
+    flip(&mut rng, &mut y, spec.noise);
     let names: Vec<&str> = y.iter().map(|&p| if p { "1" } else { "-1" }).collect();
     Ok(Synthetic {
         data: Dataset::new(
@@ -192,14 +223,7 @@ pub fn generate_sparse(spec: &SynthSpec, density: f64) -> Result<Synthetic> {
         8,
     )?;
     let mut rng = ChaCha8Rng::seed_from_u64(spec.seed);
-    let mut w: Vec<f64> = (0..d).map(|_| normal(&mut rng)).collect();
-    let norm = w
-        .iter()
-        .map(|v| v * v)
-        .sum::<f64>()
-        .sqrt()
-        .max(f64::MIN_POSITIVE);
-    w.iter_mut().for_each(|v| *v /= norm);
+    let w = unit_normal(&mut rng, d);
     let gamma = spec.margin as f64;
     let mut c = crate::backend::CsrBuf::new();
     c.indices.reserve(n * k);
@@ -222,16 +246,7 @@ pub fn generate_sparse(spec: &SynthSpec, density: f64) -> Result<Synthetic> {
                 ),
             });
         }
-        // Floyd's sampling of k distinct columns, then sorted.
-        cols.clear();
-        picked.clear();
-        for j in (d - k)..d {
-            let t = rng.random_range(0..=j) as u32;
-            let pick = if picked.contains(&t) { j as u32 } else { t };
-            picked.insert(pick);
-            cols.push(pick);
-        }
-        cols.sort_unstable();
+        columns(&mut rng, d, k, &mut cols, &mut picked);
         let start = c.values.len();
         let mut s = 0f64;
         for &j in &cols {
@@ -251,14 +266,7 @@ pub fn generate_sparse(spec: &SynthSpec, density: f64) -> Result<Synthetic> {
         c.indptr.push(c.values.len());
         y.push(s > 0.0);
     }
-    let flips = (spec.noise as f64 * n as f64).round() as usize;
-    if flips > 0 {
-        let mut order: Vec<usize> = (0..n).collect();
-        order.shuffle(&mut rng);
-        for &i in &order[..flips] {
-            y[i] = !y[i];
-        }
-    }
+    flip(&mut rng, &mut y, spec.noise);
     let names: Vec<&str> = y.iter().map(|&p| if p { "1" } else { "-1" }).collect();
     Ok(Synthetic {
         data: Dataset::from_matrix(
