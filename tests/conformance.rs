@@ -274,9 +274,11 @@ fn batch_epochs_equal_the_reference_bit_for_bit_on_integer_data() {
 
 #[test]
 fn many_chunks_reduce_in_a_tree_and_still_equal_the_reference() {
-    // Past 64 chunks of partials the GPU sums them per weight in a fixed tree (`apply_tree`);
-    // n not a multiple of anything, d = 1 and 3, one head and several.
-    for &(n, d, heads) in &[(20_011, 1, 1), (9_001, 3, 1), (12_345, 2, 5), (4_097, 1, 3)] {
+    // Thousands of rows in many chunks (the two-kernel path) or workgroups (the register
+    // pass), whose partials `apply` sums in a fixed order; n not a multiple of anything,
+    // d = 1, 2 and 3, one head and several.
+    let all = [(20_011, 1, 1), (9_001, 3, 1), (12_345, 2, 5), (4_097, 1, 3)];
+    for (n, d, heads) in sizes(&all, &[1, 2]) {
         let (x, y) = integer_set(n, d, heads, (n + d) as u64);
         let v = TrainView::new(&x, &y, n, d, 1.0, heads);
         let rule = BatchRule {
