@@ -135,11 +135,11 @@ fn the_register_pass_reads_x_once_for_every_storage_and_head_count() {
     {
         for (hi, heads) in [1, 3, 10].into_iter().enumerate() {
             for (di, &(n, d)) in [(4096, 64), (8192, 200), (2048, 784)].iter().enumerate() {
-                if on_gl(&g) && (si + 2 * hi + di) % 3 != 0 {
+                if on_gl(&g) && !(si == hi && hi == di) {
                     // OpenGL compiles each of these shapes for about half a minute (llvmpipe:
                     // 70% of it in LLVM, a quarter in coroutine frames, measured with perf;
-                    // lavapipe a second): it takes the 9 of 27 where every storage meets
-                    // every head count, and each of both every size, once (a Latin square).
+                    // lavapipe a second): it takes 3 of the 27, every storage, head count and
+                    // size once (f32 K = 1 d = 64, u8 K = 3 d = 200, f16 K = 10 d = 784).
                     continue;
                 }
                 if storage == Storage::U8 && d == 784 && heads == 10 {
