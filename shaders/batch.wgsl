@@ -130,7 +130,7 @@ struct Params {
     flags: u32,        // FLAG_*
     patience: u32,     // epochs without improvement before stopping (0: off)
     keep_fraction: f32, // an epoch improves when its figure < keep_fraction * reference
-    floor: f32,        // when positive, the patience rule stops nothing while best <= floor
+    floor: f32,        // when positive and best <= floor, patience also waits best_epoch epochs
     units: u32,        // units (4 values) per dense row: ceil(d / 4)
     ring: u32,         // entries of `stats` (epoch e writes entry e % ring)
 }
@@ -1358,7 +1358,8 @@ fn finalize_epoch(lid: u32) {
         } else if (norm < P.tol) {
             c.done = STOP_TOLERANCE;
         } else if (P.patience > 0u && c.wait >= P.patience
-                   && (c.best > P.floor || P.floor <= 0.0)) {
+                   && (c.best > P.floor || P.floor <= 0.0
+                       || epochs - c.best_epoch >= c.best_epoch)) {
             c.done = STOP_PATIENCE;
         }
         st(CAT_CONTROL, 12u);

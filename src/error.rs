@@ -255,7 +255,7 @@ pub enum Param {
     Patience,
     /// Relative improvement the patience rule asks for.
     MinImprovement,
-    /// Error rate under which the patience rule stops nothing.
+    /// Error rate under which the patience rule waits longer (nearly separable data).
     PatienceFloor,
     /// Share of the training rows held out for validation.
     ValidationFraction,

@@ -346,9 +346,9 @@ pub struct TrainParams {
     /// figure is below (1 - this) times the figure at the last improvement. In [0, 1).
     #[serde(default = "default_min_improvement")]
     pub min_improvement: f32,
-    /// Training mistakes only: the patience rule stops nothing while the fewest mistakes seen
-    /// are at most this fraction of the rows (the data is then taken as nearly separable and
-    /// training goes on to convergence or the epoch limit). In [0, 1].
+    /// Training mistakes only: while the fewest mistakes seen are at most this fraction of the
+    /// rows (the data is then taken as nearly separable and may still converge), the patience
+    /// rule also waits as many epochs after the best epoch as it took to reach it. In [0, 1].
     #[serde(default = "default_patience_floor")]
     pub patience_floor: f32,
     /// Hold out this fraction of the training rows (seeded, stratified by class) for
@@ -497,7 +497,7 @@ impl TrainParams {
         self.min_improvement = f;
         self
     }
-    /// Sets the error rate under which the patience rule stops nothing.
+    /// Sets the error rate under which the patience rule also waits the best epoch's number.
     pub fn patience_floor(mut self, f: f32) -> Self {
         self.patience_floor = f;
         self

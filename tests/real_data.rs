@@ -98,22 +98,35 @@ fn separable_data_still_runs_until_no_mistake_by_default() {
 #[test]
 fn the_patience_floor_and_min_improvement_decide_when_to_stop() {
     // 0.5% noise: the pocket's fewest mistakes (25 of 4000) stay under the 1% floor, so the
-    // default rule lets the run go on to the epoch limit; a floor of 0 stops it.
+    // default rule waits until the run has gone as many epochs past its best as it took to
+    // reach it (and at least the patience); a floor of 0 stops it after the patience alone.
     let ds = noisy(4000, 10, 0.005, 5);
     let cpu = CpuBackend::new();
     let p = |floor: f32, f: f32| {
         TrainParams::default()
             .algo(Algo::Pocket)
-            .epochs(200)
+            .epochs(1000)
             .patience_floor(floor)
             .min_improvement(f)
             .validate()
             .unwrap()
     };
     let t = algo::train(&ds, &p(0.01, 0.01), &cpu, None, &mut ()).unwrap();
-    assert_eq!(t.report.stop_reason, StopReason::MaxEpochs);
+    assert_eq!(t.report.stop_reason, StopReason::Patience);
+    let best = t.report.best_epoch;
+    assert!(
+        t.report.epochs >= 2 * best && t.report.epochs >= best + 30,
+        "stopped at {} with the best at {best}",
+        t.report.epochs
+    );
+    assert!(
+        t.report.mistakes_per_epoch.iter().min().copied().unwrap() <= 40,
+        "under the floor"
+    );
+    let floored = t.report.epochs;
     let t = algo::train(&ds, &p(0.0, 0.01), &cpu, None, &mut ()).unwrap();
     assert_eq!(t.report.stop_reason, StopReason::Patience);
+    assert!(t.report.epochs <= floored);
     let stopped = t.report.epochs;
     // Asking for a 50% improvement stops sooner.
     let t = algo::train(&ds, &p(0.0, 0.5), &cpu, None, &mut ()).unwrap();

@@ -93,17 +93,18 @@ pub struct BatchRule {
 
 /// The patience rule: stop when `epochs` epochs in a row did not improve the monitored figure
 /// (training mistakes, or held-out mistakes when there are held-out rows) to below
-/// `keep_fraction` times the figure at the last improvement, unless the fewest seen is at most
-/// a positive `floor` (then the data is taken as (nearly) separated and the classic stops
-/// decide).
+/// `keep_fraction` times the figure at the last improvement. While the fewest seen is at most a
+/// positive `floor` (the data looks (nearly) separated and may still converge), the run must
+/// also have gone as many epochs since its best as it took to reach it
+/// ([`StopState::patience_ran_out`](super::StopState::patience_ran_out)).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Patience {
     /// Epochs without improvement before stopping; 0 turns the rule off.
     pub epochs: u32,
     /// 1 - the relative improvement required (1: any decrease improves).
     pub keep_fraction: f32,
-    /// When positive, the rule stops nothing while the fewest monitored mistakes are at most
-    /// this.
+    /// When positive and the fewest monitored mistakes are at most this, the rule also waits
+    /// the best epoch's number of epochs after it.
     pub floor: f32,
 }
 

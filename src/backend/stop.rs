@@ -3,7 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::BatchRule;
+use super::{BatchRule, Patience};
 
 /// What a backend kept besides the current weights, when asked by [`BatchRule`].
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -136,11 +136,24 @@ impl StopState {
         } else {
             self.wait = self.wait.saturating_add(1);
         }
-        let stop = rule.stop(e).or_else(|| {
-            (p.epochs > 0 && self.wait >= p.epochs && (self.best > p.floor || p.floor <= 0.0))
-                .then_some(StopReason::Patience)
-        });
+        let stop = rule
+            .stop(e)
+            .or_else(|| self.patience_ran_out(p).then_some(StopReason::Patience));
         (better, stop)
+    }
+}
+
+impl StopState {
+    /// The patience rule after an epoch is recorded: `p.epochs` epochs without improvement;
+    /// while the fewest mistakes are at most a positive floor (nearly separated data, which may
+    /// still converge), also as many epochs since the best as it took to reach it, so a run
+    /// that is still finding new lows goes on and one stuck on a plateau stops by twice the
+    /// best epoch. The twin of `finalize`'s test in shaders/batch.wgsl.
+    pub fn patience_ran_out(&self, p: Patience) -> bool {
+        let near_separated = p.floor > 0.0 && self.best <= p.floor;
+        p.epochs > 0
+            && self.wait >= p.epochs
+            && (!near_separated || self.epochs - self.best_epoch >= self.best_epoch)
     }
 }
 

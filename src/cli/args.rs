@@ -387,8 +387,9 @@ pub(crate) struct TrainArgs {
     /// improvement (F in [0, 1)).
     #[arg(long, value_name = "F", default_value_t = 0.01)]
     pub(crate) min_improvement: f32,
-    /// Training mistakes only: patience stops nothing while the fewest mistakes are at most
-    /// this fraction of the rows (nearly separable data runs to convergence).
+    /// Training mistakes only: while the fewest mistakes are at most this fraction of the rows
+    /// (nearly separable data, which may still converge), patience also waits as many epochs
+    /// after the best epoch as it took to reach it.
     #[arg(long, value_name = "F", default_value_t = 0.01)]
     pub(crate) patience_floor: f32,
     /// Hold out this fraction of the rows (seeded, stratified) for validation: patience
