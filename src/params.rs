@@ -384,6 +384,23 @@ fn default_patience_floor() -> f32 {
 /// Default epochs without improvement before stopping.
 pub const DEFAULT_PATIENCE: u32 = 30;
 
+/// The averaged perceptron's (online form) default patience: its model is the average, which
+/// settles long before the last vector stops making mistakes (Fashion-MNIST: 0.855 test
+/// accuracy after 24 epochs with patience 10, 0.851 after 118 with 30; README's defaults table).
+pub const AVERAGED_PATIENCE: u32 = 10;
+
+/// The front ends' default stopping rule for `algo` in `mode` (`None`: the algorithm's own
+/// form): (patience, patience floor). The online averaged perceptron stops after
+/// [`AVERAGED_PATIENCE`] epochs without improvement and has no floor (nearly separable data
+/// need not run to convergence: the average has settled); every other rule waits
+/// [`DEFAULT_PATIENCE`] epochs with a floor of 1% of the rows.
+pub fn default_stopping(algo: Algo, mode: Option<Mode>) -> (u32, f32) {
+    match (algo, mode.unwrap_or(algo.default_mode())) {
+        (Algo::Averaged, Mode::Online) => (AVERAGED_PATIENCE, 0.0),
+        _ => (DEFAULT_PATIENCE, default_patience_floor()),
+    }
+}
+
 impl Default for TrainParams {
     fn default() -> Self {
         TrainParams {
@@ -665,6 +682,28 @@ impl TrainParams {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_online_averaged_perceptron_has_its_own_default_stopping_rule() {
+        assert_eq!(default_stopping(Algo::Averaged, None), (10, 0.0));
+        assert_eq!(
+            default_stopping(Algo::Averaged, Some(Mode::Online)),
+            (10, 0.0)
+        );
+        for (algo, mode) in [
+            (Algo::Averaged, Some(Mode::Batch)),
+            (Algo::Batch, None),
+            (Algo::Online, None),
+            (Algo::Voted, None),
+            (Algo::Winnow, None),
+        ] {
+            assert_eq!(
+                default_stopping(algo, mode),
+                (30, 0.01),
+                "{algo:?} {mode:?}"
+            );
+        }
+    }
 
     #[test]
     fn validation_names_the_value() {

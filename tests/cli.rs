@@ -449,6 +449,9 @@ fn storage_is_chosen_when_exact_and_refused_with_the_value_when_not() {
             "--epochs",
             "30",
         ];
+        if !args.contains(&"--algo") {
+            a.extend_from_slice(&["--algo", "batch"]);
+        }
         a.extend_from_slice(args);
         let o = run(p, &a);
         assert!(o.status.success(), "{args:?}: {}", stderr(&o));
@@ -486,4 +489,53 @@ fn storage_is_chosen_when_exact_and_refused_with_the_value_when_not() {
         &[("u.csv", &text)],
         &["unknown storage"],
     );
+}
+
+#[test]
+fn train_with_no_flags_is_the_averaged_perceptron_with_its_own_stopping_rule() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path();
+    // 10% of the labels flipped: never separable, so the patience rule decides.
+    let o = run(
+        p,
+        &[
+            "gen", "--n", "2000", "--d", "5", "--noise", "0.1", "--seed", "3", "-o", "n.csv",
+        ],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let json = |args: &[&str]| -> serde_json::Value {
+        let mut a = vec!["train", "n.csv", "--json"];
+        a.extend_from_slice(args);
+        let o = run(p, &a);
+        assert!(o.status.success(), "{args:?}: {}", stderr(&o));
+        serde_json::from_str(stdout(&o).trim()).unwrap()
+    };
+    let epochs = |v: &serde_json::Value| {
+        (
+            v["epochs"].as_u64().unwrap(),
+            v["best_epoch"].as_u64().unwrap(),
+        )
+    };
+    let default = json(&[]);
+    assert_eq!(default["algo"], "averaged");
+    assert_eq!(default["stop_reason"], "patience");
+    let (e, b) = epochs(&default);
+    assert!(e <= b + 10, "{e} epochs, best {b}");
+    // The defaults are patience 10 without a floor for the online averaged perceptron, and
+    // patience 30 with a floor of 1% for its batch form and every other rule.
+    let same = |a: &serde_json::Value, b: &serde_json::Value| {
+        a["mistakes_per_epoch"] == b["mistakes_per_epoch"] && a["stop_reason"] == b["stop_reason"]
+    };
+    assert!(same(
+        &default,
+        &json(&["--patience", "10", "--patience-floor", "0"])
+    ));
+    assert!(!same(&default, &json(&["--patience", "30"])));
+    for algo in [
+        &["--algo", "averaged", "--mode", "batch"][..],
+        &["--algo", "online"],
+    ] {
+        let explicit = [algo, &["--patience", "30", "--patience-floor", "0.01"]].concat();
+        assert!(same(&json(algo), &json(&explicit)), "{algo:?}");
+    }
 }

@@ -400,6 +400,8 @@ fn cli_gpu_training_gives_the_cpu_model() {
         &[
             "train",
             "int.csv",
+            "--algo",
+            "batch",
             "--backend",
             "gpu",
             "--epochs",
@@ -417,6 +419,8 @@ fn cli_gpu_training_gives_the_cpu_model() {
         &[
             "train",
             "int.csv",
+            "--algo",
+            "batch",
             "--backend",
             "cpu",
             "--epochs",

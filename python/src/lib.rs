@@ -270,8 +270,14 @@ fn fit<'py>(
         ),
         None => None,
     };
-    let tp: TrainParams = serde_json::from_str(params)
+    let mut tp: TrainParams = serde_json::from_str(params)
         .map_err(|e| PyValueError::new_err(format!("invalid parameters: {e}")))?;
+    // patience=None: the algorithm's default stopping rule, as the CLI's.
+    if tp.patience.is_none() {
+        let (patience, floor) = rosenblatt::params::default_stopping(tp.algo, tp.mode);
+        tp.patience = Some(patience);
+        tp.patience_floor = floor;
+    }
     let start = match start {
         Some(text) => Some(Model::from_json(Path::new("<model>"), text).map_err(py_err)?),
         None => None,

@@ -298,7 +298,7 @@ pub(crate) struct TrainArgs {
     pub(crate) output: Option<PathBuf>,
     /// Algorithm: online, batch, multiclass, pocket, averaged, voted, winnow, kernel or pa
     /// (passive-aggressive).
-    #[arg(long, default_value = "batch")]
+    #[arg(long, default_value = "averaged")]
     pub(crate) algo: Algo,
     #[command(flatten)]
     pub(crate) backend: BackendArgs,
@@ -380,18 +380,20 @@ pub(crate) struct TrainArgs {
     #[arg(long, value_name = "MODEL", conflicts_with = "init")]
     pub(crate) init_model: Option<PathBuf>,
     /// Stop after N epochs without improvement of the monitored figure (training mistakes,
-    /// or validation mistakes with --validation/--validation-fraction); 0: off.
-    #[arg(long, value_name = "N", default_value_t = rosenblatt::params::DEFAULT_PATIENCE)]
-    pub(crate) patience: u32,
+    /// or validation mistakes with --validation/--validation-fraction); 0: off. Default: 10
+    /// for the online averaged perceptron, 30 otherwise.
+    #[arg(long, value_name = "N")]
+    pub(crate) patience: Option<u32>,
     /// An epoch improves when its figure is below (1 - F) times the figure at the last
     /// improvement (F in [0, 1)).
     #[arg(long, value_name = "F", default_value_t = 0.01)]
     pub(crate) min_improvement: f32,
     /// Training mistakes only: while the fewest mistakes are at most this fraction of the rows
     /// (nearly separable data, which may still converge), patience also waits as many epochs
-    /// after the best epoch as it took to reach it.
-    #[arg(long, value_name = "F", default_value_t = 0.01)]
-    pub(crate) patience_floor: f32,
+    /// after the best epoch as it took to reach it. Default: 0 for the online averaged
+    /// perceptron (its average settles first), 0.01 otherwise.
+    #[arg(long, value_name = "F")]
+    pub(crate) patience_floor: Option<f32>,
     /// Hold out this fraction of the rows (seeded, stratified) for validation: patience
     /// watches its mistakes and the best validation epoch's model is kept.
     #[arg(long, value_name = "F", conflicts_with = "validation")]
@@ -555,6 +557,7 @@ impl TryFrom<&TrainArgs> for Params {
     type Error = rosenblatt::Error;
 
     fn try_from(a: &TrainArgs) -> Result<Params, rosenblatt::Error> {
+        let stopping = rosenblatt::params::default_stopping(a.algo, a.mode);
         TrainParams {
             algo: a.algo,
             epochs: a.epochs,
@@ -569,9 +572,9 @@ impl TryFrom<&TrainArgs> for Params {
             multiclass_update: a.multiclass_update,
             multiclass: a.multiclass,
             max_vectors: a.max_vectors,
-            patience: Some(a.patience),
+            patience: Some(a.patience.unwrap_or(stopping.0)),
             min_improvement: a.min_improvement,
-            patience_floor: a.patience_floor,
+            patience_floor: a.patience_floor.unwrap_or(stopping.1),
             validation_fraction: a.validation_fraction,
             class_weight: a.class_weight.clone(),
             scale: a.scale,

@@ -259,8 +259,18 @@ fn choose_backend(
         }
     }
     if params.effective_mode() == Mode::Online && sel.backend.kind() == BackendKind::Gpu && speaks {
+        let online_only = matches!(
+            params.algo,
+            Algo::Online | Algo::Voted | Algo::PassiveAggressive
+        );
+        let gpu_form = if online_only {
+            "--algo batch runs its epochs on the GPU"
+        } else {
+            "--mode batch runs its epochs on the GPU"
+        };
         note!(
-            "note: --algo {} is online (one update per mistake, sequential); it runs on the CPU",
+            "note: --algo {} is online (one update per mistake, sequential); it runs on the \
+             CPU ({gpu_form})",
             params.algo.name()
         );
     }

@@ -232,9 +232,11 @@ class Perceptron(_Estimator):
         Learning rate eta in (0, 1].
     tol : float or None
         Stop when an epoch's update is shorter than this.
-    patience : int
+    patience : int or None
         Stop after this many epochs without fewer mistakes (0: never); with
         ``validation_fraction`` the held-out mistakes are watched and the best epoch kept.
+        None: the algorithm's default (10 for the online averaged perceptron, else 30, as
+        the CLI's).
     min_improvement : float
         The relative improvement that resets the patience count.
     validation_fraction : float or None
@@ -283,13 +285,13 @@ class Perceptron(_Estimator):
 
     def __init__(
         self,
-        algo="batch",
+        algo="averaged",
         *,
         mode=None,
         epochs=1000,
         lr=1.0,
         tol=None,
-        patience=30,
+        patience=None,
         min_improvement=0.01,
         validation_fraction=None,
         scale=None,
@@ -554,7 +556,7 @@ def _common_params(est, algo):
         "multiclass": getattr(est, "multiclass", "direct"),
         "multiclass_update": getattr(est, "multiclass_update", "argmax"),
         "max_vectors": int(getattr(est, "max_vectors", 100000)),
-        "patience": int(est.patience),
+        "patience": None if est.patience is None else int(est.patience),
         "min_improvement": float(est.min_improvement),
         "validation_fraction": None
         if est.validation_fraction is None
