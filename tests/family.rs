@@ -200,7 +200,10 @@ fn averaged_and_voted_generalise_at_least_as_well_as_the_last_iterate() {
         let avg = train(&tr, p(Algo::Averaged));
         let voted = train(&tr, p(Algo::Voted));
         assert_eq!(voted.model.kind(), ModelKind::Voted);
-        assert!(voted.model.rows().unwrap().weights.len() > 1);
+        let Body::Voted(vv) = voted.model.body() else {
+            panic!("not a voted model")
+        };
+        assert!(vv.vectors() > 1);
         let (a, v) = (accuracy(&avg.model, &te), accuracy(&voted.model, &te));
         assert!(
             a >= last && v >= last,
@@ -240,9 +243,16 @@ fn averaged_and_voted_by_hand() {
     let Body::Voted(v) = t.model.body() else {
         panic!("not a voted model")
     };
-    assert_eq!(v.rows.weights, vec![vec![1.0, 0.0], vec![1.0, -1.0]]);
-    assert_eq!(v.rows.bias, vec![1.0, 0.0]);
-    assert_eq!(v.counts, vec![1, 3]);
+    // Kept as the first vector (0, 0, 0; it never voted: the first row was a mistake) and two
+    // steps: row 0 with +1, row 1 with -1.
+    let steps = v.steps.as_ref().expect("kept as steps");
+    assert_eq!(v.counts, vec![0, 1, 3]);
+    assert_eq!(steps.rows, vec![0, 1]);
+    assert_eq!(steps.coef, vec![1.0, -1.0]);
+    let every = v.every_vector(2, 1.0);
+    assert_eq!(every.rows.weights, vec![vec![1.0, 0.0], vec![1.0, -1.0]]);
+    assert_eq!(every.rows.bias, vec![1.0, 0.0]);
+    assert_eq!(every.counts, vec![1, 3]);
 }
 
 #[test]
@@ -726,4 +736,41 @@ fn kernel_models_round_trip_and_bad_kernel_parameters_are_refused() {
     let o = common::run(p, &["predict", "k.json", "c.csv", "--margins"]);
     assert!(o.status.success(), "{}", common::stderr(&o));
     assert_eq!(common::stdout(&o).lines().count(), 2);
+}
+
+#[test]
+fn the_voted_perceptron_kept_as_steps_votes_as_every_vector_would() {
+    // Integer data: scoring by steps (one dot product of rows a step, prefix sums) and by
+    // every vector written out give the same votes, bit for bit; on both backends where there
+    // is a GPU; with a held-out set, the model of the best held-out epoch.
+    for (k, val) in [(2, None), (3, None), (4, Some(0.2))] {
+        let ds = common::integer_classes(300, 6, k, 17 + k as u64);
+        let mut tp = TrainParams::default().algo(Algo::Voted).epochs(15);
+        tp.validation_fraction = val;
+        let t = train(&ds, tp.clone());
+        let Body::Voted(v) = t.model.body() else {
+            panic!("not voted")
+        };
+        assert!(v.steps.is_some());
+        let every = Model::new(
+            Algo::Voted,
+            t.model.classes().to_vec(),
+            ds.d,
+            Body::Voted(v.every_vector(ds.d, 1.0)),
+            tp.clone(),
+        )
+        .unwrap();
+        let cpu = CpuBackend::new();
+        let want = every.raw_scores(&ds, &cpu).unwrap();
+        assert_eq!(t.model.raw_scores(&ds, &cpu).unwrap(), want, "{k} classes");
+        if let Some(g) = common::gpu() {
+            assert_eq!(
+                t.model.raw_scores(&ds, &g).unwrap(),
+                want,
+                "{k} classes, GPU"
+            );
+        }
+        // Each vector keeps d + 1 weights a head; a step keeps a row index and its coefficients.
+        assert!(every.body() != t.model.body());
+    }
 }

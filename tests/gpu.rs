@@ -767,7 +767,10 @@ fn voted_models_with_many_vectors_score_on_the_gpu_in_blocks() {
         .validate()
         .unwrap();
     let t = algo::train(&ds, &p, &cpu, None, &mut ()).unwrap();
-    let vectors = t.model.rows().unwrap().weights.len();
+    let rosenblatt::model::Body::Voted(v) = t.model.body() else {
+        panic!("not voted")
+    };
+    let vectors = v.vectors();
     assert!(vectors > 130, "only {vectors} vectors");
     assert_eq!(
         t.model.raw_scores(&ds, g).unwrap(),

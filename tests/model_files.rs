@@ -351,3 +351,73 @@ fn a_model_that_loads_predicts_one_line_per_row() {
         assert_eq!(m.decision_values(&raw).len(), 7, "{stem}");
     }
 }
+
+#[test]
+fn v3_voted_files_load_predict_as_recorded_and_are_checked_whole() {
+    // Version 3: the voted perceptron kept as its first vector and one step per mistake.
+    let dir = fixtures_of("v3");
+    let models = models_of(&dir);
+    assert_eq!(models.len(), 2, "{models:?}");
+    for (stem, path, data) in &models {
+        let m = Model::load(path).unwrap_or_else(|e| panic!("{stem}: {e}"));
+        assert_eq!(m.kind(), ModelKind::Voted);
+        predicts_as_recorded(&dir, stem, data);
+        let mut buf = Vec::new();
+        m.write(&mut buf).unwrap();
+        let new: serde_json::Value = serde_json::from_slice(&buf).unwrap();
+        let old: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+        assert_eq!(new, old, "{stem}: layout");
+        assert_eq!(new["version"], 3);
+    }
+    let path = dir.join("voted.json");
+    let text = std::fs::read_to_string(path).unwrap();
+    for (edit, words) in [
+        (
+            Box::new(|v: &mut serde_json::Value| v["vote_rows"][0] = 100_000.into())
+                as Box<dyn Fn(&mut serde_json::Value)>,
+            "support rows",
+        ),
+        (
+            Box::new(|v| {
+                v["vote_coef"].as_array_mut().unwrap().pop();
+            }),
+            "vote_coef has",
+        ),
+        (
+            Box::new(|v| {
+                v["counts"].as_array_mut().unwrap().pop();
+            }),
+            "one count a vector",
+        ),
+        (
+            Box::new(|v| {
+                v["vote_support"][0]["idx"]
+                    .as_array_mut()
+                    .unwrap()
+                    .reverse();
+            }),
+            "ascend",
+        ),
+        (
+            Box::new(|v| {
+                v.as_object_mut().unwrap().remove("vote_coef");
+            }),
+            "needs all of",
+        ),
+        (Box::new(|v| v["version"] = 2.into()), "version 3"),
+        (
+            Box::new(|v| {
+                let n = v["counts"].as_array().unwrap().len();
+                v["counts"] = serde_json::json!(vec![0; n]);
+            }),
+            "none votes",
+        ),
+    ] {
+        let mut v: serde_json::Value = serde_json::from_str(&text).unwrap();
+        edit(&mut v);
+        let e = Model::from_json(Path::new("bad.json"), &v.to_string()).unwrap_err();
+        assert!(e.is_input_error(), "{e}");
+        assert!(e.to_string().contains(words), "{words:?} not in {e}");
+    }
+}

@@ -395,7 +395,11 @@ fn the_voted_perceptron_handles_more_than_two_classes() {
         b => panic!("not voted: {b:?}"),
     };
     assert_eq!(v.heads(), 3);
-    assert_eq!(v.rows.weights.len(), 3 * v.counts.len());
+    assert_eq!(v.rows.weights.len(), 3);
+    assert_eq!(
+        v.steps.as_ref().unwrap().coef.len(),
+        3 * (v.counts.len() - 1)
+    );
     let raw = t.model.raw_scores(&ds, &cpu).unwrap();
     assert_eq!(raw.len(), ds.n * 3);
     // Every row's votes add up to the total count.
@@ -424,7 +428,7 @@ fn the_voted_perceptron_handles_more_than_two_classes() {
     let c = algo::train(&ds, &capped, &cpu, None, &mut ()).unwrap();
     assert_eq!(c.report.stop_reason, StopReason::MaxVectors);
     match c.model.body() {
-        rosenblatt::model::Body::Voted(v) => assert_eq!(v.counts.len(), 30),
+        rosenblatt::model::Body::Voted(v) => assert_eq!(v.vectors(), 30),
         b => panic!("not voted: {b:?}"),
     }
 }

@@ -332,7 +332,8 @@ fn sizes_from_input_are_checked_before_allocating() {
         no_panic(&o);
         assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
     }
-    // The voted perceptron keeps a vector per mistake: past the budget it stops with the sizes.
+    // The voted perceptron keeps a step per mistake (its row and coefficient), not a vector of
+    // 20,001 weights: 400 epochs of mistakes on 200 rows fit the budget.
     let mut noisy = String::new();
     for r in 0..200usize {
         let row: Vec<String> = (0..20_000)
@@ -357,7 +358,7 @@ fn sizes_from_input_are_checked_before_allocating() {
             "cpu",
         ],
     );
-    input_error(&o, &["voted perceptron's", "vectors of 20001 weights"]);
+    assert!(o.status.success(), "{}", stderr(&o));
     // A small .npz whose X inflates to 600 MB.
     let mut z = zip::ZipWriter::new(std::io::Cursor::new(Vec::new()));
     let opts = zip::write::SimpleFileOptions::default()

@@ -21,7 +21,7 @@ use crate::backend::{
     StopReason, StopState,
 };
 use crate::error::{Error, Result};
-use crate::model::{vote_totals, Body, Rows, Voted};
+use crate::model::{Body, Rows, SparseRow, VoteScorer, VoteSteps, Voted};
 use crate::params::{Algo, Params};
 
 /// An online rule: the state one row at a time updates, and the model it yields.
@@ -33,9 +33,10 @@ pub(crate) trait OnlineRule {
     /// snapshots and the default held-out scoring use them.
     fn weights(&self) -> &[f32];
 
-    /// One row `row` with label `y` (±1, or the class index) and weight `wi`: update on a
-    /// mistake; returns the row's mistakes and weighted criterion, or why training stops.
-    fn step(&mut self, pb: &Problem<'_>, row: Row<'_>, y: f32, wi: f32) -> Result<Step>;
+    /// One row `row` (row `i` of the training rows) with label `y` (±1, or the class index)
+    /// and weight `wi`: update on a mistake; returns the row's mistakes and weighted
+    /// criterion, or why training stops.
+    fn step(&mut self, pb: &Problem<'_>, i: usize, row: Row<'_>, y: f32, wi: f32) -> Result<Step>;
 
     /// The end of an epoch in a data-parallel run: every process continues from the mean
     /// of the processes' weights, and the epoch's counts become their sums.
@@ -120,8 +121,14 @@ impl Watch {
 pub(crate) enum Snapshot {
     /// Augmented weights, `heads * (d + 1)`.
     Linear(Vec<f32>),
-    /// Voted vectors (augmented, `heads * (d + 1)` each, concatenated) and their counts.
-    Voted { flat: Vec<f32>, counts: Vec<u64> },
+    /// The voted perceptron: the first vector (augmented, `heads * (d + 1)`), each step's
+    /// training row and coefficients (`heads` a step), and each vector's count.
+    Voted {
+        start: Vec<f32>,
+        rows: Vec<u32>,
+        coef: Vec<f32>,
+        counts: Vec<u64>,
+    },
 }
 
 /// The result of an online run.
@@ -165,7 +172,7 @@ pub(crate) fn run<R: OnlineRule>(
             }
             let row = v.x.row(i, d, &mut row_buf);
             let wi = v.weight(i);
-            let step = rule.step(pb, row, v.y[i], wi)?;
+            let step = rule.step(pb, i, row, v.y[i], wi)?;
             e.mistakes += step.mistakes;
             e.criterion += step.criterion;
             if v.sw.is_some() {
@@ -212,9 +219,15 @@ pub(crate) fn run<R: OnlineRule>(
 pub(crate) fn fitted(pb: &Problem<'_>, out: Online) -> Result<Fitted> {
     let mut scores = None;
     let body = match out.model {
-        Snapshot::Voted { flat, counts } => Body::Voted(Voted {
-            rows: Rows::from_augmented(&flat, pb.ds.d, pb.fit_bias),
+        Snapshot::Voted {
+            start,
+            rows,
+            coef,
             counts,
+        } => Body::Voted(Voted {
+            rows: Rows::from_augmented(&start, pb.ds.d, pb.fit_bias),
+            counts,
+            steps: Some(support_of(pb, rows, coef)),
         }),
         Snapshot::Linear(w) => {
             if pb.shard.is_some() {
@@ -227,6 +240,42 @@ pub(crate) fn fitted(pb: &Problem<'_>, out: Online) -> Result<Fitted> {
         scores,
         ..Fitted::on_cpu(body, out.stats, out.stop, out.best_epoch)
     })
+}
+
+/// The voted steps of training rows `rows`: the distinct rows in order of first use (in the
+/// training space), each step's row an index among them.
+fn support_of(pb: &Problem<'_>, rows: Vec<u32>, coef: Vec<f32>) -> VoteSteps {
+    let v = pb.view();
+    let mut at = std::collections::HashMap::new();
+    let mut support = Vec::new();
+    let mut buf = Vec::new();
+    let rows = rows
+        .into_iter()
+        .map(|i| {
+            *at.entry(i).or_insert_with(|| {
+                let r = match v.x.row(i as usize, v.d, &mut buf) {
+                    Row::Dense(x) => {
+                        let idx: Vec<u32> = (0..x.len() as u32)
+                            .filter(|&j| x[j as usize] != 0.0)
+                            .collect();
+                        let val = idx.iter().map(|&j| x[j as usize]).collect();
+                        SparseRow { idx, val }
+                    }
+                    Row::Sparse { idx, val } => SparseRow {
+                        idx: idx.to_vec(),
+                        val: val.to_vec(),
+                    },
+                };
+                support.push(r);
+                support.len() as u32 - 1
+            })
+        })
+        .collect();
+    VoteSteps {
+        support,
+        rows,
+        coef,
+    }
 }
 
 /// Trains the online form of `params.algo` (the perceptron, averaged or voted) on the host
@@ -254,12 +303,10 @@ struct Keep {
     voted: Option<usize>,
 }
 
-/// The vote at some step, without copying the retired vectors: the first `retired` of them,
-/// then the vector then current with its count.
-#[derive(Debug, Clone)]
+/// The vote at some step: the steps taken then and the count of the vector then current.
+#[derive(Debug, Clone, Copy)]
 struct VotePrefix {
-    retired: usize,
-    current: Vec<f32>,
+    steps: usize,
     survived: u64,
 }
 
@@ -338,33 +385,53 @@ fn mixed_average(pb: &Problem<'_>, avg: &Option<Average>, w: &[f32]) -> Vec<f32>
     a
 }
 
-/// The voted perceptron's retired vectors (concatenated) and their survival counts.
+/// The voted perceptron kept compactly: the first vector, then each mistake's step (the
+/// training row and its coefficient for each head) and the count of the vector it retired.
 struct Votes {
     cap: usize,
-    /// Most vectors that fit the memory budget.
+    /// Most steps that fit the memory budget.
     fit: usize,
-    /// Floats per vector.
-    len: usize,
-    flat: Vec<f32>,
+    heads: usize,
+    start: Vec<f32>,
+    rows: Vec<u32>,
+    coef: Vec<f32>,
+    /// The counts of the vectors before the current one (the first may be 0).
     counts: Vec<u64>,
+    /// Vectors among them that vote (count > 0).
+    voting: usize,
     survived: u64,
 }
 
 impl Votes {
-    /// One step: `before` is the vector a mistake replaced (None: no mistake). Returns false
-    /// when the vector cap is reached (the vector is not retired; training stops).
-    fn step(&mut self, before: Option<&[f32]>) -> Result<bool> {
-        match before {
+    fn new(cap: usize, w: &[f32], heads: usize) -> Votes {
+        Votes {
+            cap,
+            fit: (crate::limits::budget() / (12 + 4 * heads as u64)) as usize,
+            heads,
+            start: w.to_vec(),
+            rows: Vec::new(),
+            coef: Vec::new(),
+            counts: Vec::new(),
+            voting: 0,
+            survived: 0,
+        }
+    }
+
+    /// One step: `mistake` is the row a mistake added and its coefficients (None: no
+    /// mistake). Returns false when the vector cap is reached (the vector is not retired;
+    /// training stops).
+    fn step(&mut self, mistake: Option<(usize, &[f32])>) -> Result<bool> {
+        match mistake {
             // A mistake: the vector before the update retires with its count.
-            Some(old) => {
-                if self.survived > 0 {
-                    if self.counts.len() + 1 >= self.cap {
-                        return Ok(false);
-                    }
-                    self.reserve_one()?;
-                    self.flat.extend_from_slice(old);
-                    self.counts.push(self.survived);
+            Some((i, a)) => {
+                if self.survived > 0 && self.voting + 1 >= self.cap {
+                    return Ok(false);
                 }
+                self.reserve_one()?;
+                self.voting += usize::from(self.survived > 0);
+                self.counts.push(self.survived);
+                self.rows.push(i as u32);
+                self.coef.extend_from_slice(a);
                 self.survived = 1;
             }
             None => self.survived += 1,
@@ -372,99 +439,82 @@ impl Votes {
         Ok(true)
     }
 
-    /// Room for one more vector, within the memory budget (grown by doubling, never past
-    /// the budget, and never by an aborting allocation).
+    /// Room for one more step within the memory budget, never by an aborting allocation.
     fn reserve_one(&mut self) -> Result<()> {
-        let need = self.flat.len() + self.len;
-        if self.flat.capacity() >= need {
-            return Ok(());
-        }
-        let too_big = || {
-            let len = self.len as u64 * 4;
-            Error::Memory {
-                what: format!(
-                    "the voted perceptron's {} vectors of {} weights",
-                    self.counts.len() + 1,
-                    self.len
-                ),
-                bytes: (self.counts.len() as u64 + 1) * len,
-                available: self.fit as u64 * len,
-            }
+        let steps = self.rows.len() + 1;
+        let too_big = || Error::Memory {
+            what: format!("the voted perceptron's {steps} steps"),
+            bytes: steps as u64 * (12 + 4 * self.heads as u64),
+            available: self.fit as u64 * (12 + 4 * self.heads as u64),
         };
-        if self.counts.len() >= self.fit {
+        if steps > self.fit {
             return Err(too_big());
         }
-        let want = (self.flat.capacity() * 2)
-            .min(self.fit * self.len)
-            .max(need);
-        self.flat
-            .try_reserve_exact(want - self.flat.len())
-            .map_err(|_| too_big())
+        let ok = self.rows.try_reserve(1).is_ok()
+            && self.counts.try_reserve(1).is_ok()
+            && self.coef.try_reserve(self.heads).is_ok();
+        ok.then_some(()).ok_or_else(too_big)
     }
 
-    /// The vote at this step (the current vector `w`), without copying the retired ones.
-    fn prefix(&self, w: &[f32]) -> VotePrefix {
+    /// The vote at this step.
+    fn prefix(&self) -> VotePrefix {
         VotePrefix {
-            retired: self.counts.len(),
-            current: w.to_vec(),
+            steps: self.rows.len(),
             survived: self.survived,
         }
     }
 
-    /// The vote of `p`, consuming the retired vectors.
+    /// The vote of `p`.
     fn into_model(mut self, p: VotePrefix) -> Snapshot {
-        self.flat.truncate(p.retired * self.len);
-        self.counts.truncate(p.retired);
-        if p.survived > 0 {
-            self.flat.extend_from_slice(&p.current);
-            self.counts.push(p.survived);
-        }
+        self.rows.truncate(p.steps);
+        self.coef.truncate(p.steps * self.heads);
+        self.counts.truncate(p.steps);
+        self.counts.push(p.survived);
         Snapshot::Voted {
-            flat: self.flat,
+            start: self.start,
+            rows: self.rows,
+            coef: self.coef,
             counts: self.counts,
         }
     }
 }
 
-/// Scores held-out rows for the voted perceptron as it grows: the retired vectors' votes are
-/// added once (they never change), the current vector's on top for each count.
+/// Scores held-out rows for the voted perceptron as it grows: the steps since the last call
+/// move each row's running scores and votes on (the training rows are the steps' rows), and
+/// the current vector votes on top with its count so far.
 struct VotedValidation {
-    votes: Vec<f32>,
+    scorer: Option<VoteScorer>,
     scored: usize,
     outputs: usize,
 }
 
 impl VotedValidation {
-    fn mistakes(&mut self, pb: &Problem<'_>, votes: &Votes, w: &[f32]) -> Result<u64> {
+    fn mistakes(&mut self, pb: &Problem<'_>, votes: &Votes) -> Result<u64> {
         let (Some(data), Some((_, yv))) = (pb.view().val_data(), &pb.val) else {
             return Ok(0);
         };
         let cpu = CpuBackend::new();
-        let heads = pb.heads;
-        let per = votes.len;
-        let upto = votes.counts.len();
-        vote_totals(
-            data,
-            &votes.flat[self.scored * per..upto * per],
-            &votes.counts[self.scored..upto],
-            heads,
-            self.outputs,
-            &cpu,
-            &mut self.votes,
-        )?;
-        self.scored = upto;
-        let mut now = self.votes.clone();
-        if votes.survived > 0 {
-            vote_totals(
+        let scorer = match &mut self.scorer {
+            Some(s) => s,
+            None => self.scorer.insert(VoteScorer::new(
                 data,
-                w,
-                &[votes.survived],
-                heads,
+                &votes.start,
+                pb.heads,
                 self.outputs,
                 &cpu,
-                &mut now,
-            )?;
-        }
+            )?),
+        };
+        let (from, upto, h) = (self.scored, votes.rows.len(), votes.heads);
+        scorer.advance(
+            data,
+            pb.view().x,
+            &votes.rows[from..upto],
+            &votes.coef[from * h..upto * h],
+            &votes.counts[from..upto],
+            &cpu,
+        )?;
+        self.scored = upto;
+        let now = scorer.votes_with(votes.survived);
         let wrong = now
             .chunks_exact(self.outputs)
             .zip(yv)
@@ -487,6 +537,8 @@ struct Perceptron {
     avg: Option<Average>,
     votes: Option<Votes>,
     voted_val: VotedValidation,
+    /// The row's coefficient for each head (the voted perceptron's step).
+    step_coef: Vec<f32>,
 }
 
 /// The best epoch's model: the weights (or their average), or the vote then.
@@ -504,21 +556,13 @@ impl Perceptron {
             eta: params.lr,
             tau: params.margin_threshold,
             avg: keep.average.then(|| Average::new(&w)),
-            votes: keep.voted.map(|cap| Votes {
-                cap,
-                // Half the budget: the model built from the vectors at the end is a second
-                // copy.
-                fit: (crate::limits::budget() / 2 / (4 * w.len().max(1) as u64 + 64)) as usize,
-                len: w.len(),
-                flat: Vec::new(),
-                counts: Vec::new(),
-                survived: 0,
-            }),
+            votes: keep.voted.map(|cap| Votes::new(cap, &w, pb.heads)),
             voted_val: VotedValidation {
-                votes: vec![0.0; pb.val.as_ref().map_or(0, |(vd, _)| vd.n) * outputs],
+                scorer: None,
                 scored: 0,
                 outputs,
             },
+            step_coef: vec![0f32; pb.heads],
             w,
         }
     }
@@ -535,7 +579,7 @@ impl OnlineRule for Perceptron {
         &mut self.w
     }
 
-    fn step(&mut self, pb: &Problem<'_>, row: Row<'_>, y: f32, wi: f32) -> Result<Step> {
+    fn step(&mut self, pb: &Problem<'_>, i: usize, row: Row<'_>, y: f32, wi: f32) -> Result<Step> {
         let v = pb.view();
         let (d, bias) = (v.d, v.bias);
         let da = d + 1;
@@ -546,6 +590,7 @@ impl OnlineRule for Perceptron {
             eta,
             avg,
             votes,
+            step_coef,
             ..
         } = self;
         for (h, sh) in s.iter_mut().enumerate() {
@@ -556,11 +601,15 @@ impl OnlineRule for Perceptron {
         let (m, crit) = row_rule(pb.rule, self.tau, s, y, |h, coef| {
             if voting && !updated {
                 before.copy_from_slice(w);
+                step_coef.fill(0.0);
             }
             updated = true;
             let a = *eta * coef * wi;
             row.axpy(a, &mut w[h * da..h * da + d]);
             w[h * da + d] += a * bias;
+            if voting {
+                step_coef[h] += a;
+            }
             if let Some(avg) = avg.as_mut() {
                 avg.add(h * da, d, a, row, bias);
             }
@@ -571,7 +620,7 @@ impl OnlineRule for Perceptron {
             stop: None,
         };
         if let Some(votes) = votes.as_mut() {
-            if !votes.step(updated.then_some(&before[..]))? {
+            if !votes.step(updated.then_some((i, &step_coef[..])))? {
                 // The cap is reached: the vote keeps the vector before this update.
                 w.copy_from_slice(before);
                 step.stop = Some(StopReason::MaxVectors);
@@ -596,7 +645,7 @@ impl OnlineRule for Perceptron {
 
     fn val_mistakes(&mut self, pb: &Problem<'_>) -> Result<u64> {
         match &self.votes {
-            Some(votes) => self.voted_val.mistakes(pb, votes, &self.w),
+            Some(votes) => self.voted_val.mistakes(pb, votes),
             None => {
                 let m = val_mistakes(&pb.view(), &mixed_average(pb, &self.avg, &self.w), pb.rule);
                 Ok(match &pb.shard {
@@ -611,7 +660,7 @@ impl OnlineRule for Perceptron {
 
     fn best(&self, pb: &Problem<'_>) -> PerceptronBest {
         match &self.votes {
-            Some(votes) => PerceptronBest::Vote(votes.prefix(&self.w)),
+            Some(votes) => PerceptronBest::Vote(votes.prefix()),
             None => PerceptronBest::Linear(mixed_average(pb, &self.avg, &self.w)),
         }
     }
@@ -621,7 +670,7 @@ impl OnlineRule for Perceptron {
             (best, Some(votes)) => {
                 let p = match best {
                     Some(PerceptronBest::Vote(p)) => p,
-                    _ => votes.prefix(&self.w),
+                    _ => votes.prefix(),
                 };
                 votes.into_model(p)
             }

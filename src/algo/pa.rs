@@ -73,7 +73,7 @@ impl OnlineRule for Pa {
         &mut self.w
     }
 
-    fn step(&mut self, pb: &Problem<'_>, row: Row<'_>, y: f32, wi: f32) -> Result<Step> {
+    fn step(&mut self, pb: &Problem<'_>, _i: usize, row: Row<'_>, y: f32, wi: f32) -> Result<Step> {
         let v = pb.view();
         let (d, bias) = (v.d, v.bias);
         let da = d + 1;

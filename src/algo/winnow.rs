@@ -65,7 +65,14 @@ impl OnlineRule for Winnow {
         &mut self.w
     }
 
-    fn step(&mut self, _pb: &Problem<'_>, row: Row<'_>, y: f32, wi: f32) -> Result<Step> {
+    fn step(
+        &mut self,
+        _pb: &Problem<'_>,
+        _i: usize,
+        row: Row<'_>,
+        y: f32,
+        wi: f32,
+    ) -> Result<Step> {
         let d = self.logb.len();
         // In column order for dense and sparse rows alike: the weights are not integers, so
         // only one order of the sum gives the sparse and dense runs the same bits.

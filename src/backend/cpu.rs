@@ -59,6 +59,17 @@ impl Backend for CpuBackend {
         Ok(cpu_scores(data, w))
     }
 
+    /// Dense rows: a blocked single-precision matrix product (matrixmultiply's sgemm, rows
+    /// split over the threads), [x_i, bias] . w_k for every row and weight row; sparse rows:
+    /// `scores`. At 60,000 x 784 against 64 weight rows, several times the dot-per-pair
+    /// `scores`, which streams every weight row past every data row.
+    fn products(&self, data: DataView<'_>, w: &[f32]) -> Result<Vec<f32>> {
+        if data.x.is_sparse() {
+            return Ok(cpu_scores(data, w));
+        }
+        Ok(gemm_scores(data, w))
+    }
+
     fn bind_dual<'a>(
         &'a self,
         eval: DataView<'a>,
@@ -177,6 +188,74 @@ fn cpu_scores(data: DataView<'_>, w: &[f32]) -> Vec<f32> {
             }
         });
     out
+}
+
+/// [`CpuBackend::products`] of dense rows: the rows widened to f32 (when stored narrower),
+/// times the weight rows' transpose, one matrix product a thread over its share of the weight
+/// rows (or of the rows, when they are more), so each packs only its share.
+fn gemm_scores(data: DataView<'_>, w: &[f32]) -> Vec<f32> {
+    let (d, da) = (data.d, data.d + 1);
+    let heads = w.len() / da;
+    let n = data.n;
+    let mut out = vec![0f32; n * heads];
+    if n == 0 || heads == 0 {
+        return out;
+    }
+    let x = data.x.to_dense(n, d);
+    let threads = rayon::current_num_threads().max(1);
+    let by_rows = n >= heads;
+    let len = if by_rows { n } else { heads };
+    let per = len.div_ceil(threads);
+    let c = SendPtr(out.as_mut_ptr());
+    (0..len.div_ceil(per)).into_par_iter().for_each(|t| {
+        let (a, b) = (t * per, ((t + 1) * per).min(len));
+        let (r0, r1, h0, h1) = if by_rows {
+            (a, b, 0, heads)
+        } else {
+            (0, n, a, b)
+        };
+        // C[r0..r1, h0..h1] = X[r0..r1] (row-major, d) * W[h0..h1, :d]^T (row stride 1,
+        // column stride d + 1); C has row stride `heads`.
+        // SAFETY: the pointers and strides stay inside `x` (n * d), `w` (heads * da) and
+        // `out` (n * heads); the threads write disjoint blocks of `out`, which outlives them.
+        unsafe {
+            matrixmultiply::sgemm(
+                r1 - r0,
+                d,
+                h1 - h0,
+                1.0,
+                x.as_ptr().add(r0 * d),
+                d as isize,
+                1,
+                w.as_ptr().add(h0 * da),
+                1,
+                da as isize,
+                0.0,
+                c.get().add(r0 * heads + h0),
+                heads as isize,
+                1,
+            );
+        }
+    });
+    for row in out.chunks_exact_mut(heads) {
+        for (k, s) in row.iter_mut().enumerate() {
+            *s += data.bias * w[k * da + d];
+        }
+    }
+    out
+}
+
+/// A raw pointer the threads of [`gemm_scores`] share, each writing its own block.
+#[derive(Clone, Copy)]
+struct SendPtr(*mut f32);
+// SAFETY: used only for disjoint writes while the buffer is alive (see gemm_scores).
+unsafe impl Send for SendPtr {}
+unsafe impl Sync for SendPtr {}
+
+impl SendPtr {
+    fn get(self) -> *mut f32 {
+        self.0
+    }
 }
 
 /// Decision values of the rows `start..` of `x` (`d` features each), `heads` per row, into

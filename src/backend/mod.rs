@@ -78,6 +78,13 @@ pub trait Backend {
     /// Decision values w_k^T [x_i, bias] for every row and each of the `w.len() / (d + 1)`
     /// weight vectors, row-major (`n * heads`).
     fn scores(&self, data: DataView<'_>, w: &[f32]) -> Result<Vec<f32>>;
+    /// The same values as [`Backend::scores`] for many weight rows at once, as a matrix
+    /// product whose summation order is the backend's (not bit-identical to `scores` on
+    /// non-integer data): the voted perceptron's rows against its steps' rows. By default,
+    /// `scores`.
+    fn products(&self, data: DataView<'_>, w: &[f32]) -> Result<Vec<f32>> {
+        self.scores(data, w)
+    }
     /// Makes rows resident for repeated kernel scoring: `eval` are the rows scored, `sv` the
     /// rows support vectors are drawn from (`None`: the same rows, as in training).
     fn bind_dual<'a>(

@@ -288,8 +288,7 @@ fn write_outputs(
 ) -> anyhow::Result<()> {
     let mut staged = Vec::new();
     if let Some(out) = &a.output {
-        let text = model_json(&trained.model)?;
-        staged.push((stage(out, ".tmp", |w| w.write_all(text.as_bytes()))?, out));
+        staged.push((stage_model(out, &trained.model)?, out));
     }
     if let Some(p) = &a.plot {
         let tmp = image_stage(p)?;
@@ -313,15 +312,13 @@ fn write_outputs(
     Ok(())
 }
 
-/// The model file's text, proven to load back before anything is written: a model that
-/// `train -o` writes is a model that loads.
-fn model_json(model: &Model) -> anyhow::Result<String> {
-    let mut buf = Vec::new();
-    model.write(&mut buf)?;
-    let text = String::from_utf8(buf)?;
-    Model::from_json(Path::new("<model>"), &text)
-        .context("the trained model does not read back (please report this)")?;
-    Ok(text)
+/// The model file staged beside `out`, proven to load back before anything is written: a
+/// model that `train -o` writes is a model that loads. Streamed both ways (a voted model's
+/// file can be hundreds of megabytes).
+fn stage_model(out: &Path, model: &Model) -> anyhow::Result<Temp> {
+    let tmp = stage(out, ".tmp", |w| model.write(w))?;
+    Model::load(tmp.path()).context("the trained model does not read back (please report this)")?;
+    Ok(tmp)
 }
 
 /// A temporary beside the image `p`, with its extension (the plot's format comes from it).

@@ -5,14 +5,17 @@
 //! range, positive counts, distinct class names and valid training parameters.
 //!
 //! Version 1 writers also wrote `"bias": 0.0` for kinds without a single bias; that value is
-//! accepted on load for compatibility and no longer written.
+//! accepted on load for compatibility and no longer written. Version 3 added the voted
+//! perceptron's steps (`vote_support`, `vote_rows`, `vote_coef`: the first vector in
+//! `class_weights`/`class_bias`, then one step a mistake); a voted model is written as
+//! version 3 and every other kind, unchanged since, as version 2, which older builds read.
 
 use std::io::Write;
 use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use super::{Body, Dual, Hyperplane, Model, ModelKind, Rows, Voted};
+use super::{Body, Dual, Hyperplane, Model, ModelKind, Rows, SparseRow, VoteSteps, Voted};
 use crate::backend::Kernel;
 use crate::data::scale::Scaler;
 use crate::data::{check_label, same_class};
@@ -22,12 +25,15 @@ use crate::report::TrainReport;
 
 /// The `format` field of every model file.
 pub const FORMAT: &str = "rosenblatt-model";
-/// The model-file version this build writes and the newest it reads.
-pub const VERSION: u32 = 2;
+/// The newest model-file version this build reads (and writes for voted models).
+pub const VERSION: u32 = 3;
 
-/// The file's layout (version 2; version 1 files, written before the scaling and the
-/// training rules for real data, have no `scaling` and load with the defaults). Field order
-/// is the order written.
+/// The version written for every kind but the voted perceptron's steps.
+const VERSION_NO_STEPS: u32 = 2;
+
+/// The file's layout (version 3; version 1 files, written before the scaling and the
+/// training rules for real data, have no `scaling` and load with the defaults; version 2 has
+/// no voted steps). Field order is the order written.
 #[derive(Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct Wire {
@@ -49,6 +55,12 @@ struct Wire {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     counts: Option<Vec<u64>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    vote_support: Option<Vec<SparseRow>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    vote_rows: Option<Vec<u32>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    vote_coef: Option<Vec<f32>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     support_vectors: Option<Vec<Vec<f32>>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     dual_coef: Option<Vec<f32>>,
@@ -64,7 +76,10 @@ impl Wire {
     fn of(m: &Model) -> Wire {
         let mut w = Wire {
             format: FORMAT.into(),
-            version: VERSION,
+            version: match &m.body {
+                Body::Voted(Voted { steps: Some(_), .. }) => VERSION,
+                _ => VERSION_NO_STEPS,
+            },
             algorithm: m.algorithm,
             kind: m.kind(),
             classes: m.classes.clone(),
@@ -74,6 +89,9 @@ impl Wire {
             class_weights: None,
             class_bias: None,
             counts: None,
+            vote_support: None,
+            vote_rows: None,
+            vote_coef: None,
             support_vectors: None,
             dual_coef: None,
             kernel: None,
@@ -94,6 +112,11 @@ impl Wire {
             Body::Voted(v) => {
                 rows(&v.rows);
                 w.counts = Some(v.counts.clone());
+                if let Some(st) = &v.steps {
+                    w.vote_support = Some(st.support.clone());
+                    w.vote_rows = Some(st.rows.clone());
+                    w.vote_coef = Some(st.coef.clone());
+                }
             }
             Body::Kernel(k) => {
                 w.support_vectors = Some(k.support_vectors.clone());
@@ -132,6 +155,7 @@ impl Wire {
                     _ => Body::Voted(Voted {
                         rows,
                         counts: self.counts.take().ok_or_else(|| need("counts"))?,
+                        steps: self.vote_steps()?,
                     }),
                 }
             }
@@ -149,6 +173,9 @@ impl Wire {
             ("class_weights", self.class_weights.is_some()),
             ("class_bias", self.class_bias.is_some()),
             ("counts", self.counts.is_some()),
+            ("vote_support", self.vote_support.is_some()),
+            ("vote_rows", self.vote_rows.is_some()),
+            ("vote_coef", self.vote_coef.is_some()),
             ("support_vectors", self.support_vectors.is_some()),
             ("dual_coef", self.dual_coef.is_some()),
             ("kernel", self.kernel.is_some()),
@@ -157,6 +184,53 @@ impl Wire {
             return Err(format!("{name} model has no field {field:?}"));
         }
         Ok(body)
+    }
+}
+
+impl Wire {
+    /// A voted model's steps: all three fields or none.
+    fn vote_steps(&mut self) -> std::result::Result<Option<VoteSteps>, String> {
+        match (
+            self.vote_support.take(),
+            self.vote_rows.take(),
+            self.vote_coef.take(),
+        ) {
+            (None, None, None) => Ok(None),
+            (Some(support), Some(rows), Some(coef)) => {
+                if self.version < 3 {
+                    return Err(format!(
+                        "version {} has no voted steps (vote_* fields are version 3)",
+                        self.version
+                    ));
+                }
+                Ok(Some(VoteSteps {
+                    support,
+                    rows,
+                    coef,
+                }))
+            }
+            _ => Err(
+                "a voted model with steps needs all of vote_support, vote_rows and vote_coef"
+                    .into(),
+            ),
+        }
+    }
+}
+
+/// The fields read before the rest: any JSON object, other fields skipped.
+#[derive(Deserialize)]
+struct Header {
+    #[serde(default)]
+    format: Option<String>,
+    #[serde(default)]
+    version: Option<serde_json::Value>,
+}
+
+/// A file whose fields do not make a model.
+fn corrupt(path: &Path, e: serde_json::Error) -> Error {
+    Error::Model {
+        path: path.to_path_buf(),
+        msg: format!("corrupt model: {e}"),
     }
 }
 
@@ -243,15 +317,32 @@ fn check_body(m: &Model) -> std::result::Result<(), String> {
         }
         // One weight row per vector for two classes, one per class for more.
         let per = if k == 2 { 1 } else { k };
-        if v.counts.len() * per != v.rows.weights.len() {
-            return Err(format!(
-                "{} counts for {} weight rows of {k} classes ({per} rows per voted vector)",
-                v.counts.len(),
-                v.rows.weights.len()
-            ));
-        }
-        if v.counts.contains(&0) {
-            return Err("a voted vector has count 0 (counts are at least 1)".into());
+        match &v.steps {
+            Some(steps) => {
+                if v.rows.weights.len() != per {
+                    return Err(format!(
+                        "the first voted vector has {} weight rows for {k} classes ({per} rows \
+                         per voted vector)",
+                        v.rows.weights.len()
+                    ));
+                }
+                steps.check(per, v.counts.len(), d)?;
+                if v.counts.iter().all(|&c| c == 0) {
+                    return Err("every voted vector has count 0 (none votes)".into());
+                }
+            }
+            None => {
+                if v.counts.len() * per != v.rows.weights.len() {
+                    return Err(format!(
+                        "{} counts for {} weight rows of {k} classes ({per} rows per voted vector)",
+                        v.counts.len(),
+                        v.rows.weights.len()
+                    ));
+                }
+                if v.counts.contains(&0) {
+                    return Err("a voted vector has count 0 (counts are at least 1)".into());
+                }
+            }
         }
     }
     if let Body::Kernel(kd) = &m.body {
@@ -281,21 +372,38 @@ impl Model {
         out.write_all(b"\n")
     }
 
-    /// Reads a model file and validates it whole.
+    /// Reads a model file and validates it whole (streamed: the text is never held whole).
     pub fn load(path: &Path) -> Result<Model> {
-        let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
-        Self::from_json(path, &text)
+        let open = || {
+            std::fs::File::open(path)
+                .map(std::io::BufReader::new)
+                .map_err(|e| Error::io(path, e))
+        };
+        let header = serde_json::from_reader(open()?);
+        let wire = Self::check_header(path, header)
+            .and_then(|()| serde_json::from_reader(open()?).map_err(|e| corrupt(path, e)))?;
+        Self::from_wire(path, wire)
     }
 
     /// Parses and validates model JSON; `path` is used in error messages.
     pub fn from_json(path: &Path, text: &str) -> Result<Model> {
+        Self::check_header(path, serde_json::from_str(text))?;
+        let wire = serde_json::from_str(text).map_err(|e| corrupt(path, e))?;
+        Self::from_wire(path, wire)
+    }
+
+    /// The checks of `format` and `version` (read alone, so that a file of another format or
+    /// a newer version is named as such rather than by its first unknown field).
+    fn check_header(path: &Path, header: serde_json::Result<Header>) -> Result<()> {
         let bad = |msg: String| Error::Model {
             path: path.to_path_buf(),
             msg,
         };
-        let v: serde_json::Value = serde_json::from_str(text)
-            .map_err(|e| bad(format!("not a rosenblatt model: invalid JSON ({e})")))?;
-        match v.get("format").and_then(|f| f.as_str()) {
+        let v = header.map_err(|e| match e.classify() {
+            serde_json::error::Category::Io => bad(format!("cannot read: {e}")),
+            _ => bad(format!("not a rosenblatt model: invalid JSON ({e})")),
+        })?;
+        match v.format.as_deref() {
             Some(FORMAT) => {}
             Some(other) => {
                 return Err(bad(format!(
@@ -308,18 +416,22 @@ impl Model {
                 )))
             }
         }
-        match v.get("version").and_then(|f| f.as_u64()) {
-            Some(ver) if ver > VERSION as u64 => {
-                return Err(bad(format!(
-                    "model file version {ver} is newer than this rosenblatt reads (version {VERSION}); upgrade rosenblatt"
-                )))
-            }
-            Some(0) => return Err(bad("corrupt model: version 0 does not exist".into())),
-            Some(_) => {}
-            None => return Err(bad("corrupt model: missing or non-integer \"version\"".into())),
+        match v.version.as_ref().and_then(|f| f.as_u64()) {
+            Some(ver) if ver > VERSION as u64 => Err(bad(format!(
+                "model file version {ver} is newer than this rosenblatt reads (version {VERSION}); upgrade rosenblatt"
+            ))),
+            Some(0) => Err(bad("corrupt model: version 0 does not exist".into())),
+            Some(_) => Ok(()),
+            None => Err(bad("corrupt model: missing or non-integer \"version\"".into())),
         }
-        let mut wire: Wire =
-            serde_json::from_value(v).map_err(|e| bad(format!("corrupt model: {e}")))?;
+    }
+
+    /// The model of a parsed file, validated whole.
+    fn from_wire(path: &Path, mut wire: Wire) -> Result<Model> {
+        let bad = |msg: String| Error::Model {
+            path: path.to_path_buf(),
+            msg,
+        };
         let body = wire
             .body()
             .map_err(|msg| bad(format!("corrupt model: {msg}")))?;

@@ -5,12 +5,14 @@
 //! (sgn(0) = +1) and evaluation live here; the file format lives in `file.rs`.
 
 mod file;
+mod vote;
 
 pub use file::{FORMAT, VERSION};
+pub use vote::{SparseRow, VoteScorer, VoteSteps};
 
 use serde::{Deserialize, Serialize};
 
-use crate::backend::{Backend, DataView, Kernel, MAX_HEADS};
+use crate::backend::{Backend, DataView, Kernel, Matrix, MAX_HEADS};
 use crate::data::scale::Scaler;
 use crate::data::Dataset;
 use crate::error::{Error, Result};
@@ -97,21 +99,68 @@ impl Rows {
     }
 }
 
-/// The voted perceptron's kept vectors and their survival counts. With two classes each
-/// vector is one weight row; with K > 2 classes it is K rows (one per class), vector after
-/// vector.
+/// The voted perceptron: vectors and their survival counts (each vector votes with its count).
+/// Kept compactly ([`VoteSteps`], model files from version 3): `rows` is the first vector and
+/// each step adds one row. Files of versions 1 and 2 hold every vector: `rows` then has them all
+/// (with two classes one weight row a vector, with K > 2 classes K rows, vector after vector)
+/// and `steps` is `None`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Voted {
-    /// The kept vectors' weight rows.
+    /// The first vector's weight rows (with `steps`), or every vector's.
     pub rows: Rows,
-    /// How many steps each vector survived (each >= 1).
+    /// How many steps each vector survived: one count a vector (with `steps`, the first
+    /// vector's may be 0).
     pub counts: Vec<u64>,
+    /// The steps after the first vector.
+    pub steps: Option<VoteSteps>,
 }
 
 impl Voted {
-    /// Weight rows per kept vector.
+    /// Weight rows per vector.
     pub fn heads(&self) -> usize {
-        self.rows.weights.len() / self.counts.len().max(1)
+        match self.steps {
+            Some(_) => self.rows.weights.len(),
+            None => self.rows.weights.len() / self.counts.len().max(1),
+        }
+    }
+
+    /// The number of vectors that vote (count > 0).
+    pub fn vectors(&self) -> usize {
+        self.counts.iter().filter(|&&c| c > 0).count()
+    }
+
+    /// Every voting vector written out (the form of model files before version 3), for
+    /// inspection and tests: `d` features, `bias` the bias column's value in training (1, or
+    /// 0 without a bias). Memory grows with vectors x heads x d.
+    pub fn every_vector(&self, d: usize, bias: f32) -> Voted {
+        let Some(steps) = &self.steps else {
+            return self.clone();
+        };
+        let heads = self.heads();
+        let da = d + 1;
+        let mut w = self.rows.augmented();
+        let (mut flat, mut counts) = (Vec::new(), Vec::new());
+        for (k, &c) in self.counts.iter().enumerate() {
+            if c > 0 {
+                flat.extend_from_slice(&w);
+                counts.push(c);
+            }
+            let (Some(&r), Some(a)) = (steps.rows.get(k), steps.coef.chunks(heads).nth(k)) else {
+                break;
+            };
+            let row = &steps.support[r as usize];
+            for (h, &a) in a.iter().enumerate() {
+                for (&j, &x) in row.idx.iter().zip(&row.val) {
+                    w[h * da + j as usize] += a * x;
+                }
+                w[h * da + d] += a * bias;
+            }
+        }
+        Voted {
+            rows: Rows::from_augmented(&flat, d, true),
+            counts,
+            steps: None,
+        }
     }
 }
 
@@ -158,8 +207,11 @@ impl Body {
         let fin = |v: &[f32]| v.iter().all(|x| x.is_finite());
         match self {
             Body::Binary(h) => fin(&h.weights) && h.bias.is_finite(),
-            Body::Multiclass(r) | Body::Ovr(r) | Body::Voted(Voted { rows: r, .. }) => {
-                r.weights.iter().all(|w| fin(w)) && fin(&r.bias)
+            Body::Multiclass(r) | Body::Ovr(r) => r.weights.iter().all(|w| fin(w)) && fin(&r.bias),
+            Body::Voted(v) => {
+                v.rows.weights.iter().all(|w| fin(w))
+                    && fin(&v.rows.bias)
+                    && v.steps.as_ref().is_none_or(VoteSteps::is_finite)
             }
             Body::Kernel(k) => k.support_vectors.iter().all(|v| fin(v)) && fin(&k.coef),
         }
@@ -415,9 +467,27 @@ impl Model {
         )?;
         let w = self.augmented();
         if let Body::Voted(v) = &self.body {
-            let mut votes = vec![0f32; ds.n * outputs];
-            vote_totals(view, &w, &v.counts, v.heads(), outputs, backend, &mut votes)?;
-            return Ok(votes);
+            let Some(steps) = &v.steps else {
+                let mut votes = vec![0f32; ds.n * outputs];
+                vote_totals(view, &w, &v.counts, v.heads(), outputs, backend, &mut votes)?;
+                return Ok(votes);
+            };
+            let view = DataView {
+                bias: if self.params.fit_bias { 1.0 } else { 0.0 },
+                ..view
+            };
+            let support = steps.support_csr();
+            let (last, before) = v.counts.split_last().unwrap_or((&0, &[]));
+            let mut scorer = VoteScorer::new(view, &w, v.heads(), outputs, backend)?;
+            scorer.advance(
+                view,
+                Matrix::Csr(support.view()),
+                &steps.rows,
+                &steps.coef,
+                before,
+                backend,
+            )?;
+            return Ok(scorer.votes_with(*last));
         }
         let da = ds.d + 1;
         let heads = w.len() / da;
