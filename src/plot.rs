@@ -998,3 +998,127 @@ pub fn animate(ds: &Dataset, frames: &[(usize, Vec<f32>)], online: bool, out: &P
     tmp.persist()
         .map_err(|e| Error::Plot(format!("cannot write {}: {e}", out.display())))
 }
+
+/// A chart of named series (the experiments' pictures): lines or dots, each axis linear or
+/// logarithmic (log axes plot log10 of the values and label the ticks with the values).
+#[derive(Debug, Clone, Default)]
+pub struct Chart {
+    /// Title.
+    pub title: String,
+    /// The x axis's description.
+    pub x_desc: String,
+    /// The y axis's description.
+    pub y_desc: String,
+    /// A log10 x axis (values <= 0 are left out).
+    pub log_x: bool,
+    /// A log10 y axis (values <= 0 are left out).
+    pub log_y: bool,
+    /// The series, drawn in order.
+    pub series: Vec<Series>,
+}
+
+/// One series of a [`Chart`].
+#[derive(Debug, Clone)]
+pub struct Series {
+    /// The legend's entry.
+    pub name: String,
+    /// The points (x, y).
+    pub points: Vec<(f64, f64)>,
+    /// Dots instead of a line.
+    pub dots: bool,
+}
+
+/// Draws `chart` to `out` (.png or .svg).
+pub fn chart(chart: &Chart, out: &Path, size: (u32, u32)) -> Result<()> {
+    render(out, size, chart)
+}
+
+impl Chart {
+    /// A point in the plotted coordinates (None: off a log axis).
+    fn map(&self, (x, y): (f64, f64)) -> Option<(f64, f64)> {
+        let axis = |v: f64, log: bool| match log {
+            true if v > 0.0 => Some(v.log10()),
+            true => None,
+            false => v.is_finite().then_some(v),
+        };
+        Some((axis(x, self.log_x)?, axis(y, self.log_y)?))
+    }
+
+    /// The plotted ranges, padded.
+    fn ranges(&self) -> ((f64, f64), (f64, f64)) {
+        let pts: Vec<(f64, f64)> = (self.series.iter())
+            .flat_map(|s| s.points.iter().filter_map(|&p| self.map(p)))
+            .collect();
+        let span = |vals: Vec<f64>| {
+            let lo = vals.iter().copied().fold(f64::INFINITY, f64::min);
+            let hi = vals.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+            if !lo.is_finite() {
+                return (0.0, 1.0);
+            }
+            let pad = ((hi - lo) * 0.05).max(1e-9);
+            (lo - pad, hi + pad)
+        };
+        (
+            span(pts.iter().map(|p| p.0).collect()),
+            span(pts.iter().map(|p| p.1).collect()),
+        )
+    }
+}
+
+/// A tick label: the value; on a log axis 10^v at whole powers of ten and nothing between.
+fn tick(v: f64, log: bool) -> String {
+    if !log {
+        return format!("{}", (v * 1e4).round() / 1e4);
+    }
+    if (v - v.round()).abs() > 1e-6 {
+        return String::new();
+    }
+    let x = 10f64.powi(v.round() as i32);
+    if (1e-3..1e5).contains(&x) {
+        format!("{x}")
+    } else {
+        format!("{x:.0e}")
+    }
+}
+
+impl Painter for Chart {
+    fn paint<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<()> {
+        root.fill(&WHITE).map_err(perr)?;
+        let ((x0, x1), (y0, y1)) = self.ranges();
+        let mut c = ChartBuilder::on(root)
+            .caption(&self.title, (FONT, 18))
+            .margin(12)
+            .x_label_area_size(40)
+            .y_label_area_size(60)
+            .build_cartesian_2d(x0..x1, y0..y1)
+            .map_err(perr)?;
+        let (lx, ly) = (self.log_x, self.log_y);
+        let xf = move |v: &f64| tick(*v, lx);
+        let yf = move |v: &f64| tick(*v, ly);
+        c.configure_mesh()
+            .x_desc(self.x_desc.as_str())
+            .y_desc(self.y_desc.as_str())
+            .x_label_formatter(&xf)
+            .y_label_formatter(&yf)
+            .label_style((FONT, 13))
+            .light_line_style(WHITE)
+            .draw()
+            .map_err(perr)?;
+        for (i, s) in self.series.iter().enumerate() {
+            let pts: Vec<(f64, f64)> = s.points.iter().filter_map(|&p| self.map(p)).collect();
+            let col = colour(i);
+            if s.dots {
+                c.draw_series(
+                    pts.iter()
+                        .map(|&p| Circle::new(p, 3, col.mix(0.6).filled())),
+                )
+                .map_err(perr)?
+                .label(s.name.clone())
+                .legend(move |(x, y)| Circle::new((x + 9, y), 3, col.filled()));
+            } else {
+                line(&mut c, pts, col.stroke_width(2), s.name.clone())?;
+            }
+        }
+        legend(&mut c, 13, SeriesLabelPosition::UpperLeft)
+    }
+}

@@ -774,3 +774,145 @@ fn the_voted_perceptron_kept_as_steps_votes_as_every_vector_would() {
         assert!(every.body() != t.model.body());
     }
 }
+
+#[test]
+fn novikoffs_bound_holds_on_every_run_of_a_margin_sweep() {
+    use rosenblatt::experiment::margin_experiment;
+    let runs = margin_experiment(&[0.2, 0.05, 0.01], 5, 200, 3, 100_000, 7).unwrap();
+    assert_eq!(runs.len(), 15);
+    for r in &runs {
+        assert!(r.converged, "{r:?}");
+        assert!(r.mistakes as f64 <= r.bound, "{r:?}");
+        assert!(
+            r.gamma > 0.0 && r.gamma <= r.requested_margin as f64 + 1e-6,
+            "{r:?}"
+        );
+    }
+    // Smaller margins, more mistakes (the medians of 5 seeds).
+    let median = |m: f32| {
+        let mut v: Vec<u64> = (runs.iter())
+            .filter(|r| r.requested_margin == m)
+            .map(|r| r.mistakes)
+            .collect();
+        v.sort();
+        v[2]
+    };
+    assert!(median(0.2) < median(0.01));
+}
+
+#[test]
+fn averaged_and_voted_beat_the_last_vector_epoch_after_epoch_on_noisy_data() {
+    use rosenblatt::experiment::averaging_experiment;
+    let rows = averaging_experiment(600, 10, 0.1, 8, 3).unwrap();
+    assert_eq!(rows.len(), 8);
+    let mean = |f: fn(&rosenblatt::experiment::AveragingRow) -> f64| {
+        rows.iter().map(f).sum::<f64>() / rows.len() as f64
+    };
+    let (last, avg, voted) = (mean(|r| r.last), mean(|r| r.averaged), mean(|r| r.voted));
+    assert!(
+        avg < last && voted < last,
+        "last {last}, averaged {avg}, voted {voted}"
+    );
+    for r in &rows {
+        for e in [r.last, r.pocket, r.averaged, r.voted] {
+            assert!((0.0..=1.0).contains(&e), "{r:?}");
+        }
+    }
+}
+
+#[test]
+fn the_complexity_experiment_times_every_size_and_fits_a_slope() {
+    use rosenblatt::backend::Backend;
+    use rosenblatt::experiment::{complexity_experiment, fitted_slope};
+    let cpu = CpuBackend::new();
+    let rows = complexity_experiment(&[(500, 4), (2000, 8)], 3, &cpu, 1).unwrap();
+    assert_eq!(rows.len(), 2);
+    assert!(rows
+        .iter()
+        .all(|r| r.seconds > 0.0 && r.device == cpu.device()));
+    // The fit itself: y = 3 x^2 has slope 2; one x gives none.
+    let pts: Vec<(f64, f64)> = [1.0, 10.0, 100.0]
+        .iter()
+        .map(|&x| (x, 3.0 * x * x))
+        .collect();
+    assert!((fitted_slope(&pts).unwrap() - 2.0).abs() < 1e-9);
+    assert_eq!(fitted_slope(&[(5.0, 1.0), (5.0, 2.0)]), None);
+}
+
+#[test]
+fn the_experiments_write_json_and_pictures_and_refuse_bad_values() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path();
+    let o = common::run(
+        p,
+        &[
+            "experiment",
+            "margin",
+            "--margins",
+            "0.2,0.05",
+            "--seeds",
+            "3",
+            "--n",
+            "100",
+            "--json",
+            "--plot",
+            "m.svg",
+        ],
+    );
+    assert!(o.status.success(), "{}", common::stderr(&o));
+    let v: serde_json::Value = serde_json::from_str(common::stdout(&o).trim()).unwrap();
+    assert_eq!(v["bound_held"], true);
+    assert_eq!(v["runs"].as_array().unwrap().len(), 6);
+    assert!(std::fs::read_to_string(p.join("m.svg"))
+        .unwrap()
+        .contains("<svg"));
+    let o = common::run(
+        p,
+        &[
+            "experiment",
+            "averaging",
+            "--n",
+            "200",
+            "--epochs",
+            "3",
+            "--plot",
+            "a.png",
+        ],
+    );
+    assert!(o.status.success(), "{}", common::stderr(&o));
+    assert!(common::stdout(&o).contains("voted"));
+    assert!(p.join("a.png").exists());
+    let o = common::run(
+        p,
+        &[
+            "experiment",
+            "complexity",
+            "--n",
+            "1000,2000",
+            "--d",
+            "4",
+            "--reps",
+            "2",
+            "--backend",
+            "cpu",
+            "--json",
+        ],
+    );
+    assert!(o.status.success(), "{}", common::stderr(&o));
+    let v: serde_json::Value = serde_json::from_str(common::stdout(&o).trim()).unwrap();
+    assert_eq!(v["rows"].as_array().unwrap().len(), 2);
+    assert!(v["fits"][0]["slope"].is_number());
+    for (args, words) in [
+        (&["experiment", "margin", "--margins", "0"][..], "--margins"),
+        (&["experiment", "averaging", "--noise", "0.7"], "--noise"),
+        (&["experiment", "margin", "--plot", "m.txt"], "--plot"),
+    ] {
+        let o = common::run(p, args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", common::stderr(&o));
+        assert!(
+            common::stderr(&o).contains(words),
+            "{args:?}: {}",
+            common::stderr(&o)
+        );
+    }
+}

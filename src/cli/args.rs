@@ -142,6 +142,91 @@ pub(crate) struct PlotTrainingArgs {
 pub(crate) enum ExperimentCmd {
     /// Online perceptron vs Winnow on committee streams: mistakes against the number of experts.
     Committee(CommitteeArgs),
+    /// Novikoff's theorem: the online perceptron's mistakes against (R/gamma)^2 on separable
+    /// sets of controlled margin, many seeds per margin, on log-log axes.
+    Margin(MarginArgs),
+    /// Test error per epoch of the last, pocket, averaged and voted models on noisy data
+    /// (Freund and Schapire, 1999).
+    Averaging(AveragingArgs),
+    /// Time per batch epoch against n x d, on the CPU and a GPU where there is one, with the
+    /// fitted slope (the lecture's O(n d) per iteration).
+    Complexity(ComplexityArgs),
+}
+
+#[derive(Args, Debug)]
+pub(crate) struct MarginArgs {
+    /// Margins gamma asked of the generator (input space), comma-separated.
+    #[arg(long, value_delimiter = ',', default_value = "0.3,0.1,0.03,0.01,0.003")]
+    pub(crate) margins: Vec<f32>,
+    /// Seeds (data sets) per margin.
+    #[arg(long, default_value_t = 10)]
+    pub(crate) seeds: u64,
+    /// Points per set.
+    #[arg(long, default_value_t = 500)]
+    pub(crate) n: usize,
+    /// Features.
+    #[arg(long, default_value_t = 5)]
+    pub(crate) d: usize,
+    /// Most epochs a run may take to converge.
+    #[arg(long, default_value_t = 100_000)]
+    pub(crate) max_epochs: usize,
+    /// Seed.
+    #[arg(long, default_value_t = 1)]
+    pub(crate) seed: u64,
+    #[command(flatten)]
+    pub(crate) out: ExperimentOut,
+}
+
+#[derive(Args, Debug)]
+pub(crate) struct AveragingArgs {
+    /// Training points (as many test points again).
+    #[arg(long, default_value_t = 2000)]
+    pub(crate) n: usize,
+    /// Features.
+    #[arg(long, default_value_t = 20)]
+    pub(crate) d: usize,
+    /// Fraction of labels flipped.
+    #[arg(long, default_value_t = 0.1)]
+    pub(crate) noise: f32,
+    /// Epochs (one training of each model per epoch count).
+    #[arg(long, default_value_t = 30)]
+    pub(crate) epochs: usize,
+    /// Seed.
+    #[arg(long, default_value_t = 1)]
+    pub(crate) seed: u64,
+    #[command(flatten)]
+    pub(crate) out: ExperimentOut,
+}
+
+#[derive(Args, Debug)]
+pub(crate) struct ComplexityArgs {
+    /// Rows, comma-separated.
+    #[arg(long, value_delimiter = ',', default_value = "10000,40000,160000")]
+    pub(crate) n: Vec<usize>,
+    /// Features, comma-separated (every n with every d).
+    #[arg(long, value_delimiter = ',', default_value = "16,64,256")]
+    pub(crate) d: Vec<usize>,
+    /// Timed epochs per size (the median is reported).
+    #[arg(long, default_value_t = 9)]
+    pub(crate) reps: usize,
+    /// Seed.
+    #[arg(long, default_value_t = 1)]
+    pub(crate) seed: u64,
+    #[command(flatten)]
+    pub(crate) backend: BackendArgs,
+    #[command(flatten)]
+    pub(crate) out: ExperimentOut,
+}
+
+/// The outputs every experiment takes.
+#[derive(Args, Debug)]
+pub(crate) struct ExperimentOut {
+    /// Draw the experiment's picture to this file (.png or .svg).
+    #[arg(long, value_name = "FILE")]
+    pub(crate) plot: Option<PathBuf>,
+    /// Print one JSON object with every point on stdout.
+    #[arg(long)]
+    pub(crate) json: bool,
 }
 
 #[derive(Args, Debug)]

@@ -1,8 +1,13 @@
-//! `rosenblatt experiment committee`: the online perceptron against Winnow.
+//! `rosenblatt experiment ...`: the theory's claims measured (committee, margin, averaging,
+//! complexity), as tables, JSON and pictures.
 
+use rosenblatt::backend::{BackendChoice, BackendKind};
 use rosenblatt::params::TrainParams;
+use rosenblatt::plot::{self, Chart, Series};
 
-use super::args::CommitteeArgs;
+use super::args::{AveragingArgs, CommitteeArgs, ComplexityArgs, ExperimentOut, MarginArgs};
+use super::errors::{flag_error, usage};
+use super::{check_outputs, select_backend};
 
 pub fn committee(a: CommitteeArgs) -> anyhow::Result<()> {
     TrainParams::default().lr(a.lr).validate()?;
@@ -59,6 +64,303 @@ pub fn committee(a: CommitteeArgs) -> anyhow::Result<()> {
                     "-> the claim that Winnow's mistakes grow more slowly with p does NOT hold here"
                 }
             );
+        }
+    }
+    Ok(())
+}
+
+/// Checks the picture's file before the work, draws it after.
+fn picture(out: &ExperimentOut, chart: impl FnOnce() -> Chart) -> anyhow::Result<()> {
+    let Some(p) = &out.plot else { return Ok(()) };
+    plot::chart(&chart(), p, (900, 600))?;
+    note!("picture written to {}", p.display());
+    Ok(())
+}
+
+/// The picture's path is checked before any work.
+fn check_picture(out: &ExperimentOut) -> anyhow::Result<()> {
+    if let Some(p) = &out.plot {
+        plot::image_kind(p).map_err(|e| flag_error(e, "--plot"))?;
+        check_outputs(&[Some(p.as_path())], &[])?;
+    }
+    Ok(())
+}
+
+pub fn margin(a: MarginArgs) -> anyhow::Result<()> {
+    check_picture(&a.out)?;
+    for &m in &a.margins {
+        if !(m.is_finite() && m > 0.0 && m < 1.0) {
+            return Err(usage(
+                "--margins",
+                &format!("each margin must be in (0, 1), got {m}"),
+            ));
+        }
+    }
+    if a.seeds == 0 || a.n == 0 || a.d == 0 || a.max_epochs == 0 {
+        return Err(usage(
+            "--seeds/--n/--d/--max-epochs",
+            "must each be at least 1",
+        ));
+    }
+    let runs = rosenblatt::experiment::margin_experiment(
+        &a.margins,
+        a.seeds,
+        a.n,
+        a.d,
+        a.max_epochs,
+        a.seed,
+    )?;
+    let held = runs.iter().filter(|r| r.mistakes as f64 <= r.bound).count();
+    picture(&a.out, || Chart {
+        title: format!(
+            "Novikoff's bound: online perceptron, n = {}, d = {}, {} seeds a margin",
+            a.n, a.d, a.seeds
+        ),
+        x_desc: "(R / gamma)^2".into(),
+        y_desc: "mistakes until an epoch without one".into(),
+        log_x: true,
+        log_y: true,
+        series: vec![
+            Series {
+                name: "runs".into(),
+                points: runs
+                    .iter()
+                    .map(|r| (r.bound, r.mistakes.max(1) as f64))
+                    .collect(),
+                dots: true,
+            },
+            Series {
+                name: "bound: mistakes = (R / gamma)^2".into(),
+                points: bound_line(&runs),
+                dots: false,
+            },
+        ],
+    })?;
+    if a.out.json {
+        outln!(
+            "{}",
+            serde_json::json!({ "n": a.n, "d": a.d, "runs": runs, "bound_held": held == runs.len() })
+        );
+        return Ok(());
+    }
+    outln!(
+        "online perceptron on separable sets (n = {}, d = {}), {} seeds a margin",
+        a.n,
+        a.d,
+        a.seeds
+    );
+    outln!(
+        "{:>10} {:>10} {:>14} {:>14} {:>14} {:>10}",
+        "margin",
+        "gamma",
+        "median R",
+        "max mistakes",
+        "min bound",
+        "converged"
+    );
+    for &m in &a.margins {
+        let rs: Vec<&rosenblatt::experiment::MarginRun> =
+            runs.iter().filter(|r| r.requested_margin == m).collect();
+        let mut radii: Vec<f64> = rs.iter().map(|r| r.radius).collect();
+        radii.sort_by(f64::total_cmp);
+        outln!(
+            "{:>10} {:>10.5} {:>14.3} {:>14} {:>14.0} {:>7}/{}",
+            m,
+            rs.iter().map(|r| r.gamma).fold(f64::INFINITY, f64::min),
+            radii[radii.len() / 2],
+            rs.iter().map(|r| r.mistakes).max().unwrap_or(0),
+            rs.iter().map(|r| r.bound).fold(f64::INFINITY, f64::min),
+            rs.iter().filter(|r| r.converged).count(),
+            rs.len()
+        );
+    }
+    outln!(
+        "mistakes <= (R/gamma)^2 in {held} of {} runs{}",
+        runs.len(),
+        if held == runs.len() {
+            ": the bound held every time"
+        } else {
+            ": the bound FAILED (please report this)"
+        }
+    );
+    Ok(())
+}
+
+/// The line mistakes = bound across the runs' range.
+fn bound_line(runs: &[rosenblatt::experiment::MarginRun]) -> Vec<(f64, f64)> {
+    let lo = runs
+        .iter()
+        .map(|r| r.bound)
+        .fold(f64::INFINITY, f64::min)
+        .min(
+            runs.iter()
+                .map(|r| r.mistakes.max(1) as f64)
+                .fold(f64::INFINITY, f64::min),
+        );
+    let hi = runs.iter().map(|r| r.bound).fold(0.0, f64::max);
+    vec![(lo, lo), (hi, hi)]
+}
+
+pub fn averaging(a: AveragingArgs) -> anyhow::Result<()> {
+    check_picture(&a.out)?;
+    if a.n < 2 || a.d == 0 || a.epochs == 0 {
+        return Err(usage(
+            "--n/--d/--epochs",
+            "need n >= 2, d >= 1 and epochs >= 1",
+        ));
+    }
+    if !(0.0..=0.5).contains(&a.noise) {
+        return Err(usage(
+            "--noise",
+            &format!("must be in [0, 0.5], got {}", a.noise),
+        ));
+    }
+    let rows = rosenblatt::experiment::averaging_experiment(a.n, a.d, a.noise, a.epochs, a.seed)?;
+    let series = |name: &str, f: fn(&rosenblatt::experiment::AveragingRow) -> f64| Series {
+        name: name.into(),
+        points: rows.iter().map(|r| (r.epoch as f64, f(r))).collect(),
+        dots: false,
+    };
+    picture(&a.out, || Chart {
+        title: format!(
+            "Test error on noisy data ({}% flipped), n = {}, d = {}",
+            a.noise * 100.0,
+            a.n,
+            a.d
+        ),
+        x_desc: "epochs".into(),
+        y_desc: "test error".into(),
+        log_x: false,
+        log_y: false,
+        series: vec![
+            series("last vector (online)", |r| r.last),
+            series("pocket (batch)", |r| r.pocket),
+            series("averaged (online)", |r| r.averaged),
+            series("voted", |r| r.voted),
+        ],
+    })?;
+    if a.out.json {
+        outln!(
+            "{}",
+            serde_json::json!({ "n": a.n, "d": a.d, "noise": a.noise, "rows": rows })
+        );
+        return Ok(());
+    }
+    outln!(
+        "test error after each epoch count: n = {} training and {} test points, d = {}, {}% of labels flipped",
+        a.n, a.n, a.d, a.noise * 100.0
+    );
+    outln!(
+        "{:>6} {:>10} {:>10} {:>10} {:>10}",
+        "epochs",
+        "last",
+        "pocket",
+        "averaged",
+        "voted"
+    );
+    for r in &rows {
+        outln!(
+            "{:>6} {:>10.4} {:>10.4} {:>10.4} {:>10.4}",
+            r.epoch,
+            r.last,
+            r.pocket,
+            r.averaged,
+            r.voted
+        );
+    }
+    Ok(())
+}
+
+pub fn complexity(a: ComplexityArgs) -> anyhow::Result<()> {
+    check_picture(&a.out)?;
+    if a.n.contains(&0) || a.d.contains(&0) || a.reps == 0 {
+        return Err(usage("--n/--d/--reps", "must each be at least 1"));
+    }
+    let sizes: Vec<(usize, usize)> =
+        a.n.iter()
+            .flat_map(|&n| a.d.iter().map(move |&d| (n, d)))
+            .collect();
+    let cpu = rosenblatt::backend::cpu::CpuBackend::new();
+    let mut backends: Vec<&dyn rosenblatt::backend::Backend> = vec![&cpu];
+    let sel = match a.backend.backend {
+        BackendChoice::Cpu => None,
+        _ => Some(select_backend(&a.backend, true)?),
+    };
+    if let Some(s) = sel
+        .as_ref()
+        .filter(|s| s.backend.kind() == BackendKind::Gpu)
+    {
+        backends.push(&*s.backend);
+    }
+    let mut rows = Vec::new();
+    for b in &backends {
+        rows.extend(rosenblatt::experiment::complexity_experiment(
+            &sizes, a.reps, *b, a.seed,
+        )?);
+    }
+    let by_device = |dev: &str| -> Vec<(f64, f64)> {
+        rows.iter()
+            .filter(|r| r.device == dev)
+            .map(|r| ((r.n * r.d) as f64, r.seconds))
+            .collect()
+    };
+    let devices: Vec<String> = backends.iter().map(|b| b.device()).collect();
+    let slopes: Vec<Option<f64>> = devices
+        .iter()
+        .map(|d| rosenblatt::experiment::fitted_slope(&by_device(d)))
+        .collect();
+    picture(&a.out, || Chart {
+        title: "Time per batch epoch against n x d".into(),
+        x_desc: "n x d".into(),
+        y_desc: "seconds per epoch (median)".into(),
+        log_x: true,
+        log_y: true,
+        series: devices
+            .iter()
+            .zip(&slopes)
+            .map(|(d, s)| Series {
+                name: match s {
+                    Some(s) => format!("{d}: slope {s:.2}"),
+                    None => d.clone(),
+                },
+                points: by_device(d),
+                dots: true,
+            })
+            .collect(),
+    })?;
+    if a.out.json {
+        let fits: Vec<serde_json::Value> = devices
+            .iter()
+            .zip(&slopes)
+            .map(|(d, s)| serde_json::json!({ "device": d, "slope": s }))
+            .collect();
+        outln!("{}", serde_json::json!({ "rows": rows, "fits": fits }));
+        return Ok(());
+    }
+    outln!(
+        "{:>40} {:>9} {:>6} {:>12} {:>14}",
+        "device",
+        "n",
+        "d",
+        "n x d",
+        "ms per epoch"
+    );
+    for r in &rows {
+        outln!(
+            "{:>40} {:>9} {:>6} {:>12} {:>14.3}",
+            r.device,
+            r.n,
+            r.d,
+            r.n * r.d,
+            r.seconds * 1e3
+        );
+    }
+    for (d, s) in devices.iter().zip(&slopes) {
+        match s {
+            Some(s) => outln!(
+                "{d}: time grows as (n d)^{s:.2} (least squares on log-log; 1 is the lecture's O(n d))"
+            ),
+            None => outln!("{d}: one size only, no slope"),
         }
     }
     Ok(())
