@@ -37,8 +37,8 @@ def expected_failures(est):
 @parametrize_with_checks(
     [
         Perceptron(backend="cpu"),
+        Perceptron("batch", backend="cpu"),
         Perceptron("online", backend="cpu"),
-        Perceptron("averaged", backend="cpu"),
         Perceptron("pocket", backend="cpu"),
         Perceptron("voted", backend="cpu"),
         Perceptron("winnow", backend="cpu"),

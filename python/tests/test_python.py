@@ -134,7 +134,7 @@ def test_partial_fit_runs_one_batch_epoch_per_call():
     X, y = digits()
     X, y = X.astype(np.float64), (y >= 5).astype(int)
     half = len(y) // 2
-    clf = Perceptron(backend="cpu")
+    clf = Perceptron("batch", backend="cpu")
     clf.partial_fit(X[:half], y[:half], classes=[0, 1])
     clf.partial_fit(X[half:], y[half:])
     w, b = batch_epoch(np.zeros(X.shape[1]), 0.0, X[:half], y[:half])
@@ -172,7 +172,7 @@ def test_the_report_and_novikoff():
     m = X @ w
     keep = np.abs(m) > 0.5
     X, y = X[keep], (m[keep] > 0).astype(int)
-    clf = Perceptron(backend="cpu").fit(X, y)
+    clf = Perceptron("batch", backend="cpu").fit(X, y)
     r = clf.report_
     assert r["converged"] and r["train_accuracy"] == 1.0
     assert r["margin"] > 0

@@ -221,9 +221,11 @@ class Perceptron(_Estimator):
 
     Parameters
     ----------
-    algo : {"batch", "online", "pocket", "averaged", "voted", "winnow", "multiclass"}
-        The rule (see the README's "The perceptron family"). More than two classes train one
-        weight row per class (``multiclass``: argmax or one-vs-rest).
+    algo : {"averaged", "batch", "online", "pocket", "voted", "winnow", "multiclass"}
+        The rule (see the README's "The perceptron family"); the default, the online averaged
+        perceptron, generalised best on the public sets of the README's defaults table. More
+        than two classes train one weight row per class (``multiclass``: argmax or
+        one-vs-rest).
     mode : {None, "online", "batch"}
         For ``averaged`` and ``winnow``: update per row (online, the default) or per epoch.
     epochs : int
