@@ -10,7 +10,8 @@ best of scikit-learn's perceptron family (`Perceptron()`, averaged
 averaged online and batch, averaged with margin threshold 1, voted, passive-aggressive), each
 over raw and standardised features. Seconds are the fit
 alone: scikit-learn's `fit`, rosenblatt's report (`seconds`: training, data already loaded).
-The sets come from package registries only (scripts/public_sets.py).
+A second table gives every rosenblatt rule's test accuracy, raw / standardised. The sets come
+from package registries only (scripts/public_sets.py).
 
     python3 -m venv /tmp/venv && /tmp/venv/bin/pip install numpy scipy scikit-learn
     cargo build --release
@@ -80,18 +81,50 @@ def cell(acc, seconds, what=None):
     return f"{s}, {what}" if what else s
 
 
+def print_tables(everything):
+    """The two Markdown tables of the figures: defaults and bests, then every rule (test
+    accuracy raw / standardised)."""
+    print("| set | scikit-learn `Perceptron()` | `train` | scikit-learn, standardised | "
+          "`train --scale standard` | scikit-learn's best | rosenblatt's best |")
+    print("|---|---|---|---|---|---|---|")
+    for fig in everything:
+        sk, rb = fig["sklearn"], fig["rosenblatt"]
+        best_sk = max(sk.items(), key=lambda kv: kv[1][0])
+        best_rb = max(((k, v) for k, v in rb.items() if not k.startswith("default")),
+                      key=lambda kv: kv[1][0])
+        print(f"| {fig['set']} ({fig['shape']}) "
+              f"| {cell(*sk['Perceptron(), raw'])} | {cell(*rb['default, raw'][:2])} "
+              f"| {cell(*sk['Perceptron(), standardised'])} "
+              f"| {cell(*rb['default, standardised'][:2])} "
+              f"| {cell(*best_sk[1], best_sk[0].replace('SGDClassifier', 'SGD'))} "
+              f"| {cell(*best_rb[1][:2], best_rb[0])} |")
+    print()
+    rules = [r for r, _ in RULES]
+    print("| set | " + " | ".join(rules) + " |")
+    print("|---|" + "---|" * len(rules))
+    for fig in everything:
+        rb = fig["rosenblatt"]
+        cells = []
+        for r in rules:
+            raw, std = rb.get(f"{r}, raw"), rb.get(f"{r}, standardised")
+            cells.append("-" if raw is None or std is None else f"{raw[0]:.3f} / {std[0]:.3f}")
+        print(f"| {fig['set']} | " + " | ".join(cells) + " |")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--bin", default="target/release/rosenblatt")
     ap.add_argument("--cache", default=os.path.expanduser("~/.cache/rosenblatt-public"))
     ap.add_argument("--json", help="also write every figure to this JSON file")
     ap.add_argument("--only", help="comma-separated set names (first word, lower case)")
+    ap.add_argument("--from-json", help="print the tables of an earlier --json file and stop")
     a = ap.parse_args()
+    if a.from_json:
+        with open(a.from_json) as f:
+            print_tables(json.load(f))
+        return
     os.makedirs(a.cache, exist_ok=True)
-    rows, everything = [], []
-    print("| set | scikit-learn `Perceptron()` | `train` | scikit-learn, standardised | "
-          "`train --scale standard` | scikit-learn's best | rosenblatt's best |")
-    print("|---|---|---|---|---|---|---|")
+    everything = []
     for name, shape, load in public_sets.sets(a.cache):
         if a.only and name.split()[0].lower() not in a.only.split(","):
             continue
@@ -106,20 +139,12 @@ def main():
             fig["rosenblatt"][f"default, {tag}"] = rosenblatt(a.bin, paths, flags)
             for rule, extra in RULES:
                 fig["rosenblatt"][f"{rule}, {tag}"] = rosenblatt(a.bin, paths, extra + flags)
-        sk, rb = fig["sklearn"], fig["rosenblatt"]
-        best_sk = max(sk.items(), key=lambda kv: kv[1][0])
-        best_rb = max(((k, v) for k, v in rb.items() if not k.startswith("default")),
-                      key=lambda kv: kv[1][0])
-        print(f"| {name} ({shape}) "
-              f"| {cell(*sk['Perceptron(), raw'])} | {cell(*rb['default, raw'][:2])} "
-              f"| {cell(*sk['Perceptron(), standardised'])} "
-              f"| {cell(*rb['default, standardised'][:2])} "
-              f"| {cell(*best_sk[1], best_sk[0].replace('SGDClassifier', 'SGD'))} "
-              f"| {cell(*best_rb[1][:2], best_rb[0])} |", flush=True)
         everything.append(fig)
-    if a.json:
-        with open(a.json, "w") as f:
-            json.dump(everything, f, indent=1)
+        print(f"{name}: done", file=sys.stderr, flush=True)
+        if a.json:
+            with open(a.json, "w") as f:
+                json.dump(everything, f, indent=1)
+    print_tables(everything)
 
 
 if __name__ == "__main__":
