@@ -150,6 +150,10 @@ fn assert_single_process_model(p: &Path, backend: &str, nps: &[usize]) {
     for (k, case) in CASES.iter().enumerate() {
         let mut args = vec!["train"];
         args.extend_from_slice(case);
+        // The batch rule unless the case names another (train's default is online).
+        if !case.contains(&"--algo") {
+            args.extend_from_slice(&["--algo", "batch"]);
+        }
         args.extend_from_slice(&["--epochs", "25", "--json", "-o"]);
         let one = format!("one{k}.json");
         let mut single = args.clone();
@@ -241,6 +245,8 @@ fn n_processes_on_their_gpus_train_the_single_process_model() {
             "x.npy",
             "--labels",
             "y2.npy",
+            "--algo",
+            "batch",
             "--epochs",
             "25",
             "-o",
@@ -272,6 +278,8 @@ fn float_sums_agree_to_rounding_and_the_unsupported_is_refused() {
         "y2.npy",
         "--class-weight",
         "balanced",
+        "--algo",
+        "batch",
         "--epochs",
         "20",
         "-o",
@@ -347,7 +355,8 @@ fn float_sums_agree_to_rounding_and_the_unsupported_is_refused() {
     );
     // Scaling is fitted on every row alike in each process (each reads the whole file).
     let scaled = [
-        "train", "x.npy", "--labels", "y2.npy", "--scale", "standard", "--epochs", "15", "--json",
+        "train", "x.npy", "--labels", "y2.npy", "--scale", "standard", "--algo", "batch",
+        "--epochs", "15", "--json",
     ];
     let o = common::run(p, &[&scaled[..], &["--backend", "cpu"]].concat());
     let one: serde_json::Value = serde_json::from_str(&common::stdout(&o)).unwrap();
