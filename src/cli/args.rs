@@ -293,6 +293,13 @@ pub(crate) struct BenchArgs {
     /// to values the storage holds exactly, so the epoch reads 2 or 1 bytes per value).
     #[arg(long, value_name = "S", default_value = "f32")]
     pub(crate) storage: Storage,
+    /// GPU tuning: workgroups of the register pass's persistent grid per segment (default:
+    /// the planner's choice, shown by --profile).
+    #[arg(long, value_name = "N")]
+    pub(crate) workgroups: Option<usize>,
+    /// GPU tuning: most heads one thread of the register pass holds (default: the planner's).
+    #[arg(long, value_name = "N")]
+    pub(crate) heads_per_thread: Option<u32>,
     /// Under `mpirun -np N` (a build with `--features mpi`): each process times the epoch on
     /// its CPU (with --backend gpu: on a GPU of its machine) over its share of the rows with
     /// the sums over all processes, and the first reports the time those sums take.

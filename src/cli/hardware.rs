@@ -120,6 +120,8 @@ fn bench_spec(a: &BenchArgs) -> BenchSpec {
             },
             resident: rosenblatt::backend::gpu::ResidentOptions {
                 gpu_memory: a.gpu_memory,
+                workgroups: a.workgroups.filter(|&g| g > 0),
+                heads_per_thread: a.heads_per_thread.filter(|&k| k > 0),
                 ..Default::default()
             },
         },

@@ -272,14 +272,20 @@ pub fn device_workgroups(info: &wgpu::AdapterInfo) -> usize {
 /// The persistent grid of one segment of `n` rows with `x_words` words of X: at most `grid`
 /// workgroups, at most one per step of rows, and (training: `len` sums per partial) few
 /// enough that the partials written and read take at most [`PARTIAL_SHARE`] of one read of
-/// X; but at least enough that no workgroup runs more than `max_steps` steps. Returns
-/// (workgroups, rows per workgroup: a multiple of 4, as the labels are packed four to a
-/// word), every workgroup with at least one row.
+/// X, unless that leaves fewer than `floor` workgroups; but at least enough that no
+/// workgroup runs more than `max_steps` steps. Returns (workgroups, rows per workgroup: a
+/// multiple of 4, as the labels are packed four to a word), every workgroup with at least one
+/// row.
+///
+/// The floor is half the device's grid on a GPU ([`grid_floor`]): the share alone left an
+/// H200 59 workgroups for K = 10 at 60,000 x 784 (10.8 ms an epoch); 256 took 3.5 ms, the
+/// partials then 13% of one read of X (`bench --classes 10 --workgroups N --profile`,
+/// 2026-11-26).
 pub fn segment_grid(
     n: usize,
     x_words: u64,
     len: Option<usize>,
-    grid: usize,
+    (grid, floor): (usize, usize),
     step: usize,
     max_steps: Option<usize>,
 ) -> (usize, usize) {
@@ -287,7 +293,7 @@ pub fn segment_grid(
     let mut g = grid.min(n.div_ceil(step)).max(1);
     if let Some(len) = len {
         let share = (x_words as f64 * PARTIAL_SHARE / (2.0 * len.max(1) as f64)) as usize;
-        g = g.min(share.max(1));
+        g = g.min(share.max(floor).max(1));
     }
     let mut run = n.div_ceil(g).next_multiple_of(4).max(4);
     if let Some(steps) = max_steps {
@@ -295,6 +301,16 @@ pub fn segment_grid(
         run = run.min((steps.max(1) * step / 4 * 4).max(4));
     }
     (n.div_ceil(run).max(1), run)
+}
+
+/// The fewest workgroups the partial-share cap of [`segment_grid`] may leave: half the
+/// device's `grid` on a GPU (fewer leave compute units idle), 1 on a software adapter (with
+/// `max_steps`; a workgroup there runs on one CPU thread, so the share alone decides).
+pub fn grid_floor(grid: usize, max_steps: Option<usize>) -> usize {
+    match max_steps {
+        Some(_) => 1,
+        None => grid / 2,
+    }
 }
 
 /// Most steps of rows per workgroup of the register pass on a software adapter with `heads`
@@ -599,25 +615,40 @@ mod tests {
         // 60,000 x 784, K = 10: 47 M words of X; at most 1% of them written as partials.
         let len = 10 * 785;
         let x = 60_000u64 * 784;
-        let (g, run) = segment_grid(60_000, x, Some(len), 512, 1, None);
+        let (g, run) = segment_grid(60_000, x, Some(len), (512, 1), 1, None);
         assert!(
             2 * (g * len) as u64 <= (x as f64 * PARTIAL_SHARE) as u64 + 1,
             "{g}"
         );
         assert!(g * run >= 60_000 && (g - 1) * run < 60_000);
         // A software adapter: at most software_steps(10) steps a workgroup, whatever the share.
-        let (g, run) = segment_grid(60_000, x, Some(len), 512, 1, Some(software_steps(10)));
+        let (g, run) = segment_grid(60_000, x, Some(len), (512, 1), 1, Some(software_steps(10)));
         assert!(
             run <= software_steps(10) && g * run >= 60_000,
             "{g} x {run}"
         );
         // 1,048,576 x 64, K = 1: the device's grid.
-        let (g, _) = segment_grid(1 << 20, 1 << 26, Some(65), 512, 16, None);
+        let (g, _) = segment_grid(1 << 20, 1 << 26, Some(65), (512, 256), 16, None);
         assert_eq!(g, 512);
         // Few rows: one workgroup per step of rows at most; held-out rows have no partials.
-        assert_eq!(segment_grid(10, 640, Some(65), 512, 16, None), (1, 12));
-        assert_eq!(segment_grid(100, 6400, None, 8, 4, None), (7, 16));
-        assert_eq!(segment_grid(1, 64, None, 8, 4, None), (1, 4));
+        assert_eq!(
+            segment_grid(10, 640, Some(65), (512, 256), 16, None),
+            (1, 12)
+        );
+        assert_eq!(segment_grid(100, 6400, None, (8, 1), 4, None), (7, 16));
+        assert_eq!(segment_grid(1, 64, None, (8, 1), 4, None), (1, 4));
+        // On a GPU the share never leaves fewer than half the device's grid: 60,000 x 784 at
+        // K = 10 takes 256 workgroups (the share alone: 59), and the share still binds
+        // above the floor (300,000 rows: 299).
+        assert_eq!(grid_floor(512, None), 256);
+        assert_eq!(grid_floor(8, Some(100)), 1);
+        let (g, _) = segment_grid(60_000, x, Some(len), (512, 256), 1, None);
+        assert_eq!(g, 256);
+        let (g, _) = segment_grid(300_000, 5 * x, Some(len), (512, 256), 1, None);
+        assert!(
+            g > 256 && g < 512 && 2 * (g * len) as u64 <= (5 * x) as f64 as u64 / 50 + 1,
+            "{g}"
+        );
     }
 
     #[test]

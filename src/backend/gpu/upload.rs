@@ -7,8 +7,8 @@ use super::buffers::{dense_buf, entire, init_buf, label_bytes, storage_buf};
 use super::context::GpuContext;
 use super::mirror::{Control, EpochOut, Params, Segment, WgStat, ROLE_HELD_OUT, ROLE_TRAIN};
 use super::plan::{
-    binding_limit, device_workgroups, padded, plan, plan_sparse, rows_per_step, segment_grid,
-    software_steps, sparse_segments, Plan, PlanOptions, GL_KT_CAP,
+    binding_limit, device_workgroups, grid_floor, padded, plan, plan_sparse, rows_per_step,
+    segment_grid, software_steps, sparse_segments, Plan, PlanOptions, GL_KT_CAP,
 };
 use crate::backend::{CsrView, DataView, Features, Matrix, MatrixBuf, TRAFFIC_CATEGORIES};
 use crate::error::{Error, Result};
@@ -279,12 +279,12 @@ fn layout_segments(
             let (chunks, wgs, chunk_rows) = if plan.register_pass() {
                 let words = x_words(m, rows, d).max(1);
                 let (g, run) = match opts.workgroups {
-                    Some(g) => segment_grid(rows, words, None, g, step, plan.max_steps),
+                    Some(g) => segment_grid(rows, words, None, (g, 1), step, plan.max_steps),
                     None => segment_grid(
                         rows,
                         words,
                         train.then_some(len),
-                        plan.grid,
+                        (plan.grid, grid_floor(plan.grid, plan.max_steps)),
                         step,
                         plan.max_steps,
                     ),
