@@ -539,3 +539,61 @@ fn train_with_no_flags_is_the_averaged_perceptron_with_its_own_stopping_rule() {
         assert!(same(&json(algo), &json(&explicit)), "{algo:?}");
     }
 }
+
+#[test]
+fn export_writes_an_onnx_graph_of_linear_models_and_refuses_voted_ones() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path();
+    assert!(run(p, &["gen", "--n", "300", "--d", "3", "-o", "d.csv"])
+        .status
+        .success());
+    let o = run(p, &["train", "d.csv", "-o", "m.json", "--backend", "cpu"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let o = run(p, &["export", "m.json", "-o", "m.onnx"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("-> m.onnx (ONNX, opset 13"),
+        "{}",
+        stderr(&o)
+    );
+    let bytes = std::fs::read(p.join("m.onnx")).unwrap();
+    // A protobuf ModelProto: ir_version (field 1, varint) first, then the producer's name;
+    // the binary graph's ops by name (onnxruntime runs it in python/tests).
+    assert_eq!(&bytes[..2], &[0x08, 0x07]);
+    let text = String::from_utf8_lossy(&bytes);
+    for op in [
+        "rosenblatt",
+        "MatMul",
+        "GreaterOrEqual",
+        "Gather",
+        "label",
+        "scores",
+    ] {
+        assert!(text.contains(op), "{op} missing");
+    }
+    let o = run(
+        p,
+        &[
+            "train",
+            "d.csv",
+            "--algo",
+            "voted",
+            "-o",
+            "v.json",
+            "--backend",
+            "cpu",
+        ],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let o = run(p, &["export", "v.json", "-o", "v.onnx"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("a voted model has no ONNX form"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(!p.join("v.onnx").exists());
+    // The output must not be the model itself.
+    let o = run(p, &["export", "m.json", "-o", "m.json"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+}

@@ -18,10 +18,12 @@ use pyo3::prelude::*;
 use rosenblatt::algo::{self, Holdout, Problem, Progress};
 use rosenblatt::backend::gpu::context::AdapterQuery;
 use rosenblatt::backend::gpu::GpuOptions;
+use rosenblatt::backend::Storage;
 use rosenblatt::backend::{self, BackendChoice, CsrBuf, MappedF32, MatrixBuf};
 use rosenblatt::data::{Dataset, Labels};
+use rosenblatt::error::Param;
 use rosenblatt::model::Model;
-use rosenblatt::params::TrainParams;
+use rosenblatt::params::{ClassWeight, PassiveAggressive, TrainParams};
 use rosenblatt::Error;
 
 /// The crate's errors as Python exceptions, with the crate's messages: GPU and MPI failures
@@ -31,6 +33,12 @@ use rosenblatt::Error;
 fn py_err(e: Error) -> PyErr {
     let msg = e.to_string();
     match e {
+        Error::InvalidParam {
+            name,
+            value,
+            reason,
+            ..
+        } => PyValueError::new_err(format!("{} {reason}, got {value}", python_name(name))),
         Error::Gpu(_) | Error::NoGpu(_) | Error::Mpi(_) => PyRuntimeError::new_err(msg),
         Error::Memory { .. } => PyMemoryError::new_err(msg),
         Error::Io { source, .. } => match source.kind() {
@@ -39,6 +47,87 @@ fn py_err(e: Error) -> PyErr {
             _ => PyOSError::new_err(msg),
         },
         _ => PyValueError::new_err(msg),
+    }
+}
+
+/// The estimators' name of a parameter the crate names in an error (scikit-learn's where the
+/// estimators use it).
+fn python_name(p: Param) -> &'static str {
+    match p {
+        Param::Algo => "algo",
+        Param::Epochs => "max_iter",
+        Param::LearningRate => "eta0",
+        Param::Tolerance => "update_tol",
+        Param::MarginThreshold => "margin_threshold",
+        Param::MaxVectors => "max_vectors",
+        Param::Mode => "mode",
+        Param::Degree => "degree",
+        Param::Gamma => "gamma",
+        Param::Coef0 => "coef0",
+        Param::Patience => "n_iter_no_change",
+        Param::MinImprovement => "tol",
+        Param::ValidationFraction => "validation_fraction",
+        Param::ClassWeight => "class_weight",
+        Param::SampleWeight => "sample_weight",
+        Param::Scale => "scale",
+        Param::Aggressiveness => "C",
+        Param::MulticlassUpdate => "multiclass_update",
+        other => other.name(),
+    }
+}
+
+/// The keys of the training parameters (TrainParams' fields as the model file writes them):
+/// a key the crate does not know is refused, not ignored.
+fn known_keys() -> Vec<String> {
+    let full = TrainParams {
+        kernel: Some(rosenblatt::backend::Kernel::Linear),
+        passive_aggressive: Some(PassiveAggressive {
+            variant: Default::default(),
+            c: 1.0,
+        }),
+        validation_fraction: Some(0.1),
+        class_weight: Some(ClassWeight::Balanced),
+        ..Default::default()
+    };
+    match serde_json::to_value(full) {
+        Ok(serde_json::Value::Object(m)) => m.keys().cloned().collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// Reads the training parameters the estimators send: an object of known keys only.
+fn read_params(text: &str) -> PyResult<TrainParams> {
+    let internal = |e: String| {
+        PyRuntimeError::new_err(format!(
+            "rosenblatt's Python package sent parameters its extension cannot read ({e}); \
+             please report this"
+        ))
+    };
+    let value: serde_json::Value =
+        serde_json::from_str(text).map_err(|e| internal(e.to_string()))?;
+    let known = known_keys();
+    if let Some(obj) = value.as_object() {
+        if let Some(k) = obj.keys().find(|k| !known.contains(k)) {
+            return Err(PyValueError::new_err(format!(
+                "unknown training parameter {k:?} (known: {})",
+                known.join(", ")
+            )));
+        }
+    }
+    serde_json::from_value(value).map_err(|e| internal(e.to_string()))
+}
+
+/// Runs `f` on `threads` CPU threads (None: rayon's global pool, every core).
+fn with_threads<T: Send>(threads: Option<usize>, f: impl FnOnce() -> T + Send) -> Result<T, Error> {
+    match threads {
+        None => Ok(f()),
+        Some(n) => {
+            let pool = rayon::ThreadPoolBuilder::new()
+                .num_threads(n.max(1))
+                .build()
+                .map_err(|e| Error::Gpu(format!("cannot start {n} CPU threads: {e}")))?;
+            Ok(pool.install(f))
+        }
     }
 }
 
@@ -183,18 +272,10 @@ fn features<'py>(
 
 /// Opens the backend asked for: "auto" (a hardware GPU when there is one, else the CPU),
 /// "cpu" or "gpu" (any adapter, software ones too; `adapter` picks one by name).
-fn open_backend(choice: &str, adapter: Option<String>) -> Result<backend::Selected, Error> {
-    let choice = match choice {
-        "auto" => BackendChoice::Auto,
-        "cpu" => BackendChoice::Cpu,
-        "gpu" => BackendChoice::Gpu,
-        other => {
-            return Err(Error::data(
-                Path::new("<backend>"),
-                format!("backend must be \"auto\", \"cpu\" or \"gpu\", not {other:?}"),
-            ))
-        }
-    };
+fn open_backend(
+    choice: BackendChoice,
+    adapter: Option<String>,
+) -> Result<backend::Selected, Error> {
     let opts = GpuOptions {
         adapter: AdapterQuery {
             name: adapter,
@@ -204,6 +285,18 @@ fn open_backend(choice: &str, adapter: Option<String>) -> Result<backend::Select
         ..Default::default()
     };
     backend::select(choice, &opts)
+}
+
+/// The backend asked for, by name.
+fn backend_choice(name: &str) -> PyResult<BackendChoice> {
+    match name {
+        "auto" => Ok(BackendChoice::Auto),
+        "cpu" => Ok(BackendChoice::Cpu),
+        "gpu" => Ok(BackendChoice::Gpu),
+        other => Err(PyValueError::new_err(format!(
+            "backend must be one of 'auto', 'cpu', 'gpu', got {other:?}"
+        ))),
+    }
 }
 
 /// A progress bar on stderr, when asked for.
@@ -224,7 +317,7 @@ impl Progress for Bar {
 /// per-row weights and a model to continue from (its JSON). Returns the model file's JSON and
 /// the training report's.
 #[pyfunction]
-#[pyo3(signature = (x, csr, y, classes, params, sample_weight=None, start=None, backend="auto", adapter=None, progress=false))]
+#[pyo3(signature = (x, csr, y, classes, params, sample_weight=None, start=None, backend="auto", adapter=None, progress=false, threads=None, storage=None))]
 #[allow(clippy::too_many_arguments)]
 fn fit<'py>(
     py: Python<'py>,
@@ -238,7 +331,10 @@ fn fit<'py>(
     backend: &str,
     adapter: Option<String>,
     progress: bool,
+    threads: Option<usize>,
+    storage: Option<&str>,
 ) -> PyResult<(String, String)> {
+    let choice = backend_choice(backend)?;
     let feats = features(x, csr)?;
     let n = match &feats {
         Features::Dense(a) => a.shape()[0],
@@ -270,8 +366,15 @@ fn fit<'py>(
         ),
         None => None,
     };
-    let mut tp: TrainParams = serde_json::from_str(params)
-        .map_err(|e| PyValueError::new_err(format!("invalid parameters: {e}")))?;
+    let mut tp = read_params(params)?;
+    tp.storage = match storage {
+        Some(s) => Some(s.parse::<Storage>().map_err(|_| {
+            PyValueError::new_err(format!(
+                "storage must be one of None, 'f32', 'f16', 'u8', 'i8', got {s:?}"
+            ))
+        })?),
+        None => None,
+    };
     // patience=None: the algorithm's default stopping rule, as the CLI's.
     if tp.patience.is_none() {
         let (patience, floor) = rosenblatt::params::default_stopping(tp.algo, tp.mode);
@@ -284,37 +387,39 @@ fn fit<'py>(
     };
     let labels = Labels { classes, index };
     let ds = feats.dataset(Some(labels), weights).map_err(py_err)?;
-    let backend = backend.to_string();
     let result = py.detach(move || -> Result<(String, String), Error> {
         let params = tp.validate()?;
-        let sel = open_backend(&backend, adapter)?;
-        let cpu = backend::cpu::CpuBackend::new();
-        // Under auto, a GPU failure mid-training finishes on the CPU, as in the CLI.
-        let fallback: Option<&dyn backend::Backend> = (backend == "auto").then_some(&cpu);
-        let mut bar = Bar(progress.then(|| {
-            let b = indicatif::ProgressBar::new(params.epochs as u64);
-            b.set_style(
-                indicatif::ProgressStyle::with_template("{bar:40} epoch {pos}/{len} {msg}")
-                    .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
-            );
-            b
-        }));
-        let pb = Problem::build(&ds, &params, Holdout::FromParams, start.as_ref())?;
-        let trained = algo::fit(pb, &params, &*sel.backend, fallback, &mut bar)?;
-        if let Some(b) = &bar.0 {
-            b.finish_and_clear();
-        }
-        let mut buf = Vec::new();
-        trained
-            .model
-            .write(&mut buf)
-            .map_err(|e| Error::data(Path::new("<model>"), e.to_string()))?;
-        let text =
-            String::from_utf8(buf).map_err(|e| Error::data(Path::new("<model>"), e.to_string()))?;
-        let report = serde_json::to_string(&trained.report)
-            .map_err(|e| Error::data(Path::new("<model>"), e.to_string()))?;
-        drop(ds);
-        Ok((text, report))
+        with_threads(threads, move || {
+            let sel = open_backend(choice, adapter)?;
+            let cpu = backend::cpu::CpuBackend::new();
+            // Under auto, a GPU failure mid-training finishes on the CPU, as in the CLI.
+            let fallback: Option<&dyn backend::Backend> =
+                (choice == BackendChoice::Auto).then_some(&cpu);
+            let mut bar = Bar(progress.then(|| {
+                let b = indicatif::ProgressBar::new(params.epochs as u64);
+                b.set_style(
+                    indicatif::ProgressStyle::with_template("{bar:40} epoch {pos}/{len} {msg}")
+                        .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+                );
+                b
+            }));
+            let pb = Problem::build(&ds, &params, Holdout::FromParams, start.as_ref())?;
+            let trained = algo::fit(pb, &params, &*sel.backend, fallback, &mut bar)?;
+            if let Some(b) = &bar.0 {
+                b.finish_and_clear();
+            }
+            let mut buf = Vec::new();
+            trained
+                .model
+                .write(&mut buf)
+                .map_err(|e| Error::data(Path::new("<model>"), e.to_string()))?;
+            let text = String::from_utf8(buf)
+                .map_err(|e| Error::data(Path::new("<model>"), e.to_string()))?;
+            let report = serde_json::to_string(&trained.report)
+                .map_err(|e| Error::data(Path::new("<model>"), e.to_string()))?;
+            drop(ds);
+            Ok((text, report))
+        })?
     });
     result.map_err(py_err)
 }
@@ -322,7 +427,7 @@ fn fit<'py>(
 /// Scores X with a model (its JSON): (raw scores, n x outputs: one decision value per row for
 /// a binary model, one per class otherwise; predicted class indices).
 #[pyfunction]
-#[pyo3(signature = (model, x, csr, backend="auto", adapter=None))]
+#[pyo3(signature = (model, x, csr, backend="auto", adapter=None, threads=None))]
 #[allow(clippy::type_complexity)]
 fn decide<'py>(
     py: Python<'py>,
@@ -331,16 +436,19 @@ fn decide<'py>(
     csr: Option<CsrParts<'py>>,
     backend: &str,
     adapter: Option<String>,
+    threads: Option<usize>,
 ) -> PyResult<(Bound<'py, PyArray2<f32>>, Bound<'py, PyArray1<i64>>)> {
+    let choice = backend_choice(backend)?;
     let feats = features(x, csr)?;
     let model = Model::from_json(Path::new("<model>"), model).map_err(py_err)?;
     let ds = feats.dataset(None, None).map_err(py_err)?;
-    let backend = backend.to_string();
     let (values, pred, width) = py
         .detach(move || -> Result<_, Error> {
             model.check_features(&ds)?;
-            let sel = open_backend(&backend, adapter)?;
-            let raw = model.raw_scores(&ds, &*sel.backend)?;
+            let raw = with_threads(threads, || {
+                let sel = open_backend(choice, adapter)?;
+                model.raw_scores(&ds, &*sel.backend)
+            })??;
             let pred: Vec<i64> = model.predict(&raw).iter().map(|&p| p as i64).collect();
             let width = model.outputs();
             let values = if model.is_binary() {
@@ -413,6 +521,17 @@ fn describe(
     ))
 }
 
+/// The model (its JSON) as an ONNX graph's bytes (`rosenblatt export`'s).
+#[pyfunction]
+fn to_onnx<'py>(py: Python<'py>, model: &str) -> PyResult<Bound<'py, pyo3::types::PyBytes>> {
+    let m = Model::from_json(Path::new("<model>"), model).map_err(py_err)?;
+    let bytes = rosenblatt::model::onnx::to_onnx(&m).map_err(|e| match e {
+        Error::Model { msg, .. } => PyValueError::new_err(msg),
+        e => py_err(e),
+    })?;
+    Ok(pyo3::types::PyBytes::new(py, &bytes))
+}
+
 /// Reads and validates a model file; returns its JSON.
 #[pyfunction]
 fn load_model(path: &str) -> PyResult<String> {
@@ -444,6 +563,7 @@ fn _rosenblatt(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(decide, m)?)?;
     m.add_function(wrap_pyfunction!(describe, m)?)?;
     m.add_function(wrap_pyfunction!(load_model, m)?)?;
+    m.add_function(wrap_pyfunction!(to_onnx, m)?)?;
     m.add_function(wrap_pyfunction!(adapters, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())

@@ -23,14 +23,6 @@ def expected_failures(est):
         "check_sample_weight_equivalence_on_dense_data": why_weights,
         "check_sample_weight_equivalence_on_sparse_data": why_weights,
     }
-    if isinstance(est, KernelPerceptron):
-        return out
-    out["check_class_weight_classifiers"] = (
-        "the perceptron separates what it can: with class weights 1000 : 0.0001 on the "
-        "check's noisy blobs it predicts the heavy class for 78% (batch, 2 classes) or 84-86% "
-        "(online forms, 3 classes) of the test rows where the check wants 87% (scikit-learn's "
-        "own Perceptron: 90% and 64%); class weights are tested in test_python.py"
-    )
     return out
 
 

@@ -38,7 +38,10 @@ impl Backend for CpuBackend {
     }
 
     fn device(&self) -> String {
-        format!("CPU ({} threads)", rayon::current_num_threads())
+        match rayon::current_num_threads() {
+            1 => "CPU (1 thread)".to_string(),
+            n => format!("CPU ({n} threads)"),
+        }
     }
 
     fn bind<'a>(&'a self, data: TrainView<'a>) -> Result<Box<dyn Bound + 'a>> {

@@ -29,6 +29,8 @@ pub(crate) enum Command {
     Predict(PredictArgs),
     /// Evaluate a model on labelled data: accuracy and confusion matrix.
     Eval(EvalArgs),
+    /// Export a linear model as an ONNX graph (onnxruntime and other runtimes serve it).
+    Export(ExportArgs),
     /// Generate a linearly separable data set (optionally with label noise).
     Gen(GenArgs),
     /// Convert CSV or LIBSVM text to a float32 .npy that training memory-maps (streamed).
@@ -544,6 +546,16 @@ pub(crate) struct PredictArgs {
     pub(crate) backend: BackendArgs,
     #[command(flatten)]
     pub(crate) data_args: DataArgs,
+}
+
+#[derive(Args, Debug)]
+pub(crate) struct ExportArgs {
+    /// Model file written by `train -o` (binary, multiclass, one-vs-rest; not voted or kernel).
+    pub(crate) model: PathBuf,
+    /// The ONNX file to write (input `X`: float32, rows x features; outputs `label`, the
+    /// class names, and `scores`, the decision values).
+    #[arg(short, long, value_name = "MODEL.onnx")]
+    pub(crate) output: PathBuf,
 }
 
 #[derive(Args, Debug)]

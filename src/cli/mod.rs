@@ -62,6 +62,7 @@ pub fn run() -> i32 {
         Command::Train(a) => train::train(*a),
         Command::Predict(a) => predict::predict(a),
         Command::Eval(a) => predict::eval(a),
+        Command::Export(a) => predict::export(a),
         Command::Gen(a) => gen::gen(a),
         Command::Convert(a) => gen::convert(a),
         Command::Demo(a) => demo::run(a),

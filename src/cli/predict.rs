@@ -2,8 +2,29 @@
 
 use rosenblatt::model::{Evaluation, Model};
 
-use super::args::{EvalArgs, PredictArgs};
-use super::{check_outputs, load_data, select_backend, write_output};
+use anyhow::Context;
+
+use super::args::{EvalArgs, ExportArgs, PredictArgs};
+use super::{check_outputs, load_data, select_backend, stage, write_output};
+
+/// `rosenblatt export`: the model as an ONNX graph, written atomically.
+pub fn export(a: ExportArgs) -> anyhow::Result<()> {
+    let model = Model::load(&a.model)?;
+    check_outputs(&[Some(a.output.as_path())], &[&a.model])?;
+    let bytes = rosenblatt::model::onnx::to_onnx(&model)?;
+    let tmp = stage(&a.output, ".onnx", |w| w.write_all(&bytes))?;
+    tmp.persist()
+        .with_context(|| format!("cannot write {}", a.output.display()))?;
+    note!(
+        "{} model ({} classes, {} features) -> {} (ONNX, opset {}: input X, outputs label and scores)",
+        model.kind().name(),
+        model.classes().len(),
+        model.n_features(),
+        a.output.display(),
+        rosenblatt::model::onnx::OPSET
+    );
+    Ok(())
+}
 
 pub fn predict(a: PredictArgs) -> anyhow::Result<()> {
     let model = Model::load(&a.model)?;

@@ -5,6 +5,7 @@
 //! (sgn(0) = +1) and evaluation live here; the file format lives in `file.rs`.
 
 mod file;
+pub mod onnx;
 mod vote;
 
 pub use file::{FORMAT, VERSION};

@@ -5,44 +5,63 @@ as scikit-learn estimators.
     >>> clf = Perceptron(backend="gpu").fit(X, y)
     >>> clf.score(X_test, y_test), clf.report_["mistake_bound"]
 
-Two estimators: :class:`Perceptron` (the linear family: the online and batch rules, pocket,
-averaged, voted and Winnow, binary or multiclass, chosen by ``algo``) and
-:class:`KernelPerceptron` (the dual form with a linear, polynomial or RBF kernel). Both train
-through the Rust crate, whose model file (``save``/``load``) is the command line's.
+Three estimators: :class:`Perceptron` (the linear family: the online and batch rules, pocket,
+averaged, voted and Winnow, binary or multiclass, chosen by ``algo``),
+:class:`PassiveAggressiveClassifier` and :class:`KernelPerceptron` (the dual form with a
+linear, polynomial or RBF kernel). Their parameters are scikit-learn's where scikit-learn has
+them (``max_iter``, ``eta0``, ``tol``, ``n_iter_no_change``, ``random_state``, ...). All train
+through the Rust crate, whose model file (``save``/``load``) is the command line's, and the
+linear models export to ONNX (``to_onnx``).
 """
+
+from __future__ import annotations
 
 import json
 import os
 import tempfile
+from typing import Any, Callable, Optional, TypeVar, Union, cast
 
 import numpy as np
+import numpy.typing as npt
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator, ClassifierMixin
-from sklearn.utils._available_if import available_if
+from sklearn.utils import check_array
+from sklearn.utils.metaestimators import available_if
 from sklearn.utils.multiclass import check_classification_targets, type_of_target
-from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
+from sklearn.utils.validation import check_is_fitted, validate_data
 
-from . import _rosenblatt
+from . import _params, _rosenblatt
+from ._params import DEPRECATED, InvalidParameterError
 
 __all__ = [
     "Perceptron",
     "PassiveAggressiveClassifier",
     "KernelPerceptron",
+    "InvalidParameterError",
     "load",
     "adapters",
     "__version__",
 ]
-__version__ = _rosenblatt.__version__
+__version__: str = _rosenblatt.__version__
 
-_LINEAR_ALGOS = ("online", "batch", "multiclass", "pocket", "averaged", "voted", "winnow")
+PathLike = Union[str, "os.PathLike[str]"]
+_CsrParts = tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.float32], int]
 
 
-def adapters():
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def _available_if(check: Callable[[Any], bool]) -> Callable[[_F], _F]:
+    """scikit-learn's ``available_if`` (the method exists only when ``check`` holds), typed."""
+    return cast(Callable[[_F], _F], available_if(check))
+
+
+def adapters() -> list[tuple[str, str, str]]:
     """The GPU adapters found here, as (name, API, type) tuples (software ones included)."""
     return _rosenblatt.adapters()
 
 
-def _features(X):
+def _features(X: Any) -> tuple[Optional[npt.NDArray[np.float32]], Optional[_CsrParts]]:
     """X (validated float32) as the extension takes it: dense, or CSR parts."""
     if sp.issparse(X):
         X = X.tocsr()
@@ -53,27 +72,73 @@ def _features(X):
             np.ascontiguousarray(X.indptr, dtype=np.int64),
             np.ascontiguousarray(X.indices, dtype=np.int64),
             np.ascontiguousarray(X.data, dtype=np.float32),
-            X.shape[1],
+            int(X.shape[1]),
         )
         return None, parts
     # Borrowed by the extension when already float32, C-contiguous and aligned.
     return np.require(X, dtype=np.float32, requirements=["C", "A"]), None
 
 
-class _Estimator(ClassifierMixin, BaseEstimator):
-    """What the two estimators share: fitting, scoring, the model file."""
+def _write_atomic(path: PathLike, data: bytes) -> None:
+    """Writes ``data`` to ``path`` through a temporary beside it, renamed over it when whole."""
+    path = os.fspath(path)
+    if os.path.isdir(path):
+        raise IsADirectoryError(f"{path} is a directory: give the path of a file to write")
+    d = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(d):
+        raise FileNotFoundError(f"cannot write {path}: the directory {d} does not exist")
+    fd, tmp = tempfile.mkstemp(dir=d, prefix=".rosenblatt-", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+# scikit-learn's names and the defaults the estimators give them (n_iter_no_change None: the
+# algorithm's own patience, as the command line's).
+_SK_DEFAULTS: dict[str, Any] = {
+    "max_iter": 1000,
+    "eta0": 1.0,
+    "random_state": 0,
+    "n_iter_no_change": None,
+    "tol": 0.01,
+    "verbose": 0,
+    "validation_fraction": 0.1,
+}
+
+
+class _Estimator(ClassifierMixin, BaseEstimator):  # type: ignore[misc]
+    """What the estimators share: parameters, fitting, scoring, the model file, ONNX."""
+
+    backend: str
+    adapter: Optional[str]
+    n_jobs: Optional[int]
+    class_weight: Any
+    warm_start: bool
+    model_: str
+    classes_: np.ndarray
+    report_: dict[str, Any]
+    n_iter_: int
+    kind_: str
 
     # -- to be given by each estimator -------------------------------------------------------
-    def _train_params(self):
+    def _train_params(self, classes: Optional[np.ndarray]) -> dict[str, Any]:
         raise NotImplementedError
 
-    # -- scikit-learn ------------------------------------------------------------------------
-    def _params_json(self, **override):
-        p = self._train_params()
-        p.update(override)
-        return json.dumps(p)
+    def _sk_defaults(self) -> dict[str, Any]:
+        return _SK_DEFAULTS
 
-    def _validate_fit(self, X, y, sample_weight, reset):
+    def _binary_only(self) -> Union[str, bool]:
+        return False
+
+    # -- scikit-learn ------------------------------------------------------------------------
+    def _validate_fit(
+        self, X: Any, y: Any, sample_weight: Any, reset: bool
+    ) -> tuple[Any, np.ndarray, Optional[npt.NDArray[np.float32]]]:
         X, y = validate_data(
             self,
             X,
@@ -85,19 +150,25 @@ class _Estimator(ClassifierMixin, BaseEstimator):
         )
         check_classification_targets(y)
         if sample_weight is not None:
-            sample_weight = _check_sample_weight(
-                sample_weight, X, dtype=np.float32, ensure_non_negative=True
-            )
+            sample_weight = _sample_weight(sample_weight, X.shape[0])
         return X, y, sample_weight
 
-    def _train(self, X, y, classes, sample_weight, params, start):
+    def _run(
+        self,
+        X: Any,
+        y: np.ndarray,
+        classes: np.ndarray,
+        sample_weight: Optional[npt.NDArray[np.float32]],
+        params: dict[str, Any],
+        start: Optional[str],
+    ) -> _Estimator:
         index = np.searchsorted(classes, y)
         if sample_weight is not None:
             # A row of weight 0 takes no part in training: leave it out (it would still count
             # as a mistake for the stopping rules).
             keep = sample_weight > 0
             if not keep.any():
-                raise ValueError("every sample_weight is 0: nothing to train on")
+                raise ValueError("every sample_weight is zero: nothing to train on")
             if not keep.all():
                 X, index, sample_weight = X[keep], index[keep], sample_weight[keep]
             sample_weight = np.ascontiguousarray(sample_weight, dtype=np.float32)
@@ -107,19 +178,21 @@ class _Estimator(ClassifierMixin, BaseEstimator):
             csr,
             np.ascontiguousarray(index, dtype=np.int64),
             [str(c) for c in classes],
-            params,
+            json.dumps(params),
             sample_weight=sample_weight,
             start=start,
-            backend=self.backend,
-            adapter=self.adapter,
-            progress=bool(self.progress),
+            backend=_params.backend(self.backend),
+            adapter=_params.adapter(self.adapter),
+            progress=_params.verbose(self),
+            threads=_params.n_jobs(self.n_jobs),
+            storage=_params.storage(getattr(self, "storage", None)),
         )
         self._set_model(model, classes)
         self.report_ = json.loads(report)
-        self.n_iter_ = self.report_["epochs"]
+        self.n_iter_ = int(self.report_["epochs"])
         return self
 
-    def _set_model(self, model, classes):
+    def _set_model(self, model: str, classes: np.ndarray) -> None:
         kind, names, d, linear, _ = _rosenblatt.describe(model)
         self.model_ = model
         self.kind_ = kind
@@ -139,30 +212,41 @@ class _Estimator(ClassifierMixin, BaseEstimator):
                 if hasattr(self, a):
                     delattr(self, a)
 
-    def fit(self, X, y, sample_weight=None):
-        """Trains on X (dense array or scipy.sparse CSR/CSC) and the labels y (any values
-        NumPy can sort), optionally weighting the rows."""
-        X, y, sample_weight = self._validate_fit(X, y, sample_weight, reset=True)
+    def fit(self, X: Any, y: Any, sample_weight: Any = None) -> _Estimator:
+        """Trains on X (array, scipy.sparse CSR/CSC, or a pandas/polars DataFrame, whose column
+        names become ``feature_names_in_``) and the labels y (any values NumPy can sort),
+        optionally weighting the rows. With ``warm_start=True`` a fitted estimator goes on
+        from its weights (the same classes and features), as the CLI's ``--init-model``."""
+        go_on = bool(_params.boolean("warm_start", getattr(self, "warm_start", False)))
+        go_on = go_on and hasattr(self, "model_")
+        X, y, sample_weight = self._validate_fit(X, y, sample_weight, reset=not go_on)
         classes = np.unique(y)
         if len(classes) < 2:
             raise ValueError(
                 f"training needs at least two classes; y has one class only: {classes[0]!r}"
             )
         self._check_binary(y, classes)
-        return self._train(X, y, classes, sample_weight, self._params_json(), None)
+        start = None
+        if go_on:
+            if not np.array_equal(classes, self.classes_):
+                raise ValueError(
+                    f"warm_start: y has the classes {classes!r}, the fitted model "
+                    f"{self.classes_!r}; fit with warm_start=False to start afresh"
+                )
+            start = self.model_
+        params = self._train_params(classes)
+        return self._run(X, y, classes, sample_weight, params, start)
 
-    def _binary_only(self):
-        return False
-
-    def _check_binary(self, y, classes):
-        if self._binary_only() and len(classes) > 2:
+    def _check_binary(self, y: np.ndarray, classes: np.ndarray) -> None:
+        rule = self._binary_only()
+        if rule and len(classes) > 2:
             raise ValueError(
                 "Only binary classification is supported. The type of the target is "
                 f"{type_of_target(y, input_name='y')} ({len(classes)} classes; "
-                f"{self._binary_only()} is a two-class rule)."
+                f"{rule} is a two-class rule)."
             )
 
-    def __sklearn_tags__(self):
+    def __sklearn_tags__(self) -> Any:
         tags = super().__sklearn_tags__()
         tags.input_tags.sparse = True
         tags.classifier_tags.multi_class = not self._binary_only()
@@ -171,15 +255,22 @@ class _Estimator(ClassifierMixin, BaseEstimator):
         tags.classifier_tags.poor_score = getattr(self, "algo", None) == "winnow"
         return tags
 
-    def _decide(self, X):
+    def _decide(self, X: Any) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.int64]]:
         check_is_fitted(self, "model_")
         X = validate_data(
             self, X, accept_sparse=["csr", "csc"], dtype=np.float32, order="C", reset=False
         )
         x, csr = _features(X)
-        return _rosenblatt.decide(self.model_, x, csr, backend=self.backend, adapter=self.adapter)
+        return _rosenblatt.decide(
+            self.model_,
+            x,
+            csr,
+            backend=_params.backend(self.backend),
+            adapter=_params.adapter(self.adapter),
+            threads=_params.n_jobs(self.n_jobs),
+        )
 
-    def decision_function(self, X):
+    def decision_function(self, X: Any) -> npt.NDArray[np.float32]:
         """Decision values: one per row for two classes (positive: ``classes_[1]``), one per
         class and row otherwise (votes for a voted model)."""
         values, _ = self._decide(X)
@@ -188,39 +279,59 @@ class _Estimator(ClassifierMixin, BaseEstimator):
             return values[:, 1] - values[:, 0]
         return values[:, 0] if values.shape[1] == 1 else values
 
-    def predict(self, X):
+    def predict(self, X: Any) -> np.ndarray:
         """The predicted class of each row (sgn(0) = +1: ties go to ``classes_[1]``)."""
         _, pred = self._decide(X)
         return self.classes_[pred]
 
-    # -- the model file -----------------------------------------------------------------------
-    def save(self, path):
-        """Writes the model file the command line reads (``rosenblatt predict``)."""
+    # -- the model file and ONNX --------------------------------------------------------------
+    def save(self, path: PathLike) -> None:
+        """Writes the model file the command line reads (``rosenblatt predict``); the file
+        appears whole or not at all."""
         check_is_fitted(self, "model_")
-        path = os.fspath(path)
-        d = os.path.dirname(os.path.abspath(path))
-        fd, tmp = tempfile.mkstemp(dir=d, prefix=".rosenblatt-", suffix=".tmp")
-        try:
-            with os.fdopen(fd, "w") as f:
-                f.write(self.model_)
-            os.replace(tmp, path)
-        except BaseException:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
-            raise
+        _write_atomic(path, self.model_.encode())
+
+    def to_onnx(self, path: Optional[PathLike] = None) -> bytes:
+        """The model as an ONNX graph (input ``X``: float32, n x n_features; outputs ``label``,
+        the original classes, and ``scores``, the decision values), written to ``path`` when
+        given, and returned. Linear models only: voted and kernel models are refused."""
+        check_is_fitted(self, "model_")
+        data = _rosenblatt.to_onnx(self.model_)
+        if path is not None:
+            _write_atomic(path, data)
+        return data
 
     @classmethod
-    def load(cls, path):
+    def load(cls, path: PathLike) -> Any:
         """An estimator holding the model file at ``path`` (written by ``save`` or by
         ``rosenblatt train -o``), ready to predict."""
         return load(path, cls)
 
 
+def _sample_weight(sample_weight: Any, n: int) -> npt.NDArray[np.float32]:
+    """sample_weight checked: a number (every row) or n finite numbers >= 0."""
+    if np.isscalar(sample_weight):
+        sample_weight = np.full(n, sample_weight)
+    sw = check_array(
+        sample_weight, ensure_2d=False, dtype=np.float32, order="C", input_name="sample_weight"
+    )
+    if sw.ndim != 1 or sw.shape[0] != n:
+        raise ValueError(
+            f"sample_weight has the shape {sw.shape}, expected ({n},): one weight per row of X"
+        )
+    if (sw < 0).any():
+        i = int(np.flatnonzero(sw < 0)[0])
+        raise ValueError(f"sample_weight must be >= 0, got {sw[i]} for row {i}")
+    if n and not sw.any():
+        raise ValueError("every sample_weight is zero: nothing to train on")
+    return np.asarray(sw, dtype=np.float32)
+
+
 class Perceptron(_Estimator):
     """The linear perceptron family on the GPU or the CPU.
 
-    Parameters
-    ----------
+    Parameters (scikit-learn's names where scikit-learn's Perceptron has them)
+    ----------------------------------------------------------------------------
     algo : {"averaged", "batch", "online", "pocket", "voted", "winnow", "multiclass"}
         The rule (see the README's "The perceptron family"); the default, the online averaged
         perceptron, generalised best on the public sets of the README's defaults table. More
@@ -228,25 +339,28 @@ class Perceptron(_Estimator):
         one-vs-rest).
     mode : {None, "online", "batch"}
         For ``averaged`` and ``winnow``: update per row (online, the default) or per epoch.
-    epochs : int
-        Most passes over the data.
-    lr : float
-        Learning rate eta in (0, 1].
-    tol : float or None
-        Stop when an epoch's update is shorter than this.
-    patience : int or None
-        Stop after this many epochs without fewer mistakes (0: never); with
-        ``validation_fraction`` the held-out mistakes are watched and the best epoch kept.
-        None: the algorithm's default (10 for the online averaged perceptron, else 30, as
-        the CLI's).
-    min_improvement : float
-        The relative improvement that resets the patience count.
-    validation_fraction : float or None
-        Hold out this fraction of the rows (stratified, seeded) for the patience rule.
+    max_iter : int
+        Most passes over the data (epochs).
+    tol : float in [0, 1) or None
+        The relative fall of the watched mistakes (training mistakes, weighted with the rows'
+        weights, or held-out ones with ``early_stopping``) that counts as an improvement;
+        training stops after ``n_iter_no_change`` epochs without one. None: no such stop (run
+        ``max_iter`` epochs or until an epoch makes no mistake), as in scikit-learn.
+    eta0 : float in (0, 1]
+        The learning rate.
+    n_iter_no_change : int or None
+        Epochs without improvement before stopping; None: the algorithm's default (10 for the
+        online averaged perceptron, else 30, as the command line's).
+    early_stopping : bool
+        Hold out ``validation_fraction`` of the rows (stratified, seeded), watch their
+        mistakes and keep the model of the best epoch.
+    validation_fraction : float in (0, 1)
+        The share held out with ``early_stopping``.
     scale : {None, "standard", "minmax", "maxabs"}
         Feature scaling fitted on the training rows and kept in the model.
     class_weight : None, "balanced" or dict
-        Per-class weights on the updates.
+        Per-class weights on the updates: a row of class c steps ``class_weight[c]`` times as
+        far and counts as many mistakes.
     margin_threshold : float
         A row is a mistake when y w.x <= this (0: the classic rule).
     multiclass : {"direct", "ovr"}
@@ -259,15 +373,28 @@ class Perceptron(_Estimator):
         Learn a bias (the augmented input [x, 1]).
     shuffle : bool
         Online forms: shuffle the rows each epoch (seeded).
-    seed : int
-        Seed of the shuffles and the validation split.
+    random_state : int, RandomState, Generator or None
+        Seed of the shuffles and the validation split (None: drawn from NumPy's generator).
+    verbose : int
+        > 0: a progress bar on stderr while training.
+    warm_start : bool
+        ``fit`` goes on from the fitted weights (not for ``voted``).
+    n_jobs : int or None
+        CPU threads (None or -1: every core); results do not depend on it.
+    update_tol : float or None
+        Batch forms: also stop when an epoch's update is shorter than this.
+    storage : {None, "f32", "f16", "u8", "i8"}
+        How the batch epochs store X (None: the narrowest exact one; results do not depend
+        on it).
     backend : {"auto", "cpu", "gpu"}
         "auto": a hardware GPU when one is present, else the CPU (a GPU failure finishes on
         the CPU); "gpu": any adapter, software ones included.
     adapter : str or None
         Part of the adapter's name (see ``rosenblatt.adapters()``).
-    progress : bool
-        A progress bar on stderr while training.
+    epochs, lr, seed, patience, min_improvement, progress :
+        rosenblatt 0.1's names of ``max_iter``, ``eta0``, ``random_state``,
+        ``n_iter_no_change`` (``patience=0``: ``tol=None``), ``tol`` and ``verbose``:
+        still taken, with a FutureWarning, until 0.3.
 
     Attributes
     ----------
@@ -276,6 +403,8 @@ class Perceptron(_Estimator):
     intercept_ : ndarray (1,) or (n_classes,)
     classes_ : ndarray
     n_features_in_ : int
+    feature_names_in_ : ndarray of str
+        The column names of a DataFrame X (pandas, polars), when it had string names.
     n_iter_ : int
         Epochs run.
     report_ : dict
@@ -287,35 +416,45 @@ class Perceptron(_Estimator):
 
     def __init__(
         self,
-        algo="averaged",
+        algo: str = "averaged",
         *,
-        mode=None,
-        epochs=1000,
-        lr=1.0,
-        tol=None,
-        patience=None,
-        min_improvement=0.01,
-        validation_fraction=None,
-        scale=None,
-        class_weight=None,
-        margin_threshold=0.0,
-        multiclass="direct",
-        multiclass_update="argmax",
-        max_vectors=100000,
-        fit_intercept=True,
-        shuffle=True,
-        seed=0,
-        backend="auto",
-        adapter=None,
-        progress=False,
-    ):
+        mode: Optional[str] = None,
+        max_iter: int = 1000,
+        tol: Optional[float] = 0.01,
+        eta0: float = 1.0,
+        n_iter_no_change: Optional[int] = None,
+        early_stopping: bool = False,
+        validation_fraction: float = 0.1,
+        scale: Optional[str] = None,
+        class_weight: Any = None,
+        margin_threshold: float = 0.0,
+        multiclass: str = "direct",
+        multiclass_update: str = "argmax",
+        max_vectors: int = 100000,
+        fit_intercept: bool = True,
+        shuffle: bool = True,
+        random_state: Any = 0,
+        verbose: int = 0,
+        warm_start: bool = False,
+        n_jobs: Optional[int] = None,
+        update_tol: Optional[float] = None,
+        storage: Optional[str] = None,
+        backend: str = "auto",
+        adapter: Optional[str] = None,
+        epochs: Any = DEPRECATED,
+        lr: Any = DEPRECATED,
+        seed: Any = DEPRECATED,
+        patience: Any = DEPRECATED,
+        min_improvement: Any = DEPRECATED,
+        progress: Any = DEPRECATED,
+    ) -> None:
         self.algo = algo
         self.mode = mode
-        self.epochs = epochs
-        self.lr = lr
+        self.max_iter = max_iter
         self.tol = tol
-        self.patience = patience
-        self.min_improvement = min_improvement
+        self.eta0 = eta0
+        self.n_iter_no_change = n_iter_no_change
+        self.early_stopping = early_stopping
         self.validation_fraction = validation_fraction
         self.scale = scale
         self.class_weight = class_weight
@@ -325,28 +464,54 @@ class Perceptron(_Estimator):
         self.max_vectors = max_vectors
         self.fit_intercept = fit_intercept
         self.shuffle = shuffle
-        self.seed = seed
+        self.random_state = random_state
+        self.verbose = verbose
+        self.warm_start = warm_start
+        self.n_jobs = n_jobs
+        self.update_tol = update_tol
+        self.storage = storage
         self.backend = backend
         self.adapter = adapter
+        self.epochs = epochs
+        self.lr = lr
+        self.seed = seed
+        self.patience = patience
+        self.min_improvement = min_improvement
         self.progress = progress
 
-    def _train_params(self):
-        if self.algo not in _LINEAR_ALGOS:
-            raise ValueError(
-                f"algo must be one of {', '.join(_LINEAR_ALGOS)}, not {self.algo!r} "
+    def _train_params(self, classes: Optional[np.ndarray]) -> dict[str, Any]:
+        if not (isinstance(self.algo, str) and self.algo in _params.LINEAR_ALGOS):
+            raise InvalidParameterError(
+                f"algo must be one of {', '.join(_params.LINEAR_ALGOS)}, got {self.algo!r} "
                 "(the kernel perceptron is KernelPerceptron)"
             )
-        return _common_params(self, algo=self.algo)
+        if self.algo == "voted" and self.warm_start:
+            raise InvalidParameterError(
+                "warm_start must be False for algo='voted': a voted model keeps many vectors, "
+                "not one to go on from"
+            )
+        p = _params.train_params(self, self.algo, self._sk_defaults())
+        if self.mode is not None:
+            p["mode"] = _params.choice("mode", self.mode, ("online", "batch"))
+        p["multiclass"] = _params.choice("multiclass", self.multiclass, ("direct", "ovr"))
+        p["multiclass_update"] = _params.choice(
+            "multiclass_update", self.multiclass_update, ("argmax", "all")
+        )
+        p["max_vectors"] = _params.integer("max_vectors", self.max_vectors, 1)
+        p["class_weight"] = _params.class_weight(self.class_weight, classes)
+        return p
 
-    def _binary_only(self):
+    def _binary_only(self) -> Union[str, bool]:
         return "Winnow" if self.algo == "winnow" else False
 
-    def _continues(self):
+    def _continues(self) -> bool:
         # A voted model keeps many vectors: there is no single weight vector to go on from.
-        return self.algo != "voted"
+        return bool(self.algo != "voted")
 
-    @available_if(_continues)
-    def partial_fit(self, X, y, classes=None, sample_weight=None):
+    @_available_if(_continues)
+    def partial_fit(
+        self, X: Any, y: Any, classes: Any = None, sample_weight: Any = None
+    ) -> Perceptron:
         """One epoch on (X, y) from the current weights: for the online forms one pass of
         updates, for the batch rule one update from the sum over this data's mistakes.
         ``classes`` (every class there will be) is needed on the first call. (Averaged and
@@ -370,12 +535,11 @@ class Perceptron(_Estimator):
         if len(unknown):
             raise ValueError(f"y holds classes not in classes: {unknown!r}")
         self._check_binary(y, all_classes)
-        params = self._params_json(epochs=1, patience=0, validation_fraction=None)
+        params = self._train_params(all_classes)
+        params.update(epochs=1, patience=0, validation_fraction=None)
         start = None if first else self.model_
-        return self._train(X, y, all_classes, sample_weight, params, start)
-
-
-_PA_LOSSES = {"hinge": "pa1", "squared_hinge": "pa2", "unbounded": "pa"}
+        self._run(X, y, all_classes, sample_weight, params, start)
+        return self
 
 
 class PassiveAggressiveClassifier(Perceptron):
@@ -393,69 +557,100 @@ class PassiveAggressiveClassifier(Perceptron):
         Aggressiveness (> 0) of PA-I and PA-II.
     loss : {"hinge", "squared_hinge", "unbounded"}
     multiclass : {"direct", "ovr"}
-    epochs, lr, patience, min_improvement, validation_fraction, scale, class_weight,
-    fit_intercept, shuffle, seed, backend, adapter, progress :
-        As for :class:`Perceptron` (``lr`` scales every step; 1 is the rule itself).
+    max_iter, tol, eta0, n_iter_no_change, early_stopping, validation_fraction, scale,
+    class_weight, fit_intercept, shuffle, random_state, verbose, warm_start, n_jobs, backend,
+    adapter, and the deprecated epochs, lr, seed, patience, min_improvement, progress :
+        As for :class:`Perceptron` (``eta0`` scales every step; 1 is the rule itself;
+        ``n_iter_no_change`` None: 30).
 
     Attributes
     ----------
-    coef_, intercept_, classes_, n_features_in_, n_iter_, report_, model_ : as for
-    :class:`Perceptron`; the report's mistakes are the rows stepped on (a positive hinge
-    loss) and its criterion the sum of their losses.
+    coef_, intercept_, classes_, n_features_in_, feature_names_in_, n_iter_, report_, model_ :
+        As for :class:`Perceptron`; the report's mistakes are the rows stepped on (a positive
+        hinge loss) and its criterion the sum of their losses.
     """
 
     algo = "pa"
 
-    def __init__(
+    def __init__(  # noqa: PLR0913
         self,
-        C=1.0,
+        C: float = 1.0,
         *,
-        loss="hinge",
-        multiclass="direct",
-        epochs=1000,
-        lr=1.0,
-        patience=30,
-        min_improvement=0.01,
-        validation_fraction=None,
-        scale=None,
-        class_weight=None,
-        fit_intercept=True,
-        shuffle=True,
-        seed=0,
-        backend="auto",
-        adapter=None,
-        progress=False,
-    ):
+        loss: str = "hinge",
+        multiclass: str = "direct",
+        max_iter: int = 1000,
+        tol: Optional[float] = 0.01,
+        eta0: float = 1.0,
+        n_iter_no_change: Optional[int] = None,
+        early_stopping: bool = False,
+        validation_fraction: float = 0.1,
+        scale: Optional[str] = None,
+        class_weight: Any = None,
+        fit_intercept: bool = True,
+        shuffle: bool = True,
+        random_state: Any = 0,
+        verbose: int = 0,
+        warm_start: bool = False,
+        n_jobs: Optional[int] = None,
+        backend: str = "auto",
+        adapter: Optional[str] = None,
+        epochs: Any = DEPRECATED,
+        lr: Any = DEPRECATED,
+        seed: Any = DEPRECATED,
+        patience: Any = DEPRECATED,
+        min_improvement: Any = DEPRECATED,
+        progress: Any = DEPRECATED,
+    ) -> None:
         self.C = C
         self.loss = loss
         self.multiclass = multiclass
-        self.epochs = epochs
-        self.lr = lr
-        self.patience = patience
-        self.min_improvement = min_improvement
+        self.max_iter = max_iter
+        self.tol = tol
+        self.eta0 = eta0
+        self.n_iter_no_change = n_iter_no_change
+        self.early_stopping = early_stopping
         self.validation_fraction = validation_fraction
         self.scale = scale
         self.class_weight = class_weight
         self.fit_intercept = fit_intercept
         self.shuffle = shuffle
-        self.seed = seed
+        self.random_state = random_state
+        self.verbose = verbose
+        self.warm_start = warm_start
+        self.n_jobs = n_jobs
         self.backend = backend
         self.adapter = adapter
+        self.epochs = epochs
+        self.lr = lr
+        self.seed = seed
+        self.patience = patience
+        self.min_improvement = min_improvement
         self.progress = progress
 
-    def _train_params(self):
-        if self.loss not in _PA_LOSSES:
-            raise ValueError(
-                f"loss must be one of {', '.join(_PA_LOSSES)}, not {self.loss!r}"
-            )
-        p = _common_params(self, algo="pa")
-        p["passive_aggressive"] = {"variant": _PA_LOSSES[self.loss], "c": float(self.C)}
+    def _train_params(self, classes: Optional[np.ndarray]) -> dict[str, Any]:
+        loss = _params.choice("loss", self.loss, tuple(_params.PA_LOSSES))
+        p = _params.train_params(self, "pa", self._sk_defaults())
+        p["multiclass"] = _params.choice("multiclass", self.multiclass, ("direct", "ovr"))
+        p["class_weight"] = _params.class_weight(self.class_weight, classes)
+        p["passive_aggressive"] = {
+            "variant": _params.PA_LOSSES[loss],
+            "c": _params.real("C", self.C, 0.0, low_open=True),
+        }
         return p
+
+    def _binary_only(self) -> Union[str, bool]:
+        return False
+
+    def _continues(self) -> bool:
+        return True
+
+
+_KERNEL_DEFAULTS = dict(_SK_DEFAULTS, max_iter=100)
 
 
 class KernelPerceptron(_Estimator):
     """The kernel perceptron (dual form): f(x) = sum over support vectors of
-    alpha_i y_i (K(x_i, x) + 1), kernel scores computed on the GPU or the CPU.
+    alpha_i y_i (K(x_i, x) + 1), kernel scores computed on the GPU or the CPU. Two classes.
 
     Parameters
     ----------
@@ -466,109 +661,106 @@ class KernelPerceptron(_Estimator):
         Polynomial degree.
     coef0 : float
         Polynomial constant.
-    epochs, lr, patience, min_improvement, validation_fraction, scale, class_weight,
-    margin_threshold, fit_intercept, shuffle, seed, backend, adapter, progress :
-        As for :class:`Perceptron`.
+    max_iter : int
+        Most epochs (default 100).
+    tol, eta0, n_iter_no_change, early_stopping, validation_fraction, scale, class_weight,
+    margin_threshold, fit_intercept, shuffle, random_state, verbose, n_jobs, backend, adapter,
+    and the deprecated epochs, lr, seed, patience, min_improvement, progress :
+        As for :class:`Perceptron` (there is no warm start: the dual form's support vectors
+        are the model).
 
     Attributes
     ----------
-    classes_, n_features_in_, n_iter_, report_, model_ : as for :class:`Perceptron`.
+    classes_, n_features_in_, feature_names_in_, n_iter_, report_, model_ : as for
+    :class:`Perceptron`.
     """
 
-    def __init__(
+    def __init__(  # noqa: PLR0913
         self,
-        kernel="rbf",
+        kernel: str = "rbf",
         *,
-        gamma=1.0,
-        degree=3,
-        coef0=1.0,
-        epochs=100,
-        lr=1.0,
-        patience=30,
-        min_improvement=0.01,
-        validation_fraction=None,
-        scale=None,
-        class_weight=None,
-        margin_threshold=0.0,
-        fit_intercept=True,
-        shuffle=True,
-        seed=0,
-        backend="auto",
-        adapter=None,
-        progress=False,
-    ):
+        gamma: float = 1.0,
+        degree: int = 3,
+        coef0: float = 1.0,
+        max_iter: int = 100,
+        tol: Optional[float] = 0.01,
+        eta0: float = 1.0,
+        n_iter_no_change: Optional[int] = None,
+        early_stopping: bool = False,
+        validation_fraction: float = 0.1,
+        scale: Optional[str] = None,
+        class_weight: Any = None,
+        margin_threshold: float = 0.0,
+        fit_intercept: bool = True,
+        shuffle: bool = True,
+        random_state: Any = 0,
+        verbose: int = 0,
+        n_jobs: Optional[int] = None,
+        backend: str = "auto",
+        adapter: Optional[str] = None,
+        epochs: Any = DEPRECATED,
+        lr: Any = DEPRECATED,
+        seed: Any = DEPRECATED,
+        patience: Any = DEPRECATED,
+        min_improvement: Any = DEPRECATED,
+        progress: Any = DEPRECATED,
+    ) -> None:
         self.kernel = kernel
         self.gamma = gamma
         self.degree = degree
         self.coef0 = coef0
-        self.epochs = epochs
-        self.lr = lr
-        self.patience = patience
-        self.min_improvement = min_improvement
+        self.max_iter = max_iter
+        self.tol = tol
+        self.eta0 = eta0
+        self.n_iter_no_change = n_iter_no_change
+        self.early_stopping = early_stopping
         self.validation_fraction = validation_fraction
         self.scale = scale
         self.class_weight = class_weight
         self.margin_threshold = margin_threshold
         self.fit_intercept = fit_intercept
         self.shuffle = shuffle
-        self.seed = seed
+        self.random_state = random_state
+        self.verbose = verbose
+        self.n_jobs = n_jobs
         self.backend = backend
         self.adapter = adapter
+        self.epochs = epochs
+        self.lr = lr
+        self.seed = seed
+        self.patience = patience
+        self.min_improvement = min_improvement
         self.progress = progress
 
-    def _binary_only(self):
+    def _sk_defaults(self) -> dict[str, Any]:
+        return _KERNEL_DEFAULTS
+
+    def _binary_only(self) -> Union[str, bool]:
         return "the kernel perceptron"
 
-    def _train_params(self):
-        kernels = {
-            "rbf": {"kernel": "rbf", "gamma": float(self.gamma)},
-            "poly": {
+    def _train_params(self, classes: Optional[np.ndarray]) -> dict[str, Any]:
+        kernel = _params.choice("kernel", self.kernel, ("rbf", "poly", "linear"))
+        if kernel == "rbf":
+            k: dict[str, Any] = {
+                "kernel": "rbf",
+                "gamma": _params.real("gamma", self.gamma, 0.0, low_open=True),
+            }
+        elif kernel == "poly":
+            k = {
                 "kernel": "poly",
-                "degree": int(self.degree),
-                "gamma": float(self.gamma),
-                "coef0": float(self.coef0),
-            },
-            "linear": {"kernel": "linear"},
-        }
-        if self.kernel not in kernels:
-            raise ValueError(f"kernel must be rbf, poly or linear, not {self.kernel!r}")
-        p = _common_params(self, algo="kernel")
-        p["kernel"] = kernels[self.kernel]
+                "degree": _params.integer("degree", self.degree, 1),
+                "gamma": _params.real("gamma", self.gamma, 0.0, low_open=True),
+                "coef0": _params.real("coef0", self.coef0, -np.inf),
+            }
+        else:
+            k = {"kernel": "linear"}
+        p = _params.train_params(self, "kernel", self._sk_defaults())
+        p["class_weight"] = _params.class_weight(self.class_weight, classes)
+        p["kernel"] = k
         return p
 
 
-def _common_params(est, algo):
-    """The training parameters of the model file (TrainParams in the crate)."""
-    cw = est.class_weight
-    if isinstance(cw, dict):
-        cw = {"given": [[str(k), float(v)] for k, v in cw.items()]}
-    elif cw is not None and cw != "balanced":
-        raise ValueError(f"class_weight must be None, 'balanced' or a dict, not {cw!r}")
-    return {
-        "algo": algo,
-        "mode": getattr(est, "mode", None),
-        "epochs": int(est.epochs),
-        "lr": float(est.lr),
-        "tol": None if getattr(est, "tol", None) is None else float(est.tol),
-        "seed": int(est.seed),
-        "fit_bias": bool(est.fit_intercept),
-        "init": "zero",
-        "shuffle": bool(est.shuffle),
-        "margin_threshold": float(getattr(est, "margin_threshold", 0.0)),
-        "multiclass": getattr(est, "multiclass", "direct"),
-        "multiclass_update": getattr(est, "multiclass_update", "argmax"),
-        "max_vectors": int(getattr(est, "max_vectors", 100000)),
-        "patience": None if est.patience is None else int(est.patience),
-        "min_improvement": float(est.min_improvement),
-        "validation_fraction": None
-        if est.validation_fraction is None
-        else float(est.validation_fraction),
-        "class_weight": cw,
-        "scale": "none" if est.scale is None else str(est.scale),
-    }
-
-
-def _class_array(names):
+def _class_array(names: list[str]) -> np.ndarray:
     """Class names from a model file as the labels they were: numbers when they all are."""
     for kind in (int, float):
         try:
@@ -580,9 +772,10 @@ def _class_array(names):
     return np.asarray(names, dtype=object)
 
 
-def load(path, cls=None):
+def load(path: PathLike, cls: Optional[type] = None) -> Any:
     """The estimator holding the model file at ``path``: a :class:`KernelPerceptron` for a
-    kernel model, else a :class:`Perceptron` (or ``cls`` when given)."""
+    kernel model, a :class:`PassiveAggressiveClassifier` for a passive-aggressive one, else a
+    :class:`Perceptron` (or ``cls`` when given), with the parameters it was trained with."""
     model = _rosenblatt.load_model(os.fspath(path))
     kind, names, d, _, report = _rosenblatt.describe(model)
     params = json.loads(model).get("params", {})
@@ -595,39 +788,45 @@ def load(path, cls=None):
             cls = Perceptron
     est = cls()
     settable = est.get_params()
+    patience = params.get("patience")
     mapped = {
-        "epochs": params.get("epochs"),
-        "lr": params.get("lr"),
-        "seed": params.get("seed"),
+        "max_iter": params.get("epochs"),
+        "eta0": params.get("lr"),
+        "random_state": params.get("seed"),
         "fit_intercept": params.get("fit_bias"),
         "shuffle": params.get("shuffle"),
         "margin_threshold": params.get("margin_threshold"),
-        "patience": params.get("patience"),
-        "min_improvement": params.get("min_improvement"),
+        "n_iter_no_change": patience if patience else None,
+        "tol": params.get("min_improvement") if patience else None,
+        "early_stopping": params.get("validation_fraction") is not None,
         "validation_fraction": params.get("validation_fraction"),
         "scale": None if params.get("scale") in (None, "none") else params.get("scale"),
     }
     if cls is PassiveAggressiveClassifier:
         pa = params.get("passive_aggressive") or {}
-        losses = {v: k for k, v in _PA_LOSSES.items()}
+        losses = {v: k for k, v in _params.PA_LOSSES.items()}
         mapped.update(
             C=pa.get("c"),
-            loss=losses.get(pa.get("variant")),
+            loss=losses.get(str(pa.get("variant"))),
             multiclass=params.get("multiclass"),
         )
     elif cls is Perceptron:
         mapped.update(
             algo=params.get("algo"),
             mode=params.get("mode"),
-            tol=params.get("tol"),
+            update_tol=params.get("tol"),
             multiclass=params.get("multiclass"),
             multiclass_update=params.get("multiclass_update"),
             max_vectors=params.get("max_vectors"),
         )
-    est.set_params(**{k: v for k, v in mapped.items() if k in settable and v is not None})
+    keep_none = {"tol", "n_iter_no_change", "mode", "update_tol", "scale"}
+    est.set_params(
+        **{k: v for k, v in mapped.items() if k in settable and (v is not None or k in keep_none)}
+    )
     est._set_model(model, _class_array(names))
     est.n_features_in_ = d
     if report is not None:
         est.report_ = json.loads(report)
-        est.n_iter_ = est.report_["epochs"]
+        est.n_iter_ = int(est.report_["epochs"])
     return est
+

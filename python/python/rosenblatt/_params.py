@@ -1,0 +1,246 @@
+"""The estimators' parameters: checked in Python's words (the parameter and the value), old
+names mapped to scikit-learn's with a warning, and turned into the crate's training
+parameters (TrainParams, the model file's ``params``)."""
+
+from __future__ import annotations
+
+import math
+import numbers
+import os
+import warnings
+from typing import Any, Mapping, Optional, Sequence
+
+import numpy as np
+from sklearn.utils import check_random_state
+
+
+class InvalidParameterError(ValueError, TypeError):
+    """A parameter of an estimator has a value it cannot take (a ValueError and a TypeError,
+    as scikit-learn's own parameter errors are)."""
+
+
+# The sentinel default of a renamed parameter: set to anything else, it is used (with a
+# FutureWarning) in place of its new name.
+DEPRECATED = "deprecated"
+
+# Old name -> scikit-learn's name (rosenblatt 0.1 -> 0.2); the old names go in 0.3.
+RENAMED = {
+    "epochs": "max_iter",
+    "lr": "eta0",
+    "seed": "random_state",
+    "patience": "n_iter_no_change",
+    "min_improvement": "tol",
+    "progress": "verbose",
+}
+
+LINEAR_ALGOS = ("averaged", "batch", "online", "pocket", "voted", "winnow", "multiclass")
+PA_LOSSES = {"hinge": "pa1", "squared_hinge": "pa2", "unbounded": "pa"}
+STORAGES = ("f32", "f16", "u8", "i8")
+
+
+def _fail(name: str, what: str, value: Any) -> InvalidParameterError:
+    return InvalidParameterError(f"{name} must be {what}, got {value!r}")
+
+
+def integer(name: str, value: Any, low: int, high: Optional[int] = None) -> int:
+    """An integer in [low, high] (bools refused)."""
+    what = f"an integer >= {low}" if high is None else f"an integer in [{low}, {high}]"
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise _fail(name, what, value)
+    v = int(value)
+    if v < low or (high is not None and v > high):
+        raise _fail(name, what, value)
+    return v
+
+
+def real(
+    name: str,
+    value: Any,
+    low: float,
+    high: float = math.inf,
+    *,
+    low_open: bool = False,
+    high_open: bool = False,
+) -> float:
+    """A finite number in the interval given (bools refused)."""
+    left, right = "(" if low_open else "[", ")" if high_open else "]"
+    what = (
+        f"a number {'>' if low_open else '>='} {low:g}"
+        if math.isinf(high)
+        else f"a number in {left}{low:g}, {high:g}{right}"
+    )
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise _fail(name, what, value)
+    v = float(value)
+    if not math.isfinite(v):
+        raise _fail(name, what, value)
+    if v < low or (low_open and v == low) or v > high or (high_open and v == high):
+        raise _fail(name, what, value)
+    return v
+
+
+def choice(name: str, value: Any, options: Sequence[Any]) -> Any:
+    """One of the options (compared with ==, types included)."""
+    for o in options:
+        if type(value) is type(o) and value == o:
+            return o
+    shown = ", ".join(repr(o) for o in options)
+    raise _fail(name, f"one of {shown}", value)
+
+
+def boolean(name: str, value: Any) -> bool:
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    raise _fail(name, "True or False", value)
+
+
+def seed(name: str, value: Any) -> int:
+    """random_state as the crate's seed: an int is the seed; None draws one from NumPy's global
+    generator, a RandomState or Generator from itself (so clones with the same object
+    differ, as in scikit-learn)."""
+    if isinstance(value, np.random.Generator):
+        return int(value.integers(0, 2**32))
+    if value is None or isinstance(value, np.random.RandomState):
+        return int(check_random_state(value).randint(0, 2**31 - 1))
+    return integer(name, value, 0, 2**64 - 1)
+
+
+def n_jobs(value: Any) -> Optional[int]:
+    """n_jobs as CPU threads: None or -1 every core, -2 all but one, and so on; k >= 1: k."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value == 0:
+        raise _fail("n_jobs", "None or a non-zero integer", value)
+    cores = os.cpu_count() or 1
+    v = int(value)
+    return v if v > 0 else max(1, cores + 1 + v)
+
+
+def class_weight(value: Any, classes: Optional[np.ndarray]) -> Any:
+    """None, "balanced" or {class: weight >= 0}; with the training classes, a dict's keys
+    must be among them and are sent as the crate names them."""
+    if value is None or (isinstance(value, str) and value == "balanced"):
+        return value
+    if not isinstance(value, Mapping):
+        raise _fail("class_weight", 'None, "balanced" or a dict {class: weight}', value)
+    out = []
+    for k, w in value.items():
+        weight = real(f"class_weight[{k!r}]", w, 0.0)
+        name = str(k)
+        if classes is not None:
+            hits = [c for c in classes if c == k]
+            if not hits:
+                raise InvalidParameterError(
+                    f"class_weight names the class {k!r}, which y does not have "
+                    f"(classes: {', '.join(str(c) for c in classes)})"
+                )
+            name = str(hits[0])
+        out.append([name, weight])
+    return {"given": out}
+
+
+def renamed(est: Any, defaults: Mapping[str, Any]) -> dict[str, Any]:
+    """The estimator's values of scikit-learn's names, taking a renamed parameter's value (with
+    a FutureWarning) where it was set; both set is an error."""
+    values = {new: getattr(est, new) for new in RENAMED.values() if new in defaults}
+    for old, new in RENAMED.items():
+        if new not in defaults or not hasattr(est, old):
+            continue
+        v = getattr(est, old)
+        if isinstance(v, str) and v == DEPRECATED:
+            continue
+        use = "tol=None" if old == "patience" and v == 0 else f"{new}={v!r}"
+        warnings.warn(
+            f"{old} was renamed {new} (scikit-learn's name) in rosenblatt 0.2 and will be "
+            f"removed in 0.3: use {use}",
+            FutureWarning,
+            stacklevel=4,
+        )
+        current = values[new]
+        if not _same(current, defaults[new]):
+            raise InvalidParameterError(
+                f"{old} (deprecated) and {new} are both set ({v!r}, {current!r}): set {new} only"
+            )
+        if old == "patience" and v == 0:
+            # patience=0 meant "never stop early": scikit-learn says tol=None.
+            values["tol"] = None
+            continue
+        values[new] = v
+    return values
+
+
+def _same(a: Any, b: Any) -> bool:
+    return type(a) is type(b) and a == b
+
+
+def train_params(est: Any, algo: str, defaults: Mapping[str, Any]) -> dict[str, Any]:
+    """Checks every parameter the estimator shares with the others and returns the crate's
+    TrainParams (as JSON-ready values) for ``algo``."""
+    v = renamed(est, {k: d for k, d in defaults.items() if k != "verbose"})
+    tol = v["tol"]
+    if tol is not None:
+        tol = real("tol", tol, 0.0, 1.0, high_open=True)
+    n_iter = v["n_iter_no_change"]
+    if n_iter is not None:
+        n_iter = integer("n_iter_no_change", n_iter, 1)
+    early = boolean("early_stopping", est.early_stopping)
+    fraction = real(
+        "validation_fraction", est.validation_fraction, 0.0, 1.0, low_open=True, high_open=True
+    )
+    if not early and not _same(est.validation_fraction, defaults["validation_fraction"]):
+        warnings.warn(
+            "validation_fraction is only used with early_stopping=True (as in scikit-learn); "
+            "rosenblatt 0.1 held rows out whenever it was set",
+            UserWarning,
+            stacklevel=3,
+        )
+    scale = est.scale
+    if scale is not None:
+        scale = choice("scale", scale, ("standard", "minmax", "maxabs"))
+    update_tol = getattr(est, "update_tol", None)
+    if update_tol is not None:
+        update_tol = real("update_tol", update_tol, 0.0)
+    margin = getattr(est, "margin_threshold", 0.0)
+    return {
+        "algo": algo,
+        "mode": None,
+        "epochs": integer("max_iter", v["max_iter"], 1),
+        "lr": real("eta0", v["eta0"], 0.0, 1.0, low_open=True),
+        "tol": update_tol,
+        "seed": seed("random_state", v["random_state"]),
+        "fit_bias": boolean("fit_intercept", est.fit_intercept),
+        "init": "zero",
+        "shuffle": boolean("shuffle", est.shuffle),
+        "margin_threshold": real("margin_threshold", margin, 0.0),
+        "multiclass": "direct",
+        "multiclass_update": "argmax",
+        "max_vectors": 100000,
+        # tol=None: no early stop by improvement; None: the algorithm's default patience.
+        "patience": 0 if tol is None else n_iter,
+        "min_improvement": 0.0 if tol is None else tol,
+        "validation_fraction": fraction if early else None,
+        "scale": "none" if scale is None else scale,
+    }
+
+
+def verbose(est: Any) -> bool:
+    v = renamed(est, {"verbose": 0}).get("verbose", 0)
+    if isinstance(v, bool):
+        return v
+    return integer("verbose", v, 0) > 0
+
+
+def storage(value: Any) -> Optional[str]:
+    if value is None:
+        return None
+    return str(choice("storage", value, STORAGES))
+
+
+def backend(value: Any) -> str:
+    return str(choice("backend", value, ("auto", "cpu", "gpu")))
+
+
+def adapter(value: Any) -> Optional[str]:
+    if value is None or isinstance(value, str):
+        return value
+    raise _fail("adapter", "None or a part of an adapter's name", value)

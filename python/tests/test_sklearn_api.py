@@ -1,0 +1,327 @@
+"""scikit-learn's parameter names and their meanings, the 0.1 names' deprecation, messages in
+Python's words, warm starts, threads, DataFrames and ONNX export."""
+
+import json
+import pathlib
+import re
+import subprocess
+import warnings
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from sklearn.base import clone
+from sklearn.datasets import load_digits, make_classification
+
+import rosenblatt
+from rosenblatt import (
+    InvalidParameterError,
+    KernelPerceptron,
+    PassiveAggressiveClassifier,
+    Perceptron,
+    _rosenblatt,
+)
+
+from test_python import cli
+
+PACKAGE = pathlib.Path(rosenblatt.__file__).parent
+
+
+def digits():
+    X, y = load_digits(return_X_y=True)
+    return X.astype(np.float32), y
+
+
+def params_of(est):
+    return json.loads(est.model_)["params"]
+
+
+def test_scikit_learns_names_reach_the_crate():
+    X, y = digits()
+    m = Perceptron(
+        "batch", max_iter=7, eta0=0.5, tol=0.05, n_iter_no_change=3, random_state=11,
+        backend="cpu",
+    ).fit(X, y)
+    p = params_of(m)
+    assert (p["epochs"], p["lr"], p["patience"], p["seed"]) == (7, 0.5, 3, 11)
+    assert p["min_improvement"] == pytest.approx(0.05)
+    assert "validation_fraction" not in p
+    # tol=None: no early stop by improvement (scikit-learn's meaning), max_iter epochs.
+    m = Perceptron("batch", max_iter=12, tol=None, backend="cpu").fit(X, y)
+    assert params_of(m)["patience"] == 0 and m.n_iter_ == 12
+    # early_stopping holds validation_fraction of the rows out.
+    m = Perceptron(early_stopping=True, validation_fraction=0.25, backend="cpu").fit(X, y)
+    assert params_of(m)["validation_fraction"] == 0.25
+    # None: the algorithm's default patience (10 for the averaged perceptron, else 30).
+    assert params_of(Perceptron(backend="cpu").fit(X, y))["patience"] == 10
+    assert params_of(Perceptron("pocket", backend="cpu").fit(X, y))["patience"] == 30
+    # random_state=None draws a seed from NumPy's generator.
+    np.random.seed(5)
+    a = params_of(Perceptron(random_state=None, max_iter=2, backend="cpu").fit(X, y))["seed"]
+    np.random.seed(5)
+    b = params_of(Perceptron(random_state=None, max_iter=2, backend="cpu").fit(X, y))["seed"]
+    assert a == b
+    rs = np.random.RandomState(3)
+    m = Perceptron(random_state=rs, max_iter=2, backend="cpu").fit(X, y)
+    assert params_of(m)["seed"] == np.random.RandomState(3).randint(0, 2**31 - 1)
+
+
+@pytest.mark.parametrize(
+    "old,new,value,expected",
+    [
+        ("epochs", "max_iter", 4, 4),
+        ("lr", "eta0", 0.5, 0.5),
+        ("seed", "random_state", 9, 9),
+        ("patience", "n_iter_no_change", 4, 4),
+        ("min_improvement", "tol", 0.2, 0.2),
+    ],
+)
+def test_the_old_names_still_work_with_a_future_warning(old, new, value, expected):
+    X, y = digits()
+    with pytest.warns(FutureWarning, match=f"{old} was renamed {new}"):
+        a = Perceptron(backend="cpu", **{old: value}).fit(X, y)
+    b = Perceptron(backend="cpu", **{new: expected}).fit(X, y)
+    assert params_of(a) == params_of(b)
+    np.testing.assert_array_equal(a.coef_, b.coef_)
+    with pytest.raises(InvalidParameterError, match=f"{old} .deprecated. and {new}"):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", FutureWarning)
+            Perceptron(backend="cpu", **{old: value, new: expected + 1}).fit(X, y)
+
+
+def test_patience_zero_meant_tol_none():
+    X, y = digits()
+    with pytest.warns(FutureWarning, match="tol=None"):
+        a = Perceptron("batch", patience=0, max_iter=9, backend="cpu").fit(X, y)
+    assert a.n_iter_ == 9 and params_of(a)["patience"] == 0
+
+
+EVERY = {
+    Perceptron: dict(
+        algo="pocket", mode="batch", max_iter=50, tol=None, eta0=0.5, n_iter_no_change=4,
+        early_stopping=True, validation_fraction=0.2, scale="standard",
+        class_weight={0: 2.0}, margin_threshold=0.5, multiclass="ovr",
+        multiclass_update="all", max_vectors=10, fit_intercept=False, shuffle=False,
+        random_state=3, verbose=1, warm_start=True, n_jobs=1, update_tol=0.1, storage="f32",
+        backend="cpu", adapter="x",
+    ),
+    PassiveAggressiveClassifier: dict(
+        C=0.5, loss="squared_hinge", multiclass="ovr", max_iter=50, tol=0.1, eta0=0.5,
+        n_iter_no_change=4, early_stopping=True, validation_fraction=0.2, scale="maxabs",
+        class_weight="balanced", fit_intercept=False, shuffle=False, random_state=3,
+        verbose=1, warm_start=True, n_jobs=2, backend="cpu", adapter="x",
+    ),
+    KernelPerceptron: dict(
+        kernel="poly", gamma=0.5, degree=2, coef0=0.0, max_iter=50, tol=0.1, eta0=0.5,
+        n_iter_no_change=4, early_stopping=True, validation_fraction=0.2, scale="minmax",
+        class_weight={1: 3.0}, margin_threshold=0.1, fit_intercept=False, shuffle=False,
+        random_state=3, verbose=1, n_jobs=1, backend="cpu", adapter="x",
+    ),
+}
+
+
+@pytest.mark.parametrize("cls", list(EVERY))
+def test_every_parameter_round_trips_get_set_params_and_clone(cls):
+    given = EVERY[cls]
+    est = cls(**given)
+    got = est.get_params()
+    for k, v in given.items():
+        assert got[k] == v, k
+    # Every scikit-learn name is there, and every parameter is in the table above.
+    assert set(got) - set(given) == {
+        "epochs", "lr", "seed", "patience", "min_improvement", "progress"
+    }
+    c = clone(est)
+    assert c.get_params() == got
+    back = cls().set_params(**given)
+    assert back.get_params() == got
+
+
+def test_warm_start_goes_on_from_the_fitted_weights():
+    X, y = digits()
+    a = Perceptron("batch", max_iter=3, tol=None, warm_start=True, backend="cpu")
+    a.fit(X, y).fit(X, y)
+    b = Perceptron("batch", max_iter=6, tol=None, backend="cpu").fit(X, y)
+    np.testing.assert_array_equal(a.coef_, b.coef_)
+    np.testing.assert_array_equal(a.intercept_, b.intercept_)
+    # Without warm_start a second fit starts afresh.
+    c = Perceptron("batch", max_iter=3, tol=None, backend="cpu")
+    c.fit(X, y).fit(X, y)
+    assert not np.array_equal(c.coef_, a.coef_)
+    with pytest.raises(ValueError, match="warm_start"):
+        a.fit(X[y < 5], y[y < 5])
+    with pytest.raises(InvalidParameterError, match="warm_start must be False for algo='voted'"):
+        Perceptron("voted", warm_start=True).fit(X, y)
+
+
+def test_n_jobs_changes_threads_not_results():
+    X, y = digits()
+    a = Perceptron("batch", n_jobs=1, backend="cpu").fit(X, y)
+    b = Perceptron("batch", n_jobs=None, backend="cpu").fit(X, y)
+    c = Perceptron("batch", n_jobs=-1, backend="cpu").fit(X, y)
+    assert a.model_ != "" and a.report_["device"] == "CPU (1 thread)"
+    np.testing.assert_array_equal(a.coef_, b.coef_)
+    np.testing.assert_array_equal(a.coef_, c.coef_)
+    np.testing.assert_array_equal(a.decision_function(X), b.decision_function(X))
+
+
+@pytest.mark.parametrize(
+    "params,message",
+    [
+        (dict(max_iter=-1), "max_iter must be an integer >= 1, got -1"),
+        (dict(max_iter=2.5), "max_iter must be an integer >= 1, got 2.5"),
+        (dict(max_iter=True), "max_iter must be an integer >= 1, got True"),
+        (dict(eta0=float("nan")), r"eta0 must be a number in \(0, 1\], got nan"),
+        (dict(eta0=0), r"eta0 must be a number in \(0, 1\], got 0"),
+        (dict(tol=1.5), r"tol must be a number in \[0, 1\), got 1.5"),
+        (dict(n_iter_no_change=0), "n_iter_no_change must be an integer >= 1, got 0"),
+        (dict(validation_fraction=1.0), r"validation_fraction must be a number in \(0, 1\)"),
+        (dict(early_stopping="yes"), "early_stopping must be True or False, got 'yes'"),
+        (dict(random_state=-1), "random_state must be an integer in"),
+        (dict(verbose=-1), "verbose must be an integer >= 0, got -1"),
+        (dict(n_jobs=0), "n_jobs must be None or a non-zero integer, got 0"),
+        (dict(scale="log"), "scale must be one of 'standard', 'minmax', 'maxabs', got 'log'"),
+        (dict(class_weight=[1, 2]), "class_weight must be None, \"balanced\" or a dict"),
+        (dict(class_weight={0: -1}), r"class_weight\[0\] must be a number >= 0, got -1"),
+        (dict(class_weight={42: 1.0}), "class_weight names the class 42, which y does not have"),
+        (dict(margin_threshold=-1), "margin_threshold must be a number >= 0, got -1"),
+        (dict(multiclass="ovo"), "multiclass must be one of 'direct', 'ovr', got 'ovo'"),
+        (dict(max_vectors=0), "max_vectors must be an integer >= 1, got 0"),
+        (dict(storage="f64"), "storage must be one of 'f32', 'f16', 'u8', 'i8', got 'f64'"),
+        (dict(backend="tpu"), "backend must be one of 'auto', 'cpu', 'gpu', got 'tpu'"),
+        (dict(adapter=3), "adapter must be None or a part of an adapter's name, got 3"),
+        (dict(algo="kernel"), "algo must be one of .*, got 'kernel'"),
+        (dict(fit_intercept=None), "fit_intercept must be True or False, got None"),
+    ],
+)
+def test_parameter_errors_name_the_parameter_and_value(params, message):
+    X, y = digits()
+    with pytest.raises(InvalidParameterError, match=message) as e:
+        Perceptron(**params).fit(X, y)
+    # No transport text (JSON positions, serde's words, placeholder paths).
+    assert not re.search(r"line \d+ column|expected (usize|value)|<backend>|<array>", str(e.value))
+    assert isinstance(e.value, ValueError) and isinstance(e.value, TypeError)
+
+
+def test_other_estimators_name_their_parameters():
+    X, y = digits()
+    b = y < 2
+    with pytest.raises(InvalidParameterError, match=r"C must be a number > 0, got 0"):
+        PassiveAggressiveClassifier(C=0).fit(X, y)
+    with pytest.raises(InvalidParameterError, match="loss must be one of"):
+        PassiveAggressiveClassifier(loss="log").fit(X, y)
+    with pytest.raises(InvalidParameterError, match="gamma must be a number > 0, got -1"):
+        KernelPerceptron(gamma=-1).fit(X[b], y[b])
+    with pytest.raises(InvalidParameterError, match="degree must be an integer >= 1, got 0"):
+        KernelPerceptron(kernel="poly", degree=0).fit(X[b], y[b])
+    with pytest.raises(InvalidParameterError, match="kernel must be one of"):
+        KernelPerceptron(kernel="sigmoid").fit(X[b], y[b])
+
+
+def test_the_extension_refuses_unknown_keys():
+    X, y = digits()
+    m = Perceptron("batch", max_iter=2, backend="cpu").fit(X, y)
+    params = params_of(m)
+    params["epohcs"] = 5
+    with pytest.raises(ValueError, match='unknown training parameter "epohcs"'):
+        _rosenblatt.fit(
+            np.ascontiguousarray(X), None, np.searchsorted(m.classes_, y).astype(np.int64),
+            [str(c) for c in m.classes_], json.dumps(params), backend="cpu",
+        )
+
+
+def test_only_public_scikit_learn_modules_are_imported():
+    for path in PACKAGE.glob("*.py"):
+        text = path.read_text()
+        private = re.findall(r"^\s*(?:from|import) (sklearn[\w.]*\._\w+)", text, re.M)
+        private += re.findall(r"^\s*from sklearn[\w.]* import .*\b(_\w+)", text, re.M)
+        assert not private, (path.name, private)
+
+
+def test_save_names_a_directory_or_a_missing_one(tmp_path):
+    X, y = digits()
+    m = Perceptron(max_iter=2, backend="cpu").fit(X, y)
+    with pytest.raises(IsADirectoryError, match=f"{tmp_path} is a directory"):
+        m.save(tmp_path)
+    with pytest.raises(FileNotFoundError, match="does not exist"):
+        m.save(tmp_path / "no" / "m.json")
+    assert not list(tmp_path.iterdir())
+
+
+@pytest.mark.parametrize("lib", ["pandas", "polars"])
+def test_dataframes_give_feature_names(lib):
+    mod = pytest.importorskip(lib)
+    X, y = digits()
+    names = [f"px{i}" for i in range(X.shape[1])]
+    frame = mod.DataFrame({n: X[:, i] for i, n in enumerate(names)})
+    m = Perceptron(backend="cpu").fit(frame, y)
+    assert list(m.feature_names_in_) == names
+    np.testing.assert_array_equal(m.predict(frame), Perceptron(backend="cpu").fit(X, y).predict(X))
+    # Columns in another order: refused, as scikit-learn does.
+    shuffled = frame.select(names[::-1]) if lib == "polars" else frame[names[::-1]]
+    with pytest.raises(ValueError, match="feature names"):
+        m.predict(shuffled)
+    # An array where a frame was fitted: a warning, and the same predictions.
+    with pytest.warns(UserWarning, match="feature names"):
+        p = m.predict(X)
+    np.testing.assert_array_equal(p, m.predict(frame))
+
+
+def onnx_run(model_bytes, X):
+    ort = pytest.importorskip("onnxruntime")
+    session = ort.InferenceSession(model_bytes, providers=["CPUExecutionProvider"])
+    label, scores = session.run(["label", "scores"], {"X": np.asarray(X, dtype=np.float32)})
+    return label, scores
+
+
+def check_onnx(est, X_fit, X):
+    label, scores = onnx_run(est.to_onnx(), X)
+    np.testing.assert_array_equal(label, est.predict(X_fit))
+    ours = est.decision_function(X_fit)
+    # Scores equal to f32 rounding (the runtime sums in another order).
+    np.testing.assert_allclose(scores, ours, rtol=0, atol=1e-5 * float(np.abs(ours).max()))
+    onnx = pytest.importorskip("onnx")
+    onnx.checker.check_model(onnx.load_from_string(est.to_onnx()), full_check=True)
+
+
+def test_onnx_export_predicts_as_predict(tmp_path):
+    X, y = digits()
+    # Digits: the default (averaged, 10 classes), one-vs-rest, a scaled model, a binary one
+    # with string labels, and Winnow.
+    for est in (
+        Perceptron(backend="cpu"),
+        Perceptron("batch", multiclass="ovr", backend="cpu"),
+        Perceptron("pocket", scale="standard", backend="cpu"),
+        PassiveAggressiveClassifier(scale="minmax", backend="cpu"),
+    ):
+        check_onnx(est.fit(X, y), X, X)
+    b = y < 2
+    s = np.where(y[b] == 1, "one", "zero")
+    for est in (Perceptron(backend="cpu"), Perceptron("winnow", backend="cpu")):
+        check_onnx(est.fit(X[b], s), X[b], X[b])
+    # A sparse set: fitted on CSR, the graph fed the same rows dense.
+    Xs, ys = make_classification(600, 300, n_informative=20, random_state=0)
+    Xs[np.abs(Xs) < 1.2] = 0
+    csr = sp.csr_matrix(Xs.astype(np.float32))
+    assert csr.nnz < 0.3 * np.prod(csr.shape)
+    check_onnx(Perceptron(scale="maxabs", backend="cpu").fit(csr, ys), csr, csr.toarray())
+    # Written atomically when given a path; the bytes are returned either way.
+    m = Perceptron(backend="cpu").fit(X, y)
+    assert m.to_onnx(tmp_path / "m.onnx") == (tmp_path / "m.onnx").read_bytes()
+    # The CLI writes the same graph from the saved model.
+    m.save(tmp_path / "m.json")
+    subprocess.run(
+        [cli(), "export", str(tmp_path / "m.json"), "-o", str(tmp_path / "cli.onnx")],
+        check=True,
+        capture_output=True,
+    )
+    assert (tmp_path / "cli.onnx").read_bytes() == m.to_onnx()
+
+
+def test_onnx_refuses_voted_and_kernel_models():
+    X, y = digits()
+    b = y < 2
+    for est in (Perceptron("voted", backend="cpu"), KernelPerceptron(backend="cpu")):
+        est.fit(X[b], y[b])
+        with pytest.raises(ValueError, match="no ONNX form"):
+            est.to_onnx()
