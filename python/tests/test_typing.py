@@ -25,6 +25,10 @@ def mypy():
     return [sys.executable, "-m", "mypy", "--strict", "--config-file", str(config)]
 
 
+def test_the_installed_package_is_tested_not_the_source_tree():
+    assert "site-packages" in str(PACKAGE), PACKAGE
+
+
 def test_the_package_ships_its_types():
     assert (PACKAGE / "py.typed").exists()
     assert (PACKAGE / "_rosenblatt.pyi").exists()
