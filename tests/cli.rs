@@ -597,3 +597,56 @@ fn export_writes_an_onnx_graph_of_linear_models_and_refuses_voted_ones() {
     let o = run(p, &["export", "m.json", "-o", "m.json"]);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
 }
+
+#[test]
+fn class_weights_on_unscaled_wide_features_get_a_hint_and_scaling_makes_them_act() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path();
+    // Two overlapping classes with features of size about 30 (the bias coordinate is 1).
+    let mut text = String::from("a,b,label\n");
+    let mut s = 7u64;
+    let mut next = || {
+        s = s
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        ((s >> 33) as f64 / (1u64 << 31) as f64) * 2.0 - 1.0
+    };
+    for i in 0..200 {
+        let c = i % 2;
+        let off = if c == 0 { -8.0 } else { 8.0 };
+        text += &format!("{:.3},{:.3},{c}\n", off + 30.0 * next(), 30.0 * next());
+    }
+    write(p, "d.csv", &text);
+    let args = |extra: &[&'static str]| {
+        let mut v = vec![
+            "train",
+            "d.csv",
+            "--backend",
+            "cpu",
+            "--class-weight",
+            "0=1000,1=0.0001",
+            "--algo",
+            "batch",
+        ];
+        v.extend_from_slice(extra);
+        v
+    };
+    let o = run(p, &args(&["-o", "m.json"]));
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("hint: class weights move the bias"),
+        "{}",
+        stderr(&o)
+    );
+    let o = run(p, &args(&["--scale", "maxabs", "-o", "s.json"]));
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        !stderr(&o).contains("hint: class weights"),
+        "{}",
+        stderr(&o)
+    );
+    // Scaled, the heavy class (0) takes the predictions.
+    let o = run(p, &["predict", "s.json", "d.csv", "--backend", "cpu"]);
+    let zeros = stdout(&o).lines().filter(|l| *l == "0").count();
+    assert!(zeros > 190, "{zeros} of 200 predicted 0");
+}

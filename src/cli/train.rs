@@ -118,6 +118,7 @@ fn train_in(a: TrainArgs, params: Params, world: World) -> anyhow::Result<()> {
         return Ok(());
     }
     write_outputs(&a, &params, &ds, &trained, bar.snapshots.take())?;
+    class_weight_hint(&params, start.as_ref(), trained.report.radius);
     if a.json {
         outln!("{}", serde_json::to_string(&trained.report)?);
     } else {
@@ -202,6 +203,22 @@ fn hints(a: &TrainArgs, params: &Params, ds: &data::Dataset, start: Option<&Mode
                 narrow + 1
             );
         }
+    }
+}
+
+/// Class weights on unscaled features much larger than the bias's 1: a weight moves the bias
+/// as much as each feature, and unscaled the heavy class needs many epochs to take it (the
+/// batch rule, the pocket and the average may stop or settle first; with the features scaled
+/// every rule favours it at once: docs/python.md, "Class weights").
+fn class_weight_hint(params: &Params, start: Option<&Model>, radius: f64) {
+    let scaled = params.scale != Scale::None || start.is_some_and(|m| m.scaling().is_some());
+    if params.class_weight.is_some() && params.fit_bias && !scaled && radius > 10.0 {
+        note!(
+            "hint: class weights move the bias (the 1 of [x, 1]) as far as each feature, and \
+             the features here reach R = {radius:.0}: unscaled, the heavy class takes the bias \
+             slowly and the batch rule, the pocket or the average may stop first; \
+             --scale maxabs (or standard) lets the weights act at once"
+        );
     }
 }
 
