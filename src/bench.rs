@@ -16,7 +16,9 @@ use crate::backend::{
     sum_simd, Backend, BatchRule, Bound, FeatureBuf, HeadRule, KernelProfile, Matrix, Reduce,
     Storage, TrainView,
 };
-use crate::data::synth::{generate, generate_classes, generate_sparse, SynthSpec};
+use crate::data::synth::{
+    generate, generate_classes, generate_sparse, generate_sparse_classes, SynthSpec,
+};
 use crate::data::Dataset;
 use crate::error::{Error, Param, Result};
 use crate::params::TrainParams;
@@ -655,13 +657,6 @@ fn check_spec(spec: &BenchSpec) -> Result<usize> {
         ));
     }
     let heads = if spec.classes > 2 { spec.classes } else { 1 };
-    if spec.density.is_some() && heads > 1 {
-        return Err(Error::param(
-            Param::Density,
-            spec.density.unwrap_or(0.0),
-            "times the binary epoch only (two classes)",
-        ));
-    }
     if heads > crate::backend::MAX_HEADS {
         return Err(Error::data(
             "<bench>",
@@ -686,7 +681,10 @@ fn noisy_data(spec: &BenchSpec, heads: usize) -> Result<(Dataset, Vec<f32>)> {
         seed: spec.seed,
     };
     let (mut ds, y) = if heads > 1 {
-        let ds = generate_classes(spec.n, spec.d, heads, 0.1, spec.seed)?;
+        let ds = match spec.density {
+            Some(p) => generate_sparse_classes(spec.n, spec.d, heads, p, 0.1, spec.seed)?,
+            None => generate_classes(spec.n, spec.d, heads, 0.1, spec.seed)?,
+        };
         let y = (ds.require_labels()?.index.iter())
             .map(|&c| c as f32)
             .collect();

@@ -277,3 +277,48 @@ fn bench_reads_the_bytes_of_the_storage_it_is_given() {
         common::stdout(&o)
     );
 }
+
+#[test]
+fn bench_times_the_sparse_epoch_with_k_heads_on_both_backends() {
+    // Sparse rows in 4 classes (was refused with a garbled message): the CPU and, where there
+    // is an adapter, the GPU time the K-head epoch, with non-zeros per second and, on the GPU,
+    // the words its kernels load (the sparse plan reads X more than once: issue 31).
+    let gpu = rosenblatt::backend::gpu::GpuBackend::new(&Default::default());
+    if let Err(e) = &gpu {
+        assert!(
+            !std::env::var("ROSENBLATT_REQUIRE_GPU").is_ok_and(|v| v == "1"),
+            "ROSENBLATT_REQUIRE_GPU=1 but no GPU backend: {e}"
+        );
+        eprintln!("skipped the GPU half: no GPU adapter ({e})");
+    }
+    let spec = BenchSpec {
+        n: 2_000,
+        d: 5_000,
+        epochs: 2,
+        gpu: gpu.is_ok(),
+        peak_gbs: Some(1.0),
+        seed: 3,
+        converge: false,
+        classes: 4,
+        density: Some(0.002),
+        profile: true,
+        ..Default::default()
+    };
+    drop(gpu);
+    let r = bench::run(&spec).unwrap();
+    assert_eq!(r.classes, 4);
+    assert_eq!(r.nnz, Some(2_000 * 10));
+    let c = r.cpu.as_ref().expect("cpu measured");
+    assert!(c.nnz_per_second.unwrap() > 0.0);
+    // 10% of the labels are noise: every epoch has mistakes, not all rows.
+    assert!(c.mistake_fraction > 0.0 && c.mistake_fraction < 1.0);
+    if spec.gpu {
+        let g = r.gpu.as_ref().expect("gpu measured");
+        assert!(g.nnz_per_second.unwrap() > 0.0);
+        let p = g.profile.as_ref().expect("a GPU profile");
+        assert_eq!(p.x_words, 2_000 * 10);
+        // Every value is read at least once by the counted kernels.
+        assert!(p.words(0, false) >= p.x_words);
+        assert!(g.mistake_fraction > 0.0 && g.mistake_fraction < 1.0);
+    }
+}

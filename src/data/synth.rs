@@ -282,6 +282,83 @@ pub fn generate_sparse(spec: &SynthSpec, density: f64) -> Result<Synthetic> {
     })
 }
 
+/// Sparse rows in `k` classes: each of `n` rows has `round(density * d)` (at least 1) non-zero
+/// features in seeded random columns, each uniform in [-1, 1] (as [`generate_sparse`]); the
+/// class is the highest of `k` seeded normal linear scores w*_c.x (the first on ties), then
+/// a fraction `noise` of the labels is replaced by a random class. Class names are 0..k-1.
+/// Held as CSR: memory grows with the non-zeros and k d, never with n d.
+pub fn generate_sparse_classes(
+    n: usize,
+    d: usize,
+    k: usize,
+    density: f64,
+    noise: f32,
+    seed: u64,
+) -> Result<Dataset> {
+    if !(density.is_finite() && density > 0.0 && density <= 1.0) {
+        return Err(Error::param(Param::Density, density, "must be in (0, 1]"));
+    }
+    if n == 0 || d == 0 || k < 2 || d > u32::MAX as usize {
+        return Err(Error::data(
+            "<generated>",
+            format!(
+                "{n} rows of {d} features in {k} classes: need rows, at most 2^32 - 1 \
+                 features and 2 classes"
+            ),
+        ));
+    }
+    let per_row = ((density * d as f64).round() as usize).clamp(1, d);
+    crate::limits::check(
+        || format!("{n} generated rows with {per_row} non-zeros each in {k} classes"),
+        n as u128 * per_row as u128 + k as u128 * d as u128,
+        8,
+    )?;
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let w: Vec<f32> = (0..k * d).map(|_| normal(&mut rng) as f32).collect();
+    let mut c = crate::backend::CsrBuf::new();
+    c.indices.reserve(n * per_row);
+    c.values.reserve(n * per_row);
+    let mut names = Vec::with_capacity(n);
+    let mut cols: Vec<u32> = Vec::with_capacity(per_row);
+    let mut picked = std::collections::HashSet::with_capacity(per_row);
+    let mut scores = vec![0f32; k];
+    for _ in 0..n {
+        columns(&mut rng, d, per_row, &mut cols, &mut picked);
+        scores.iter_mut().for_each(|s| *s = 0.0);
+        for &j in &cols {
+            let mut v = 0f32;
+            while v == 0.0 {
+                v = rng.random_range(-1.0f32..=1.0);
+            }
+            for (h, s) in scores.iter_mut().enumerate() {
+                *s += v * w[h * d + j as usize];
+            }
+            c.indices.push(j);
+            c.values.push(v);
+        }
+        c.indptr.push(c.values.len());
+        let class = if rng.random_bool(noise as f64) {
+            rng.random_range(0..k)
+        } else {
+            let mut best = 0;
+            for h in 1..k {
+                if scores[h] > scores[best] {
+                    best = h;
+                }
+            }
+            best
+        };
+        names.push(class.to_string());
+    }
+    Ok(Dataset::from_matrix(
+        c.into(),
+        n,
+        d,
+        Some(Labels::from_names(&names)),
+        PathBuf::from("<generated>"),
+    ))
+}
+
 /// `n` points uniform in [-1, 1]^d in `k` classes: the class of a point is the highest of k
 /// seeded random linear scores w*_c.x (so a multiclass perceptron can learn it), then a
 /// fraction `noise` of the labels is replaced by a random class. Class names are 0..k-1.
