@@ -112,6 +112,7 @@ const E_EPOCH: u32 = 3u;
 const E_APPLY: u32 = 4u;
 const E_FINALIZE: u32 = 5u;
 const E_SCORES: u32 = 6u;
+const E_FOLD: u32 = 7u;
 
 // Weights per workgroup in `apply` (consecutive weights of a partial: coalesced reads).
 const AJ: u32 = 32u;
@@ -1222,6 +1223,50 @@ fn apply_weights(lid: u32, group: u32) {
     }
     if (l == 0u && j < len) {
         update(j, red[lid], updates);
+    }
+}
+
+// One process of a data-parallel run: the chunks' partials summed into chunk 0 with the lanes
+// and tree of `apply`, the other chunks zeroed, no update, so that the host reads back and
+// sums over the processes K (d + 1) words an epoch instead of every chunk's. Each thread
+// writes only the words it read. Grid as `apply`'s.
+// CPU twin: reference::fold (src/backend/reference.rs; it adds the chunks in order, which
+// equals this on integer data).
+@compute @workgroup_size(WG)
+fn fold(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) nwg: vec3<u32>,
+) {
+    if (!stopped(lid)) {
+        fold_partials(lid, wid.x + wid.y * nwg.x);
+    }
+    flush(E_FOLD);
+}
+
+fn fold_partials(lid: u32, group: u32) {
+    let len = P.heads * P.d_aug;
+    let lanes = WG / AJ;
+    let j = group * AJ + lid % AJ;
+    let l = lid / AJ;
+    var s = 0.0;
+    if (j < len) {
+        for (var c = l; c < P.total_chunks; c += lanes) {
+            s += get_partial(c * len + j);
+        }
+    }
+    red[lid] = s;
+    workgroupBarrier();
+    for (var h = lanes / 2u; h > 0u; h >>= 1u) {
+        if (l < h) {
+            red[lid] += red[lid + h * AJ];
+        }
+        workgroupBarrier();
+    }
+    if (j < len) {
+        for (var c = l; c < P.total_chunks; c += lanes) {
+            set_partial(c * len + j, select(0.0, red[lid], c == 0u));
+        }
     }
 }
 

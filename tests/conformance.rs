@@ -599,3 +599,69 @@ fn one_workgroup_over_thousands_of_rows_still_equals_the_reference() {
     assert_eq!(got.1, want.1);
     assert_eq!(got.2, want.2);
 }
+
+/// One process of a "data-parallel run" of one process: sums over processes are the
+/// process's own values.
+#[derive(Debug)]
+struct Solo;
+
+impl rosenblatt::backend::Reduce for Solo {
+    fn rank(&self) -> usize {
+        0
+    }
+    fn size(&self) -> usize {
+        1
+    }
+    fn sum_f32(&self, _: &mut [f32]) {}
+    fn sum_f64(&self, _: &mut [f64]) {}
+    fn max_f64(&self, v: f64) -> f64 {
+        v
+    }
+    fn gather_f32(&self, local: &[f32]) -> Vec<f32> {
+        local.to_vec()
+    }
+    fn gather_u8(&self, local: &[u8]) -> Vec<u8> {
+        local.to_vec()
+    }
+}
+
+#[test]
+fn a_data_parallel_process_folds_its_partials_on_the_device_and_equals_the_reference() {
+    // The GPU bound of one process of a data-parallel run sums its chunks' partials with
+    // `fold` (twin: reference::fold) and reads back K (d + 1) sums: with many workgroups,
+    // one head and several, its epochs equal the reference's bit for bit on integer data.
+    let Some(g) = gpu() else { return };
+    let all = [(20_011, 3, 1), (9_001, 5, 4), (257, 9, 10)];
+    for (n, d, heads) in sizes(&all, &[2]) {
+        let (x, y) = integer_set(n, d, heads, (n * 7 + d) as u64);
+        let v = TrainView::new(&x, &y, n, d, 1.0, heads);
+        for rule in rules(heads)
+            .into_iter()
+            .filter(|r| r.update == Update::Additive)
+        {
+            let want = run(&ReferenceBackend, v, &rule);
+            let mut bound = g.bind_reduced(v, &Solo).unwrap();
+            let mut w = vec![0f32; heads * (d + 1)];
+            let mut stats = Vec::new();
+            for _ in 0..6 {
+                let e = bound.batch_epochs(&mut w, &rule, 1).unwrap();
+                stats.extend(e.stats);
+                if e.stop.is_some() {
+                    break;
+                }
+            }
+            let what = format!("n={n} d={d} K={heads} {rule:?}");
+            let m = |s: &[EpochStats]| s.iter().map(|e| e.mistakes).collect::<Vec<_>>();
+            assert_eq!(m(&stats), m(&want.0), "{what}: mistakes");
+            assert_eq!(w, want.1, "{what}: weights");
+            assert_eq!(bound.extras().unwrap(), want.3, "{what}: pocket/average");
+        }
+    }
+}
+
+#[test]
+fn the_fold_twin_adds_the_chunks_in_order_into_the_first() {
+    let mut p = vec![1.0, 2.0, 10.0, 20.0, 100.0, 200.0];
+    rosenblatt::backend::reference::fold(&mut p, 2);
+    assert_eq!(p, [111.0, 222.0, 0.0, 0.0, 0.0, 0.0]);
+}

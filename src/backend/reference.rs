@@ -251,6 +251,21 @@ pub fn apply(partials: &[f32], rule: &BatchRule, st: &mut EpochState) -> Vec<f32
     sq
 }
 
+/// Twin of `fold` (one process of a data-parallel run): the chunks of `partials` (each
+/// `len` long) added in order into the first, the others zeroed.
+pub fn fold(partials: &mut [f32], len: usize) {
+    if len == 0 {
+        return;
+    }
+    let (first, rest) = partials.split_at_mut(len.min(partials.len()));
+    for part in rest.chunks_exact_mut(len) {
+        for (t, v) in first.iter_mut().zip(part.iter_mut()) {
+            *t += *v;
+            *v = 0.0;
+        }
+    }
+}
+
 /// Twin of `finalize`: the epoch's statistics from what `margins` counted and the squared
 /// steps; the Winnow weights from the log-weights; the stop rules ([`StopState::record`]);
 /// and the pocket when the epoch is the best so far.

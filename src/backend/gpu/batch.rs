@@ -54,11 +54,14 @@ pub enum Entry {
     Finalize,
     /// Decision values.
     Scores,
+    /// One process of a data-parallel run: the partials summed into the first chunk (the
+    /// host reads back and all-reduces K (d + 1) sums, not every chunk's).
+    Fold,
 }
 
 impl Entry {
     /// Every entry point, in the order of their counter codes.
-    pub const ALL: [Entry; 7] = [
+    pub const ALL: [Entry; 8] = [
         Entry::Margins,
         Entry::Accumulate,
         Entry::Gather,
@@ -66,6 +69,7 @@ impl Entry {
         Entry::Apply,
         Entry::Finalize,
         Entry::Scores,
+        Entry::Fold,
     ];
 
     /// The WGSL entry point's name.
@@ -78,6 +82,7 @@ impl Entry {
             Entry::Apply => "apply",
             Entry::Finalize => "finalize",
             Entry::Scores => "scores",
+            Entry::Fold => "fold",
         }
     }
 

@@ -146,7 +146,7 @@ impl Backend for GpuBackend {
             return CPU.bind_reduced(data, reduce);
         }
         let mut r = self.resident(training_rows(data), data.heads)?;
-        r.reduce_with(reduce);
+        r.reduce_with(reduce)?;
         Ok(Box::new(GpuBound { r }))
     }
 

@@ -138,13 +138,17 @@ impl<'c> Resident<'c> {
     }
 
     /// Makes this one process's share of a data-parallel run: every epoch stops after the
-    /// segments' kernels; the partials are read back, added on the host (in order, as
-    /// `apply`), summed over the processes by `reduce` with the workgroups' counts, and
-    /// written back as the only partial and the only workgroup; `apply` and `finalize` then
-    /// run unchanged on the totals. One epoch a submit.
-    pub fn reduce_with(&mut self, reduce: &'c dyn Reduce) {
+    /// segments' kernels and `fold`, which sums the chunks' partials into the first on the
+    /// device; those K (d + 1) sums and the workgroups' counts are read back, summed over the
+    /// processes by `reduce`, and written back as the only partial and the only workgroup;
+    /// `apply` and `finalize` then run unchanged on the totals. One epoch a submit.
+    pub fn reduce_with(&mut self, reduce: &'c dyn Reduce) -> Result<()> {
+        // The kernel that sums the chunks' partials on the device first.
+        self.batch
+            .pipeline(self.ctx, Entry::Fold, self.plan.shape)?;
         self.reduce = Some(reduce);
         self.epochs_per_submit = 1;
+        Ok(())
     }
 
     /// Epochs a caller should ask of [`Resident::batch_epochs`] at once: several submits'
@@ -620,10 +624,16 @@ impl<'c> Resident<'c> {
             Some(_) => plan.split_at(plan.iter().position(|p| p.1.is_none()).unwrap_or(0)),
             None => (&plan[..], &[][..]),
         };
+        // A data-parallel epoch sums its chunks on the device before the read-back (the grid
+        // of `apply`, the first of the global dispatches).
+        let mut local = local.to_vec();
+        if let (Some(_), Some(&(Entry::Apply, None, grid))) = (self.reduce, global.first()) {
+            local.push((Entry::Fold, None, grid));
+        }
         let mut enc = ctx.scoped("running batch epochs", || {
             self.upload_rule_and_weights(w, rule);
             let mut enc = self.encoder();
-            self.record(&mut enc, local, k);
+            self.record(&mut enc, &local, k);
             enc
         })?;
         if let Some(r) = self.reduce {
@@ -735,19 +745,16 @@ impl<'c> Resident<'c> {
         Ok(bytemuck::pod_collect_to_vec(&bytes))
     }
 
-    /// The middle of a data-parallel epoch (`enc` holds its segment kernels): reads back the
-    /// partials and the workgroups' counts, adds the partials in order (as `apply` does) and
-    /// the counts, sums both over the processes, and writes the totals back as partial 0 and
-    /// workgroup 0 (the rest zero), for `apply` and `finalize`.
+    /// The middle of a data-parallel epoch (`enc` holds its segment kernels and `fold`):
+    /// reads back the first chunk of the partials (the sums `fold` left there, the other
+    /// chunks zero) and the workgroups' counts, adds the counts, sums both over the
+    /// processes, and writes the totals back as partial 0 and workgroup 0, for `apply` and
+    /// `finalize`.
     fn reduce_epoch(&mut self, mut enc: wgpu::CommandEncoder, r: &dyn Reduce) -> Result<()> {
         let ctx = self.ctx;
         let len = self.heads * (self.d + 1);
-        let chunks = self.params.total_chunks as usize;
         let wgs = self.params.total_wgs as usize;
-        let (p_bytes, s_bytes) = (
-            (chunks * len * 4) as u64,
-            (wgs * size_of::<WgStat>()) as u64,
-        );
+        let (p_bytes, s_bytes) = ((len * 4) as u64, (wgs * size_of::<WgStat>()) as u64);
         let staging = match self.reduce_staging.take() {
             Some(b) => b,
             None => self.staging("rosenblatt.reduce_readback", p_bytes + s_bytes),
@@ -765,13 +772,7 @@ impl<'c> Resident<'c> {
         self.reduce_staging = Some(staging);
         ctx.check("running batch epochs")?;
         // (Copied out: a byte vector's start need not be aligned for f32.)
-        let partials: Vec<f32> = bytemuck::pod_collect_to_vec(&bytes[..p_bytes as usize]);
-        let mut total = vec![0f32; len];
-        for c in partials.chunks_exact(len.max(1)) {
-            for (t, v) in total.iter_mut().zip(c) {
-                *t += v;
-            }
-        }
+        let mut total: Vec<f32> = bytemuck::pod_collect_to_vec(&bytes[..p_bytes as usize]);
         let mut counts = [0f64; 4];
         for st in bytes[p_bytes as usize..(p_bytes + s_bytes) as usize]
             .chunks_exact(size_of::<WgStat>())
@@ -793,8 +794,6 @@ impl<'c> Resident<'c> {
             r.sum_f64(&mut h);
             counts[2] = h[0];
         }
-        let mut chunk0 = vec![0f32; chunks.max(1) * len];
-        chunk0[..len].copy_from_slice(&total);
         let zero = WgStat {
             mistakes: 0,
             criterion: 0.0,
@@ -809,8 +808,10 @@ impl<'c> Resident<'c> {
             weighted: counts[3] as f32,
         };
         ctx.scoped("running batch epochs", || {
-            ctx.queue
-                .write_buffer(&self.shared.partials, 0, bytemuck::cast_slice(&chunk0));
+            if p_bytes > 0 {
+                ctx.queue
+                    .write_buffer(&self.shared.partials, 0, bytemuck::cast_slice(&total));
+            }
             ctx.queue
                 .write_buffer(&self.shared.wg_stats, 0, bytemuck::cast_slice(&stats));
         })
