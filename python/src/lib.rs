@@ -95,7 +95,9 @@ fn known_keys() -> Vec<String> {
     }
 }
 
-/// Reads the training parameters the estimators send: an object of known keys only.
+/// Reads the training parameters the estimators send: an object of known keys only. Without
+/// a patience (null) or a patience floor, the algorithm's own, as the CLI's: the floor of
+/// `default_stopping` whatever the patience (a patience given keeps the algorithm's floor).
 fn read_params(text: &str) -> PyResult<TrainParams> {
     let internal = |e: String| {
         PyRuntimeError::new_err(format!(
@@ -114,7 +116,16 @@ fn read_params(text: &str) -> PyResult<TrainParams> {
             )));
         }
     }
-    serde_json::from_value(value).map_err(|e| internal(e.to_string()))
+    let floor_given = value.get("patience_floor").is_some();
+    let mut tp: TrainParams = serde_json::from_value(value).map_err(|e| internal(e.to_string()))?;
+    let (patience, floor) = rosenblatt::params::default_stopping(tp.algo, tp.mode);
+    if tp.patience.is_none() {
+        tp.patience = Some(patience);
+    }
+    if !floor_given {
+        tp.patience_floor = floor;
+    }
+    Ok(tp)
 }
 
 /// Runs `f` on `threads` CPU threads (None: rayon's global pool, every core).
@@ -382,12 +393,6 @@ fn fit<'py>(
         })?),
         None => None,
     };
-    // patience=None: the algorithm's default stopping rule, as the CLI's.
-    if tp.patience.is_none() {
-        let (patience, floor) = rosenblatt::params::default_stopping(tp.algo, tp.mode);
-        tp.patience = Some(patience);
-        tp.patience_floor = floor;
-    }
     let start = match start {
         Some(text) => Some(Model::from_json(Path::new("<model>"), text).map_err(py_err)?),
         None => None,

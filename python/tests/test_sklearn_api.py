@@ -212,7 +212,7 @@ def test_other_estimators_name_their_parameters():
         PassiveAggressiveClassifier(loss="log").fit(X, y)
     with pytest.raises(InvalidParameterError, match="gamma must be a number > 0, got -1"):
         KernelPerceptron(gamma=-1).fit(X[b], y[b])
-    with pytest.raises(InvalidParameterError, match="degree must be an integer >= 1, got 0"):
+    with pytest.raises(InvalidParameterError, match=r"degree must be an integer in \[1, 16\], got 0"):
         KernelPerceptron(kernel="poly", degree=0).fit(X[b], y[b])
     with pytest.raises(InvalidParameterError, match="kernel must be one of"):
         KernelPerceptron(kernel="sigmoid").fit(X[b], y[b])
@@ -325,3 +325,49 @@ def test_onnx_refuses_voted_and_kernel_models():
         est.fit(X[b], y[b])
         with pytest.raises(ValueError, match="no ONNX form"):
             est.to_onnx()
+
+
+def test_old_names_together_and_old_defaults():
+    X, y = digits()
+    with pytest.warns(FutureWarning):
+        m = Perceptron("batch", patience=0, min_improvement=0.05, max_iter=7, backend="cpu")
+        m.fit(X, y)
+    assert m.n_iter_ == 7 and params_of(m)["patience"] == 0
+    with pytest.warns(FutureWarning, match="progress was renamed verbose"):
+        Perceptron(verbose=False, progress=False, max_iter=2, backend="cpu").fit(X, y)
+    with pytest.warns(FutureWarning, match="validation_fraction=None"):
+        m = Perceptron(validation_fraction=None, max_iter=2, backend="cpu").fit(X, y)
+    assert "validation_fraction" not in params_of(m)
+    # The warning points at the caller's line, not inside the package.
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        Perceptron(epochs=2, backend="cpu").fit(X, y)
+    assert w and all(x.filename == __file__ for x in w), [x.filename for x in w]
+
+
+def test_a_patience_given_keeps_the_algorithms_floor():
+    # The floor (nearly separable data waits longer) is the algorithm's whether the patience
+    # is its default (None) or given, as on the command line: 0 for the online averaged
+    # perceptron, 1% for the others.
+    X, y = digits()
+    for algo, floor in (("averaged", 0.0), ("batch", 0.01)):
+        a = params_of(Perceptron(algo, max_iter=3, backend="cpu").fit(X, y))
+        b = params_of(Perceptron(algo, max_iter=3, n_iter_no_change=7, backend="cpu").fit(X, y))
+        assert a["patience_floor"] == b["patience_floor"] == pytest.approx(floor)
+
+
+def test_load_gives_back_class_weights_and_kernels(tmp_path):
+    X, y = digits()
+    m = Perceptron("pocket", class_weight={3: 2.5, 7: 0.5}, max_iter=5, backend="cpu").fit(X, y)
+    m.save(tmp_path / "m.json")
+    back = rosenblatt.load(tmp_path / "m.json")
+    assert back.class_weight == {3: 2.5, 7: 0.5}
+    refit = clone(back).fit(X, y)
+    np.testing.assert_array_equal(refit.coef_, m.coef_)
+    b = y < 2
+    k = KernelPerceptron("poly", degree=2, gamma=0.5, coef0=2.0, max_iter=3, backend="cpu")
+    k.fit(X[b], y[b]).save(tmp_path / "k.json")
+    kb = rosenblatt.load(tmp_path / "k.json")
+    assert (kb.kernel, kb.degree, kb.gamma, kb.coef0) == ("poly", 2, 0.5, 2.0)
+    with pytest.raises(InvalidParameterError, match=r"degree must be an integer in \[1, 16\]"):
+        KernelPerceptron("poly", degree=17).fit(X[b], y[b])

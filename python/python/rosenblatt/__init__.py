@@ -748,7 +748,7 @@ class KernelPerceptron(_Estimator):
         elif kernel == "poly":
             k = {
                 "kernel": "poly",
-                "degree": _params.integer("degree", self.degree, 1),
+                "degree": _params.integer("degree", self.degree, 1, 16),
                 "gamma": _params.real("gamma", self.gamma, 0.0, low_open=True),
                 "coef0": _params.real("coef0", self.coef0, -np.inf),
             }
@@ -819,11 +819,26 @@ def load(path: PathLike, cls: Optional[type] = None) -> Any:
             multiclass_update=params.get("multiclass_update"),
             max_vectors=params.get("max_vectors"),
         )
+    classes = _class_array(names)
+    cw = params.get("class_weight")
+    if cw == "balanced":
+        mapped["class_weight"] = "balanced"
+    elif isinstance(cw, dict) and "given" in cw:
+        by_name = {str(c): c for c in classes}
+        mapped["class_weight"] = {by_name.get(k, k): w for k, w in cw["given"]}
+    kernel = params.get("kernel")
+    if cls is KernelPerceptron and isinstance(kernel, dict):
+        mapped.update(
+            kernel=kernel.get("kernel"),
+            gamma=kernel.get("gamma"),
+            degree=kernel.get("degree"),
+            coef0=kernel.get("coef0"),
+        )
     keep_none = {"tol", "n_iter_no_change", "mode", "update_tol", "scale"}
     est.set_params(
         **{k: v for k, v in mapped.items() if k in settable and (v is not None or k in keep_none)}
     )
-    est._set_model(model, _class_array(names))
+    est._set_model(model, classes)
     est.n_features_in_ = d
     if report is not None:
         est.report_ = json.loads(report)

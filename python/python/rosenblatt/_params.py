@@ -141,7 +141,7 @@ def class_weight(value: Any, classes: Optional[np.ndarray]) -> Any:
 
 def renamed(est: Any, defaults: Mapping[str, Any]) -> dict[str, Any]:
     """The estimator's values of scikit-learn's names, taking a renamed parameter's value (with
-    a FutureWarning) where it was set; both set is an error."""
+    a FutureWarning) where it was set; an old name and its new one both set is an error."""
     values = {new: getattr(est, new) for new in RENAMED.values() if new in defaults}
     for old, new in RENAMED.items():
         if new not in defaults or not hasattr(est, old):
@@ -149,24 +149,36 @@ def renamed(est: Any, defaults: Mapping[str, Any]) -> dict[str, Any]:
         v = getattr(est, old)
         if isinstance(v, str) and v == DEPRECATED:
             continue
-        use = "tol=None" if old == "patience" and v == 0 else f"{new}={v!r}"
+        never = old == "patience" and not isinstance(v, bool) and v == 0
+        use = "tol=None" if never else f"{new}={v!r}"
         warnings.warn(
             f"{old} was renamed {new} (scikit-learn's name) in rosenblatt 0.2 and will be "
             f"removed in 0.3: use {use}",
             FutureWarning,
-            stacklevel=4,
+            stacklevel=5,
         )
-        current = values[new]
-        if not _same(current, defaults[new]):
+        given = getattr(est, new)
+        if _differs(given, defaults[new]):
             raise InvalidParameterError(
-                f"{old} (deprecated) and {new} are both set ({v!r}, {current!r}): set {new} only"
+                f"{old} (deprecated) and {new} are both set ({v!r}, {given!r}): set {new} only"
             )
-        if old == "patience" and v == 0:
-            # patience=0 meant "never stop early": scikit-learn says tol=None.
+        if never:
+            # patience=0 meant "never stop early": scikit-learn says tol=None (which a
+            # min_improvement given beside it no longer changes).
             values["tol"] = None
+            values["n_iter_no_change"] = None
+            continue
+        if new == "tol" and values["tol"] is None:
             continue
         values[new] = v
     return values
+
+
+def _differs(a: Any, b: Any) -> bool:
+    """Whether a parameter's value differs from its default (None only equals None)."""
+    if a is None or b is None:
+        return (a is None) != (b is None)
+    return bool(a != b)
 
 
 def _same(a: Any, b: Any) -> bool:
@@ -184,15 +196,25 @@ def train_params(est: Any, algo: str, defaults: Mapping[str, Any]) -> dict[str, 
     if n_iter is not None:
         n_iter = integer("n_iter_no_change", n_iter, 1)
     early = boolean("early_stopping", est.early_stopping)
+    fraction_given = est.validation_fraction
+    if fraction_given is None:
+        # rosenblatt 0.1's default ("no held-out rows"): early_stopping=False says so now.
+        warnings.warn(
+            "validation_fraction=None is rosenblatt 0.1's; rows are held out only with "
+            "early_stopping=True (as in scikit-learn): leave validation_fraction at its default",
+            FutureWarning,
+            stacklevel=4,
+        )
+        fraction_given = defaults["validation_fraction"]
     fraction = real(
-        "validation_fraction", est.validation_fraction, 0.0, 1.0, low_open=True, high_open=True
+        "validation_fraction", fraction_given, 0.0, 1.0, low_open=True, high_open=True
     )
-    if not early and not _same(est.validation_fraction, defaults["validation_fraction"]):
+    if not early and not _same(fraction_given, defaults["validation_fraction"]):
         warnings.warn(
             "validation_fraction is only used with early_stopping=True (as in scikit-learn); "
             "rosenblatt 0.1 held rows out whenever it was set",
             UserWarning,
-            stacklevel=3,
+            stacklevel=4,
         )
     scale = est.scale
     if scale is not None:
