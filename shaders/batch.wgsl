@@ -1194,10 +1194,6 @@ fn apply(
 }
 
 fn apply_weights(lid: u32, group: u32) {
-    let len = P.heads * P.d_aug;
-    let lanes = WG / AJ;
-    let j = group * AJ + lid % AJ;
-    let l = lid / AJ;
     if (lid == 0u) {
         var u = 0u;
         if ((P.flags & FLAG_POCKET) != 0u) {
@@ -1207,6 +1203,20 @@ fn apply_weights(lid: u32, group: u32) {
         flag2 = u;
     }
     let updates = workgroupUniformLoad(&flag2);
+    let j = sum_partials(lid, group);
+    if (lid / AJ == 0u && j < P.heads * P.d_aug) {
+        update(j, red[lid], updates);
+    }
+}
+
+// The sum over the partials of weight j = group * AJ + lid % AJ, the same for `apply` and
+// `fold`: WG / AJ lanes, lane l adding partials l, l + WG / AJ, ... in order, then the lanes
+// in a fixed tree; the total is left in red[lid] of lane 0. Returns j.
+fn sum_partials(lid: u32, group: u32) -> u32 {
+    let len = P.heads * P.d_aug;
+    let lanes = WG / AJ;
+    let j = group * AJ + lid % AJ;
+    let l = lid / AJ;
     var s = 0.0;
     if (j < len) {
         for (var c = l; c < P.total_chunks; c += lanes) {
@@ -1221,9 +1231,7 @@ fn apply_weights(lid: u32, group: u32) {
         }
         workgroupBarrier();
     }
-    if (l == 0u && j < len) {
-        update(j, red[lid], updates);
-    }
+    return j;
 }
 
 // One process of a data-parallel run: the chunks' partials summed into chunk 0 with the lanes
@@ -1246,25 +1254,10 @@ fn fold(
 
 fn fold_partials(lid: u32, group: u32) {
     let len = P.heads * P.d_aug;
-    let lanes = WG / AJ;
-    let j = group * AJ + lid % AJ;
-    let l = lid / AJ;
-    var s = 0.0;
+    let j = sum_partials(lid, group);
     if (j < len) {
-        for (var c = l; c < P.total_chunks; c += lanes) {
-            s += get_partial(c * len + j);
-        }
-    }
-    red[lid] = s;
-    workgroupBarrier();
-    for (var h = lanes / 2u; h > 0u; h >>= 1u) {
-        if (l < h) {
-            red[lid] += red[lid + h * AJ];
-        }
-        workgroupBarrier();
-    }
-    if (j < len) {
-        for (var c = l; c < P.total_chunks; c += lanes) {
+        // Lane l rewrites the partials it read: the total into chunk 0 (lane 0), zeros.
+        for (var c = lid / AJ; c < P.total_chunks; c += WG / AJ) {
             set_partial(c * len + j, select(0.0, red[lid], c == 0u));
         }
     }
