@@ -193,6 +193,16 @@ pub fn generate(spec: &SynthSpec) -> Result<Synthetic> {
     })
 }
 
+/// A value uniform in [-1, 1], drawn again until it is not 0 (a stored non-zero of a sparse row).
+fn nonzero_uniform(rng: &mut impl Rng) -> f32 {
+    loop {
+        let v = rng.random_range(-1.0f32..=1.0);
+        if v != 0.0 {
+            return v;
+        }
+    }
+}
+
 /// Sparse separable data: each of `spec.n` rows has `round(density * d)` (at least 1)
 /// non-zero features in seeded random columns, each uniform in [-1, 1]; the labels are the
 /// side of a seeded unit normal w* through the origin (b* = 0: with few non-zeros per row a
@@ -250,10 +260,7 @@ pub fn generate_sparse(spec: &SynthSpec, density: f64) -> Result<Synthetic> {
         let start = c.values.len();
         let mut s = 0f64;
         for &j in &cols {
-            let mut v = 0f32;
-            while v == 0.0 {
-                v = rng.random_range(-1.0f32..=1.0);
-            }
+            let v = nonzero_uniform(&mut rng);
             s += v as f64 * w[j as usize];
             c.indices.push(j);
             c.values.push(v);
@@ -326,10 +333,7 @@ pub fn generate_sparse_classes(
         columns(&mut rng, d, per_row, &mut cols, &mut picked);
         scores.iter_mut().for_each(|s| *s = 0.0);
         for &j in &cols {
-            let mut v = 0f32;
-            while v == 0.0 {
-                v = rng.random_range(-1.0f32..=1.0);
-            }
+            let v = nonzero_uniform(&mut rng);
             for (h, s) in scores.iter_mut().enumerate() {
                 *s += v * w[h * d + j as usize];
             }
