@@ -4,7 +4,8 @@
 make_classification n x d (float32, 5% flipped labels), 80% to train and 20% held out; each
 fit is the best of 3. Two groups: the same 20 epochs for every estimator (tol=None), and each
 library's defaults (scikit-learn's Perceptron(): max_iter=1000, tol=1e-3,
-n_iter_no_change=5; rosenblatt's Perceptron(): the averaged perceptron, patience 10)."""
+n_iter_no_change=5; rosenblatt's Perceptron(): the averaged perceptron, patience 10, features
+scaled by their largest magnitude)."""
 
 import sys
 import time
@@ -48,7 +49,9 @@ R = rosenblatt.Perceptron
 rows = [
     ("scikit-learn `Perceptron(max_iter=20, tol=None)` (online)",
      lambda: SkPerceptron(max_iter=epochs, tol=None, random_state=0)),
-    ("rosenblatt `Perceptron(\"online\", max_iter=20, tol=None)`",
+    ("rosenblatt `Perceptron(\"online\", max_iter=20, tol=None, scale=None)` (scikit-learn's rule)",
+     lambda: R("online", max_iter=epochs, tol=None, scale=None, backend="cpu")),
+    ("rosenblatt `Perceptron(\"online\", max_iter=20, tol=None)` (max-abs scaled)",
      lambda: R("online", max_iter=epochs, tol=None, backend="cpu")),
     ("rosenblatt `Perceptron(max_iter=20, tol=None)` (averaged)",
      lambda: R(max_iter=epochs, tol=None, backend="cpu")),

@@ -134,6 +134,10 @@ struct Params {
     floor: f32,        // when positive and best <= floor, patience also waits best_epoch epochs
     units: u32,        // units (4 values) per dense row: ceil(d / 4)
     ring: u32,         // entries of `stats` (epoch e writes entry e % ring)
+    // One-vs-rest: a row of class c weighs its row weight times own[c] in head c (its class
+    // weight; scikit-learn's one-vs-rest weighting) and its row weight elsewhere; 1 when the
+    // run has no class weights. MAX_HEADS entries, four to a vec4 (uniform arrays stride 16).
+    own: array<vec4<f32>, 16>,
 }
 
 struct Segment {
@@ -322,6 +326,15 @@ fn get_y(r: u32) -> f32 {
 fn get_sw(r: u32) -> f32 {
     ld(CAT_ROWS, 1u);
     return sw[r];
+}
+
+// The weight in head k of a row of class t and row weight wr: times the class's factor in
+// its own head under one-vs-rest. CPU twin: RowWeight::head (src/backend/rule.rs).
+fn head_weight(wr: f32, k: u32, t: u32) -> f32 {
+    if (P.rule == RULE_OVR && k == t) {
+        return wr * P.own[t / 4u][t % 4u];
+    }
+    return wr;
 }
 
 fn get_csr(i: u32) -> u32 {
@@ -541,10 +554,11 @@ fn decide(o: u32, yo: u32, mode: u32) {
             let m = yk * sc[o + k];
             var c = 0.0;
             if (m <= P.tau) {
-                c = yk * wr;
+                let wk = head_weight(wr, k, t);
+                c = yk * wk;
                 st_count += 1u;
-                st_crit -= m * wr;
-                st_weighted += wr;
+                st_crit -= m * wk;
+                st_weighted += wk;
             }
             sc[o + k] = c;
         }
@@ -978,10 +992,11 @@ fn margins_rows(lid: u32, slot: u32, start: u32, step: u32, end: u32) {
                 }
                 let m = yk * sk;
                 if (m <= P.tau) {
-                    set_coef(o + k, yk * wr);
+                    let wk = head_weight(wr, k, t);
+                    set_coef(o + k, yk * wk);
                     count += 1u;
-                    crit -= m * wr;
-                    weighted += wr;
+                    crit -= m * wk;
+                    weighted += wk;
                 } else {
                     set_coef(o + k, 0.0);
                 }

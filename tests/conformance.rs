@@ -385,6 +385,57 @@ fn row_weights_held_out_rows_and_patience_equal_the_reference_bit_for_bit() {
     }
 }
 
+/// One-vs-rest with class weights (scikit-learn's weighting: a row of class c weighs its row
+/// weight times c's factor in head c, its row weight elsewhere): every backend equals the
+/// reference bit for bit, in the register pass and the row-per-thread path, and the factors
+/// change the run (the test can fail).
+#[test]
+fn one_vs_rest_class_factors_equal_the_reference_bit_for_bit() {
+    use rosenblatt::backend::Patience;
+    for (n, d, heads) in sizes(&[(300, 4, 3), (257, 9, 10), (63, 2, 4)], &[0, 1]) {
+        let (x, y) = integer_set(n, d, heads, (n * 5 + d) as u64);
+        let mut rng = ChaCha8Rng::seed_from_u64(d as u64);
+        let sw: Vec<f32> = (0..n).map(|_| rng.random_range(0..3) as f32).collect();
+        let own: Vec<f32> = (0..heads).map(|k| [4.0, 0.0, 1.0, 2.0][k % 4]).collect();
+        let v = TrainView {
+            sw: Some(&sw),
+            own: Some(&own),
+            ..TrainView::new(&x, &y, n, d, 1.0, heads)
+        };
+        let plain = TrainView { own: None, ..v };
+        for keep in [Keep::Nothing, Keep::Pocket, Keep::AveragePocket] {
+            let rule = BatchRule {
+                rule: HeadRule::OneVsRest,
+                keep,
+                patience: Patience {
+                    epochs: 3,
+                    keep_fraction: 0.95,
+                    floor: 0.0,
+                },
+                ..BatchRule::new(1.0, 0.0)
+            };
+            let want = run(&ReferenceBackend, v, &rule);
+            let without = run(&ReferenceBackend, plain, &rule);
+            assert_ne!(
+                want.1, without.1,
+                "n={n} K={heads}: the factors change nothing"
+            );
+            for (name, b) in under_test() {
+                let got = run(b, v, &rule);
+                let what = format!("{name} n={n} d={d} K={heads} {keep:?}");
+                let m = |r: &Run| {
+                    r.0.iter()
+                        .map(|e| (e.mistakes, e.weighted))
+                        .collect::<Vec<_>>()
+                };
+                assert_eq!(m(&got), m(&want), "{what}: mistakes and their weights");
+                assert_eq!(got.1, want.1, "{what}: weights");
+                assert_eq!(got.3, want.3, "{what}: pocket, average, stop state");
+            }
+        }
+    }
+}
+
 #[test]
 fn batch_epochs_agree_with_the_reference_on_float_data() {
     let (n, d) = (500, 33);

@@ -54,17 +54,23 @@ def gpu_present():
 def test_coef_equals_the_cli_model_on_digits(tmp_path):
     out = tmp_path / "m.json"
     subprocess.run(
-        [cli(), "train", str(DIGITS), "--backend", "cpu", "-o", str(out)],
+        # The estimator scales by maximum magnitude by default; the CLI when asked.
+        [cli(), "train", str(DIGITS), "--backend", "cpu", "--scale", "maxabs", "-o", str(out)],
         check=True,
         capture_output=True,
     )
     m = json.loads(out.read_text())
     X, y = digits()
     clf = Perceptron(backend="cpu").fit(X, y)
-    assert m["kind"] == "multiclass"
+    assert m["kind"] == "multiclass" and m["scaling"]["kind"] == "maxabs"
     assert [str(c) for c in clf.classes_] == m["classes"]
-    np.testing.assert_array_equal(clf.coef_, np.asarray(m["class_weights"], dtype=np.float32))
-    np.testing.assert_array_equal(clf.intercept_, np.asarray(m["class_bias"], dtype=np.float32))
+    clf.save(tmp_path / "py.json")
+    mine = json.loads((tmp_path / "py.json").read_text())
+    for key in ("scaling", "class_weights", "class_bias"):
+        assert mine[key] == m[key]
+    # coef_ is in the units of the features as given (the scaling folded in).
+    df = clf.decision_function(X)
+    np.testing.assert_allclose(X @ clf.coef_.T + clf.intercept_, df, atol=1e-5 * np.abs(df).max())
     assert clf.n_iter_ == m["training"]["epochs"]
     assert clf.report_["mistakes_per_epoch"] == m["training"]["mistakes_per_epoch"]
 
@@ -97,8 +103,9 @@ def test_gpu_equals_cpu_on_integer_data():
         pytest.skip("no GPU adapter")
     X, y = digits()
     for algo in ("batch", "pocket"):
-        c = Perceptron(algo, backend="cpu", max_iter=30).fit(X, y)
-        g = Perceptron(algo, backend="gpu", max_iter=30).fit(X, y)
+        # Unscaled: integer features, so both backends' sums are exact.
+        c = Perceptron(algo, backend="cpu", max_iter=30, scale=None).fit(X, y)
+        g = Perceptron(algo, backend="gpu", max_iter=30, scale=None).fit(X, y)
         assert g.report_["backend"] == "gpu"
         np.testing.assert_array_equal(g.coef_, c.coef_)
         np.testing.assert_array_equal(g.intercept_, c.intercept_)
@@ -134,7 +141,7 @@ def test_partial_fit_runs_one_batch_epoch_per_call():
     X, y = digits()
     X, y = X.astype(np.float64), (y >= 5).astype(int)
     half = len(y) // 2
-    clf = Perceptron("batch", backend="cpu")
+    clf = Perceptron("batch", backend="cpu", scale=None)
     clf.partial_fit(X[:half], y[:half], classes=[0, 1])
     clf.partial_fit(X[half:], y[half:])
     w, b = batch_epoch(np.zeros(X.shape[1]), 0.0, X[:half], y[:half])
@@ -147,7 +154,7 @@ def test_partial_fit_runs_one_batch_epoch_per_call():
     with pytest.raises(ValueError, match="not in classes"):
         clf.partial_fit(X[:3], [0, 1, 7])
     # The online rule: one pass per call, from the weights so far.
-    o = Perceptron("online", backend="cpu", shuffle=False)
+    o = Perceptron("online", backend="cpu", shuffle=False, scale=None)
     o.partial_fit(X[:half], y[:half], classes=[0, 1])
     o.partial_fit(X[half:], y[half:])
     assert o.n_iter_ == 1 and o.score(X, y) > 0.8

@@ -107,7 +107,7 @@ EVERY = {
     ),
     PassiveAggressiveClassifier: dict(
         C=0.5, loss="squared_hinge", multiclass="ovr", max_iter=50, tol=0.1, eta0=0.5,
-        n_iter_no_change=4, early_stopping=True, validation_fraction=0.2, scale="maxabs",
+        n_iter_no_change=4, early_stopping=True, validation_fraction=0.2, scale=None,
         class_weight="balanced", fit_intercept=False, shuffle=False, random_state=3,
         verbose=1, warm_start=True, n_jobs=2, backend="cpu", adapter="x",
     ),
@@ -284,6 +284,40 @@ def check_onnx(est, X_fit, X):
     onnx.checker.check_model(onnx.load_from_string(est.to_onnx()), full_check=True)
 
 
+def test_class_weights_step_as_scikit_learns_perceptron():
+    """The online rule unscaled and unshuffled is scikit-learn's Perceptron: with class weights
+    the same weights, bit for bit, on two classes and on three one-vs-rest (a class weight
+    scales its class's rows in the class's own head only)."""
+    from sklearn.linear_model import Perceptron as SkPerceptron
+
+    X, y = digits()
+    for classes, cw in ((2, {0: 3.0, 1: 0.5}), (3, {0: 3.0, 1: 0.5, 2: 1.0})):
+        b = y < classes
+        kw = dict(class_weight=cw, shuffle=False, tol=None, max_iter=5)
+        theirs = SkPerceptron(**kw).fit(X[b], y[b])
+        ours = Perceptron(
+            "online", multiclass="ovr", scale=None, backend="cpu", **kw
+        ).fit(X[b], y[b])
+        np.testing.assert_array_equal(ours.coef_, theirs.coef_.astype(np.float32))
+        np.testing.assert_array_equal(ours.intercept_, theirs.intercept_.astype(np.float32))
+    # The direct multiclass rule weighs a row's whole update by its class weight instead.
+    direct = Perceptron("online", scale=None, backend="cpu", **kw).fit(X[b], y[b])
+    assert not np.array_equal(direct.coef_, ours.coef_)
+
+
+def test_features_are_scaled_by_maximum_magnitude_unless_scale_is_none():
+    X, y = digits()
+    assert Perceptron().scale == "maxabs" and KernelPerceptron().scale is None
+    scaled = Perceptron(backend="cpu").fit(X, y)
+    raw = Perceptron(scale=None, backend="cpu").fit(X, y)
+    assert json.loads(scaled.model_)["scaling"]["kind"] == "maxabs"
+    assert json.loads(raw.model_).get("scaling") is None
+    # coef_ is in the units of X either way.
+    for m in (scaled, raw):
+        df = m.decision_function(X)
+        np.testing.assert_allclose(X @ m.coef_.T + m.intercept_, df, atol=1e-5 * np.abs(df).max())
+
+
 def test_onnx_export_predicts_as_predict(tmp_path):
     X, y = digits()
     # Digits: the default (averaged, 10 classes), one-vs-rest, a scaled model, a binary one
@@ -291,6 +325,7 @@ def test_onnx_export_predicts_as_predict(tmp_path):
     for est in (
         Perceptron(backend="cpu"),
         Perceptron("batch", multiclass="ovr", backend="cpu"),
+        Perceptron("online", scale=None, backend="cpu"),
         Perceptron("pocket", scale="standard", backend="cpu"),
         PassiveAggressiveClassifier(scale="minmax", backend="cpu"),
     ):

@@ -17,7 +17,7 @@ use rand_chacha::ChaCha8Rng;
 use super::{Backends, Fitted, Problem, Progress, Shard, PREFETCH_ROWS};
 use crate::backend::cpu::{val_mistakes, CpuBackend};
 use crate::backend::{
-    predicted_wrong, row_rule, update_norm, Backend, BatchRule, EpochStats, Reduce, Row,
+    predicted_wrong, row_rule, update_norm, Backend, BatchRule, EpochStats, Reduce, Row, RowWeight,
     StopReason, StopState,
 };
 use crate::error::{Error, Result};
@@ -34,9 +34,16 @@ pub(crate) trait OnlineRule {
     fn weights(&self) -> &[f32];
 
     /// One row `row` (row `i` of the training rows) with label `y` (±1, or the class index)
-    /// and weight `wi`: update on a mistake; returns the row's mistakes and weighted
+    /// and weight `wt`: update on a mistake; returns the row's mistakes and weighted
     /// criterion, or why training stops.
-    fn step(&mut self, pb: &Problem<'_>, i: usize, row: Row<'_>, y: f32, wi: f32) -> Result<Step>;
+    fn step(
+        &mut self,
+        pb: &Problem<'_>,
+        i: usize,
+        row: Row<'_>,
+        y: f32,
+        wt: RowWeight,
+    ) -> Result<Step>;
 
     /// The end of an epoch in a data-parallel run: every process continues from the mean
     /// of the processes' weights, and the epoch's counts become their sums.
@@ -65,11 +72,14 @@ pub(crate) trait OnlineRule {
 }
 
 /// What one row did.
+#[derive(Default)]
 pub(crate) struct Step {
     /// Mistakes (heads for one-vs-rest, else 0 or 1).
     pub mistakes: u64,
-    /// Their perceptron criterion, times the row's weight.
+    /// Their perceptron criterion, each times the row's weight in its head.
     pub criterion: f64,
+    /// The row's weights in the heads of its mistakes, summed.
+    pub weighted: f64,
     /// Stop training after this row (its counts still go into the epoch).
     pub stop: Option<StopReason>,
 }
@@ -171,12 +181,11 @@ pub(crate) fn run<R: OnlineRule>(
                 v.x.prefetch_row(a, d);
             }
             let row = v.x.row(i, d, &mut row_buf);
-            let wi = v.weight(i);
-            let step = rule.step(pb, i, row, v.y[i], wi)?;
+            let step = rule.step(pb, i, row, v.y[i], v.row_weight(i))?;
             e.mistakes += step.mistakes;
             e.criterion += step.criterion;
             if v.sw.is_some() {
-                *e.weighted.get_or_insert(0.0) += step.mistakes as f64 * wi as f64;
+                *e.weighted.get_or_insert(0.0) += step.weighted;
             }
             if step.mistakes > 0 && snapshots {
                 progress.snapshot(epoch + 1, rule.weights());
@@ -579,7 +588,14 @@ impl OnlineRule for Perceptron {
         &mut self.w
     }
 
-    fn step(&mut self, pb: &Problem<'_>, i: usize, row: Row<'_>, y: f32, wi: f32) -> Result<Step> {
+    fn step(
+        &mut self,
+        pb: &Problem<'_>,
+        i: usize,
+        row: Row<'_>,
+        y: f32,
+        wt: RowWeight,
+    ) -> Result<Step> {
         let v = pb.view();
         let (d, bias) = (v.d, v.bias);
         let da = d + 1;
@@ -598,13 +614,13 @@ impl OnlineRule for Perceptron {
         }
         let voting = votes.is_some();
         let mut updated = false;
-        let (m, crit) = row_rule(pb.rule, self.tau, s, y, |h, coef| {
+        let o = row_rule(pb.rule, self.tau, s, y, wt, |h, coef| {
             if voting && !updated {
                 before.copy_from_slice(w);
                 step_coef.fill(0.0);
             }
             updated = true;
-            let a = *eta * coef * wi;
+            let a = *eta * coef;
             row.axpy(a, &mut w[h * da..h * da + d]);
             w[h * da + d] += a * bias;
             if voting {
@@ -615,8 +631,9 @@ impl OnlineRule for Perceptron {
             }
         });
         let mut step = Step {
-            mistakes: m,
-            criterion: crit * wi as f64,
+            mistakes: o.mistakes,
+            criterion: o.criterion,
+            weighted: o.weighted,
             stop: None,
         };
         if let Some(votes) = votes.as_mut() {

@@ -12,7 +12,7 @@
 
 use super::online::{self, OnlineRule, Snapshot, Step};
 use super::{Backends, Fitted, Problem, Progress};
-use crate::backend::{row_rule, HeadRule, Row};
+use crate::backend::{row_rule, HeadRule, Row, RowWeight};
 use crate::error::Result;
 use crate::params::{PaVariant, Params, PassiveAggressive};
 
@@ -73,7 +73,14 @@ impl OnlineRule for Pa {
         &mut self.w
     }
 
-    fn step(&mut self, pb: &Problem<'_>, _i: usize, row: Row<'_>, y: f32, wi: f32) -> Result<Step> {
+    fn step(
+        &mut self,
+        pb: &Problem<'_>,
+        _i: usize,
+        row: Row<'_>,
+        y: f32,
+        wt: RowWeight,
+    ) -> Result<Step> {
         let v = pb.view();
         let (d, bias) = (v.d, v.bias);
         let da = d + 1;
@@ -83,7 +90,9 @@ impl OnlineRule for Pa {
         // The heads to step: those with a margin of at most 1.
         self.steps.clear();
         let steps = &mut self.steps;
-        row_rule(pb.rule, 1.0, &self.s, y, |h, sign| steps.push((h, sign)));
+        row_rule(pb.rule, 1.0, &self.s, y, RowWeight::ONE, |h, sign| {
+            steps.push((h, sign))
+        });
         let margin = |&(h, sign): &(usize, f32)| sign * self.s[h];
         // Each step with its hinge loss: one loss for the joint multiclass step (the true
         // class and the highest wrong one), one per head otherwise.
@@ -94,18 +103,18 @@ impl OnlineRule for Pa {
             self.steps.iter().map(|st| 1.0 - margin(st)).collect()
         };
         let q = (row.sq_norm() + bias * bias) * if self.joint { 2.0 } else { 1.0 };
-        let mut step = Step {
-            mistakes: 0,
-            criterion: 0.0,
-            stop: None,
-        };
+        let mut step = Step::default();
         for (i, (&(h, sign), &loss)) in self.steps.iter().zip(&losses).enumerate() {
             if loss <= 0.0 {
                 continue;
             }
+            // The row's weight in this head (a one-vs-rest row's own head: times its class
+            // weight); the joint multiclass step weighs the row's weight.
+            let wi = wt.head(pb.rule, h, y);
             if !self.joint || i == 0 {
                 step.mistakes += 1;
                 step.criterion += loss as f64 * wi as f64;
+                step.weighted += wi as f64;
             }
             if q > 0.0 {
                 let a = self.eta * self.size(loss, q) * sign * wi;

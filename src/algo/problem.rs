@@ -41,9 +41,13 @@ pub struct Problem<'a> {
     /// Weights to start from instead of [`initial_weights`] (warm start; for Winnow the
     /// log-weights), `heads * (d + 1)` of them.
     pub start: Option<Vec<f32>>,
-    /// Per-row weights of the training rows (class weights times row weights); `None` when
-    /// every row weighs 1.
+    /// Per-row weights of the training rows (class weights times row weights; under
+    /// one-vs-rest with class weights, the row weights only); `None` when every row weighs 1.
     pub sw: Option<Vec<f32>>,
+    /// Under one-vs-rest with class weights, the class weights, one per class: a row of
+    /// class c weighs `sw` times its class weight in head c and `sw` in the others
+    /// (scikit-learn's one-vs-rest weighting, [`TrainView::own`]).
+    pub own: Option<Vec<f32>>,
     /// Held-out rows (scaled like the training rows) and their labels in internal form.
     pub val: Option<(Dataset, Vec<f32>)>,
     /// The scaling fitted on the training rows (or taken from the model continued).
@@ -240,7 +244,7 @@ impl<'a> Problem<'a> {
         }
         let tl = train.require_labels()?;
         let y = internal(&tl.index);
-        let sw = row_weights(&train, params)?;
+        let (sw, own) = row_weights(&train, params, rule)?;
         let val = val.map(|(v, idx)| {
             let yv = internal(&idx);
             (v, yv)
@@ -256,6 +260,7 @@ impl<'a> Problem<'a> {
             fit_bias: params.fit_bias,
             start: None,
             sw,
+            own,
             val,
             scaling,
             packed,
@@ -358,12 +363,7 @@ impl<'a> Problem<'a> {
     /// (see `data::part`): it trains on all of them; held-out rows, when given whole, are
     /// still shared out by range.
     pub fn distribute_local(&mut self, reduce: std::rc::Rc<dyn Reduce>) {
-        let mut t = [
-            self.ds.n as f64,
-            self.sw
-                .as_ref()
-                .map_or(0.0, |w| w.iter().sum::<f32>() as f64),
-        ];
+        let mut t = [self.ds.n as f64, self.total_weight().unwrap_or(0.0) as f64];
         reduce.sum_f64(&mut t);
         self.shard = Some(Shard {
             rows: 0..self.ds.n,
@@ -393,6 +393,7 @@ impl<'a> Problem<'a> {
             bias: self.bias,
             heads: self.heads,
             sw: self.sw.as_deref().map(|s| &s[rows.clone()]),
+            own: self.own.as_deref(),
             val: self.val.as_ref().map(|(v, y)| {
                 // A data-parallel run scores its share of the held-out rows too.
                 let r = self.shard.as_ref().map_or(0..v.n, |s| {
@@ -427,10 +428,24 @@ impl<'a> Problem<'a> {
                 // Only this process's rows are here: the totals over every process.
                 (None, Some(_), Some((_, weight))) => params.patience_floor * weight,
                 (None, None, Some((rows, _))) => params.patience_floor * rows as f32,
-                (None, Some(sw), None) => params.patience_floor * sw.iter().sum::<f32>(),
+                (None, Some(_), None) => params.patience_floor * self.total_weight().unwrap_or(0.0),
                 (None, None, None) => params.patience_floor * self.ds.n as f32,
             },
         }
+    }
+
+    /// The rows' total weight, each row counted with its weight in its own head (its sample
+    /// weight times its class weight under every rule); `None` when every row weighs 1.
+    pub fn total_weight(&self) -> Option<f32> {
+        let sw = self.sw.as_ref()?;
+        Some(match &self.own {
+            Some(f) => sw
+                .iter()
+                .zip(&self.y)
+                .map(|(&w, &y)| w * f[y as usize])
+                .sum(),
+            None => sw.iter().sum(),
+        })
     }
 
     /// The model body of augmented weights `w` (`heads * (d + 1)`, the problem's linear kind).
@@ -566,9 +581,19 @@ pub fn stratified_split(labels: &Labels, fraction: f32, seed: u64) -> (Vec<usize
     (0..held.len()).partition(|&i| !held[i])
 }
 
+/// One-vs-rest class factors ([`Problem::own`]), when the run has them.
+type OwnFactors = Option<Vec<f32>>;
+
 /// The per-row weights of the training rows: the class weights of `params` (balanced: n /
-/// (classes * rows of the class)) times the rows' own weights. `None` when every row weighs 1.
-fn row_weights(ds: &Dataset, params: &Params) -> Result<Option<Vec<f32>>> {
+/// (classes * rows of the class)) times the rows' own weights, `None` when every row weighs
+/// 1; and under one-vs-rest (`rule`) with class weights, the class weights apart (the second
+/// value), the rows' weights being their own weights only (or ones): scikit-learn's
+/// one-vs-rest weighs a class's rows by its class weight in the class's head only.
+fn row_weights(
+    ds: &Dataset,
+    params: &Params,
+    rule: HeadRule,
+) -> Result<(Option<Vec<f32>>, OwnFactors)> {
     let labels = ds.require_labels()?;
     let k = labels.classes.len();
     let class_w: Option<Vec<f32>> = match &params.class_weight {
@@ -614,20 +639,27 @@ fn row_weights(ds: &Dataset, params: &Params) -> Result<Option<Vec<f32>>> {
         }
     };
     if class_w.is_none() && ds.weights.is_none() {
-        return Ok(None);
+        return Ok((None, None));
     }
+    let own = class_w.as_ref().filter(|_| rule == HeadRule::OneVsRest);
     let sw: Vec<f32> = (0..ds.n)
         .map(|i| {
-            let c = class_w
-                .as_ref()
-                .map_or(1.0, |w| w[labels.index[i] as usize]);
+            let c = match own {
+                Some(_) => 1.0,
+                None => class_w
+                    .as_ref()
+                    .map_or(1.0, |w| w[labels.index[i] as usize]),
+            };
             c * ds.weights.as_ref().map_or(1.0, |w| w[i])
         })
         .collect();
-    if let Some(i) = sw.iter().position(|v| !v.is_finite()) {
+    // A row's weight in its own head (its sample weight times its class weight, under every
+    // rule) must be finite.
+    let own_weight = |i: usize| own.map_or(sw[i], |f| sw[i] * f[labels.index[i] as usize]);
+    if let Some(i) = (0..ds.n).find(|&i| !own_weight(i).is_finite()) {
         return Err(Error::param(
             Param::SampleWeight,
-            sw[i],
+            own_weight(i),
             format!("should be finite (row {})", i + 1),
         ));
     }
@@ -637,5 +669,5 @@ fn row_weights(ds: &Dataset, params: &Params) -> Result<Option<Vec<f32>>> {
             "every row weighs 0, so training cannot learn anything",
         ));
     }
-    Ok(Some(sw))
+    Ok((Some(sw), own.cloned()))
 }

@@ -7,7 +7,7 @@
 
 use super::online::{self, OnlineRule, Snapshot, Step};
 use super::{Backends, Fitted, Problem, Progress, Shard};
-use crate::backend::{winnow_weights, EpochStats, Row};
+use crate::backend::{winnow_weights, EpochStats, Row, RowWeight};
 use crate::error::Result;
 use crate::params::Params;
 
@@ -71,24 +71,22 @@ impl OnlineRule for Winnow {
         _i: usize,
         row: Row<'_>,
         y: f32,
-        wi: f32,
+        wt: RowWeight,
     ) -> Result<Step> {
+        let wi = wt.row;
         let d = self.logb.len();
         // In column order for dense and sparse rows alike: the weights are not integers, so
         // only one order of the sum gives the sparse and dense runs the same bits.
         let m = y * row.dot_seq(&self.w[..d]);
         if m > self.tau {
-            return Ok(Step {
-                mistakes: 0,
-                criterion: 0.0,
-                stop: None,
-            });
+            return Ok(Step::default());
         }
         let step = self.eta * y as f64 * wi as f64;
         self.top = winnow_step(&mut self.logb, &mut self.w[..d], self.top, row, step);
         Ok(Step {
             mistakes: 1,
             criterion: -((m * wi) as f64),
+            weighted: wi as f64,
             stop: None,
         })
     }

@@ -548,23 +548,28 @@ fn chunk_epoch_heads<L: Lanes, E: Elem>(
                 *sh += w[h * ws + d] * v.bias;
             }
             let sum = &mut p.sum;
-            let wi = v.weight(i + r);
             let xw = match wide {
                 true => &p.wide[r * d..(r + 1) * d],
                 false => &[][..],
             };
-            let (m, c) = row_rule(rule.rule, rule.tau, sr, v.y[i + r], |h, c| {
-                let c = c * wi;
-                // The widened row where there is one (the same values: the same sums).
-                match wide {
-                    true => axpy(c, xw, &mut sum[h * da..h * da + d]),
-                    false => axpy(c, xr, &mut sum[h * da..h * da + d]),
-                }
-                sum[h * da + d] += c * v.bias;
-            });
-            mistakes += m;
-            criterion += c * wi as f64;
-            weighted += m as f64 * wi as f64;
+            let o = row_rule(
+                rule.rule,
+                rule.tau,
+                sr,
+                v.y[i + r],
+                v.row_weight(i + r),
+                |h, c| {
+                    // The widened row where there is one (the same values: the same sums).
+                    match wide {
+                        true => axpy(c, xw, &mut sum[h * da..h * da + d]),
+                        false => axpy(c, xr, &mut sum[h * da..h * da + d]),
+                    }
+                    sum[h * da + d] += c * v.bias;
+                },
+            );
+            mistakes += o.mistakes;
+            criterion += o.criterion;
+            weighted += o.weighted;
         }
         i += g;
     }
@@ -736,11 +741,12 @@ impl<'a> CpuBound<'a> {
                         *sh = row.decision(&w[h * da..(h + 1) * da], v.bias);
                     }
                     cr.fill(0.0);
-                    let wi = v.weight(i);
-                    let (m, j) = row_rule(rule.rule, rule.tau, s, v.y[i], |h, a| cr[h] = a * wi);
-                    mistakes += m;
-                    criterion += j * wi as f64;
-                    weighted += m as f64 * wi as f64;
+                    let o = row_rule(rule.rule, rule.tau, s, v.y[i], v.row_weight(i), |h, a| {
+                        cr[h] = a
+                    });
+                    mistakes += o.mistakes;
+                    criterion += o.criterion;
+                    weighted += o.weighted;
                 }
                 (p.mistakes, p.criterion, p.weighted) = (mistakes, criterion, weighted);
             });
@@ -906,7 +912,7 @@ impl Bound for CpuBound<'_> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::Keep;
+    use super::super::{Keep, RowWeight};
     use super::*;
 
     #[test]
@@ -1077,12 +1083,12 @@ mod tests {
                                 crate::backend::decision(&w[h * da..(h + 1) * da], row, v.bias)
                             })
                             .collect();
-                        let (m, c) = row_rule(rule.rule, rule.tau, &s, y[i], |h, c| {
+                        let o = row_rule(rule.rule, rule.tau, &s, y[i], RowWeight::ONE, |h, c| {
                             axpy(c, row, &mut sum[h * da..h * da + d]);
                             sum[h * da + d] += c * v.bias;
                         });
-                        mistakes += m;
-                        criterion += c;
+                        mistakes += o.mistakes;
+                        criterion += o.criterion;
                     }
                     (sum, mistakes, criterion)
                 };

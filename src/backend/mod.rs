@@ -36,7 +36,7 @@ pub(crate) use reduce::agreed_stop;
 pub use reduce::{Distributed, Reduce};
 pub use rule::{
     predicted_wrong, row_rule, update_norm, winnow_weights, BatchRule, HeadRule, Keep, LogWeight,
-    Patience, Update,
+    Patience, RowOutcome, RowWeight, Update,
 };
 pub use select::{select, BackendChoice, BackendKind, Selected};
 pub use stop::{EpochStats, Epochs, Extras, Pocket, StopReason, StopState};

@@ -54,11 +54,12 @@ pub fn margins(
         }
         let c = &mut coef[i * k..(i + 1) * k];
         c.fill(0.0);
-        let wi = v.weight(i);
-        let (m, j) = row_rule(rule.rule, rule.tau, &s, v.y[i], |h, a| c[h] = a * wi);
-        mistakes += m;
-        criterion += j * wi as f64;
-        weighted += m as f64 * wi as f64;
+        let o = row_rule(rule.rule, rule.tau, &s, v.y[i], v.row_weight(i), |h, a| {
+            c[h] = a
+        });
+        mistakes += o.mistakes;
+        criterion += o.criterion;
+        weighted += o.weighted;
     }
     let val = v.val.map(|val| {
         let mut wrong = 0u64;

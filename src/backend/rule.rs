@@ -178,22 +178,72 @@ impl LogWeight for f64 {
     }
 }
 
+/// A row's weight in the heads it updates: `row` (its sample weight, times its class weight
+/// except under one-vs-rest), and under one-vs-rest `own`, its weight in its own class's head
+/// (`row` times the class weight). scikit-learn's one-vs-rest weighs a class's rows by the
+/// class weight in the class's own head only; the other heads weigh them by their sample
+/// weight.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RowWeight {
+    /// The weight in every head but the own head of a one-vs-rest row.
+    pub row: f32,
+    /// The weight in the row's own class's head under one-vs-rest.
+    pub own: f32,
+}
+
+impl RowWeight {
+    /// A row that weighs 1 everywhere.
+    pub const ONE: RowWeight = RowWeight { row: 1.0, own: 1.0 };
+
+    /// The same weight `w` in every head.
+    pub fn uniform(w: f32) -> Self {
+        RowWeight { row: w, own: w }
+    }
+
+    /// The weight in head `h` of a row of label `y` under `rule`: `own` for the row's own
+    /// class's head under one-vs-rest, else `row` (the twin of `head_weight` in
+    /// shaders/batch.wgsl).
+    #[inline(always)]
+    pub fn head(self, rule: HeadRule, h: usize, y: f32) -> f32 {
+        if rule == HeadRule::OneVsRest && h == y as usize {
+            self.own
+        } else {
+            self.row
+        }
+    }
+}
+
+/// What one row did under the rule: its mistakes (a one-vs-rest row counts one per head it
+/// updates), its criterion (the sum over its mistakes of -margin times the head's weight) and
+/// the sum of the heads' weights over its mistakes.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct RowOutcome {
+    /// Mistakes.
+    pub mistakes: u64,
+    /// Weighted criterion.
+    pub criterion: f64,
+    /// Weighted mistakes.
+    pub weighted: f64,
+}
+
 /// Applies `rule` to one row's scores `s` (one per head) with label `y` (±1 for binary, the
-/// class index otherwise): calls `add(head, coefficient)` for every head the row updates and
-/// returns (mistakes, criterion) for the row. The CPU's twin of the rule in `margins`
-/// (shaders/batch.wgsl); the online and batch CPU paths both use it.
+/// class index otherwise) and weight `wt`: calls `add(head, coefficient)` for every head the
+/// row updates, the coefficient being ±1 times the row's weight in that head, and returns
+/// what the row did. The CPU's twin of the rule in `decide` and `margins`
+/// (shaders/batch.wgsl); the online and batch CPU paths all use it.
 #[inline(always)]
 pub fn row_rule(
     rule: HeadRule,
     tau: f32,
     s: &[f32],
     y: f32,
+    wt: RowWeight,
     mut add: impl FnMut(usize, f32),
-) -> (u64, f64) {
+) -> RowOutcome {
     let t = y as usize;
+    let mut out = RowOutcome::default();
     match rule {
         HeadRule::Binary | HeadRule::OneVsRest => {
-            let (mut mistakes, mut crit) = (0u64, 0f64);
             for (h, &sh) in s.iter().enumerate() {
                 let yh = match rule {
                     HeadRule::Binary => y,
@@ -202,12 +252,14 @@ pub fn row_rule(
                 };
                 let m = yh * sh;
                 if m <= tau {
-                    mistakes += 1;
-                    crit -= m as f64;
-                    add(h, yh);
+                    let wh = wt.head(rule, h, y);
+                    out.mistakes += 1;
+                    out.criterion -= m as f64 * wh as f64;
+                    out.weighted += wh as f64;
+                    add(h, yh * wh);
                 }
             }
-            (mistakes, crit)
+            out
         }
         HeadRule::MulticlassAll | HeadRule::MulticlassArgmax => {
             let mut best = usize::MAX;
@@ -218,16 +270,21 @@ pub fn row_rule(
             }
             let m = s[t] - s[best];
             if m > tau {
-                return (0, 0.0);
+                return out;
             }
+            let wr = wt.row;
             for h in 0..s.len() {
                 if h == t {
-                    add(h, 1.0);
+                    add(h, wr);
                 } else if rule == HeadRule::MulticlassAll || h == best {
-                    add(h, -1.0);
+                    add(h, -wr);
                 }
             }
-            (1, -(m as f64))
+            RowOutcome {
+                mistakes: 1,
+                criterion: -(m as f64) * wr as f64,
+                weighted: wr as f64,
+            }
         }
     }
 }
@@ -258,4 +315,36 @@ pub fn update_norm(a: &[f32], b: &[f32]) -> f64 {
         .map(|(x, y)| ((x - y) as f64).powi(2))
         .sum::<f64>()
         .sqrt()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The coefficients `row_rule` gives each head, and what it returns.
+    fn coefs(rule: HeadRule, s: &[f32], y: f32, wt: RowWeight) -> (Vec<f32>, RowOutcome) {
+        let mut c = vec![0f32; s.len()];
+        let o = row_rule(rule, 0.0, s, y, wt, |h, a| c[h] = a);
+        (c, o)
+    }
+
+    #[test]
+    fn one_vs_rest_weighs_the_class_weight_in_the_rows_own_head_only() {
+        // A row of class 1 (sample weight 2, class weight 5) wrong in every head.
+        let wt = RowWeight {
+            row: 2.0,
+            own: 10.0,
+        };
+        let (c, o) = coefs(HeadRule::OneVsRest, &[1.0, -1.0, 3.0], 1.0, wt);
+        assert_eq!(c, [-2.0, 10.0, -2.0]);
+        assert_eq!(o.mistakes, 3);
+        assert_eq!(o.weighted, 14.0);
+        assert_eq!(o.criterion, 1.0 * 2.0 + 1.0 * 10.0 + 3.0 * 2.0);
+        // Binary and multiclass rules weigh the row's weight everywhere.
+        let (c, o) = coefs(HeadRule::Binary, &[-1.0], 1.0, wt);
+        assert_eq!((c, o.weighted), (vec![2.0], 2.0));
+        let (c, o) = coefs(HeadRule::MulticlassAll, &[1.0, -1.0, 3.0], 1.0, wt);
+        assert_eq!((c, o.mistakes, o.weighted), (vec![-2.0, 2.0, -2.0], 1, 2.0));
+        assert_eq!(o.criterion, 4.0 * 2.0);
+    }
 }

@@ -25,6 +25,11 @@ pub struct TrainView<'a> {
     /// Per-row weights, `n` of them (a factor on the row's update and criterion); `None`:
     /// every row weighs 1.
     pub sw: Option<&'a [f32]>,
+    /// Under one-vs-rest with class weights, one factor per class (`heads` of them): a row of
+    /// class c weighs `sw` times `own[c]` in head c and `sw` in the others (scikit-learn's
+    /// one-vs-rest weighting; see [`RowWeight`](super::RowWeight)). `None`: a row weighs `sw`
+    /// in every head (binary and multiclass rules fold class weights into `sw`).
+    pub own: Option<&'a [f32]>,
     /// Held-out rows, scored every epoch with the prediction rule and never trained on.
     pub val: Option<ValView<'a>>,
 }
@@ -73,6 +78,7 @@ impl<'a> TrainView<'a> {
             bias,
             heads,
             sw: None,
+            own: None,
             val: None,
         }
     }
@@ -101,6 +107,19 @@ impl<'a> TrainView<'a> {
     #[inline(always)]
     pub fn weight(&self, i: usize) -> f32 {
         self.sw.map_or(1.0, |w| w[i])
+    }
+
+    /// Weight of row `i` in each head (see [`TrainView::own`]).
+    #[inline(always)]
+    pub fn row_weight(&self, i: usize) -> super::RowWeight {
+        let row = self.weight(i);
+        match self.own {
+            Some(f) => super::RowWeight {
+                row,
+                own: row * f[self.y[i] as usize],
+            },
+            None => super::RowWeight::uniform(row),
+        }
     }
 }
 

@@ -497,7 +497,8 @@ pub(crate) struct TrainArgs {
     #[arg(long, value_name = "FILE")]
     pub(crate) validation: Option<PathBuf>,
     /// Class weights on the updates: balanced (n / (classes * rows of the class)) or
-    /// NAME=W,NAME=W,... (1 for classes not named).
+    /// NAME=W,NAME=W,... (1 for classes not named). With --multiclass ovr, in the class's own
+    /// head only (as scikit-learn's one-vs-rest).
     #[arg(long, value_name = "W")]
     pub(crate) class_weight: Option<ClassWeight>,
     /// Per-row weights on the updates from a .npy file of n values (see also --weight-col).

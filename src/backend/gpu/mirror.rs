@@ -27,6 +27,9 @@ pub struct Params {
     pub floor: f32,
     pub units: u32,
     pub ring: u32,
+    /// One-vs-rest class factors, [`MAX_HEADS`](crate::backend::MAX_HEADS) of them (1 where
+    /// the run has none): [`TrainView::own`](crate::backend::TrainView::own).
+    pub own: [f32; crate::backend::MAX_HEADS],
 }
 
 /// `Params::flags` bit: keep the pocket.
@@ -234,7 +237,8 @@ mod tests {
                     keep_fraction,
                     floor,
                     units,
-                    ring
+                    ring,
+                    own
                 }),
                 rust_layout!(Segment {
                     n,

@@ -159,6 +159,7 @@ impl Backend for GpuBackend {
             data,
             y: None,
             sw: None,
+            own: None,
             held: None,
         };
         self.resident(rows, heads)?.scores(w)
@@ -184,6 +185,7 @@ fn training_rows(data: super::TrainView<'_>) -> Rows<'_> {
         data: data.data(),
         y: Some(data.y),
         sw: data.sw,
+        own: data.own,
         held: data.val_data().zip(data.val.map(|v| v.y)),
     }
 }

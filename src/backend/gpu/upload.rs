@@ -10,7 +10,9 @@ use super::plan::{
     binding_limit, device_workgroups, grid_floor, padded, plan, plan_sparse, rows_per_step,
     segment_grid, software_steps, sparse_segments, Plan, PlanOptions, GL_KT_CAP,
 };
-use crate::backend::{CsrView, DataView, Features, Matrix, MatrixBuf, TRAFFIC_CATEGORIES};
+use crate::backend::{
+    CsrView, DataView, Features, Matrix, MatrixBuf, MAX_HEADS, TRAFFIC_CATEGORIES,
+};
 use crate::error::{Error, Result};
 
 /// Bytes of the control word.
@@ -46,6 +48,8 @@ pub struct Rows<'a> {
     pub y: Option<&'a [f32]>,
     /// Their weights, when not all 1.
     pub sw: Option<&'a [f32]>,
+    /// One-vs-rest class factors ([`TrainView::own`](crate::backend::TrainView::own)).
+    pub own: Option<&'a [f32]>,
     /// Held-out rows and their labels.
     pub held: Option<(DataView<'a>, &'a [f32])>,
 }
@@ -685,6 +689,7 @@ impl<'a> Layout<'a> {
             floor: 0.0,
             units: d.div_ceil(4) as u32,
             ring: (IN_FLIGHT * epochs_per_submit) as u32,
+            own: own_factors(rows.own),
         };
         Ok(Layout {
             sizes,
@@ -868,4 +873,14 @@ fn plan_for(
         batch.pipeline(ctx, e, plan.shape)?;
     }
     Ok(plan)
+}
+
+/// The one-vs-rest class factors as `Params::own` holds them: `own` and 1 after it (1 for
+/// every head without class weights).
+fn own_factors(own: Option<&[f32]>) -> [f32; MAX_HEADS] {
+    let mut f = [1f32; MAX_HEADS];
+    for (o, &v) in f.iter_mut().zip(own.unwrap_or(&[])) {
+        *o = v;
+    }
+    f
 }
