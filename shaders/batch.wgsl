@@ -146,7 +146,7 @@ struct Segment {
     wg_base: u32,      // first `wg_stats` entry of this segment
     chunk_rows: u32,   // rows per workgroup (`epoch`, register `scores`) or chunk (`accumulate`)
     role: u32,         // ROLE_*
-    _pad0: u32,
+    wgs: u32,          // the segment's `margins` workgroups (sparse training: its bias sums)
     _pad1: u32,
     _pad2: u32,
 }
@@ -212,7 +212,8 @@ struct EpochOut {
 // value]; the values are `x`, read through `xat`. Dense segments bind a placeholder.
 @group(1) @binding(5) var<storage, read> csr: array<u32>;
 // SPARSE training segments: the same values column by column (CSC), [column starts (d + 1,
-// from 0) | row of each entry | its position in `x`], rows ascending within a column.
+// from 0) | row of each entry | its value as f32 bits], rows ascending within a column: the
+// values in the order `gather` reads them (consecutive entries: coalesced).
 @group(1) @binding(6) var<storage, read> csc: array<u32>;
 @group(1) @binding(7) var<storage, read> x2: array<vec2<u32>>;
 @group(1) @binding(8) var<storage, read> x4: array<vec4<u32>>;
@@ -345,6 +346,12 @@ fn get_csr(i: u32) -> u32 {
 fn get_csc(i: u32) -> u32 {
     ld(CAT_INDEX, 1u);
     return csc[i];
+}
+
+// Entry i's value in the CSC copy's values (from word `at`): f32 bits, widened by the host.
+fn csc_value(at: u32, i: u32) -> f32 {
+    ld(CAT_X, 1u);
+    return bitcast<f32>(csc[at + i]);
 }
 
 fn set_wg_stat(i: u32, s: WgStat) {
@@ -880,10 +887,12 @@ fn scores_main(lid: u32, wid: u32, nwg: u32, sgs: u32) {
     let groups = WG / TPR;
     for (var base = wid * groups; base < S.n; base += nwg * groups) {
         let r = base + lid / TPR;
-        for (var k = 0u; k < P.heads; k++) {
-            let s = row_score(lid, r, k, false, S.n);
+        for (var k0 = 0u; k0 < P.heads; k0 += KB) {
+            let s = row_scores(lid, r, k0, false, S.n);
             if (lid % TPR == 0u && r < S.n) {
-                set_coef(r * P.heads + k, s);
+                for (var kt = 0u; kt < min(KB, P.heads - k0); kt++) {
+                    set_coef(r * P.heads + k0 + kt, s[kt]);
+                }
             }
         }
     }
@@ -891,40 +900,56 @@ fn scores_main(lid: u32, wid: u32, nwg: u32, sgs: u32) {
 
 // ---- The two-kernel path (CSR rows; dense rows too wide for the register pass) ---------
 
-// CPU twin: reference::row_score. w_k . [x_r, bias] summed by the TPR threads of a row group
-// (weights from the running sum in `aux` when `by_sum`); the result is valid in lane 0.
-// Must be called by the whole workgroup (it has barriers); rows at or past `end` (at most
-// S.n) are not read and give the bias term.
-fn row_score(lid: u32, r: u32, k: u32, by_sum: bool, end: u32) -> f32 {
+// Heads scored together by the two-kernel path: each stored value of a row is loaded once for
+// a block of KB heads (once for all of them when K <= KB).
+const KB: u32 = KT_MAX;
+
+// CPU twin: reference::row_score, head by head. The scores w_k . [x_r, bias] of heads k0 ..
+// k0 + kb - 1 (kb = min(KB, K - k0)) of row r, each summed by the TPR threads of a row group
+// (each thread's values striding, then a fixed tree; weights from the running sum in `aux`
+// when `by_sum`); valid in lane 0. Each stored value of the row (CSR or dense) is loaded once
+// for the block. Must be called by the whole workgroup (it has barriers); rows at or past
+// `end` (at most S.n) are not read and give the bias terms.
+fn row_scores(lid: u32, r: u32, k0: u32, by_sum: bool, end: u32) -> array<f32, KT_MAX> {
     let lane = lid % TPR;
-    var acc = 0.0;
+    let kb = min(KB, P.heads - k0);
+    var acc: array<f32, KT_MAX>;
     if (SPARSE != 0u && r < end) {
         // CSR: the row's stored values, TPR threads striding over them.
         let ix = S.n + 1u;
         let p1 = get_csr(r + 1u);
         for (var p = get_csr(r) + lane; p < p1; p += TPR) {
-            acc += xat(p) * weight(k, get_csr(ix + p), by_sum);
+            let v = xat(p);
+            let j = get_csr(ix + p);
+            for (var kt = 0u; kt < kb; kt++) {
+                acc[kt] += v * weight(k0 + kt, j, by_sum);
+            }
         }
     } else if (r < end) {
         let off = r * 4u * P.units;
         for (var j = lane; j < P.d; j += TPR) {
-            acc += xat(off + j) * weight(k, j, by_sum);
+            let v = xat(off + j);
+            for (var kt = 0u; kt < kb; kt++) {
+                acc[kt] += v * weight(k0 + kt, j, by_sum);
+            }
         }
     }
-    red[lid] = acc;
-    workgroupBarrier();
-    for (var s = TPR / 2u; s > 0u; s >>= 1u) {
-        if (lane < s) {
-            red[lid] += red[lid + s];
+    var out: array<f32, KT_MAX>;
+    for (var kt = 0u; kt < kb; kt++) {
+        red[lid] = acc[kt];
+        workgroupBarrier();
+        for (var s = TPR / 2u; s > 0u; s >>= 1u) {
+            if (lane < s) {
+                red[lid] += red[lid + s];
+            }
+            workgroupBarrier();
+        }
+        if (lane == 0u) {
+            out[kt] = red[lid] + weight(k0 + kt, P.d, by_sum) * P.bias;
         }
         workgroupBarrier();
     }
-    var v = 0.0;
-    if (lane == 0u) {
-        v = red[lid] + weight(k, P.d, by_sum) * P.bias;
-    }
-    workgroupBarrier();
-    return v;
+    return out;
 }
 
 // Training rows: the rule's coefficients (times the row's weight), mistakes and criterion.
@@ -977,8 +1002,10 @@ fn margins_rows(lid: u32, slot: u32, start: u32, step: u32, end: u32) {
         var s_best = 0.0;
         var top = 0u;
         var s_top = 0.0;
-        for (var k = 0u; k < K; k++) {
-            let sk = row_score(lid, r, k, by_sum, end);
+        for (var k0 = 0u; k0 < K; k0 += KB) {
+          let blk = row_scores(lid, r, k0, by_sum, end);
+          for (var k = k0; k < min(k0 + KB, K); k++) {
+            let sk = blk[k - k0];
             if (!acts) {
             } else if (held) {
                 if (k == 0u || sk > s_top) {
@@ -994,6 +1021,7 @@ fn margins_rows(lid: u32, slot: u32, start: u32, step: u32, end: u32) {
                 if (m <= P.tau) {
                     let wk = head_weight(wr, k, t);
                     set_coef(o + k, yk * wk);
+                    bias_add(k, yk * wk);
                     count += 1u;
                     crit -= m * wk;
                     weighted += wk;
@@ -1006,6 +1034,7 @@ fn margins_rows(lid: u32, slot: u32, start: u32, step: u32, end: u32) {
                 best = k;
                 s_best = sk;
             }
+          }
         }
         if (acts && held) {
             var wrong = false;
@@ -1035,10 +1064,45 @@ fn margins_rows(lid: u32, slot: u32, start: u32, step: u32, end: u32) {
                     }
                 }
                 set_coef(o + k, c);
+                bias_add(k, c);
             }
         }
     }
     write_wg_stat(lid, slot, held, count, crit, weighted);
+    if (SPARSE != 0u && !held) {
+        write_bias_sums(lid, slot);
+    }
+}
+
+// SPARSE training rows: each thread's sum of its rows' coefficients per head, in row order
+// (only the thread acting for a row adds), for the bias column: the workgroup's sums go after
+// the n K coefficients (`write_bias_sums`), and `gather` adds the workgroups' in order, so
+// no thread walks every row. Private: zero at the start of every invocation.
+var<private> bias_acc: array<f32, MAX_HEADS>;
+
+fn bias_add(k: u32, c: f32) {
+    if (SPARSE != 0u) {
+        bias_acc[k] += c;
+    }
+}
+
+// The workgroup's per-head sums of bias_acc (a fixed tree over the threads), stored at
+// coef[S.n K + slot K + k]. Called by the whole workgroup.
+fn write_bias_sums(lid: u32, slot: u32) {
+    for (var k = 0u; k < P.heads; k++) {
+        red[lid] = bias_acc[k];
+        workgroupBarrier();
+        for (var s = WG / 2u; s > 0u; s >>= 1u) {
+            if (lid < s) {
+                red[lid] += red[lid + s];
+            }
+            workgroupBarrier();
+        }
+        if (lid == 0u) {
+            set_coef(S.n * P.heads + slot * P.heads + k, red[0]);
+        }
+        workgroupBarrier();
+    }
 }
 
 // Grid: x = tile of TC "columns" over heads * d_aug (head k, column j), y = row chunk. Sums
@@ -1094,12 +1158,14 @@ fn accumulate_tile(lid: u32, tile: u32, chunk: u32) {
     workgroupBarrier();
 }
 
-// SPARSE training segments, instead of `accumulate`: for every (head k, column j) the sum of
-// coef[r, k] * x[r, j] over the column's entries in the CSC copy (rows ascending, TPC threads
-// striding, then a fixed tree), and for the bias column over every row; written as this
-// segment's one partial (chunk S.chunk_base), so `apply` and `finalize` follow unchanged. No
-// atomics: each sum has one owner, so the result is deterministic and exact on integer data.
-// Grid: WG / TPC columns per workgroup, folded over y past the per-dimension limit.
+// SPARSE training segments, instead of `accumulate`: for every column j and every head k the
+// sum of coef[r, k] * x[r, j] over the column's entries in the CSC copy (rows ascending, TPC
+// threads striding, then a fixed tree per head), each entry's row and value loaded once for a
+// block of KB heads, the value only when a head's coefficient is not 0; the bias column
+// (j = d) from the `margins` workgroups' coefficient sums, in order. Written as this segment's
+// one partial (chunk S.chunk_base), so `apply` and `finalize` follow unchanged. No atomics:
+// each sum has one owner, so the result is deterministic and exact on integer data.
+// Grid: WG / TPC columns (of d + 1) per workgroup, folded over y past the per-dimension limit.
 // CPU twin: reference::gather (src/backend/reference.rs).
 @compute @workgroup_size(WG)
 fn gather(
@@ -1117,38 +1183,55 @@ fn gather_columns(lid: u32, group: u32) {
     let K = P.heads;
     let len = K * P.d_aug;
     let lane = lid % TPC;
-    let col = group * (WG / TPC) + lid / TPC;
-    let k = col / P.d_aug;
-    let j = col % P.d_aug;
-    var acc = 0.0;
-    if (col < len && j < P.d) {
-        let rows = P.d + 1u;
-        let pos = rows + get_csc(P.d);
-        let c1 = get_csc(j + 1u);
-        for (var p = get_csc(j) + lane; p < c1; p += TPC) {
-            let a = get_coef(get_csc(rows + p) * K + k);
-            if (a != 0.0) {
-                acc += a * xat(get_csc(pos + p));
+    let j = group * (WG / TPC) + lid / TPC;
+    let rows = P.d + 1u;
+    let vals = rows + get_csc(P.d);
+    for (var k0 = 0u; k0 < K; k0 += KB) {
+        let kb = min(KB, K - k0);
+        var acc: array<f32, KT_MAX>;
+        if (j < P.d) {
+            let c1 = get_csc(j + 1u);
+            for (var p = get_csc(j) + lane; p < c1; p += TPC) {
+                let o = get_csc(rows + p) * K + k0;
+                var v = 0.0;
+                var loaded = false;
+                for (var kt = 0u; kt < kb; kt++) {
+                    let a = get_coef(o + kt);
+                    if (a != 0.0) {
+                        if (!loaded) {
+                            v = csc_value(vals, p);
+                            loaded = true;
+                        }
+                        acc[kt] += a * v;
+                    }
+                }
+            }
+        } else if (j == P.d) {
+            for (var q = lane; q < S.wgs; q += TPC) {
+                let o = S.n * K + q * K + k0;
+                for (var kt = 0u; kt < kb; kt++) {
+                    acc[kt] += get_coef(o + kt);
+                }
             }
         }
-    } else if (col < len) {
-        for (var r = lane; r < S.n; r += TPC) {
-            let a = get_coef(r * K + k);
-            if (a != 0.0) {
-                acc += a * P.bias;
+        for (var kt = 0u; kt < kb; kt++) {
+            red[lid] = acc[kt];
+            workgroupBarrier();
+            for (var s = TPC / 2u; s > 0u; s >>= 1u) {
+                if (lane < s) {
+                    red[lid] += red[lid + s];
+                }
+                workgroupBarrier();
             }
+            if (lane == 0u && j <= P.d) {
+                var v = red[lid];
+                if (j == P.d) {
+                    v *= P.bias;
+                }
+                set_partial(S.chunk_base * len + (k0 + kt) * P.d_aug + j, v);
+            }
+            workgroupBarrier();
         }
-    }
-    red[lid] = acc;
-    workgroupBarrier();
-    for (var s = TPC / 2u; s > 0u; s >>= 1u) {
-        if (lane < s) {
-            red[lid] += red[lid + s];
-        }
-        workgroupBarrier();
-    }
-    if (lane == 0u && col < len) {
-        set_partial(S.chunk_base * len + col, red[lid]);
     }
 }
 

@@ -80,7 +80,8 @@ pub struct Segment {
     pub wg_base: u32,
     pub chunk_rows: u32,
     pub role: u32,
-    pub _pad0: u32,
+    /// The segment's `margins` workgroups (sparse training: as many per-head bias sums).
+    pub wgs: u32,
     pub _pad1: u32,
     pub _pad2: u32,
 }
@@ -246,7 +247,7 @@ mod tests {
                     wg_base,
                     chunk_rows,
                     role,
-                    _pad0,
+                    wgs,
                     _pad1,
                     _pad2
                 }),

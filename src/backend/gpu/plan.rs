@@ -466,8 +466,9 @@ pub fn plan_sparse(
         ..Shape::for_sparse(n, d, nnz, heads, wg)
     };
     let per_dim = limits.max_compute_workgroups_per_dimension as u64;
-    // `gather` runs WG / TPC columns per workgroup; `apply` AJ = 32 weights per workgroup.
-    if len.div_ceil((wg / shape.tpc).max(1) as u64) > per_dim * per_dim
+    // `gather` runs WG / TPC columns (of d + 1) per workgroup; `apply` AJ = 32 weights per
+    // workgroup.
+    if (d as u64 + 1).div_ceil((wg / shape.tpc).max(1) as u64) > per_dim * per_dim
         || len.div_ceil(32) > per_dim * per_dim
     {
         return Err(Error::TooLarge(format!(

@@ -448,7 +448,7 @@ fn segment_buffers(
         wg_base: m.wg_base as u32,
         chunk_rows: m.chunk_rows as u32,
         role: m.role,
-        _pad0: 0,
+        wgs: m.wgs as u32,
         _pad1: 0,
         _pad2: 0,
     };
@@ -469,10 +469,12 @@ fn segment_buffers(
         wgpu::BufferUsages::STORAGE,
     );
     let wbuf = rows_buf("sw", sw);
+    // Sparse training: the `margins` workgroups' per-head bias sums after the coefficients.
+    let bias_sums = if gather { m.wgs * heads } else { 0 };
     let coef = storage_buf(
         ctx,
         &format!("rosenblatt.coef[{k}]"),
-        (m.n * heads * 4) as u64,
+        ((m.n * heads + bias_sums) * 4) as u64,
     );
     let [xbuf, csr, csc] = arrays;
     let bind = ctx.device.create_bind_group(&wgpu::BindGroupDescriptor {
@@ -550,6 +552,8 @@ fn segment_arrays<'a>(
     csr.extend_from_slice(&c.indices[base..end]);
     let mut csc = Vec::new();
     if gather {
+        // [column starts | row of each entry | its value as f32 bits], column by column.
+        let values = c.values.slice(base..end);
         csc = vec![0u32; d + 1 + 2 * nnz];
         for &j in &c.indices[base..end] {
             csc[j as usize + 1] += 1;
@@ -558,13 +562,13 @@ fn segment_arrays<'a>(
             csc[j + 1] += csc[j];
         }
         let mut next: Vec<u32> = csc[..d].to_vec();
-        let (rows_at, pos_at) = (d + 1, d + 1 + nnz);
+        let (rows_at, vals_at) = (d + 1, d + 1 + nnz);
         for r in 0..len {
             for p in c.indptr[start + r]..c.indptr[start + r + 1] {
                 let j = c.indices[p] as usize;
                 let q = next[j] as usize;
                 csc[rows_at + q] = r as u32;
-                csc[pos_at + q] = (p - base) as u32;
+                csc[vals_at + q] = values.get(p - base).to_bits();
                 next[j] += 1;
             }
         }
