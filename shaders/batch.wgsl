@@ -113,6 +113,8 @@ const E_APPLY: u32 = 4u;
 const E_FINALIZE: u32 = 5u;
 const E_SCORES: u32 = 6u;
 const E_FOLD: u32 = 7u;
+const NE: u32 = 8u;       // entry points counted
+
 
 // Weights per workgroup in `apply` (consecutive weights of a partial: coalesced reads).
 const AJ: u32 = 32u;
@@ -147,7 +149,7 @@ struct Segment {
     chunk_rows: u32,   // rows per workgroup (`epoch`, register `scores`) or chunk (`accumulate`)
     role: u32,         // ROLE_*
     wgs: u32,          // the segment's `margins` workgroups (sparse training: its bias sums)
-    _pad1: u32,
+    long_cols: u32,    // sparse training: long columns, each summed by a `gather` workgroup
     _pad2: u32,
 }
 
@@ -192,7 +194,8 @@ struct EpochOut {
 @group(0) @binding(2) var<storage, read_write> ctl: Control;
 @group(0) @binding(3) var<storage, read_write> partials: array<f32>;
 @group(0) @binding(4) var<storage, read_write> wg_stats: array<WgStat>;
-// COUNT = 1: words loaded and stored, [entry][category][load, store] as (low, high) pairs.
+// COUNT = 1: words loaded and stored, [entry][category][load, store] as (low, high) pairs,
+// then per entry the most words one thread loaded.
 @group(0) @binding(5) var<storage, read_write> counters: array<atomic<u32>>;
 @group(0) @binding(6) var<storage, read_write> stats: array<EpochOut>;
 // [prev | pocket | average sum | log-weights | squared steps], each heads * d_aug long.
@@ -249,10 +252,19 @@ fn st(cat: u32, words: u32) {
     }
 }
 
-// Adds this thread's tallies to entry `e`'s counters (64-bit: a carry goes to the high word).
+// Adds this thread's tallies to entry `e`'s counters (64-bit: a carry goes to the high word),
+// and keeps the most words one thread of the entry loaded (after the NE x NCAT x 2 pairs): the
+// longest walk, which a skewed input must not make serial.
 fn flush(e: u32) {
     if (COUNT == 0u) {
         return;
+    }
+    var loaded = 0u;
+    for (var c = 0u; c < NCAT; c++) {
+        loaded += tally[2u * c];
+    }
+    if (loaded != 0u) {
+        atomicMax(&counters[4u * NE * NCAT + e], loaded);
     }
     for (var i = 0u; i < 2u * NCAT; i++) {
         let v = tally[i];
@@ -1158,14 +1170,21 @@ fn accumulate_tile(lid: u32, tile: u32, chunk: u32) {
     workgroupBarrier();
 }
 
+// A column is long when each of its TPC threads would walk more than this many entries:
+// `gather` gives it a workgroup of its own (the host lists them after the CSC values).
+const LONG_WALK: u32 = 64u;
+
 // SPARSE training segments, instead of `accumulate`: for every column j and every head k the
-// sum of coef[r, k] * x[r, j] over the column's entries in the CSC copy (rows ascending, TPC
+// sum of coef[r, k] * x[r, j] over the column's entries in the CSC copy (rows ascending,
 // threads striding, then a fixed tree per head), each entry's row and value loaded once for a
 // block of KB heads, the value only when a head's coefficient is not 0; the bias column
-// (j = d) from the `margins` workgroups' coefficient sums, in order. Written as this segment's
-// one partial (chunk S.chunk_base), so `apply` and `finalize` follow unchanged. No atomics:
-// each sum has one owner, so the result is deterministic and exact on integer data.
-// Grid: WG / TPC columns (of d + 1) per workgroup, folded over y past the per-dimension limit.
+// (j = d) from the `margins` workgroups' coefficient sums, in order. TPC threads sum a column,
+// WG / TPC columns to a workgroup; a long column (LONG_WALK entries a thread or more) is
+// left to a workgroup of its own after those (S.long_cols of them), so no thread walks a
+// column that holds a large share of the entries. Written as this segment's one partial
+// (chunk S.chunk_base), so `apply` and `finalize` follow unchanged. No atomics: each sum has
+// one owner, so the result is deterministic and exact on integer data.
+// Grid: the column groups, then the long columns, folded over y past the per-dimension limit.
 // CPU twin: reference::gather (src/backend/reference.rs).
 @compute @workgroup_size(WG)
 fn gather(
@@ -1174,9 +1193,40 @@ fn gather(
     @builtin(num_workgroups) nwg: vec3<u32>,
 ) {
     if (!stopped(lid)) {
-        gather_columns(lid, wid.x + wid.y * nwg.x);
+        let group = wid.x + wid.y * nwg.x;
+        let short = (P.d + WG / TPC) / (WG / TPC);
+        if (group < short) {
+            gather_columns(lid, group);
+        } else if (group < short + S.long_cols) {
+            gather_long(lid, group - short);
+        }
     }
     flush(E_GATHER);
+}
+
+// The column sums of one block of heads: `threads` threads (lane = 0 .. threads - 1) striding
+// over entries c0 .. c1 - 1 from `first`, each adding its share into acc.
+fn column_block(c0: u32, c1: u32, first: u32, threads: u32, k0: u32, kb: u32) -> array<f32, KT_MAX> {
+    let K = P.heads;
+    let rows = P.d + 1u;
+    let vals = rows + get_csc(P.d);
+    var acc: array<f32, KT_MAX>;
+    for (var p = c0 + first; p < c1; p += threads) {
+        let o = get_csc(rows + p) * K + k0;
+        var v = 0.0;
+        var loaded = false;
+        for (var kt = 0u; kt < kb; kt++) {
+            let a = get_coef(o + kt);
+            if (a != 0.0) {
+                if (!loaded) {
+                    v = csc_value(vals, p);
+                    loaded = true;
+                }
+                acc[kt] += a * v;
+            }
+        }
+    }
+    return acc;
 }
 
 fn gather_columns(lid: u32, group: u32) {
@@ -1184,28 +1234,19 @@ fn gather_columns(lid: u32, group: u32) {
     let len = K * P.d_aug;
     let lane = lid % TPC;
     let j = group * (WG / TPC) + lid / TPC;
-    let rows = P.d + 1u;
-    let vals = rows + get_csc(P.d);
+    var c0 = 0u;
+    var c1 = 0u;
+    if (j < P.d) {
+        c0 = get_csc(j);
+        c1 = get_csc(j + 1u);
+    }
+    // A long column is summed by `gather_long`.
+    let mine = j == P.d || (j < P.d && c1 - c0 <= LONG_WALK * TPC);
     for (var k0 = 0u; k0 < K; k0 += KB) {
         let kb = min(KB, K - k0);
         var acc: array<f32, KT_MAX>;
-        if (j < P.d) {
-            let c1 = get_csc(j + 1u);
-            for (var p = get_csc(j) + lane; p < c1; p += TPC) {
-                let o = get_csc(rows + p) * K + k0;
-                var v = 0.0;
-                var loaded = false;
-                for (var kt = 0u; kt < kb; kt++) {
-                    let a = get_coef(o + kt);
-                    if (a != 0.0) {
-                        if (!loaded) {
-                            v = csc_value(vals, p);
-                            loaded = true;
-                        }
-                        acc[kt] += a * v;
-                    }
-                }
-            }
+        if (j < P.d && mine) {
+            acc = column_block(c0, c1, lane, TPC, k0, kb);
         } else if (j == P.d) {
             for (var q = lane; q < S.wgs; q += TPC) {
                 let o = S.n * K + q * K + k0;
@@ -1223,12 +1264,41 @@ fn gather_columns(lid: u32, group: u32) {
                 }
                 workgroupBarrier();
             }
-            if (lane == 0u && j <= P.d) {
+            if (lane == 0u && mine) {
                 var v = red[lid];
                 if (j == P.d) {
                     v *= P.bias;
                 }
                 set_partial(S.chunk_base * len + (k0 + kt) * P.d_aug + j, v);
+            }
+            workgroupBarrier();
+        }
+    }
+}
+
+// Long column q of the host's list: the whole workgroup strides over its entries, then a
+// fixed tree per head.
+fn gather_long(lid: u32, q: u32) {
+    let K = P.heads;
+    let len = K * P.d_aug;
+    let list = P.d + 1u + 2u * get_csc(P.d);
+    let j = get_csc(list + 1u + q);
+    let c0 = get_csc(j);
+    let c1 = get_csc(j + 1u);
+    for (var k0 = 0u; k0 < K; k0 += KB) {
+        let kb = min(KB, K - k0);
+        let acc = column_block(c0, c1, lid, WG, k0, kb);
+        for (var kt = 0u; kt < kb; kt++) {
+            red[lid] = acc[kt];
+            workgroupBarrier();
+            for (var s = WG / 2u; s > 0u; s >>= 1u) {
+                if (lid < s) {
+                    red[lid] += red[lid + s];
+                }
+                workgroupBarrier();
+            }
+            if (lid == 0u) {
+                set_partial(S.chunk_base * len + (k0 + kt) * P.d_aug + j, red[0]);
             }
             workgroupBarrier();
         }

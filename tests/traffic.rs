@@ -21,6 +21,7 @@ use rosenblatt::backend::{
 };
 
 const X: usize = 0;
+const INDEX: usize = 1;
 const ROWS: usize = 2;
 const COEF: usize = 3;
 const PARTIALS: usize = 4;
@@ -285,4 +286,116 @@ fn padded_rows_count_their_padding_and_the_two_kernel_path_reads_more() {
     assert!(p.plan.starts_with("two kernels"), "{}", p.plan);
     assert!(p.words(X, false) > p.x_words, "{}", describe(&p));
     assert!(p.words(COEF, true) >= n as u64, "{}", describe(&p));
+}
+
+/// Integer CSR rows (values 1..=3, in `storage`): `per_row` random columns a row, and with
+/// `skewed` column 0 in every row too (more than half the entries in one column).
+fn sparse_rows(
+    n: usize,
+    d: usize,
+    per_row: usize,
+    skewed: bool,
+    seed: u64,
+) -> (rosenblatt::backend::CsrBuf, usize) {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let mut x = vec![0f32; n * d];
+    for row in x.chunks_exact_mut(d) {
+        if skewed {
+            row[0] = rng.random_range(1..=3) as f32;
+        }
+        for _ in 0..per_row {
+            row[rng.random_range(1..d)] = rng.random_range(1..=3) as f32;
+        }
+    }
+    let c = rosenblatt::backend::CsrBuf::from_dense(&x, d);
+    let nnz = c.view().nnz();
+    (c, nnz)
+}
+
+/// Issue 31's bound for the sparse epoch: each non-zero's value loaded at most twice (once
+/// scoring its row, once summing its column, for every head together), and its indices at
+/// most twice plus the row and column starts each thread of a row or column reads (at most 32
+/// threads a row or column: O(n + d)), for f32 and u8 values at K = 1 and 10.
+#[test]
+fn the_sparse_epoch_loads_each_non_zero_at_most_twice_for_every_head_count() {
+    let Some(g) = common::gpu() else {
+        return;
+    };
+    let (n, d) = (3000, 400);
+    for (storage, heads) in [
+        (Storage::F32, 1),
+        (Storage::F32, 10),
+        (Storage::U8, 1),
+        (Storage::U8, 10),
+    ] {
+        let (c, nnz) = sparse_rows(n, d, 12, false, heads as u64);
+        let packed = FeatureBuf::pack(c.view().values.to_f32().as_ref(), storage).unwrap();
+        let (_, y) = data(n, 1, heads, 7);
+        let view = TrainView::new(
+            rosenblatt::backend::Matrix::Csr(c.view_with(packed.view())),
+            &y,
+            n,
+            d,
+            1.0,
+            heads,
+        );
+        let p = counted(&g, view);
+        let what = format!("{storage:?} K={heads} nnz={nnz}");
+        assert!(p.plan.contains("CSR"), "{what}: {}", describe(&p));
+        let (xw, iw) = (p.words(X, false), p.words(INDEX, false));
+        assert!(
+            xw <= 2 * nnz as u64,
+            "{what}: X {xw} words\n{}",
+            describe(&p)
+        );
+        let starts = (64 * (n + 1) + 65 * (d + 1) + d + 1) as u64;
+        assert!(
+            iw <= 2 * nnz as u64 + starts,
+            "{what}: indices {iw} words\n{}",
+            describe(&p)
+        );
+        // The scores read every value once (the mistakes' columns again).
+        assert!(xw >= nnz as u64, "{what}\n{}", describe(&p));
+    }
+}
+
+/// One column holding more than half the entries (column 0 of every row) is summed by a
+/// workgroup of its own: no thread of `gather` loads more than a small share of it (before,
+/// one thread walked all n entries), and the sums equal the CPU's bit for bit.
+#[test]
+fn a_column_holding_half_the_entries_is_not_walked_by_one_thread() {
+    let Some(g) = common::gpu() else {
+        return;
+    };
+    let (n, d) = (6000, 300);
+    for heads in [1, 10] {
+        let (c, nnz) = sparse_rows(n, d, 1, true, 11);
+        assert!(nnz < 2 * n + 1, "column 0 holds more than half of {nnz}");
+        let (_, y) = data(n, 1, heads, 8);
+        let view = TrainView::new(
+            rosenblatt::backend::Matrix::Csr(c.view()),
+            &y,
+            n,
+            d,
+            1.0,
+            heads,
+        );
+        let p = counted(&g, view);
+        let gather = p.traffic.iter().find(|t| t.kernel == "gather").unwrap();
+        assert!(
+            gather.longest_thread * 8 <= n as u64,
+            "K={heads}: one thread of gather loaded {} words of a column of {n}\n{}",
+            gather.longest_thread,
+            describe(&p)
+        );
+        let cpu = rosenblatt::backend::cpu::CpuBackend;
+        let r = rule(heads);
+        let epochs = |b: &dyn Backend| {
+            let mut bound = b.bind(view).unwrap();
+            let mut w = vec![0f32; heads * (d + 1)];
+            let e = bound.batch_epochs(&mut w, &r, 4).unwrap();
+            (e.stats.iter().map(|s| s.mistakes).collect::<Vec<_>>(), w)
+        };
+        assert_eq!(epochs(&g), epochs(&cpu), "K={heads}");
+    }
 }

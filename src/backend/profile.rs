@@ -38,6 +38,9 @@ pub struct KernelTraffic {
     pub loads: [u64; 7],
     /// Words stored, by category.
     pub stores: [u64; 7],
+    /// The most words one thread loaded (over the X segments, the largest): the longest
+    /// serial walk of the entry point.
+    pub longest_thread: u64,
 }
 
 impl KernelProfile {

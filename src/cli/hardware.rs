@@ -283,7 +283,12 @@ fn print_traffic(p: &rosenblatt::backend::KernelProfile) -> anyhow::Result<()> {
             .filter(|&(c, _)| t.loads[c] + t.stores[c] > 0)
             .map(|(c, name)| format!("{name} {} / {}", t.loads[c], t.stores[c]))
             .collect();
-        outln!("    {:<12} {}", t.kernel, parts.join(", "));
+        outln!(
+            "    {:<12} {}; longest thread {}",
+            t.kernel,
+            parts.join(", "),
+            t.longest_thread
+        );
     }
     let x = p.words(0, false);
     let other = p.total_words() - x;

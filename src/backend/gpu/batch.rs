@@ -92,6 +92,10 @@ impl Entry {
     }
 }
 
+/// `gather` sums a column with TPC threads unless each would walk more than this many entries;
+/// such a long column gets a workgroup of its own (`LONG_WALK` in batch.wgsl).
+pub const LONG_WALK: usize = 64;
+
 /// Override values for one pipeline, and which module it is built from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Shape {

@@ -82,7 +82,8 @@ pub struct Segment {
     pub role: u32,
     /// The segment's `margins` workgroups (sparse training: as many per-head bias sums).
     pub wgs: u32,
-    pub _pad1: u32,
+    /// Sparse training: the long columns `gather` gives a workgroup each.
+    pub long_cols: u32,
     pub _pad2: u32,
 }
 
@@ -248,7 +249,7 @@ mod tests {
                     chunk_rows,
                     role,
                     wgs,
-                    _pad1,
+                    long_cols,
                     _pad2
                 }),
                 rust_layout!(Control {
@@ -323,6 +324,11 @@ mod tests {
             let name = format!("E_{}", e.name().to_uppercase());
             assert_eq!(constant(&module, &name), e.code(), "{name}");
         }
+        assert_eq!(constant(&module, "NE") as usize, Entry::ALL.len());
+        assert_eq!(
+            constant(&module, "LONG_WALK") as usize,
+            super::super::batch::LONG_WALK
+        );
         let cats = [
             "X", "INDEX", "ROWS", "COEF", "PARTIAL", "WEIGHTS", "CONTROL",
         ];

@@ -160,6 +160,7 @@ impl Resident<'_> {
                 kernel: e.name().to_string(),
                 loads: std::array::from_fn(|c| word(e, c, 0)),
                 stores: std::array::from_fn(|c| word(e, c, 1)),
+                longest_thread: words[Entry::ALL.len() * ncat * 4 + e.code() as usize] as u64,
             });
         }
         Ok(out)

@@ -526,7 +526,7 @@ impl<'c> Resident<'c> {
             }
             out.push((Entry::Margins, Some(k), (seg.wgs as u32, 1)));
             if seg.gather {
-                let wgs = (self.d + 1).div_ceil((shape.wg / shape.tpc) as usize);
+                let wgs = (self.d + 1).div_ceil((shape.wg / shape.tpc) as usize) + seg.long_cols;
                 out.push((Entry::Gather, Some(k), fold(wgs, per_dim)));
             } else if !seg.held_out {
                 out.push((Entry::Accumulate, Some(k), (tiles, seg.chunks as u32)));

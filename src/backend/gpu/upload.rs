@@ -2,7 +2,7 @@
 //! device, the segments' layout ([`SegMeta`]: rows, partials and workgroups of each, before
 //! any buffer exists), then the buffers and bind groups ([`Layout::upload`]).
 
-use super::batch::{BatchPipelines, Entry, KT_MAX};
+use super::batch::{BatchPipelines, Entry, KT_MAX, LONG_WALK};
 use super::buffers::{dense_buf, entire, init_buf, label_bytes, storage_buf};
 use super::context::GpuContext;
 use super::mirror::{Control, EpochOut, Params, Segment, WgStat, ROLE_HELD_OUT, ROLE_TRAIN};
@@ -21,8 +21,10 @@ pub(super) const CTL: usize = size_of::<Control>();
 /// Submits in flight at once while training (each with its own read-back buffer).
 pub(super) const IN_FLIGHT: usize = 2;
 
-/// Words of the traffic counters: [entry][category][load, store] as (low, high) pairs.
-pub(super) const COUNTER_WORDS: usize = Entry::ALL.len() * TRAFFIC_CATEGORIES.len() * 2 * 2;
+/// Words of the traffic counters: [entry][category][load, store] as (low, high) pairs, then
+/// per entry the most words one thread loaded.
+pub(super) const COUNTER_WORDS: usize =
+    Entry::ALL.len() * TRAFFIC_CATEGORIES.len() * 2 * 2 + Entry::ALL.len();
 
 /// One segment of X on the device.
 pub(super) struct SegBuf {
@@ -34,6 +36,8 @@ pub(super) struct SegBuf {
     pub(super) wgs: usize,
     /// A sparse training segment: `margins` then `gather` (its one partial).
     pub(super) gather: bool,
+    /// Its long columns, each summed by a workgroup of its own in `gather`.
+    pub(super) long_cols: usize,
     pub(super) coef: wgpu::Buffer,
     pub(super) bind: wgpu::BindGroup,
 }
@@ -417,7 +421,8 @@ fn stream_slots(
             x_max = x_max.max(nnz * eb);
             csr_max = csr_max.max((m.n as u64 + 1 + nnz) * 4);
             if m.role == ROLE_TRAIN {
-                csc_max = csc_max.max((d as u64 + 1 + 2 * nnz) * 4);
+                // Column starts, rows, values, and at most d long columns with their count.
+                csc_max = csc_max.max((2 * (d as u64 + 1) + 2 * nnz) * 4);
             }
         }
     }
@@ -440,8 +445,10 @@ fn segment_buffers(
     y: Option<&[f32]>,
     sw: Option<&[f32]>,
     heads: usize,
-    gather: bool,
+    gather: Option<usize>,
 ) -> SegBuf {
+    let long_cols = gather.unwrap_or(0);
+    let gather = gather.is_some();
     let seg = Segment {
         n: m.n as u32,
         chunk_base: m.chunk_base as u32,
@@ -449,7 +456,7 @@ fn segment_buffers(
         chunk_rows: m.chunk_rows as u32,
         role: m.role,
         wgs: m.wgs as u32,
-        _pad1: 0,
+        long_cols: long_cols as u32,
         _pad2: 0,
     };
     let uniform = wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST;
@@ -498,6 +505,7 @@ fn segment_buffers(
         chunks: m.chunks,
         wgs: m.wgs,
         gather,
+        long_cols,
         coef,
         bind,
     }
@@ -520,15 +528,16 @@ fn with_values<'a>(m: Matrix<'a>, v: Features<'a>) -> Matrix<'a> {
 }
 
 /// A segment's arrays: its values, and for CSR rows the row starts (from 0) with the columns,
-/// and for a training segment (`gather`) the CSC copy: column starts, the row of each entry
-/// and its position among the segment's values, rows ascending within a column. Dense rows
-/// give empty index arrays.
+/// and for a training segment (`gather`: the length over which a column is long) the CSC
+/// copy: column starts, the row of each entry and its value (f32 bits), rows ascending within
+/// a column, then the number of long columns and their indices. Dense rows give empty index
+/// arrays.
 fn segment_arrays<'a>(
     m: Matrix<'a>,
     start: usize,
     len: usize,
     d: usize,
-    gather: bool,
+    gather: Option<usize>,
 ) -> (Features<'a>, Vec<u32>, Vec<u32>) {
     let c = match m {
         Matrix::Dense(f) => {
@@ -551,8 +560,9 @@ fn segment_arrays<'a>(
     );
     csr.extend_from_slice(&c.indices[base..end]);
     let mut csc = Vec::new();
-    if gather {
-        // [column starts | row of each entry | its value as f32 bits], column by column.
+    if let Some(long_over) = gather {
+        // [column starts | row of each entry | its value as f32 bits], column by column, then
+        // the long columns (more than `long_over` entries): their count and indices.
         let values = c.values.slice(base..end);
         csc = vec![0u32; d + 1 + 2 * nnz];
         for &j in &c.indices[base..end] {
@@ -572,6 +582,12 @@ fn segment_arrays<'a>(
                 next[j] += 1;
             }
         }
+        let long: Vec<u32> = (0..d)
+            .filter(|&j| (csc[j + 1] - csc[j]) as usize > long_over)
+            .map(|j| j as u32)
+            .collect();
+        csc.push(long.len() as u32);
+        csc.extend_from_slice(&long);
     }
     (c.values.slice(base..end), csr, csc)
 }
@@ -773,14 +789,16 @@ impl<'a> Layout<'a> {
         } = self.sizes;
         let held_out = m.role == ROLE_HELD_OUT;
         let gather = x.is_sparse() && !held_out && self.training;
+        let long_over = gather.then_some(LONG_WALK * self.plan.shape.tpc as usize);
         let mut host = None;
-        let (xbuf, csr, csc) = match slots {
+        let ((xbuf, csr, csc), long_cols) = match slots {
             Some(s) => {
                 let orig = match rows.held {
                     Some((h, _)) if held_out => h.x,
                     _ => rows.data.x,
                 };
-                let (xs, csr, csc) = segment_arrays(orig, m.start, m.n, d, gather);
+                let (xs, csr, csc) = segment_arrays(orig, m.start, m.n, d, long_over);
+                let long_cols = long_count(&csc, d);
                 host = Some(StreamSeg {
                     x: xs.bytes(),
                     dense_rows: (!orig.is_sparse()).then_some(m.n),
@@ -788,14 +806,14 @@ impl<'a> Layout<'a> {
                     csc,
                 });
                 let s = &s[k % 2];
-                (s.x.clone(), s.csr.clone(), s.csc.clone())
+                ((s.x.clone(), s.csr.clone(), s.csc.clone()), long_cols)
             }
             None => {
                 let src = match held_x {
                     Some(h) if held_out => h,
                     _ => x,
                 };
-                resident_arrays(ctx, k, m, src, d, gather)
+                resident_arrays(ctx, k, m, src, d, long_over)
             }
         };
         let (ys, ws) = match (rows.held, held_out) {
@@ -812,7 +830,7 @@ impl<'a> Layout<'a> {
             ys.map(|y| &y[range.clone()]),
             ws.map(|w| &w[range.clone()]),
             heads,
-            gather,
+            gather.then_some(long_cols),
         );
         (seg, host)
     }
@@ -825,9 +843,10 @@ fn resident_arrays(
     m: &SegMeta,
     src: Matrix<'_>,
     d: usize,
-    gather: bool,
-) -> (wgpu::Buffer, wgpu::Buffer, wgpu::Buffer) {
+    gather: Option<usize>,
+) -> ((wgpu::Buffer, wgpu::Buffer, wgpu::Buffer), usize) {
     let (xs, csr, csc) = segment_arrays(src, m.start, m.n, d, gather);
+    let long = long_count(&csc, d);
     let label = format!("rosenblatt.x[{k}]");
     let xbuf = if src.is_sparse() {
         init_buf(ctx, &label, xs.bytes(), wgpu::BufferUsages::STORAGE)
@@ -842,7 +861,15 @@ fn resident_arrays(
             wgpu::BufferUsages::STORAGE,
         )
     };
-    (xbuf, index("csr", &csr), index("csc", &csc))
+    ((xbuf, index("csr", &csr), index("csc", &csc)), long)
+}
+
+/// The number of long columns a CSC copy lists (0 without one).
+fn long_count(csc: &[u32], d: usize) -> usize {
+    match csc.get(d) {
+        Some(&nnz) => csc[d + 1 + 2 * nnz as usize] as usize,
+        None => 0,
+    }
 }
 
 /// The plan for these rows on this device ([`make_plan`]), with the software adapters' step
