@@ -115,6 +115,13 @@ const E_SCORES: u32 = 6u;
 const E_FOLD: u32 = 7u;
 const NE: u32 = 8u;       // entry points counted
 
+// SPARSE: a row (column) is long when each of the TPR (TPC) threads of its row (column) group
+// would walk more than this many entries: `margins` (`gather`) gives it whole workgroups
+// (the host lists them after the CSR columns and the CSC values); at most LONG_WGS
+// workgroups take a segment's long rows.
+const LONG_WALK: u32 = 64u;
+const LONG_WGS: u32 = 1024u;
+
 
 // Weights per workgroup in `apply` (consecutive weights of a partial: coalesced reads).
 const AJ: u32 = 32u;
@@ -150,7 +157,7 @@ struct Segment {
     role: u32,         // ROLE_*
     wgs: u32,          // the segment's `margins` workgroups (sparse training: its bias sums)
     long_cols: u32,    // sparse training: long columns, each summed by a `gather` workgroup
-    _pad2: u32,
+    long_rows: u32,    // sparse: long rows, scored by the last workgroups of `margins`
 }
 
 // The stop rules' memory: StopState in src/backend/mod.rs, plus the per-call counters and
@@ -900,7 +907,7 @@ fn scores_main(lid: u32, wid: u32, nwg: u32, sgs: u32) {
     for (var base = wid * groups; base < S.n; base += nwg * groups) {
         let r = base + lid / TPR;
         for (var k0 = 0u; k0 < P.heads; k0 += KB) {
-            let s = row_scores(lid, r, k0, false, S.n);
+            let s = row_scores(lid, r, k0, false, S.n, false);
             if (lid % TPR == 0u && r < S.n) {
                 for (var kt = 0u; kt < min(KB, P.heads - k0); kt++) {
                     set_coef(r * P.heads + k0 + kt, s[kt]);
@@ -922,15 +929,20 @@ const KB: u32 = KT_MAX;
 // when `by_sum`); valid in lane 0. Each stored value of the row (CSR or dense) is loaded once
 // for the block. Must be called by the whole workgroup (it has barriers); rows at or past
 // `end` (at most S.n) are not read and give the bias terms.
-fn row_scores(lid: u32, r: u32, k0: u32, by_sum: bool, end: u32) -> array<f32, KT_MAX> {
+fn row_scores(lid: u32, r: u32, k0: u32, by_sum: bool, end: u32, skip_long: bool) -> array<f32, KT_MAX> {
     let lane = lid % TPR;
     let kb = min(KB, P.heads - k0);
     var acc: array<f32, KT_MAX>;
     if (SPARSE != 0u && r < end) {
-        // CSR: the row's stored values, TPR threads striding over them.
+        // CSR: the row's stored values, TPR threads striding over them (none for a long row
+        // when `skip_long`: `margins_long` scores it).
         let ix = S.n + 1u;
-        let p1 = get_csr(r + 1u);
-        for (var p = get_csr(r) + lane; p < p1; p += TPR) {
+        let p0 = get_csr(r);
+        var p1 = get_csr(r + 1u);
+        if (skip_long && p1 - p0 > LONG_WALK * TPR) {
+            p1 = p0;
+        }
+        for (var p = p0 + lane; p < p1; p += TPR) {
             let v = xat(p);
             let j = get_csr(ix + p);
             for (var kt = 0u; kt < kb; kt++) {
@@ -966,19 +978,133 @@ fn row_scores(lid: u32, r: u32, k0: u32, by_sum: bool, end: u32) -> array<f32, K
 
 // Training rows: the rule's coefficients (times the row's weight), mistakes and criterion.
 // Held-out rows: the prediction rule (sgn(0) = +1; first highest score), counting the rows
-// predicted wrong.
+// predicted wrong. SPARSE: a long row (more than LONG_WALK entries a thread of its row group)
+// is left to the workgroups after the first S.wgs - long_wgs(), which take the long rows one
+// at a time with every thread (`margins_long`), so one row holding a large share of the
+// entries is not walked by a few threads while the rest wait at the barriers.
 // CPU twin: reference::margins (src/backend/reference.rs).
 @compute @workgroup_size(WG)
 fn margins(
     @builtin(local_invocation_index) lid: u32,
     @builtin(workgroup_id) wid: vec3<u32>,
-    @builtin(num_workgroups) nwg: vec3<u32>,
 ) {
     if (!stopped(lid)) {
         let groups = WG / TPR;
-        margins_rows(lid, wid.x, wid.x * groups, nwg.x * groups, S.n);
+        let normal = S.wgs - long_wgs();
+        if (wid.x < normal) {
+            margins_rows(lid, wid.x, wid.x * groups, normal * groups, S.n);
+        } else {
+            margins_long(lid, wid.x, wid.x - normal);
+        }
     }
     flush(E_MARGINS);
+}
+
+// Workgroups of this segment's long rows (SPARSE: the host lists S.long_rows of them after
+// the CSR columns); at most LONG_WGS, each taking every LONG_WGS-th.
+fn long_wgs() -> u32 {
+    return min(S.long_rows, LONG_WGS);
+}
+
+// Whether CSR row r (below S.n) is long: more than LONG_WALK entries for each of its TPR
+// threads. The host lists exactly these rows.
+fn long_row(r: u32) -> bool {
+    return SPARSE != 0u && get_csr(r + 1u) - get_csr(r) > LONG_WALK * TPR;
+}
+
+// What the rule keeps of a row while its heads' scores arrive: its label, weight and class,
+// and for the multiclass rules the true class's score and the highest wrong one; for
+// held-out rows the highest score. (Running scalars, not a per-thread array of K scores,
+// which would be zeroed for every row and live in local memory.)
+struct RowState {
+    yv: f32,
+    wr: f32,
+    t: u32,
+    s_true: f32,
+    best: u32,
+    s_best: f32,
+    top: u32,
+    s_top: f32,
+}
+
+// The state of row r before its first head: its label and (training, weighted) its weight;
+// the counts go to st_count, st_crit and st_weighted.
+fn row_begin(r: u32, held: bool) -> RowState {
+    let yv = get_y(r);
+    var wr = 1.0;
+    if (!held && (P.flags & FLAG_WEIGHTS) != 0u) {
+        wr = get_sw(r);
+    }
+    return RowState(yv, wr, u32(max(yv, 0.0)), 0.0, P.heads, 0.0, 0u, 0.0);
+}
+
+// Head k's score sk of the row whose coefficients start at coef[o]: the binary and
+// one-vs-rest rules decide the head now; the others keep what they need.
+fn row_head(st: ptr<function, RowState>, o: u32, k: u32, sk: f32, held: bool) {
+    if (held) {
+        if (k == 0u || sk > (*st).s_top) {
+            (*st).top = k;
+            (*st).s_top = sk;
+        }
+    } else if (P.rule == RULE_BINARY || P.rule == RULE_OVR) {
+        var yk = (*st).yv;
+        if (P.rule == RULE_OVR) {
+            yk = select(-1.0, 1.0, k == (*st).t);
+        }
+        let m = yk * sk;
+        if (m <= P.tau) {
+            let wk = head_weight((*st).wr, k, (*st).t);
+            set_coef(o + k, yk * wk);
+            bias_add(k, yk * wk);
+            st_count += 1u;
+            st_crit -= m * wk;
+            st_weighted += wk;
+        } else {
+            set_coef(o + k, 0.0);
+        }
+    } else if (k == (*st).t) {
+        (*st).s_true = sk;
+    } else if ((*st).best == P.heads || sk > (*st).s_best) {
+        (*st).best = k;
+        (*st).s_best = sk;
+    }
+}
+
+// After the row's last head: held-out rows count a wrong prediction; the multiclass rules
+// decide and write every head's coefficient.
+fn row_end(st: RowState, o: u32, held: bool) {
+    let K = P.heads;
+    if (held) {
+        var wrong = false;
+        if (P.rule == RULE_BINARY) {
+            wrong = (st.s_top >= 0.0) != (st.yv > 0.0);
+        } else {
+            wrong = st.top != st.t;
+        }
+        if (wrong) {
+            st_count += 1u;
+        }
+    } else if (P.rule != RULE_BINARY && P.rule != RULE_OVR) {
+        let m = st.s_true - st.s_best;
+        let miss = m <= P.tau;
+        if (miss) {
+            st_count += 1u;
+            st_crit -= m * st.wr;
+            st_weighted += st.wr;
+        }
+        for (var k = 0u; k < K; k++) {
+            var c = 0.0;
+            if (miss) {
+                if (k == st.t) {
+                    c = st.wr;
+                } else if (P.rule == RULE_MC_ALL || k == st.best) {
+                    c = -st.wr;
+                }
+            }
+            set_coef(o + k, c);
+            bias_add(k, c);
+        }
+    }
 }
 
 // `margins` for the row groups starting at `start`, `start + step`, ... below `end`, with
@@ -988,100 +1114,80 @@ fn margins_rows(lid: u32, slot: u32, start: u32, step: u32, end: u32) {
     let held = S.role == ROLE_HELD_OUT;
     let lane = lid % TPR;
     let K = P.heads;
-    var count = 0u;
-    var crit = 0.0;
-    var weighted = 0.0;
     for (var base = start; base < end; base += step) {
         let r = base + lid / TPR;
-        // Only lane 0 of a row group with a row acts; the others help with the dots.
-        let acts = lane == 0u && r < end;
-        var yv = 0.0;
-        var wr = 1.0;
+        // Only lane 0 of a row group with a (short) row acts; the others help with the dots.
+        let acts = lane == 0u && r < end && !long_row(r);
+        var st: RowState;
         if (acts) {
-            yv = get_y(r);
-            if (!held && (P.flags & FLAG_WEIGHTS) != 0u) {
-                wr = get_sw(r);
-            }
+            st = row_begin(r, held);
         }
-        let t = u32(max(yv, 0.0));
-        let o = r * K;
-        // Running scalars instead of a per-thread array of K scores (which would be zeroed
-        // for every row and live in local memory): the binary and one-vs-rest rules decide
-        // each head as its score arrives; the multiclass rules keep the true class's score
-        // and the highest wrong one; held-out rows keep the highest score.
-        var s_true = 0.0;
-        var best = K;
-        var s_best = 0.0;
-        var top = 0u;
-        var s_top = 0.0;
         for (var k0 = 0u; k0 < K; k0 += KB) {
-          let blk = row_scores(lid, r, k0, by_sum, end);
-          for (var k = k0; k < min(k0 + KB, K); k++) {
-            let sk = blk[k - k0];
-            if (!acts) {
-            } else if (held) {
-                if (k == 0u || sk > s_top) {
-                    top = k;
-                    s_top = sk;
+            let blk = row_scores(lid, r, k0, by_sum, end, true);
+            for (var k = k0; k < min(k0 + KB, K); k++) {
+                if (acts) {
+                    row_head(&st, r * K, k, blk[k - k0], held);
                 }
-            } else if (P.rule == RULE_BINARY || P.rule == RULE_OVR) {
-                var yk = yv;
-                if (P.rule == RULE_OVR) {
-                    yk = select(-1.0, 1.0, k == t);
-                }
-                let m = yk * sk;
-                if (m <= P.tau) {
-                    let wk = head_weight(wr, k, t);
-                    set_coef(o + k, yk * wk);
-                    bias_add(k, yk * wk);
-                    count += 1u;
-                    crit -= m * wk;
-                    weighted += wk;
-                } else {
-                    set_coef(o + k, 0.0);
-                }
-            } else if (k == t) {
-                s_true = sk;
-            } else if (best == K || sk > s_best) {
-                best = k;
-                s_best = sk;
             }
-          }
         }
-        if (acts && held) {
-            var wrong = false;
-            if (P.rule == RULE_BINARY) {
-                wrong = (s_top >= 0.0) != (yv > 0.0);
-            } else {
-                wrong = top != t;
-            }
-            if (wrong) {
-                count += 1u;
-            }
-        } else if (acts && P.rule != RULE_BINARY && P.rule != RULE_OVR) {
-            let m = s_true - s_best;
-            let miss = m <= P.tau;
-            if (miss) {
-                count += 1u;
-                crit -= m * wr;
-                weighted += wr;
-            }
-            for (var k = 0u; k < K; k++) {
-                var c = 0.0;
-                if (miss) {
-                    if (k == t) {
-                        c = wr;
-                    } else if (P.rule == RULE_MC_ALL || k == best) {
-                        c = -wr;
-                    }
-                }
-                set_coef(o + k, c);
-                bias_add(k, c);
-            }
+        if (acts) {
+            row_end(st, r * K, held);
         }
     }
-    write_wg_stat(lid, slot, held, count, crit, weighted);
+    write_wg_stat(lid, slot, held, st_count, st_crit, st_weighted);
     if (SPARSE != 0u && !held) {
+        write_bias_sums(lid, slot);
+    }
+}
+
+// The long rows q, q + LONG_WGS, ... of the host's list (after the CSR columns), each scored
+// by the whole workgroup (its entries striding over every thread, then a fixed tree per head)
+// and decided by thread 0; counts in wg_stats slot `slot`. Called by the whole workgroup.
+fn margins_long(lid: u32, slot: u32, q0: u32) {
+    let by_sum = held_out_by_sum(lid);
+    let held = S.role == ROLE_HELD_OUT;
+    let K = P.heads;
+    let list = S.n + 1u + get_csr(S.n);
+    for (var q = q0; q < S.long_rows; q += LONG_WGS) {
+        let r = get_csr(list + 1u + q);
+        let p0 = get_csr(r);
+        let p1 = get_csr(r + 1u);
+        var st: RowState;
+        if (lid == 0u) {
+            st = row_begin(r, held);
+        }
+        for (var k0 = 0u; k0 < K; k0 += KB) {
+            let kb = min(KB, K - k0);
+            var acc: array<f32, KT_MAX>;
+            for (var p = p0 + lid; p < p1; p += WG) {
+                let v = xat(p);
+                let j = get_csr(S.n + 1u + p);
+                for (var kt = 0u; kt < kb; kt++) {
+                    acc[kt] += v * weight(k0 + kt, j, by_sum);
+                }
+            }
+            for (var kt = 0u; kt < kb; kt++) {
+                red[lid] = acc[kt];
+                workgroupBarrier();
+                for (var s = WG / 2u; s > 0u; s >>= 1u) {
+                    if (lid < s) {
+                        red[lid] += red[lid + s];
+                    }
+                    workgroupBarrier();
+                }
+                if (lid == 0u) {
+                    let sk = red[0] + weight(k0 + kt, P.d, by_sum) * P.bias;
+                    row_head(&st, r * K, k0 + kt, sk, held);
+                }
+                workgroupBarrier();
+            }
+        }
+        if (lid == 0u) {
+            row_end(st, r * K, held);
+        }
+    }
+    write_wg_stat(lid, slot, held, st_count, st_crit, st_weighted);
+    if (!held) {
         write_bias_sums(lid, slot);
     }
 }
@@ -1170,9 +1276,6 @@ fn accumulate_tile(lid: u32, tile: u32, chunk: u32) {
     workgroupBarrier();
 }
 
-// A column is long when each of its TPC threads would walk more than this many entries:
-// `gather` gives it a workgroup of its own (the host lists them after the CSC values).
-const LONG_WALK: u32 = 64u;
 
 // SPARSE training segments, instead of `accumulate`: for every column j and every head k the
 // sum of coef[r, k] * x[r, j] over the column's entries in the CSC copy (rows ascending,

@@ -92,9 +92,14 @@ impl Entry {
     }
 }
 
-/// `gather` sums a column with TPC threads unless each would walk more than this many entries;
-/// such a long column gets a workgroup of its own (`LONG_WALK` in batch.wgsl).
+/// `gather` sums a column with TPC threads, `margins` scores a row with TPR, unless each would
+/// walk more than this many entries; such a long column or row gets a whole workgroup
+/// (`LONG_WALK` in batch.wgsl).
 pub const LONG_WALK: usize = 64;
+
+/// At most this many workgroups of `margins` take a segment's long rows (`LONG_WGS` in
+/// batch.wgsl).
+pub const LONG_WGS: usize = 1024;
 
 /// Override values for one pipeline, and which module it is built from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -84,7 +84,8 @@ pub struct Segment {
     pub wgs: u32,
     /// Sparse training: the long columns `gather` gives a workgroup each.
     pub long_cols: u32,
-    pub _pad2: u32,
+    /// Sparse: the long rows the last workgroups of `margins` score.
+    pub long_rows: u32,
 }
 
 /// Mirrors `Control` in batch.wgsl.
@@ -250,7 +251,7 @@ mod tests {
                     role,
                     wgs,
                     long_cols,
-                    _pad2
+                    long_rows
                 }),
                 rust_layout!(Control {
                     done,
@@ -328,6 +329,10 @@ mod tests {
         assert_eq!(
             constant(&module, "LONG_WALK") as usize,
             super::super::batch::LONG_WALK
+        );
+        assert_eq!(
+            constant(&module, "LONG_WGS") as usize,
+            super::super::batch::LONG_WGS
         );
         let cats = [
             "X", "INDEX", "ROWS", "COEF", "PARTIAL", "WEIGHTS", "CONTROL",

@@ -2,7 +2,7 @@
 //! device, the segments' layout ([`SegMeta`]: rows, partials and workgroups of each, before
 //! any buffer exists), then the buffers and bind groups ([`Layout::upload`]).
 
-use super::batch::{BatchPipelines, Entry, KT_MAX, LONG_WALK};
+use super::batch::{BatchPipelines, Entry, KT_MAX, LONG_WALK, LONG_WGS};
 use super::buffers::{dense_buf, entire, init_buf, label_bytes, storage_buf};
 use super::context::GpuContext;
 use super::mirror::{Control, EpochOut, Params, Segment, WgStat, ROLE_HELD_OUT, ROLE_TRAIN};
@@ -118,6 +118,8 @@ struct SegMeta {
     wg_base: usize,
     /// Rows per workgroup (register pass) or per `accumulate` chunk.
     chunk_rows: usize,
+    /// CSR: its long rows (scored by the last workgroups of `margins`).
+    long_rows: usize,
 }
 
 /// One segment of streamed X on the host: its values (the caller's bytes: dense rows of
@@ -284,7 +286,7 @@ fn layout_segments(
     for (role, m, list) in roles {
         for (start, rows) in list {
             let train = role == ROLE_TRAIN && training;
-            let (chunks, wgs, chunk_rows) = if plan.register_pass() {
+            let (chunks, wgs, chunk_rows, long_rows) = if plan.register_pass() {
                 let words = x_words(m, rows, d).max(1);
                 let (g, run) = match opts.workgroups {
                     Some(g) => segment_grid(rows, words, None, (g, 1), step, plan.max_steps),
@@ -297,7 +299,7 @@ fn layout_segments(
                         plan.max_steps,
                     ),
                 };
-                (if train { g } else { 0 }, g, run)
+                (if train { g } else { 0 }, g, run, 0)
             } else {
                 // A sparse training segment sums its rows in one partial (`gather`).
                 let chunks = match () {
@@ -305,9 +307,11 @@ fn layout_segments(
                     _ if sparse => 1,
                     _ => rows.div_ceil(plan.chunk_rows),
                 };
-                let wgs = rows.div_ceil(groups).clamp(1, plan.margin_wgs_cap);
+                // Long CSR rows get the last workgroups (at most LONG_WGS) of `margins`.
+                let long = long_rows(m, start, rows, long_row_over(plan)).len();
+                let wgs = rows.div_ceil(groups).clamp(1, plan.margin_wgs_cap) + long.min(LONG_WGS);
                 let chunk_rows = if sparse { rows.max(1) } else { plan.chunk_rows };
-                (chunks, wgs, chunk_rows)
+                (chunks, wgs, chunk_rows, long)
             };
             out.push(SegMeta {
                 role,
@@ -318,6 +322,7 @@ fn layout_segments(
                 wgs,
                 wg_base,
                 chunk_rows,
+                long_rows,
             });
             chunk_base += chunks;
             wg_base += wgs;
@@ -419,7 +424,8 @@ fn stream_slots(
         if let Matrix::Csr(c) = src {
             let nnz = (c.indptr[m.start + m.n] - c.indptr[m.start]) as u64;
             x_max = x_max.max(nnz * eb);
-            csr_max = csr_max.max((m.n as u64 + 1 + nnz) * 4);
+            // Row starts, columns, and at most n long rows with their count.
+            csr_max = csr_max.max((2 * (m.n as u64 + 1) + nnz) * 4);
             if m.role == ROLE_TRAIN {
                 // Column starts, rows, values, and at most d long columns with their count.
                 csc_max = csc_max.max((2 * (d as u64 + 1) + 2 * nnz) * 4);
@@ -457,7 +463,7 @@ fn segment_buffers(
         role: m.role,
         wgs: m.wgs as u32,
         long_cols: long_cols as u32,
-        _pad2: 0,
+        long_rows: m.long_rows as u32,
     };
     let uniform = wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST;
     let ubuf = init_buf(ctx, "rosenblatt.segment", bytemuck::bytes_of(&seg), uniform);
@@ -537,6 +543,7 @@ fn segment_arrays<'a>(
     start: usize,
     len: usize,
     d: usize,
+    long_row_over: usize,
     gather: Option<usize>,
 ) -> (Features<'a>, Vec<u32>, Vec<u32>) {
     let c = match m {
@@ -559,6 +566,9 @@ fn segment_arrays<'a>(
             .map(|&p| (p - base) as u32),
     );
     csr.extend_from_slice(&c.indices[base..end]);
+    let long = long_rows(m, start, len, long_row_over);
+    csr.push(long.len() as u32);
+    csr.extend_from_slice(&long);
     let mut csc = Vec::new();
     if let Some(long_over) = gather {
         // [column starts | row of each entry | its value as f32 bits], column by column, then
@@ -797,7 +807,8 @@ impl<'a> Layout<'a> {
                     Some((h, _)) if held_out => h.x,
                     _ => rows.data.x,
                 };
-                let (xs, csr, csc) = segment_arrays(orig, m.start, m.n, d, long_over);
+                let (xs, csr, csc) =
+                    segment_arrays(orig, m.start, m.n, d, long_row_over(&self.plan), long_over);
                 let long_cols = long_count(&csc, d);
                 host = Some(StreamSeg {
                     x: xs.bytes(),
@@ -813,7 +824,7 @@ impl<'a> Layout<'a> {
                     Some(h) if held_out => h,
                     _ => x,
                 };
-                resident_arrays(ctx, k, m, src, d, long_over)
+                resident_arrays(ctx, k, m, src, d, long_row_over(&self.plan), long_over)
             }
         };
         let (ys, ws) = match (rows.held, held_out) {
@@ -843,9 +854,10 @@ fn resident_arrays(
     m: &SegMeta,
     src: Matrix<'_>,
     d: usize,
+    long_row_over: usize,
     gather: Option<usize>,
 ) -> ((wgpu::Buffer, wgpu::Buffer, wgpu::Buffer), usize) {
-    let (xs, csr, csc) = segment_arrays(src, m.start, m.n, d, gather);
+    let (xs, csr, csc) = segment_arrays(src, m.start, m.n, d, long_row_over, gather);
     let long = long_count(&csc, d);
     let label = format!("rosenblatt.x[{k}]");
     let xbuf = if src.is_sparse() {
@@ -862,6 +874,24 @@ fn resident_arrays(
         )
     };
     ((xbuf, index("csr", &csr), index("csc", &csc)), long)
+}
+
+/// The rows of CSR `m` in `start .. start + len` (numbered from `start`) with more than
+/// `over` entries: those `margins` scores with whole workgroups. None for dense rows.
+fn long_rows(m: Matrix<'_>, start: usize, len: usize, over: usize) -> Vec<u32> {
+    match m {
+        Matrix::Csr(c) => (0..len)
+            .filter(|&r| c.indptr[start + r + 1] - c.indptr[start + r] > over)
+            .map(|r| r as u32)
+            .collect(),
+        Matrix::Dense(_) => Vec::new(),
+    }
+}
+
+/// The length over which a CSR row is long for `plan` (LONG_WALK entries for each thread of
+/// its row group).
+fn long_row_over(plan: &Plan) -> usize {
+    LONG_WALK * plan.shape.tpr as usize
 }
 
 /// The number of long columns a CSC copy lists (0 without one).
