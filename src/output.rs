@@ -7,7 +7,12 @@
 //!   and so is a target that is also one of the inputs, or whose folder does not exist
 //!   ([`check_target`], called before any work);
 //! - temporary files are removed on SIGINT and SIGTERM ([`remove_temps`], called by the CLI's
-//!   signal handler).
+//!   signal handler);
+//! - a temporary is named `.rosenblatt-HOST-PID-XXXXXX...` (the writer's host and process id),
+//!   and one left by a process that is gone (SIGKILL, power loss) is removed by the next
+//!   write into the same folder from the same host ([`remove_stale_temps`]); never one of a
+//!   live process, nor one written from another host (a shared folder), nor one named any
+//!   other way. The Python package names and removes its temporaries the same way.
 
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
@@ -91,11 +96,12 @@ pub fn temp_beside(out: &Path, suffix: &str) -> std::io::Result<Temp> {
         Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
         _ => PathBuf::from("."),
     };
+    remove_stale_temps(&dir);
     // The list is locked while the file is made and listed, so a signal handler clearing the
     // list (remove_temps) waits for the listing instead of missing a file made just before.
     let mut list = TEMPS.lock();
     let file = tempfile::Builder::new()
-        .prefix(".rosenblatt-")
+        .prefix(&temp_prefix())
         .suffix(suffix)
         .tempfile_in(dir)?;
     if let Ok(t) = &mut list {
@@ -166,5 +172,132 @@ pub fn remove_temps() {
         for p in t.iter() {
             let _ = std::fs::remove_file(p);
         }
+    }
+}
+
+/// What every temporary's name starts with.
+const TEMP_PREFIX: &str = ".rosenblatt-";
+
+/// This process's temporaries' prefix: `.rosenblatt-HOST-PID-`.
+pub fn temp_prefix() -> String {
+    format!("{TEMP_PREFIX}{}-{}-", host_name(), std::process::id())
+}
+
+/// This machine's name as temporaries carry it: ASCII letters, digits and dots kept, anything
+/// else `_`, at most 64 characters ("unknown" when there is none).
+pub fn host_name() -> String {
+    let raw = raw_host_name().unwrap_or_default();
+    let name: String = raw
+        .chars()
+        .take(64)
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '.' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    if name.is_empty() {
+        "unknown".to_string()
+    } else {
+        name
+    }
+}
+
+#[cfg(unix)]
+fn raw_host_name() -> Option<String> {
+    let mut buf = [0u8; 256];
+    // SAFETY: gethostname writes at most buf.len() bytes into buf.
+    let r = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) };
+    if r != 0 {
+        return None;
+    }
+    let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
+    Some(String::from_utf8_lossy(&buf[..end]).into_owned())
+}
+
+#[cfg(not(unix))]
+fn raw_host_name() -> Option<String> {
+    std::env::var("COMPUTERNAME").ok()
+}
+
+/// The writer (host, process id) of a temporary named by [`temp_prefix`]; `None` for any
+/// other name.
+pub fn temp_writer(name: &str) -> Option<(&str, u32)> {
+    let rest = name.strip_prefix(TEMP_PREFIX)?;
+    let mut parts = rest.splitn(3, '-');
+    let host = parts.next().filter(|h| !h.is_empty())?;
+    let pid = parts.next()?.parse().ok()?;
+    parts.next()?;
+    Some((host, pid))
+}
+
+/// Whether process `pid` of this host may be running: true unless the system says there is
+/// no such process (this process always; where that cannot be asked, always).
+pub fn process_alive(pid: u32) -> bool {
+    if pid == std::process::id() {
+        return true;
+    }
+    #[cfg(unix)]
+    {
+        let Ok(p) = libc::pid_t::try_from(pid) else {
+            return true;
+        };
+        if p <= 0 {
+            return true;
+        }
+        // SAFETY: signal 0 only asks whether the process exists.
+        let r = unsafe { libc::kill(p, 0) };
+        r == 0 || std::io::Error::last_os_error().raw_os_error() != Some(libc::ESRCH)
+    }
+    #[cfg(not(unix))]
+    {
+        true
+    }
+}
+
+/// Removes from `dir` the temporaries this host's processes left and that are no longer
+/// running (regular files only; errors ignored: another run may remove them first). Returns
+/// how many were removed.
+pub fn remove_stale_temps(dir: &Path) -> usize {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return 0;
+    };
+    let host = host_name();
+    let mut removed = 0;
+    for e in entries.flatten() {
+        let name = e.file_name();
+        let Some(name) = name.to_str() else {
+            continue;
+        };
+        let Some((h, pid)) = temp_writer(name) else {
+            continue;
+        };
+        let regular = e.file_type().is_ok_and(|t| t.is_file());
+        if h == host && regular && !process_alive(pid) && std::fs::remove_file(e.path()).is_ok() {
+            removed += 1;
+        }
+    }
+    removed
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn temporaries_name_their_writer() {
+        let prefix = temp_prefix();
+        let name = format!("{prefix}AbC123.tmp");
+        assert_eq!(
+            temp_writer(&name),
+            Some((host_name().as_str(), std::process::id()))
+        );
+        assert_eq!(temp_writer(".rosenblatt-AbC123.tmp"), None);
+        assert_eq!(temp_writer(".rosenblatt-h-x-AbC.tmp"), None);
+        assert_eq!(temp_writer("model.json"), None);
+        assert!(!host_name().contains('-'));
+        assert!(process_alive(std::process::id()));
     }
 }

@@ -699,3 +699,75 @@ fn plots_of_extreme_values_draw_or_refuse_quickly() {
     let o = run(p, &["plot", "training", "run.json", "-o", "t.png"]);
     assert!(o.status.success(), "{}", stderr(&o));
 }
+
+/// A SIGKILL cannot be caught: the temporary stays, named with the writer's host and process
+/// id, and the next write into the same folder removes it, and removes no temporary of a
+/// live process, of another host (a shared folder) or named any other way.
+#[test]
+fn temporaries_of_killed_runs_are_removed_by_the_next_write() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path();
+    let temps = || -> Vec<String> {
+        let mut v: Vec<String> = std::fs::read_dir(p)
+            .unwrap()
+            .filter_map(|e| e.ok())
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|n| n.starts_with(".rosenblatt-"))
+            .collect();
+        v.sort();
+        v
+    };
+    let mut child = Command::new(bin())
+        .args(["gen", "--n", "3000000", "--d", "20", "-o", "big.csv"])
+        .current_dir(p)
+        .spawn()
+        .unwrap();
+    let start = std::time::Instant::now();
+    while temps().is_empty() && start.elapsed().as_secs() < 20 {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let killed_pid = child.id();
+    Command::new("kill")
+        .args(["-KILL", &killed_pid.to_string()])
+        .status()
+        .unwrap();
+    child.wait().unwrap();
+    let killed = temps();
+    let host = rosenblatt::output::host_name();
+    assert_eq!(killed.len(), 1, "{killed:?}");
+    assert!(
+        killed[0].starts_with(&format!(".rosenblatt-{host}-{killed_pid}-")),
+        "{killed:?}"
+    );
+    // Planted: a finished process of this host, this (live) test process, another host's
+    // dead process, a name of another form, and a folder so named.
+    let mut done = Command::new("true").spawn().unwrap();
+    let dead_pid = done.id();
+    done.wait().unwrap();
+    let me = std::process::id();
+    let planted = [
+        (format!(".rosenblatt-{host}-{dead_pid}-aB3xYz.tmp"), false),
+        (format!(".rosenblatt-{host}-{me}-aB3xYz.json"), true),
+        (
+            format!(".rosenblatt-another.host-{dead_pid}-aB3xYz.tmp"),
+            true,
+        ),
+        (".rosenblatt-aB3xYz.tmp".to_string(), true),
+    ];
+    for (name, _) in &planted {
+        std::fs::write(p.join(name), b"partial").unwrap();
+    }
+    let folder = format!(".rosenblatt-{host}-{dead_pid}-folder");
+    std::fs::create_dir(p.join(&folder)).unwrap();
+    let o = run(p, &["gen", "--n", "10", "--d", "2", "-o", "small.csv"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        !p.join(&killed[0]).exists(),
+        "the killed run's temporary is still there"
+    );
+    for (name, kept) in &planted {
+        assert_eq!(p.join(name).exists(), *kept, "{name}");
+    }
+    assert!(p.join(&folder).is_dir());
+    assert!(!p.join("big.csv").exists());
+}

@@ -561,6 +561,19 @@ fn to_onnx<'py>(py: Python<'py>, model: &str) -> PyResult<Bound<'py, pyo3::types
     Ok(pyo3::types::PyBytes::new(py, &bytes))
 }
 
+/// The prefix of this process's temporaries (`.rosenblatt-HOST-PID-`), as the CLI names its.
+#[pyfunction]
+fn temp_prefix() -> String {
+    rosenblatt::output::temp_prefix()
+}
+
+/// Removes the temporaries that this host's finished processes left in `dir` (the CLI's rule);
+/// returns how many.
+#[pyfunction]
+fn remove_stale_temps(dir: &str) -> usize {
+    rosenblatt::output::remove_stale_temps(Path::new(dir))
+}
+
 /// Reads and validates a model file; returns its JSON.
 #[pyfunction]
 fn load_model(path: &str) -> PyResult<String> {
@@ -593,6 +606,8 @@ fn _rosenblatt(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(describe, m)?)?;
     m.add_function(wrap_pyfunction!(load_model, m)?)?;
     m.add_function(wrap_pyfunction!(to_onnx, m)?)?;
+    m.add_function(wrap_pyfunction!(temp_prefix, m)?)?;
+    m.add_function(wrap_pyfunction!(remove_stale_temps, m)?)?;
     m.add_function(wrap_pyfunction!(adapters, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())

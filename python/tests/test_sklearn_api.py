@@ -284,6 +284,33 @@ def check_onnx(est, X_fit, X):
     onnx.checker.check_model(onnx.load_from_string(est.to_onnx()), full_check=True)
 
 
+def test_save_removes_the_temporaries_of_killed_processes_only(tmp_path):
+    """A temporary is named with the host and process id, as the CLI's; ``save`` removes
+    those of this host's finished processes (a SIGKILL mid-save leaves one) and no other."""
+    import os
+
+    from rosenblatt import _rosenblatt
+
+    prefix = _rosenblatt.temp_prefix()
+    assert prefix.startswith(".rosenblatt-") and prefix.endswith(f"-{os.getpid()}-")
+    host = prefix.split("-")[1]
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    planted = {
+        f".rosenblatt-{host}-{dead.pid}-abc123.tmp": False,
+        f"{prefix}abc123.tmp": True,
+        f".rosenblatt-other.host-{dead.pid}-abc123.tmp": True,
+        ".rosenblatt-abc123.tmp": True,
+    }
+    for name in planted:
+        (tmp_path / name).write_bytes(b"partial")
+    X, y = digits()
+    Perceptron(backend="cpu", max_iter=2).fit(X, y).save(tmp_path / "m.json")
+    for name, kept in planted.items():
+        assert (tmp_path / name).exists() == kept, name
+    assert (tmp_path / "m.json").exists()
+
+
 def test_class_weights_step_as_scikit_learns_perceptron():
     """The online rule unscaled and unshuffled is scikit-learn's Perceptron: with class weights
     the same weights, bit for bit, on two classes and on three one-vs-rest (a class weight

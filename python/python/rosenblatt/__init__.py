@@ -87,7 +87,10 @@ def _write_atomic(path: PathLike, data: bytes) -> None:
     d = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(d):
         raise FileNotFoundError(f"cannot write {path}: the directory {d} does not exist")
-    fd, tmp = tempfile.mkstemp(dir=d, prefix=".rosenblatt-", suffix=".tmp")
+    # Named as the CLI names its temporaries (host and process id), and the ones finished
+    # processes left here (a SIGKILL) removed first, by the same rule.
+    _rosenblatt.remove_stale_temps(d)
+    fd, tmp = tempfile.mkstemp(dir=d, prefix=_rosenblatt.temp_prefix(), suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
