@@ -8,11 +8,13 @@
 //!   ([`check_target`], called before any work);
 //! - temporary files are removed on SIGINT and SIGTERM ([`remove_temps`], called by the CLI's
 //!   signal handler);
-//! - a temporary is named `.rosenblatt-HOST-PID-XXXXXX...` (the writer's host and process id),
-//!   and one left by a process that is gone (SIGKILL, power loss) is removed by the next
-//!   write into the same folder from the same host ([`remove_stale_temps`]); never one of a
-//!   live process, nor one written from another host (a shared folder), nor one named any
-//!   other way. The Python package names and removes its temporaries the same way.
+//! - a temporary is named `.rosenblatt-MACHINE-PID-XXXXXX...` (MACHINE: a hash of the host
+//!   name, the boot and the process-id namespace, so that containers and machines that share
+//!   a folder, or a host name, are told apart; PID: the writer's process id), and one left by
+//!   a process that is gone (SIGKILL, power loss) is removed by the next write into the same
+//!   folder from the same machine ([`remove_stale_temps`]); never one of a live process, nor
+//!   one written from another machine or process namespace, nor one named any other way. The
+//!   Python package names and removes its temporaries the same way.
 
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
@@ -178,31 +180,30 @@ pub fn remove_temps() {
 /// What every temporary's name starts with.
 const TEMP_PREFIX: &str = ".rosenblatt-";
 
-/// This process's temporaries' prefix: `.rosenblatt-HOST-PID-`.
+/// This process's temporaries' prefix: `.rosenblatt-MACHINE-PID-`.
 pub fn temp_prefix() -> String {
-    format!("{TEMP_PREFIX}{}-{}-", host_name(), std::process::id())
+    format!("{TEMP_PREFIX}{}-{}-", machine_tag(), std::process::id())
 }
 
-/// This machine's name as temporaries carry it: ASCII letters, digits and dots kept, anything
-/// else `_`, at most 64 characters ("unknown" when there is none).
-pub fn host_name() -> String {
-    let raw = raw_host_name().unwrap_or_default();
-    let name: String = raw
-        .chars()
-        .take(64)
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '.' {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect();
-    if name.is_empty() {
-        "unknown".to_string()
-    } else {
-        name
-    }
+/// Who can ask whether a process id is alive, as temporaries carry it: 16 hex digits of a
+/// hash (FNV-1a) of the host name, the boot (Linux's boot_id) and the process-id namespace
+/// (`/proc/self/ns/pid`). Two containers of one host with their own process ids, or two
+/// machines with the same name, differ.
+pub fn machine_tag() -> String {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    let mut add = |bytes: &[u8]| {
+        for &b in bytes.iter().chain(&[0xff]) {
+            h ^= u64::from(b);
+            h = h.wrapping_mul(0x0100_0000_01b3);
+        }
+    };
+    add(raw_host_name().unwrap_or_default().as_bytes());
+    add(std::fs::read("/proc/sys/kernel/random/boot_id")
+        .unwrap_or_default()
+        .as_slice());
+    let ns = std::fs::read_link("/proc/self/ns/pid").unwrap_or_default();
+    add(ns.to_string_lossy().as_bytes());
+    format!("{h:016x}")
 }
 
 #[cfg(unix)]
@@ -222,8 +223,8 @@ fn raw_host_name() -> Option<String> {
     std::env::var("COMPUTERNAME").ok()
 }
 
-/// The writer (host, process id) of a temporary named by [`temp_prefix`]; `None` for any
-/// other name.
+/// The writer (machine tag, process id) of a temporary named by [`temp_prefix`]; `None` for
+/// any other name.
 pub fn temp_writer(name: &str) -> Option<(&str, u32)> {
     let rest = name.strip_prefix(TEMP_PREFIX)?;
     let mut parts = rest.splitn(3, '-');
@@ -257,14 +258,14 @@ pub fn process_alive(pid: u32) -> bool {
     }
 }
 
-/// Removes from `dir` the temporaries this host's processes left and that are no longer
-/// running (regular files only; errors ignored: another run may remove them first). Returns
-/// how many were removed.
+/// Removes from `dir` the temporaries this machine's processes (same [`machine_tag`]) left and
+/// that are no longer running (regular files only; errors ignored: another run may remove
+/// them first). Returns how many were removed.
 pub fn remove_stale_temps(dir: &Path) -> usize {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return 0;
     };
-    let host = host_name();
+    let host = machine_tag();
     let mut removed = 0;
     for e in entries.flatten() {
         let name = e.file_name();
@@ -292,12 +293,13 @@ mod tests {
         let name = format!("{prefix}AbC123.tmp");
         assert_eq!(
             temp_writer(&name),
-            Some((host_name().as_str(), std::process::id()))
+            Some((machine_tag().as_str(), std::process::id()))
         );
         assert_eq!(temp_writer(".rosenblatt-AbC123.tmp"), None);
         assert_eq!(temp_writer(".rosenblatt-h-x-AbC.tmp"), None);
         assert_eq!(temp_writer("model.json"), None);
-        assert!(!host_name().contains('-'));
+        assert_eq!(machine_tag().len(), 16);
+        assert_eq!(machine_tag(), machine_tag());
         assert!(process_alive(std::process::id()));
     }
 }

@@ -700,9 +700,10 @@ fn plots_of_extreme_values_draw_or_refuse_quickly() {
     assert!(o.status.success(), "{}", stderr(&o));
 }
 
-/// A SIGKILL cannot be caught: the temporary stays, named with the writer's host and process
-/// id, and the next write into the same folder removes it, and removes no temporary of a
-/// live process, of another host (a shared folder) or named any other way.
+/// A SIGKILL cannot be caught: the temporary stays, named with the writer's machine and
+/// process id, and the next write into the same folder removes it, and removes no temporary
+/// of a live process, of another machine or container (a shared folder) or named any other
+/// way.
 #[test]
 fn temporaries_of_killed_runs_are_removed_by_the_next_write() {
     let dir = tempfile::tempdir().unwrap();
@@ -733,13 +734,13 @@ fn temporaries_of_killed_runs_are_removed_by_the_next_write() {
         .unwrap();
     child.wait().unwrap();
     let killed = temps();
-    let host = rosenblatt::output::host_name();
+    let host = rosenblatt::output::machine_tag();
     assert_eq!(killed.len(), 1, "{killed:?}");
     assert!(
         killed[0].starts_with(&format!(".rosenblatt-{host}-{killed_pid}-")),
         "{killed:?}"
     );
-    // Planted: a finished process of this host, this (live) test process, another host's
+    // Planted: a finished process of this machine, this (live) test process, another machine's
     // dead process, a name of another form, and a folder so named.
     let mut done = Command::new("true").spawn().unwrap();
     let dead_pid = done.id();
@@ -749,7 +750,7 @@ fn temporaries_of_killed_runs_are_removed_by_the_next_write() {
         (format!(".rosenblatt-{host}-{dead_pid}-aB3xYz.tmp"), false),
         (format!(".rosenblatt-{host}-{me}-aB3xYz.json"), true),
         (
-            format!(".rosenblatt-another.host-{dead_pid}-aB3xYz.tmp"),
+            format!(".rosenblatt-0123456789abcdef-{dead_pid}-aB3xYz.tmp"),
             true,
         ),
         (".rosenblatt-aB3xYz.tmp".to_string(), true),

@@ -561,13 +561,13 @@ fn to_onnx<'py>(py: Python<'py>, model: &str) -> PyResult<Bound<'py, pyo3::types
     Ok(pyo3::types::PyBytes::new(py, &bytes))
 }
 
-/// The prefix of this process's temporaries (`.rosenblatt-HOST-PID-`), as the CLI names its.
+/// The prefix of this process's temporaries (`.rosenblatt-MACHINE-PID-`), as the CLI names its.
 #[pyfunction]
 fn temp_prefix() -> String {
     rosenblatt::output::temp_prefix()
 }
 
-/// Removes the temporaries that this host's finished processes left in `dir` (the CLI's rule);
+/// Removes the temporaries that this machine's finished processes left in `dir` (the CLI's rule);
 /// returns how many.
 #[pyfunction]
 fn remove_stale_temps(dir: &str) -> usize {

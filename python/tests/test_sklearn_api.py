@@ -285,8 +285,9 @@ def check_onnx(est, X_fit, X):
 
 
 def test_save_removes_the_temporaries_of_killed_processes_only(tmp_path):
-    """A temporary is named with the host and process id, as the CLI's; ``save`` removes
-    those of this host's finished processes (a SIGKILL mid-save leaves one) and no other."""
+    """A temporary is named with the machine and process id, as the CLI's; ``save`` removes
+    those of this machine's finished processes (a SIGKILL mid-save leaves one) and no
+    other."""
     import os
 
     from rosenblatt import _rosenblatt
@@ -299,7 +300,7 @@ def test_save_removes_the_temporaries_of_killed_processes_only(tmp_path):
     planted = {
         f".rosenblatt-{host}-{dead.pid}-abc123.tmp": False,
         f"{prefix}abc123.tmp": True,
-        f".rosenblatt-other.host-{dead.pid}-abc123.tmp": True,
+        f".rosenblatt-0123456789abcdef-{dead.pid}-abc123.tmp": True,
         ".rosenblatt-abc123.tmp": True,
     }
     for name in planted:

@@ -87,7 +87,7 @@ def _write_atomic(path: PathLike, data: bytes) -> None:
     d = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(d):
         raise FileNotFoundError(f"cannot write {path}: the directory {d} does not exist")
-    # Named as the CLI names its temporaries (host and process id), and the ones finished
+    # Named as the CLI names its temporaries (machine and process id), and the ones finished
     # processes left here (a SIGKILL) removed first, by the same rule.
     _rosenblatt.remove_stale_temps(d)
     fd, tmp = tempfile.mkstemp(dir=d, prefix=_rosenblatt.temp_prefix(), suffix=".tmp")

@@ -51,10 +51,10 @@ def load_model(path: str) -> str:
     """Reads and validates a model file; returns its JSON."""
 
 def temp_prefix() -> str:
-    """The prefix of this process's temporaries (``.rosenblatt-HOST-PID-``)."""
+    """The prefix of this process's temporaries (``.rosenblatt-MACHINE-PID-``)."""
 
 def remove_stale_temps(dir: str) -> int:
-    """Removes the temporaries this host's finished processes left in ``dir``."""
+    """Removes the temporaries this machine's finished processes left in ``dir``."""
 def to_onnx(model: str) -> bytes:
     """The model as an ONNX graph's bytes."""
 

@@ -478,17 +478,26 @@ pub fn plan_sparse(
     Ok(Plan {
         seg_rows: 0,
         chunk_rows: n.max(1),
-        margin_wgs_cap: (per_dim as usize).min(4096),
+        // The long rows' workgroups come after: the grid stays within one dimension.
+        margin_wgs_cap: (per_dim as usize)
+            .saturating_sub(super::batch::LONG_WGS)
+            .clamp(1, MARGIN_WGS_CAP),
         grid: 1,
         max_steps: None,
         shape,
     })
 }
 
+/// Most workgroups of `margins` over a CSR segment's short rows (the long rows' come after,
+/// at most `LONG_WGS`).
+pub const MARGIN_WGS_CAP: usize = 4096;
+
 /// Cuts CSR rows into segments (start, rows) whose buffers each fit `binding` bytes: the
-/// values, the row starts with the columns, the per-row outputs, and for training segments
-/// (`gather`) the column-major copy (column starts, rows, positions). A row that alone does
-/// not fit is an error.
+/// values, the row starts with the columns and the list of long rows (at most one word a row
+/// and its count), the per-row outputs with, for training segments, the margins workgroups'
+/// bias sums (K for each of at most 2 rows + 1 workgroups), and for training segments
+/// (`gather`) the column-major copy (column starts, rows, values, the list of long columns).
+/// A row that alone does not fit is an error.
 pub fn sparse_segments(
     c: CsrView<'_>,
     d: usize,
@@ -497,11 +506,16 @@ pub fn sparse_segments(
     gather: bool,
 ) -> Result<Vec<(usize, usize)>> {
     let eb = c.values.storage().bytes() as u64;
+    let k = heads.max(1) as u64;
+    let d1 = d as u64 + 1;
     let fits = |rows: u64, nnz: u64| {
+        // A training segment's margins workgroups, whose bias sums follow the coefficients:
+        // at most one a row of short rows (plus one) and one a long row.
+        let bias_sums = if gather { (2 * rows + 1) * k } else { 0 };
         nnz * eb + 3 <= binding
-            && (rows + 1 + nnz) * 4 <= binding
-            && rows * heads.max(1) as u64 * 4 <= binding
-            && (!gather || (d as u64 + 1 + 2 * nnz) * 4 <= binding)
+            && (2 * (rows + 1) + nnz) * 4 <= binding
+            && (rows * k + bias_sums) * 4 <= binding
+            && (!gather || (2 * d1 + 2 * nnz) * 4 <= binding)
     };
     let mut out = Vec::new();
     let mut start = 0;
