@@ -960,18 +960,10 @@ fn row_scores(lid: u32, r: u32, k0: u32, by_sum: bool, end: u32, skip_long: bool
     }
     var out: array<f32, KT_MAX>;
     for (var kt = 0u; kt < kb; kt++) {
-        red[lid] = acc[kt];
-        workgroupBarrier();
-        for (var s = TPR / 2u; s > 0u; s >>= 1u) {
-            if (lane < s) {
-                red[lid] += red[lid + s];
-            }
-            workgroupBarrier();
-        }
+        let sum = group_sum(lid, TPR, acc[kt]);
         if (lane == 0u) {
-            out[kt] = red[lid] + weight(k0 + kt, P.d, by_sum) * P.bias;
+            out[kt] = sum + weight(k0 + kt, P.d, by_sum) * P.bias;
         }
-        workgroupBarrier();
     }
     return out;
 }
@@ -1167,19 +1159,11 @@ fn margins_long(lid: u32, slot: u32, q0: u32) {
                 }
             }
             for (var kt = 0u; kt < kb; kt++) {
-                red[lid] = acc[kt];
-                workgroupBarrier();
-                for (var s = WG / 2u; s > 0u; s >>= 1u) {
-                    if (lid < s) {
-                        red[lid] += red[lid + s];
-                    }
-                    workgroupBarrier();
-                }
+                let sum = group_sum(lid, WG, acc[kt]);
                 if (lid == 0u) {
-                    let sk = red[0] + weight(k0 + kt, P.d, by_sum) * P.bias;
+                    let sk = sum + weight(k0 + kt, P.d, by_sum) * P.bias;
                     row_head(&st, r * K, k0 + kt, sk, held);
                 }
-                workgroupBarrier();
             }
         }
         if (lid == 0u) {
@@ -1208,19 +1192,29 @@ fn bias_add(k: u32, c: f32) {
 // coef[S.n K + slot K + k]. Called by the whole workgroup.
 fn write_bias_sums(lid: u32, slot: u32) {
     for (var k = 0u; k < P.heads; k++) {
-        red[lid] = bias_acc[k];
-        workgroupBarrier();
-        for (var s = WG / 2u; s > 0u; s >>= 1u) {
-            if (lid < s) {
-                red[lid] += red[lid + s];
-            }
-            workgroupBarrier();
-        }
+        let sum = group_sum(lid, WG, bias_acc[k]);
         if (lid == 0u) {
-            set_coef(S.n * P.heads + slot * P.heads + k, red[0]);
+            set_coef(S.n * P.heads + slot * P.heads + k, sum);
+        }
+    }
+}
+
+// v summed over the `width` threads of lid's group (threads lid - lid % width onwards;
+// width a power of two <= WG) by a fixed tree in `red`: valid in the group's first thread.
+// Called by the whole workgroup; `red` is free again when it returns.
+fn group_sum(lid: u32, width: u32, v: f32) -> f32 {
+    let lane = lid % width;
+    red[lid] = v;
+    workgroupBarrier();
+    for (var s = width / 2u; s > 0u; s >>= 1u) {
+        if (lane < s) {
+            red[lid] += red[lid + s];
         }
         workgroupBarrier();
     }
+    let sum = red[lid];
+    workgroupBarrier();
+    return sum;
 }
 
 // Grid: x = tile of TC "columns" over heads * d_aug (head k, column j), y = row chunk. Sums
@@ -1359,22 +1353,13 @@ fn gather_columns(lid: u32, group: u32) {
             }
         }
         for (var kt = 0u; kt < kb; kt++) {
-            red[lid] = acc[kt];
-            workgroupBarrier();
-            for (var s = TPC / 2u; s > 0u; s >>= 1u) {
-                if (lane < s) {
-                    red[lid] += red[lid + s];
-                }
-                workgroupBarrier();
-            }
+            var v = group_sum(lid, TPC, acc[kt]);
             if (lane == 0u && mine) {
-                var v = red[lid];
                 if (j == P.d) {
                     v *= P.bias;
                 }
                 set_partial(S.chunk_base * len + (k0 + kt) * P.d_aug + j, v);
             }
-            workgroupBarrier();
         }
     }
 }
@@ -1392,18 +1377,10 @@ fn gather_long(lid: u32, q: u32) {
         let kb = min(KB, K - k0);
         let acc = column_block(c0, c1, lid, WG, k0, kb);
         for (var kt = 0u; kt < kb; kt++) {
-            red[lid] = acc[kt];
-            workgroupBarrier();
-            for (var s = WG / 2u; s > 0u; s >>= 1u) {
-                if (lid < s) {
-                    red[lid] += red[lid + s];
-                }
-                workgroupBarrier();
-            }
+            let sum = group_sum(lid, WG, acc[kt]);
             if (lid == 0u) {
-                set_partial(S.chunk_base * len + (k0 + kt) * P.d_aug + j, red[0]);
+                set_partial(S.chunk_base * len + (k0 + kt) * P.d_aug + j, sum);
             }
-            workgroupBarrier();
         }
     }
 }

@@ -395,16 +395,30 @@ fn a_column_holding_half_the_entries_is_not_walked_by_one_thread() {
             gather.longest_thread,
             describe(&p)
         );
-        let cpu = rosenblatt::backend::cpu::CpuBackend;
-        let r = rule(heads);
-        let epochs = |b: &dyn Backend| {
-            let mut bound = b.bind(view).unwrap();
-            let mut w = vec![0f32; heads * (d + 1)];
-            let e = bound.batch_epochs(&mut w, &r, 4).unwrap();
-            (e.stats.iter().map(|s| s.mistakes).collect::<Vec<_>>(), w)
-        };
-        assert_eq!(epochs(&g), epochs(&cpu), "K={heads}");
+        assert_eq!(four_epochs(&g, view), four_epochs(&CPU, view), "K={heads}");
     }
+}
+
+static CPU: rosenblatt::backend::cpu::CpuBackend = rosenblatt::backend::cpu::CpuBackend;
+
+/// Four epochs of `rule` from zero weights on `b`: each epoch's training and held-out mistakes,
+/// the weights and the extras (pocket, stop state).
+type Epochs4 = (
+    Vec<(u64, Option<u64>)>,
+    Vec<f32>,
+    rosenblatt::backend::Extras,
+);
+
+fn four_epochs(b: &dyn Backend, view: TrainView<'_>) -> Epochs4 {
+    let mut bound = b.bind(view).unwrap();
+    let mut w = vec![0f32; view.heads * (view.d + 1)];
+    let e = bound.batch_epochs(&mut w, &rule(view.heads), 4).unwrap();
+    let m = e
+        .stats
+        .iter()
+        .map(|s| (s.mistakes, s.val_mistakes))
+        .collect();
+    (m, w, bound.extras().unwrap())
 }
 
 /// One row holding half the entries (row 0 has every column) is scored by whole workgroups
@@ -457,19 +471,6 @@ fn a_row_holding_half_the_entries_is_not_walked_by_a_few_threads() {
             margins.longest_thread,
             describe(&p)
         );
-        let cpu = rosenblatt::backend::cpu::CpuBackend;
-        let r = rule(heads);
-        let epochs = |b: &dyn Backend| {
-            let mut bound = b.bind(view).unwrap();
-            let mut w = vec![0f32; heads * (d + 1)];
-            let e = bound.batch_epochs(&mut w, &r, 4).unwrap();
-            let m: Vec<_> = e
-                .stats
-                .iter()
-                .map(|s| (s.mistakes, s.val_mistakes))
-                .collect();
-            (m, w, bound.extras().unwrap())
-        };
-        assert_eq!(epochs(&g), epochs(&cpu), "K={heads}");
+        assert_eq!(four_epochs(&g, view), four_epochs(&CPU, view), "K={heads}");
     }
 }
