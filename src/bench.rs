@@ -13,8 +13,8 @@ use crate::algo;
 use crate::backend::cpu::{chunk_rows, CpuBackend};
 use crate::backend::gpu::{GpuBackend, GpuOptions};
 use crate::backend::{
-    sum_simd, Backend, BatchRule, Bound, FeatureBuf, HeadRule, KernelProfile, Matrix, Reduce,
-    Storage, TrainView,
+    sum_simd, Backend, BatchRule, Bound, FeatureBuf, HeadRule, KernelProfile, Matrix, MatrixBuf,
+    Reduce, Storage, TrainView,
 };
 use crate::data::synth::{
     generate, generate_classes, generate_sparse, generate_sparse_classes, SynthSpec,
@@ -411,8 +411,8 @@ fn measure(
     };
     let timed = time_epochs(&mut *bound, &view, spec.epochs, per_call, probe)?;
     let mistake_fraction = timed.mistakes as f64 / (timed.epochs.max(1) * view.n.max(1)) as f64;
+    let epochs_timed = timed.epochs;
     let (mut times, mut probes) = (timed.seconds, timed.probes);
-    let epochs_timed = times.len() * per_call;
     let min = times.iter().cloned().fold(f64::INFINITY, f64::min);
     let med = median(&mut times);
     let (profile, profile_note) = if spec.profile {
@@ -697,11 +697,59 @@ fn noisy_data(spec: &BenchSpec, heads: usize) -> Result<(Dataset, Vec<f32>)> {
         let y = ds.binary_signs()?;
         (ds, y)
     };
+    if spec.density.is_some() {
+        contradict(&mut ds);
+    }
     if let Some(v) = ds.x.values_mut() {
         quantize(v, spec.storage);
     }
+    let y = match (heads > 1, spec.density) {
+        (_, None) => y,
+        (true, Some(_)) => (ds.require_labels()?.index.iter())
+            .map(|&c| c as f32)
+            .collect(),
+        (false, Some(_)) => ds.binary_signs()?,
+    };
     Ok((ds, y))
 }
+
+/// Every [`TWIN_EVERY`]th row of sparse data becomes a copy of the row before it with
+/// another label. Label noise alone does not keep sparse rows from being separated: with d
+/// much larger than the non-zeros of n rows (100,000 x 4,000,000 with 40 a row) nearly every
+/// labelling is separable, the epochs reach no mistakes, the rule stops, and each timed call
+/// ran one epoch, so the bench timed a call's fixed costs (the weights written and read
+/// back) instead of epochs. No weight classifies a row and its contradicting twin both
+/// right, so every epoch has mistakes and runs.
+fn contradict(ds: &mut Dataset) {
+    let Some(labels) = ds.labels.as_mut() else {
+        return;
+    };
+    let classes = labels.classes.len().max(1) as u32;
+    let MatrixBuf::Csr(c) = &mut ds.x else {
+        return;
+    };
+    let mut out = crate::backend::CsrBuf::new();
+    out.indices.reserve(c.indices.len());
+    out.values.reserve(c.values.len());
+    for i in 0..ds.n {
+        let src = if i % TWIN_EVERY == TWIN_EVERY - 1 {
+            i - 1
+        } else {
+            i
+        };
+        let (a, b) = (c.indptr[src], c.indptr[src + 1]);
+        out.indices.extend_from_slice(&c.indices[a..b]);
+        out.values.extend_from_slice(&c.values[a..b]);
+        out.indptr.push(out.values.len());
+        if src != i {
+            labels.index[i] = (labels.index[src] + 1) % classes;
+        }
+    }
+    *c = out;
+}
+
+/// One row in this many of the sparse bench data contradicts the row before it.
+const TWIN_EVERY: usize = 10;
 
 /// Separable data of the spec's shape to time convergence on (`--converge`, two classes).
 fn separable_data(spec: &BenchSpec, heads: usize) -> Result<Option<Dataset>> {

@@ -49,6 +49,32 @@ fn system_budget() -> u64 {
     }
 }
 
+/// Under an address-space limit (`ulimit -v`), caps the C allocator's per-thread arenas so
+/// that their reservations leave the limit to the data: glibc reserves 64 MiB of address space
+/// for each arena, one per thread up to eight per core, so with 16 threads a 1 GiB limit was
+/// used up by reservations and a 16 MB block of weights failed (an abort, measured on a
+/// 16-core machine; 2 and 8 threads ran). The arenas then take at most an eighth of the limit
+/// (at least one). Without a limit, or on other C libraries, nothing changes. Call it first,
+/// while the process is one thread; the `rosenblatt` binary does.
+pub fn fit_allocator_to_address_limit() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    {
+        // SAFETY: getrlimit writes the struct it is given; mallopt only sets a tunable.
+        unsafe {
+            let mut r = std::mem::zeroed::<libc::rlimit>();
+            if libc::getrlimit(libc::RLIMIT_AS, &mut r) == 0 && r.rlim_cur != libc::RLIM_INFINITY {
+                libc::mallopt(libc::M_ARENA_MAX, arena_cap(r.rlim_cur as u64));
+            }
+        }
+    }
+}
+
+/// Arenas (64 MiB of address space each) that fit an eighth of an address-space limit of
+/// `limit` bytes, at least one.
+pub fn arena_cap(limit: u64) -> i32 {
+    (limit / 8 / (64 << 20)).clamp(1, 1024) as i32
+}
+
 /// Checks that `count` items of `item_bytes` each fit the budget; `what` names them for the
 /// message ("2 rows x 268435456 features of f32").
 pub fn check(what: impl FnOnce() -> String, count: u128, item_bytes: u128) -> Result<()> {
@@ -76,6 +102,14 @@ pub use crate::error::human;
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn arenas_take_an_eighth_of_the_address_limit_and_at_least_one() {
+        assert_eq!(arena_cap(1 << 30), 2);
+        assert_eq!(arena_cap(16 << 30), 32);
+        assert_eq!(arena_cap(100 << 20), 1);
+        assert_eq!(arena_cap(u64::MAX), 1024);
+    }
 
     #[test]
     fn the_system_budget_is_positive_and_checks_refuse_past_it() {

@@ -10,6 +10,7 @@ fn main() {
     if std::env::var_os("XDG_RUNTIME_DIR").is_none() {
         std::env::set_var("XDG_RUNTIME_DIR", std::env::temp_dir());
     }
+    rosenblatt::limits::fit_allocator_to_address_limit();
     std::process::exit(cli::run());
 }
 

@@ -322,3 +322,44 @@ fn bench_times_the_sparse_epoch_with_k_heads_on_both_backends() {
         assert!(g.mistake_fraction > 0.0 && g.mistake_fraction < 1.0);
     }
 }
+
+#[test]
+fn sparse_bench_data_wider_than_its_rows_has_mistakes_in_every_timed_epoch() {
+    // 1,000 rows of 40 non-zeros among 400,000 features: label noise alone leaves them
+    // separable, the rule stopped after a few epochs and each timed call ran one epoch (on
+    // an H200 that timed a call's fixed costs as 16 ms "epochs"). Every tenth row now
+    // contradicts the one before it: at least a tenth of the rows are mistakes, and every
+    // epoch asked runs.
+    let gpu = rosenblatt::backend::gpu::GpuBackend::new(&Default::default());
+    if let Err(e) = &gpu {
+        assert!(
+            !std::env::var("ROSENBLATT_REQUIRE_GPU").is_ok_and(|v| v == "1"),
+            "ROSENBLATT_REQUIRE_GPU=1 but no GPU backend: {e}"
+        );
+    }
+    let spec = BenchSpec {
+        n: 1_000,
+        d: 400_000,
+        epochs: 8,
+        gpu: gpu.is_ok(),
+        peak_gbs: Some(1.0),
+        seed: 7,
+        converge: false,
+        density: Some(0.0001),
+        ..Default::default()
+    };
+    drop(gpu);
+    let r = bench::run(&spec).unwrap();
+    let c = r.cpu.as_ref().expect("cpu measured");
+    assert!(c.mistake_fraction >= 0.1, "{}", c.mistake_fraction);
+    if spec.gpu {
+        let g = r.gpu.as_ref().expect("gpu measured");
+        assert!(g.mistake_fraction >= 0.1, "{}", g.mistake_fraction);
+        assert_eq!(g.epochs_timed % g.epochs_per_call, 0);
+        assert!(
+            g.epochs_timed >= 3 * g.epochs_per_call,
+            "{}",
+            g.epochs_timed
+        );
+    }
+}

@@ -772,3 +772,58 @@ fn temporaries_of_killed_runs_are_removed_by_the_next_write() {
     assert!(p.join(&folder).is_dir());
     assert!(!p.join("big.csv").exists());
 }
+
+/// Many threads under an address-space limit: the C allocator's per-thread arenas (64 MiB of
+/// address space each) used up a 1 GiB limit with 16 threads, and the first 16 MB block of
+/// weights aborted the run (seen on a 16-core machine). The binary caps the arenas to the
+/// limit; 32 threads here make the same demand on any machine.
+#[test]
+fn many_threads_under_an_address_space_limit_train_without_aborting() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path();
+    let o = run(
+        p,
+        &[
+            "gen",
+            "--n",
+            "20000",
+            "--d",
+            "4000000",
+            "--density",
+            "0.00001",
+            "--format",
+            "libsvm",
+            "--seed",
+            "5",
+            "-o",
+            "big.svm",
+        ],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let o = Command::new("sh")
+        .arg("-c")
+        .arg("ulimit -v 1048576; exec \"$0\" \"$@\"")
+        .arg(bin())
+        .args([
+            "train",
+            "big.svm",
+            "--backend",
+            "cpu",
+            "--algo",
+            "batch",
+            "--epochs",
+            "30",
+        ])
+        .args(["--no-bias", "-o", "m.json"])
+        .env("RAYON_NUM_THREADS", "32")
+        .current_dir(p)
+        .output()
+        .unwrap();
+    no_panic(&o);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        stdout(&o).contains("training accuracy: 100.00%"),
+        "{}",
+        stdout(&o)
+    );
+}
