@@ -175,6 +175,10 @@ pub struct BackendBench {
     /// host-to-device bandwidth (GB/s) that bounds such an epoch.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub streamed_h2d_gbs: Option<f64>,
+    /// Streamed X with a kernel profile: the share of the epoch when no kernel runs (1 -
+    /// the kernels' milliseconds over the epoch's).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub streamed_wait_fraction: Option<f64>,
     /// A data-parallel run: the processes, and the milliseconds per epoch spent summing over
     /// them (the all-gather of the update and the counts, and the additions).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -476,6 +480,7 @@ fn measure(
         processes: None,
         allreduce_ms_per_epoch: None,
         streamed_h2d_gbs: None,
+        streamed_wait_fraction: None,
         setup_seconds,
         upload_seconds,
         submit_overhead_ms,
@@ -502,7 +507,7 @@ fn profile_of(
         match bound.profile(&mut w, &bench_rule(view.heads), epochs)? {
             Some(p) if p.epochs == 0 => (
                 Some(p),
-                Some("not timed: the adapter has no timestamp queries (words counted)".into()),
+                Some("not timed: no timestamp queries on the adapter, or X streams by host writes (words counted)".into()),
             ),
             Some(p) => (Some(p), None),
             None => (
@@ -788,13 +793,8 @@ fn measure_gpu(
     };
     let x_bytes = view.x.bytes(view.n, view.d);
     let streamed = (spec.gpu_opts.resident.gpu_memory).is_some_and(|m| x_bytes > m);
-    // Streamed X: one epoch a call (the uploads decide), and the host-to-device bandwidth
-    // next to it.
-    let per_call = if streamed {
-        1
-    } else {
-        spec.epochs.clamp(1, 64)
-    };
+    // Streamed X: the host-to-device bandwidth next to the epoch.
+    let per_call = spec.epochs.clamp(1, 64);
     let how = Measure {
         setup_seconds: setup,
         per_call,
@@ -805,6 +805,10 @@ fn measure_gpu(
     let mut b = measure(&g, view, spec, how)?;
     if streamed {
         b.streamed_h2d_gbs = Some(g.upload_gbs(x_bytes)?);
+        b.streamed_wait_fraction = (b.profile.as_ref())
+            .map(|p| p.kernels.iter().map(|k| k.1).sum::<f64>())
+            .filter(|&k| k > 0.0)
+            .map(|k| (1.0 - k / b.ms_per_epoch).clamp(0.0, 1.0));
     }
     Ok(Ok(b))
 }

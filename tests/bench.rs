@@ -363,3 +363,52 @@ fn sparse_bench_data_wider_than_its_rows_has_mistakes_in_every_timed_epoch() {
         );
     }
 }
+
+#[test]
+fn bench_streams_x_from_staging_or_by_writes_and_reports_the_copy_rate() {
+    // X of 5 MB through 64 KiB of device memory: from host staging filled once (several
+    // epochs a submit, the kernels timed between the copies) and by host writes before each
+    // segment (one epoch a submit); both report the measured copy rate.
+    let gpu = rosenblatt::backend::gpu::GpuBackend::new(&Default::default());
+    if let Err(e) = &gpu {
+        assert!(
+            !std::env::var("ROSENBLATT_REQUIRE_GPU").is_ok_and(|v| v == "1"),
+            "ROSENBLATT_REQUIRE_GPU=1 but no GPU backend: {e}"
+        );
+        return;
+    }
+    let timestamps = gpu
+        .unwrap()
+        .context()
+        .features
+        .contains(wgpu::Features::TIMESTAMP_QUERY);
+    for (writes, says) in [(false, "host staging filled once"), (true, "host writes")] {
+        let mut spec = BenchSpec {
+            n: 20_000,
+            d: 64,
+            epochs: 4,
+            cpu: false,
+            gpu: true,
+            peak_gbs: Some(1.0),
+            converge: false,
+            profile: true,
+            ..Default::default()
+        };
+        spec.gpu_opts.resident.gpu_memory = Some(64 << 10);
+        spec.gpu_opts.resident.mapped_staging = Some(!writes);
+        let r = bench::run(&spec).unwrap();
+        let g = r.gpu.as_ref().expect("gpu measured");
+        assert!(g.streamed_h2d_gbs.unwrap() > 0.0);
+        let p = g.profile.as_ref().expect("a profile");
+        assert!(p.plan.contains(says), "{}", p.plan);
+        assert_eq!(p.words(0, false), p.x_words, "X read once: {}", p.plan);
+        // Kernel times (and so the share of the epoch they wait) only between copies.
+        assert_eq!(
+            g.streamed_wait_fraction.is_some(),
+            timestamps && !writes,
+            "{:?}",
+            g.streamed_wait_fraction
+        );
+        assert_eq!(g.epochs_timed, 12);
+    }
+}

@@ -76,7 +76,28 @@ fn describe(p: &KernelProfile) -> String {
 
 /// The register pass's promise: X loaded exactly once, nothing stored to X, no per-row
 /// coefficients in global memory, and the partial sums within 5% of one read of X.
-fn assert_one_read(p: &KernelProfile, what: &str) {
+/// Partial-sum words (written and read) the plan may move with `len` sums a partial: 5% of
+/// one read of X, or, where the device's grid floor decides (half its grid on a GPU,
+/// `plan::grid_floor`), one partial per workgroup of that floor. The floor was set on an
+/// H200, where the 2% rule left K = 10 at 60,000 x 784 59 workgroups for 132 multiprocessors
+/// and an epoch 3x slower; there small sets (4,096 x 64) pass 5% with it.
+fn partial_allowance(g: &GpuBackend, p: &KernelProfile, len: usize) -> u64 {
+    (p.x_words / 20).max(floor_partials(g, len))
+}
+
+/// Partial-sum words (written and read) of the device's grid floor with `len` sums a
+/// partial: 0 on a software adapter (floor 1: the 2% share decides there).
+fn floor_partials(g: &GpuBackend, len: usize) -> u64 {
+    use rosenblatt::backend::gpu::plan::{device_workgroups, grid_floor};
+    let info = &g.context().info;
+    let software = info.device_type == wgpu::DeviceType::Cpu;
+    match grid_floor(device_workgroups(info), software.then_some(1)) {
+        1 => 0,
+        floor => 2 * (floor * len) as u64,
+    }
+}
+
+fn assert_one_read(g: &GpuBackend, p: &KernelProfile, len: usize, what: &str) {
     let d = describe(p);
     assert!(p.plan.starts_with("register pass"), "{what}: {d}");
     assert_eq!(p.words(X, false), p.x_words, "{what}: X loaded\n{d}");
@@ -87,9 +108,10 @@ fn assert_one_read(p: &KernelProfile, what: &str) {
         "{what}: coefficients through global memory\n{d}"
     );
     let partials = p.words(PARTIALS, false) + p.words(PARTIALS, true);
+    let allowed = partial_allowance(g, p, len);
     assert!(
-        partials * 20 <= p.x_words,
-        "{what}: partials {partials} words, more than 5% of X\n{d}"
+        partials <= allowed,
+        "{what}: partials {partials} words, more than 5% of X and the grid floor's {allowed}\n{d}"
     );
 }
 
@@ -102,7 +124,13 @@ fn on_gl(g: &GpuBackend) -> bool {
 
 /// The register pass's promise, or on OpenGL for K > 1 the two-kernel path where one head
 /// per thread does not fit (that path reads X twice, and says so).
-fn assert_one_read_or_gl_two_kernels(g: &GpuBackend, p: &KernelProfile, heads: usize, what: &str) {
+fn assert_one_read_or_gl_two_kernels(
+    g: &GpuBackend,
+    p: &KernelProfile,
+    heads: usize,
+    d: usize,
+    what: &str,
+) {
     if on_gl(g) && heads > 1 && !p.plan.starts_with("register pass") {
         assert!(p.plan.contains("two kernels"), "{what}: {}", describe(p));
         assert!(
@@ -112,12 +140,17 @@ fn assert_one_read_or_gl_two_kernels(g: &GpuBackend, p: &KernelProfile, heads: u
         );
         return;
     }
-    assert_one_read(p, what);
+    assert_one_read(g, p, heads * (d + 1), what);
 }
 
-/// Every word besides X within 5% of one read of X.
-fn assert_little_else(p: &KernelProfile, what: &str) {
-    let other = p.total_words() - p.words(X, false);
+/// Every word besides X within 5% of one read of X; where the device's grid floor sets more
+/// partials than the planner's 2% share (on an H200, 65,536 x 64 in u8: 3.2%, and 6.6% in
+/// all), every word besides X and the partials (which `assert_one_read` bounds).
+fn assert_little_else(g: &GpuBackend, p: &KernelProfile, len: usize, what: &str) {
+    let mut other = p.total_words() - p.words(X, false);
+    if floor_partials(g, len) * 50 > p.x_words {
+        other -= p.words(PARTIALS, false) + p.words(PARTIALS, true);
+    }
     assert!(
         other * 20 <= p.x_words,
         "{what}: {other} words besides X, more than 5% of it\n{}",
@@ -163,10 +196,10 @@ fn the_register_pass_reads_x_once_for_every_storage_and_head_count() {
                 let what = format!("{storage:?} n={n} d={d} K={heads}");
                 assert_eq!(p.x_words, (n * d * storage.bytes() / 4) as u64, "{what}");
                 if !p.plan.starts_with("register pass") {
-                    assert_one_read_or_gl_two_kernels(&g, &p, heads, &what);
+                    assert_one_read_or_gl_two_kernels(&g, &p, heads, d, &what);
                     continue;
                 }
-                assert_one_read(&p, &what);
+                assert_one_read(&g, &p, heads * (d + 1), &what);
                 // The labels once: a byte a row, four to a word.
                 assert_eq!(
                     p.words(ROWS, false),
@@ -193,9 +226,9 @@ fn at_the_issues_shapes_everything_besides_x_is_within_five_percent() {
         let packed = FeatureBuf::pack(&x, storage).unwrap();
         let p = counted(&g, TrainView::new(packed.view(), &y, n, d, 1.0, heads));
         let what = format!("{storage:?} n={n} d={d} K={heads}");
-        assert_one_read_or_gl_two_kernels(&g, &p, heads, &what);
+        assert_one_read_or_gl_two_kernels(&g, &p, heads, d, &what);
         if p.plan.starts_with("register pass") {
-            assert_little_else(&p, &what);
+            assert_little_else(&g, &p, heads * (d + 1), &what);
             continue;
         }
         // OpenGL's default (one head per thread) took two kernels: with several heads per
@@ -211,8 +244,8 @@ fn at_the_issues_shapes_everything_besides_x_is_within_five_percent() {
         .unwrap();
         let p = counted(&many, TrainView::new(packed.view(), &y, n, d, 1.0, heads));
         let what = format!("{what}, 12 heads a thread");
-        assert_one_read(&p, &what);
-        assert_little_else(&p, &what);
+        assert_one_read(&many, &p, heads * (d + 1), &what);
+        assert_little_else(&many, &p, heads * (d + 1), &what);
     }
 }
 
@@ -251,7 +284,7 @@ fn held_out_rows_row_weights_and_both_lane_sums_keep_one_read() {
     };
     for (name, g) in &backends {
         let p = counted(g, view);
-        assert_one_read(&p, name);
+        assert_one_read(g, &p, heads * (d + 1), name);
         // Training and held-out rows, each read once; labels of both (a byte a row), weights
         // of training rows (a word a row).
         assert_eq!(p.x_words, ((n + nv) * d) as u64, "{name}");
@@ -278,7 +311,7 @@ fn padded_rows_count_their_padding_and_the_two_kernel_path_reads_more() {
     let (x, y) = data(n, d, 1, 9);
     let view = TrainView::new(&x, &y, n, d, 1.0, 1);
     let p = counted(&g, view);
-    assert_one_read(&p, "d = 30");
+    assert_one_read(&g, &p, d + 1, "d = 30");
     assert_eq!(p.x_words, (n * 32) as u64);
     // The two-kernel path: scores then sums, with the mistakes' rows read again and the
     // coefficients through global memory.

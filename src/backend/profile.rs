@@ -6,7 +6,8 @@ use serde::Serialize;
 /// they load and store counted by instrumented kernels.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct KernelProfile {
-    /// Epochs timed (0 where the device has no timestamp queries: `kernels` is empty).
+    /// Epochs timed (0 where the device has no timestamp queries, or X streams by host
+    /// writes: `kernels` is empty).
     pub epochs: usize,
     /// (entry point, milliseconds per epoch, summed over the X segments), in dispatch order.
     pub kernels: Vec<(String, f64)>,

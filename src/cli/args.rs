@@ -274,6 +274,11 @@ pub(crate) struct BenchArgs {
     /// GPU every epoch, and the report gives the host-to-device bandwidth next to the epoch.
     #[arg(long, value_name = "BYTES", value_parser = parse_bytes)]
     pub(crate) gpu_memory: Option<u64>,
+    /// With --gpu-memory: stream X by writing each segment from the host before its kernels
+    /// (one epoch a submit), the path taken when the host cannot hold a staged copy of X,
+    /// instead of copies from staging filled once
+    #[arg(long, requires = "gpu_memory")]
+    pub(crate) stream_writes: bool,
     /// GPU peak memory bandwidth in GB/s (default: a table of known devices).
     #[arg(long, value_name = "F")]
     pub(crate) peak_gbs: Option<f64>,

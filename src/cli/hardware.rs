@@ -120,6 +120,7 @@ fn bench_spec(a: &BenchArgs) -> BenchSpec {
             },
             resident: rosenblatt::backend::gpu::ResidentOptions {
                 gpu_memory: a.gpu_memory,
+                mapped_staging: a.stream_writes.then_some(false),
                 workgroups: a.workgroups.filter(|&g| g > 0),
                 heads_per_thread: a.heads_per_thread.filter(|&k| k > 0),
                 ..Default::default()
@@ -198,10 +199,20 @@ fn print_bench(b: &BackendBench) -> anyhow::Result<()> {
     }
     if let Some(h) = b.streamed_h2d_gbs {
         outln!(
-            "  X streamed through the GPU each epoch (--gpu-memory): uploads measured at {h:.2} \
-             GB/s, so moving X alone takes {:.3} ms of the epoch",
+            "  X streamed through the GPU each epoch (--gpu-memory): {:.2} GB/s achieved; the \
+             device copies host memory at {h:.2} GB/s (measured), so moving X alone takes \
+             {:.3} ms of the epoch",
+            b.gbs,
             b.gbs / h * b.ms_per_epoch
         );
+        if let Some(w) = b.streamed_wait_fraction {
+            outln!(
+                "  the kernels run {:.1}% of the streamed epoch and wait {:.1}% (for copies, \
+                 writes and submits)",
+                100.0 * (1.0 - w),
+                100.0 * w
+            );
+        }
     }
     if let Some(v) = b.nnz_per_second {
         outln!("  {:.1} million non-zeros per second", v / 1e6);
@@ -245,7 +256,7 @@ fn print_bench(b: &BackendBench) -> anyhow::Result<()> {
         if p.epochs > 0 {
             outln!("  kernels, ms per epoch ({} epochs timed):", p.epochs);
         } else {
-            outln!("  kernels: not timed (the adapter has no timestamp queries)");
+            outln!("  kernels: not timed (no timestamp queries on this adapter, or X streams by host writes between the kernels)");
         }
         for (name, ms) in &p.kernels {
             outln!(

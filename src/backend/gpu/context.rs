@@ -82,6 +82,16 @@ const OPTIONAL: [(wgpu::Features, &str); 4] = [
     (wgpu::Features::TIMESTAMP_QUERY, "timestamp-query"),
 ];
 
+/// On Vulkan, buffers mapped for reading may also be copy sources where the adapter allows
+/// it: streamed X's staging then lies in host memory (see `buffers::host_staging_usage`).
+fn host_staging_feature(adapter: &wgpu::Adapter, info: &wgpu::AdapterInfo) -> wgpu::Features {
+    let f = wgpu::Features::MAPPABLE_PRIMARY_BUFFERS;
+    match info.backend == wgpu::Backend::Vulkan && adapter.features().contains(f) {
+        true => f,
+        false => wgpu::Features::empty(),
+    }
+}
+
 fn instance() -> wgpu::Instance {
     wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle().with_env())
 }
@@ -199,7 +209,8 @@ impl GpuContext {
             .iter()
             .map(|(f, _)| *f)
             .filter(|f| adapter.features().contains(*f))
-            .fold(wgpu::Features::empty(), |a, f| a | f);
+            .fold(wgpu::Features::empty(), |a, f| a | f)
+            | host_staging_feature(adapter, &info);
         let desc = wgpu::DeviceDescriptor {
             label: Some("rosenblatt.device"),
             required_features: features,

@@ -79,30 +79,43 @@ impl GpuBackend {
         Ok(n.div_ceil(plan.seg_rows))
     }
 
-    /// Host-to-device bandwidth in GB/s (1e9 bytes): `bytes` (at most 256 MiB) written to a
-    /// device buffer three times after a warm-up write, until the GPU has them. What streamed
-    /// X is bound by when the kernels are faster.
+    /// Host-to-device bandwidth in GB/s (1e9 bytes) as streamed X moves: `bytes` (at most 256
+    /// MiB) copied by the queue from a host staging buffer into a device buffer,
+    /// three times in one submit after a warm-up copy. What a streamed epoch is bound by when
+    /// the kernels are faster.
     pub fn upload_gbs(&self, bytes: u64) -> Result<f64> {
         let size = bytes.clamp(4, 256 << 20) / 4 * 4;
         let ctx = &self.ctx;
         let buf = buffers::storage_buf(ctx, "rosenblatt.h2d_probe", size);
-        let data = vec![1u8; size as usize];
+        let staging = ctx.device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("rosenblatt.h2d_probe_staging"),
+            size,
+            usage: buffers::host_staging_usage(ctx),
+            mapped_at_creation: true,
+        });
+        if let Ok(mut v) = staging.get_mapped_range_mut(..) {
+            v.slice(..).fill(1);
+        }
+        staging.unmap();
         let wait = || {
             ctx.device
                 .poll(wgpu::PollType::wait_indefinitely())
                 .map(|_| ())
                 .map_err(|e| crate::error::Error::Gpu(format!("waiting for the GPU: {e}")))
         };
-        let write = || {
-            ctx.queue.write_buffer(&buf, 0, &data);
-            ctx.queue.submit([]);
+        let copies = |times: usize| {
+            let mut enc = ctx
+                .device
+                .create_command_encoder(&wgpu::CommandEncoderDescriptor::default());
+            for _ in 0..times {
+                enc.copy_buffer_to_buffer(&staging, 0, &buf, 0, size);
+            }
+            ctx.queue.submit([enc.finish()]);
         };
-        ctx.scoped("timing uploads", write)?;
+        ctx.scoped("timing uploads", || copies(1))?;
         wait()?;
         let t = std::time::Instant::now();
-        for _ in 0..3 {
-            ctx.scoped("timing uploads", write)?;
-        }
+        ctx.scoped("timing uploads", || copies(3))?;
         wait()?;
         Ok(3.0 * size as f64 / t.elapsed().as_secs_f64() / 1e9)
     }

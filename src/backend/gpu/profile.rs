@@ -45,7 +45,7 @@ impl Resident<'_> {
         epochs: usize,
     ) -> Result<(usize, Vec<(String, f64)>)> {
         let ctx = self.ctx;
-        if !ctx.features.contains(wgpu::Features::TIMESTAMP_QUERY) || self.is_streamed() {
+        if !ctx.features.contains(wgpu::Features::TIMESTAMP_QUERY) || self.streams_by_writes() {
             return Ok((0, Vec::new()));
         }
         let plan = self.epoch_dispatches();
@@ -78,7 +78,13 @@ impl Resident<'_> {
             let mut enc = self.encoder();
             let mut q = 0u32;
             for _ in 0..epochs {
+                let mut last = None;
                 for (&(_, seg, grid), pipe) in plan.iter().zip(&pipes) {
+                    // Staged X: the segment's copies go between the timed passes.
+                    if let Some(s) = seg.filter(|&s| last != Some(s) && self.is_streamed()) {
+                        self.feed(&mut enc, s);
+                        last = Some(s);
+                    }
                     let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor {
                         label: Some("rosenblatt.profile_pass"),
                         timestamp_writes: Some(wgpu::ComputePassTimestampWrites {

@@ -16,8 +16,8 @@ use super::mirror::{
 };
 use super::plan::{fold, rows_per_step, Plan};
 use super::upload::{
-    check_rows, prepare, x_words, Layout, ResidentOptions, Rows, SegBuf, Shared, Sizes, Slot,
-    StreamSeg, CTL, IN_FLIGHT,
+    check_rows, prepare, x_words, Feed, Layout, ResidentOptions, Rows, SegBuf, Shared, Sizes, Slot,
+    CTL, IN_FLIGHT,
 };
 use crate::backend::{
     winnow_weights, BatchRule, EpochStats, Epochs, Extras, Pocket, Reduce, StopReason, StopState,
@@ -42,9 +42,9 @@ struct InFlight {
 pub struct Resident<'c> {
     pub(super) ctx: &'c GpuContext,
     pub(super) batch: &'c BatchPipelines,
-    /// Streamed X: each segment's arrays on the host, uploaded into slot (segment % 2) before
-    /// its kernels run; `None`: X is resident.
-    stream: Option<Vec<StreamSeg<'c>>>,
+    /// Streamed X: where each segment comes from into slot (segment % 2) before its kernels
+    /// run; `None`: X is resident.
+    stream: Option<Feed<'c>>,
     slots: Option<[Slot; 2]>,
     pub(super) d: usize,
     n: usize,
@@ -161,9 +161,9 @@ impl<'c> Resident<'c> {
         }
     }
 
-    /// Whether training submits overlap (resident X, one process).
+    /// Whether training submits overlap (resident or staged X, one process).
     fn pipelined(&self) -> bool {
-        self.stream.is_none() && self.reduce.is_none()
+        !matches!(self.stream, Some(Feed::Writes(_))) && self.reduce.is_none()
     }
 
     /// Whether this is one process of a data-parallel run.
@@ -176,13 +176,68 @@ impl<'c> Resident<'c> {
         self.stream.is_some()
     }
 
+    /// Whether X streams by host writes between submits (no kernel timing there).
+    pub(super) fn streams_by_writes(&self) -> bool {
+        matches!(self.stream, Some(Feed::Writes(_)))
+    }
+
+    /// Bytes one epoch moves to the device (0: X is resident).
+    pub fn streamed_bytes(&self) -> u64 {
+        self.stream.as_ref().map_or(0, |f| f.epoch_bytes())
+    }
+
+    /// Brings segment `k` into its slot before its kernels: staged X by copies recorded in
+    /// `enc`; written X by submitting what `enc` holds and writing the segment's arrays (the
+    /// queue keeps them in order). Resident X: nothing.
+    pub(super) fn feed(&self, enc: &mut wgpu::CommandEncoder, k: usize) {
+        let (Some(feed), Some(slots)) = (&self.stream, &self.slots) else {
+            return;
+        };
+        match feed {
+            Feed::Writes(_) => {
+                let done = std::mem::replace(enc, self.encoder());
+                self.ctx.queue.submit([done.finish()]);
+                self.upload(k);
+            }
+            Feed::Mapped(segs) => {
+                let (m, slot) = (&segs[k], &slots[k % 2]);
+                enc.copy_buffer_to_buffer(&m.x, 0, &slot.x, 0, m.x.size());
+                if let Some(b) = &m.csr {
+                    enc.copy_buffer_to_buffer(b, 0, &slot.csr, 0, b.size());
+                }
+                if let Some(b) = &m.csc {
+                    enc.copy_buffer_to_buffer(b, 0, &slot.csc, 0, b.size());
+                }
+            }
+        }
+    }
+
     /// Epochs recorded per submit.
     pub(super) fn epochs_per_submit_count(&self) -> usize {
         self.epochs_per_submit
     }
 
-    /// How the epoch runs, for reports.
+    /// How the epoch runs, for reports: the kernel plan, and how X streams where it does.
     pub fn describe_plan(&self) -> String {
+        let plan = self.describe_kernels();
+        match &self.stream {
+            None => plan,
+            Some(Feed::Mapped(_)) => format!(
+                "{plan}; X streams from host staging filled once: {:.1} MB copied by the queue \
+                 each epoch, {} epoch(s) a submit",
+                self.streamed_bytes() as f64 / 1e6,
+                self.epochs_per_submit
+            ),
+            Some(Feed::Writes(_)) => format!(
+                "{plan}; X streams by host writes: {:.1} MB written before each segment's \
+                 kernels every epoch, one epoch a submit",
+                self.streamed_bytes() as f64 / 1e6
+            ),
+        }
+    }
+
+    /// The kernel plan, for reports.
+    fn describe_kernels(&self) -> String {
         let s = &self.plan.shape;
         let wgs: usize = self
             .segs
@@ -229,7 +284,7 @@ impl<'c> Resident<'c> {
 
     /// Streamed X: writes segment `k`'s arrays into its slot (dense rows padded to units).
     pub(super) fn upload(&self, k: usize) {
-        let (Some(stream), Some(slots)) = (&self.stream, &self.slots) else {
+        let (Some(Feed::Writes(stream)), Some(slots)) = (&self.stream, &self.slots) else {
             return;
         };
         let (seg, slot) = (&stream[k], &slots[k % 2]);
@@ -578,9 +633,7 @@ impl<'c> Resident<'c> {
             let mut last = None;
             for (&(_, seg, grid), pipe) in plan.iter().zip(&pipes) {
                 if let Some(s) = seg.filter(|&s| last != Some(s)) {
-                    let done = std::mem::replace(enc, self.encoder());
-                    self.ctx.queue.submit([done.finish()]);
-                    self.upload(s);
+                    self.feed(enc, s);
                     last = Some(s);
                 }
                 let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor {
@@ -717,12 +770,8 @@ impl<'c> Resident<'c> {
                 .write_buffer(&self.shared.w_buf, 0, bytemuck::cast_slice(w));
             let mut enc = self.encoder();
             for (k, seg) in self.segs.iter().enumerate().filter(|(_, s)| !s.held_out) {
-                if self.stream.is_some() {
-                    // Streamed X: this segment's rows into its slot first.
-                    let done = std::mem::replace(&mut enc, self.encoder());
-                    ctx.queue.submit([done.finish()]);
-                    self.upload(k);
-                }
+                // Streamed X: this segment's rows into its slot first.
+                self.feed(&mut enc, k);
                 let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor {
                     label: Some("rosenblatt.scores"),
                     timestamp_writes: None,

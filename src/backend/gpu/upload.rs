@@ -3,7 +3,7 @@
 //! any buffer exists), then the buffers and bind groups ([`Layout::upload`]).
 
 use super::batch::{BatchPipelines, Entry, KT_MAX, LONG_WALK, LONG_WGS};
-use super::buffers::{dense_buf, entire, init_buf, label_bytes, storage_buf};
+use super::buffers::{dense_buf, entire, host_staging_usage, init_buf, label_bytes, storage_buf};
 use super::context::GpuContext;
 use super::mirror::{Control, EpochOut, Params, Segment, WgStat, ROLE_HELD_OUT, ROLE_TRAIN};
 use super::plan::{
@@ -11,7 +11,7 @@ use super::plan::{
     segment_grid, software_steps, sparse_segments, Plan, PlanOptions, GL_KT_CAP,
 };
 use crate::backend::{
-    CsrView, DataView, Features, Matrix, MatrixBuf, MAX_HEADS, TRAFFIC_CATEGORIES,
+    CsrView, DataView, Features, Matrix, MatrixBuf, Storage, MAX_HEADS, TRAFFIC_CATEGORIES,
 };
 use crate::error::{Error, Result};
 
@@ -103,7 +103,16 @@ pub struct ResidentOptions {
     /// it streams: two segment slots on the device, each segment uploaded into one while the
     /// other's kernels run, every epoch. `None`: X is resident (it must fit the device).
     pub gpu_memory: Option<u64>,
+    /// Streamed X from host-visible staging buffers filled once (copies recorded with the
+    /// kernels, several epochs a submit): `None` where half the host memory budget holds
+    /// them, `Some(false)` never (each segment written from the host before its kernels,
+    /// one epoch a submit), `Some(true)` always.
+    pub mapped_staging: Option<bool>,
 }
+
+/// Bytes of staging that one submit of mapped streaming should move at least: epochs per
+/// submit are this over X's staged bytes (1 to 64).
+const MAPPED_SUBMIT_BYTES: u64 = 4 << 30;
 
 /// Where a segment's rows go, before any buffer exists.
 struct SegMeta {
@@ -130,6 +139,138 @@ pub(super) struct StreamSeg<'c> {
     pub(super) dense_rows: Option<usize>,
     pub(super) csr: Vec<u32>,
     pub(super) csc: Vec<u32>,
+}
+
+/// A segment of streamed X in host staging buffers ([`host_staging_usage`]),
+/// filled once at bind time: every epoch the queue copies them into the segment's slot, by
+/// commands recorded with the kernels, so no host work stands between epochs.
+pub(super) struct MappedSeg {
+    pub(super) x: wgpu::Buffer,
+    pub(super) csr: Option<wgpu::Buffer>,
+    pub(super) csc: Option<wgpu::Buffer>,
+}
+
+/// Where streamed X comes from each epoch.
+pub(super) enum Feed<'c> {
+    /// The host's arrays, written into the segment's slot (`write_buffer`) before its
+    /// kernels: a submit per segment and one epoch a submit. Used where the host cannot hold
+    /// a staged copy of X.
+    Writes(Vec<StreamSeg<'c>>),
+    /// Staged copies ([`MappedSeg`]).
+    Mapped(Vec<MappedSeg>),
+}
+
+impl Feed<'_> {
+    /// Bytes one epoch moves to the device.
+    pub(super) fn epoch_bytes(&self) -> u64 {
+        match self {
+            Feed::Writes(v) => v
+                .iter()
+                .map(|s| (s.x.len() + 4 * (s.csr.len() + s.csc.len())) as u64)
+                .sum(),
+            Feed::Mapped(v) => v
+                .iter()
+                .map(|m| {
+                    m.x.size()
+                        + m.csr.as_ref().map_or(0, |b| b.size())
+                        + m.csc.as_ref().map_or(0, |b| b.size())
+                })
+                .sum(),
+        }
+    }
+}
+
+/// Pieces of this many bytes are copied into staging by the threads of the pool.
+const COPY_PIECE: usize = 4 << 20;
+
+/// A staging buffer of `len` bytes (rounded up to 4) for copies to the device, written once
+/// by `fill` while mapped at creation (zeros elsewhere).
+fn staging_filled(
+    ctx: &GpuContext,
+    label: &str,
+    len: usize,
+    fill: impl FnOnce(wgpu::WriteOnly<'_, [u8]>),
+) -> wgpu::Buffer {
+    let buf = ctx.device.create_buffer(&wgpu::BufferDescriptor {
+        label: Some(label),
+        size: (len as u64).max(4).next_multiple_of(4),
+        usage: host_staging_usage(ctx),
+        mapped_at_creation: true,
+    });
+    if len > 0 {
+        // (A buffer mapped at creation always maps.)
+        if let Ok(mut view) = buf.get_mapped_range_mut(..) {
+            fill(view.slice(..len));
+        }
+    }
+    buf.unmap();
+    buf
+}
+
+/// Copies `src` into `dst` (of `src`'s length or more): rows of `row` bytes to rows of `prow`
+/// bytes (`row == prow`: one run), in pieces of about [`COPY_PIECE`] bytes on the pool's
+/// threads (one thread copies host memory at a few GB/s; the staging is written once, at
+/// bind time, but for all of X).
+fn par_rows(mut dst: wgpu::WriteOnly<'_, [u8]>, src: &[u8], row: usize, prow: usize) {
+    use rayon::prelude::*;
+    let (row, prow) = if row == prow || row == 0 {
+        (1, 1)
+    } else {
+        (row, prow)
+    };
+    let rows = src.len() / row;
+    assert!(rows * prow <= dst.len() && rows * row == src.len());
+    let base = Base(dst.as_raw_ptr().cast::<u8>().as_ptr());
+    let per = (COPY_PIECE / prow).max(1);
+    (0..rows.div_ceil(per)).into_par_iter().for_each(|p| {
+        let base = &base;
+        for r in p * per..((p + 1) * per).min(rows) {
+            let from = &src[r * row..(r + 1) * row];
+            // SAFETY: `dst` is a write mapping of at least rows * prow bytes, borrowed
+            // mutably for this call; each row r writes only its bytes r * prow .. r * prow +
+            // row, so the pieces write disjoint bytes, and only write.
+            unsafe {
+                std::ptr::copy_nonoverlapping(from.as_ptr(), base.0.add(r * prow), row);
+            }
+        }
+    });
+}
+
+/// The start of a write mapping that the pool's threads write disjoint parts of.
+struct Base(*mut u8);
+// SAFETY: the threads write disjoint bytes (see `par_rows`) while the mapping is borrowed.
+unsafe impl Sync for Base {}
+
+/// Segment `k`'s host arrays staged ([`MappedSeg`]); dense rows padded to units of 4 values.
+fn mapped_seg(
+    ctx: &GpuContext,
+    k: usize,
+    seg: &StreamSeg<'_>,
+    d: usize,
+    storage: Storage,
+) -> MappedSeg {
+    let label = |what: &str| format!("rosenblatt.{what}_staged[{k}]");
+    let x = match seg.dense_rows {
+        Some(rows) => {
+            let eb = storage.bytes();
+            let (row, prow) = (d * eb, padded(d) * eb);
+            staging_filled(ctx, &label("x"), rows * prow, |v| {
+                par_rows(v, seg.x, row, prow)
+            })
+        }
+        None => staging_filled(ctx, &label("x"), seg.x.len(), |v| par_rows(v, seg.x, 0, 0)),
+    };
+    let words = |what: &str, v: &[u32]| {
+        (!v.is_empty()).then(|| {
+            let b: &[u8] = bytemuck::cast_slice(v);
+            staging_filled(ctx, &label(what), b.len(), |w| par_rows(w, b, 0, 0))
+        })
+    };
+    MappedSeg {
+        x,
+        csr: words("csr", &seg.csr),
+        csc: words("csc", &seg.csc),
+    }
 }
 
 /// A device slot of streamed X: one buffer per array of a segment.
@@ -421,22 +562,33 @@ fn stream_slots(
             Some(h) if m.role == ROLE_HELD_OUT => h,
             _ => x,
         };
-        if let Matrix::Csr(c) = src {
-            let nnz = (c.indptr[m.start + m.n] - c.indptr[m.start]) as u64;
-            x_max = x_max.max(nnz * eb);
-            // Row starts, columns, and at most n long rows with their count.
-            csr_max = csr_max.max((2 * (m.n as u64 + 1) + nnz) * 4);
-            if m.role == ROLE_TRAIN {
-                // Column starts, rows, values, and at most d long columns with their count.
-                csc_max = csc_max.max((2 * (d as u64 + 1) + 2 * nnz) * 4);
-            }
-        }
+        let (a, b, c) = seg_bytes(m, src, d);
+        (x_max, csr_max, csc_max) = (x_max.max(a), csr_max.max(b), csc_max.max(c));
     }
     [0, 1].map(|i| Slot {
         x: storage_buf(ctx, &format!("rosenblatt.x_slot[{i}]"), x_max),
         csr: storage_buf(ctx, &format!("rosenblatt.csr_slot[{i}]"), csr_max),
         csc: storage_buf(ctx, &format!("rosenblatt.csc_slot[{i}]"), csc_max),
     })
+}
+
+/// The most bytes of segment `m`'s X, CSR and CSC arrays, its rows taken from `src`.
+fn seg_bytes(m: &SegMeta, src: Matrix<'_>, d: usize) -> (u64, u64, u64) {
+    let eb = src.storage().bytes() as u64;
+    match src {
+        Matrix::Dense(_) => ((m.n * padded(d)) as u64 * eb, 0, 0),
+        Matrix::Csr(c) => {
+            let nnz = (c.indptr[m.start + m.n] - c.indptr[m.start]) as u64;
+            // Row starts, columns, and at most n long rows with their count.
+            let csr = (2 * (m.n as u64 + 1) + nnz) * 4;
+            // Column starts, rows, values, and at most d long columns with their count.
+            let csc = match m.role == ROLE_TRAIN {
+                true => (2 * (d as u64 + 1) + 2 * nnz) * 4,
+                false => 0,
+            };
+            (nnz * eb, csr, csc)
+        }
+    }
 }
 
 /// A segment's own buffers (its uniform, labels, row weights, outputs) and bind group; `arrays`
@@ -629,6 +781,8 @@ pub(super) struct Layout<'a> {
     pub(super) sizes: Sizes<'a>,
     pub(super) plan: Plan,
     streamed: bool,
+    /// Streamed from staging ([`Feed::Mapped`]).
+    mapped: bool,
     training: bool,
     metas: Vec<SegMeta>,
     pub(super) params: Params,
@@ -638,9 +792,9 @@ pub(super) struct Layout<'a> {
 /// The buffers of a resident set ([`Layout::upload`]).
 pub(super) struct Uploaded<'c> {
     pub(super) shared: Shared,
-    /// Streamed X: the two device slots, and each segment's arrays on the host.
+    /// Streamed X: the two device slots, and where each segment comes from.
     pub(super) slots: Option<[Slot; 2]>,
-    pub(super) stream: Option<Vec<StreamSeg<'c>>>,
+    pub(super) stream: Option<Feed<'c>>,
     pub(super) segs: Vec<SegBuf>,
     pub(super) readbacks: [wgpu::Buffer; IN_FLIGHT],
 }
@@ -679,10 +833,6 @@ impl<'a> Layout<'a> {
             heads,
         };
         let plan = plan_for(ctx, batch, sizes, opts, streamed.then_some(budget))?;
-        let epochs_per_submit = opts
-            .epochs_per_submit
-            .unwrap_or(if streamed { 1 } else { 64 })
-            .max(1);
         let binding = binding_limit(&ctx.limits, opts.max_binding);
         let seg_binding = if streamed && sparse {
             // A streamed CSR segment's three arrays (each within a third) fill half the budget.
@@ -691,6 +841,30 @@ impl<'a> Layout<'a> {
             binding
         };
         let metas = layout_segments(&plan, sizes, training, seg_binding, opts)?;
+        // Streaming from staging holds a second copy of X (with its index arrays) in host
+        // memory: where half the budget holds it.
+        let staged: u64 = (metas.iter())
+            .map(|m| {
+                let src = match held_x {
+                    Some(h) if m.role == ROLE_HELD_OUT => h,
+                    _ => x,
+                };
+                let (a, b, c) = seg_bytes(m, src, d);
+                a + b + c
+            })
+            .sum();
+        let mapped = streamed
+            && opts
+                .mapped_staging
+                .unwrap_or(staged <= crate::limits::budget() / 2);
+        let epochs_per_submit = opts
+            .epochs_per_submit
+            .unwrap_or(match (streamed, mapped) {
+                (false, _) => 64,
+                (true, false) => 1,
+                (true, true) => (MAPPED_SUBMIT_BYTES / staged.max(1)).clamp(1, 64) as usize,
+            })
+            .max(1);
         let len = heads * (d + 1);
         let total_chunks: usize = metas.iter().map(|m| m.chunks).sum();
         let total_wgs: usize = metas.iter().map(|m| m.wgs).sum();
@@ -725,6 +899,7 @@ impl<'a> Layout<'a> {
             sizes,
             plan,
             streamed,
+            mapped,
             training,
             metas,
             params,
@@ -770,10 +945,20 @@ impl<'a> Layout<'a> {
                 mapped_at_creation: false,
             })
         });
+        let storage = x.storage();
+        let stream = match (self.streamed, self.mapped) {
+            (false, _) => None,
+            (true, false) => Some(Feed::Writes(stream)),
+            (true, true) => Some(Feed::Mapped(
+                (stream.iter().enumerate())
+                    .map(|(k, sg)| mapped_seg(ctx, k, sg, d, storage))
+                    .collect(),
+            )),
+        };
         Uploaded {
             shared,
             slots,
-            stream: self.streamed.then_some(stream),
+            stream,
             segs,
             readbacks,
         }
