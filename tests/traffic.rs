@@ -143,17 +143,22 @@ fn assert_one_read_or_gl_two_kernels(
     assert_one_read(g, p, heads * (d + 1), what);
 }
 
-/// Every word besides X within 5% of one read of X; where the device's grid floor sets more
-/// partials than the planner's 2% share (on an H200, 65,536 x 64 in u8: 3.2%, and 6.6% in
-/// all), every word besides X and the partials (which `assert_one_read` bounds).
+/// Every word besides X within 5% of one read of X. Where the device's grid floor sets more
+/// workgroups than the planner's 2% share would (on an H200: 65,536 x 64 in u8, partials
+/// 3.2% of X; 8,192 x 784 at K = 10, partials 63% and the weights the workgroups load 31%),
+/// every word besides X, the partials (which `assert_one_read` bounds) and one copy of the
+/// weights per workgroup of that floor.
 fn assert_little_else(g: &GpuBackend, p: &KernelProfile, len: usize, what: &str) {
     let mut other = p.total_words() - p.words(X, false);
-    if floor_partials(g, len) * 50 > p.x_words {
+    let mut allowed = p.x_words / 20;
+    let floor = floor_partials(g, len);
+    if floor * 50 > p.x_words {
         other -= p.words(PARTIALS, false) + p.words(PARTIALS, true);
+        allowed += floor / 2;
     }
     assert!(
-        other * 20 <= p.x_words,
-        "{what}: {other} words besides X, more than 5% of it\n{}",
+        other <= allowed,
+        "{what}: {other} words besides X, more than 5% of it (and the grid floor's weights)\n{}",
         describe(p)
     );
 }
