@@ -27,6 +27,8 @@ pub mod distributed;
 pub mod error;
 #[cfg(feature = "cli")]
 pub mod experiment;
+#[cfg(unix)]
+pub mod fault;
 pub mod limits;
 pub mod metrics;
 pub mod model;

@@ -177,6 +177,25 @@ pub fn remove_temps() {
     }
 }
 
+/// [`remove_temps`] for a handler of a synchronous signal (SIGBUS): no allocation and no
+/// waiting; if another thread holds the list at that moment the temporaries stay, and the
+/// next run writing beside them removes them (their process is gone).
+#[cfg(unix)]
+pub fn remove_temps_in_signal_handler() {
+    use std::os::unix::ffi::OsStrExt;
+    if let Ok(t) = TEMPS.try_lock() {
+        for p in t.iter() {
+            let b = p.as_os_str().as_bytes();
+            let mut c = [0u8; 4096];
+            if b.len() < c.len() && !b.contains(&0) {
+                c[..b.len()].copy_from_slice(b);
+                // SAFETY: a NUL-terminated path on the stack; unlink is async-signal-safe.
+                unsafe { libc::unlink(c.as_ptr().cast()) };
+            }
+        }
+    }
+}
+
 /// What every temporary's name starts with.
 const TEMP_PREFIX: &str = ".rosenblatt-";
 

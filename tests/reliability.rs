@@ -827,3 +827,117 @@ fn many_threads_under_an_address_space_limit_train_without_aborting() {
         stdout(&o)
     );
 }
+
+/// A float32 .npy of `n` x `d` (memory-mapped by the loader) and ±1 labels.
+fn npy_pair(dir: &Path, n: usize, d: usize) -> (std::path::PathBuf, std::path::PathBuf) {
+    fn npy(descr: &str, shape: &str, data: &[u8]) -> Vec<u8> {
+        let mut header =
+            format!("{{'descr': '{descr}', 'fortran_order': False, 'shape': {shape}, }}");
+        while (10 + header.len() + 1) % 64 != 0 {
+            header.push(' ');
+        }
+        header.push('\n');
+        let mut out = b"\x93NUMPY\x01\x00".to_vec();
+        out.extend((header.len() as u16).to_le_bytes());
+        out.extend(header.as_bytes());
+        out.extend(data);
+        out
+    }
+    let x: Vec<u8> = (0..n * d)
+        .flat_map(|i| (((i * 7919) % 13) as f32 - 6.0).to_le_bytes())
+        .collect();
+    let y: Vec<u8> = (0..n)
+        .flat_map(|i| (if (i * 31) % 7 < 3 { 1.0f32 } else { -1.0 }).to_le_bytes())
+        .collect();
+    let (xp, yp) = (dir.join("x.npy"), dir.join("y.npy"));
+    std::fs::write(&xp, npy("<f4", &format!("({n}, {d})"), &x)).unwrap();
+    std::fs::write(&yp, npy("<f4", &format!("({n},)"), &y)).unwrap();
+    (xp, yp)
+}
+
+/// A memory-mapped input truncated while in use, at random moments: each run ends with exit
+/// 1 and a message naming the file and both sizes (or, truncated too late, succeeds), never
+/// by SIGBUS, and leaves no output or temporary behind. `ROSENBLATT_SOAK=N` runs N rounds
+/// (default 12, a few seconds).
+#[test]
+fn a_mapped_input_truncated_while_in_use_is_an_error_naming_it() {
+    use rand::{Rng, SeedableRng};
+    let rounds: usize = std::env::var("ROSENBLATT_SOAK")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(12);
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path();
+    let (n, d) = (100_000, 64);
+    let (xp, _) = npy_pair(p, n, d);
+    let whole = std::fs::read(&xp).unwrap();
+    // A model to predict with, trained on the file as it is.
+    let o = run(
+        p,
+        &[
+            "train", "x.npy", "--labels", "y.npy", "--epochs", "2", "-o", "m.json",
+        ],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(32);
+    let mut caught = [0usize; 2];
+    for round in 0..rounds {
+        std::fs::write(&xp, &whole).unwrap();
+        let (args, out): (Vec<&str>, &str) = if round % 2 == 0 {
+            let a = "train x.npy --labels y.npy --algo batch --epochs 400 --patience 0 \
+                     --backend cpu -o t.json";
+            (a.split(' ').collect(), "t.json")
+        } else {
+            let a = "predict m.json x.npy --backend cpu -o p.txt";
+            (a.split(' ').collect(), "p.txt")
+        };
+        let child = Command::new(bin())
+            .args(&args)
+            .current_dir(p)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let wait_ms = rng.random_range(5..if round % 2 == 0 { 1500 } else { 150 });
+        std::thread::sleep(std::time::Duration::from_millis(wait_ms));
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open(&xp)
+            .unwrap()
+            .set_len(rng.random_range(0..4096))
+            .unwrap();
+        let o = child.wait_with_output().unwrap();
+        no_panic(&o);
+        let e = stderr(&o);
+        use std::os::unix::process::ExitStatusExt;
+        assert_eq!(
+            o.status.signal(),
+            None,
+            "round {round}: killed by a signal: {e}"
+        );
+        match o.status.code() {
+            Some(0) => {}
+            Some(1) => {
+                assert!(
+                    e.contains("x.npy changed while in use"),
+                    "round {round}: {e}"
+                );
+                assert!(!p.join(out).exists(), "round {round}: {out} written");
+                caught[round % 2] += 1;
+            }
+            // Truncated before it was mapped or checked: an input error naming the file.
+            Some(2) => assert!(e.contains("x.npy"), "round {round}: {e}"),
+            c => panic!("round {round}: exit {c:?}: {e}"),
+        }
+        let _ = std::fs::remove_file(p.join(out));
+        let left: Vec<_> = std::fs::read_dir(p)
+            .unwrap()
+            .filter_map(|f| f.ok())
+            .filter(|f| f.file_name().to_string_lossy().starts_with(".rosenblatt-"))
+            .collect();
+        assert!(left.is_empty(), "round {round}: temporaries left: {left:?}");
+    }
+    eprintln!("caught mid-run (train, predict): {caught:?} of {rounds} rounds");
+    // The timing caught training mid-run (the test could not fail otherwise).
+    assert!(caught[0] > 0, "no training run was caught: {caught:?}");
+}

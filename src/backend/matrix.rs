@@ -543,7 +543,12 @@ pub struct MappedF32 {
 impl MappedF32 {
     /// The `len` values of `storage` at byte `start` of `map`; `None` when they are not all
     /// inside it or `start` is not aligned to the storage (the map itself starts on a page).
-    pub fn new(map: memmap2::Mmap, start: usize, len: usize, storage: Storage) -> Option<Self> {
+    pub fn new<M: AsRef<[u8]> + Send + Sync + 'static>(
+        map: M,
+        start: usize,
+        len: usize,
+        storage: Storage,
+    ) -> Option<Self> {
         MappedF32::of(std::sync::Arc::new(map), start, len, storage)
     }
 

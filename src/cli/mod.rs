@@ -24,6 +24,8 @@ macro_rules! note {
 }
 
 mod args;
+#[cfg(unix)]
+mod bus;
 mod demo;
 mod errors;
 mod experiment;
@@ -57,6 +59,8 @@ pub fn run() -> i32 {
         rosenblatt::output::remove_temps();
         std::process::exit(130);
     });
+    #[cfg(unix)]
+    bus::install();
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Train(a) => train::train(*a),

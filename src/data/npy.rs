@@ -358,16 +358,19 @@ pub fn load_npy(path: &Path, labels_path: Option<&Path>) -> Result<Dataset> {
 /// and names any error).
 fn map_npy(path: &Path, labels_path: Option<&Path>) -> Result<Option<Dataset>> {
     let file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
-    // SAFETY: the map is read-only and private to this process; as with any memory-mapped
-    // input, the file must not be truncated while it is mapped (the README says so).
+    // SAFETY: the map is read-only and private to this process. A file truncated while it
+    // is mapped raises SIGBUS on reading past its new end: the map is listed with
+    // `fault::WatchedMap`, so the CLI's handler names the file and exits 1 instead.
     let Ok(map) = (unsafe { memmap2::Mmap::map(&file) }) else {
         return Ok(None);
     };
+    #[cfg(unix)]
+    let map = crate::fault::WatchedMap::new(map, file, path);
     let name = path
         .file_name()
         .map(|f| f.to_string_lossy().into_owned())
         .unwrap_or_default();
-    let Ok((descr, fortran, shape, start)) = header(path, &name, &map) else {
+    let Ok((descr, fortran, shape, start)) = header(path, &name, map.as_ref()) else {
         return Ok(None);
     };
     let (n, d) = match shape[..] {
@@ -386,7 +389,7 @@ fn map_npy(path: &Path, labels_path: Option<&Path>) -> Result<Option<Dataset>> {
         _ => return Ok(None),
     };
     let size = storage.bytes();
-    if fortran || map.len() < start.saturating_add(len.saturating_mul(size)) {
+    if fortran || map.as_ref().len() < start.saturating_add(len.saturating_mul(size)) {
         return Ok(None);
     }
     let Some(m) = MappedF32::new(map, start, len, storage) else {
