@@ -426,3 +426,86 @@ fn bench_times_the_sums_over_the_processes() {
         assert!(f1 > 0.0 && (f - f1).abs() < 0.02, "{on}: {f} against {f1}");
     }
 }
+
+/// `mpirun` with two programs: process 0 runs `a`, process 1 runs `b`.
+fn mpirun_two(dir: &Path, a: &[&str], b: &[&str]) -> Output {
+    let bin = env!("CARGO_BIN_EXE_rosenblatt");
+    Command::new("mpirun")
+        .args(["--oversubscribe", "-np", "1", bin])
+        .args(a)
+        .args([":", "-np", "1", bin])
+        .args(b)
+        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+        .current_dir(dir)
+        .output()
+        .expect("mpirun (Open MPI) on the PATH")
+}
+
+#[test]
+fn processes_started_differently_stop_with_one_message_naming_what_differs() {
+    // Was: Open MPI's MPI_ERR_TRUNCATE from inside an all-gather, naming nothing.
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path();
+    write_sets(p);
+    std::fs::copy(p.join("x.svm"), p.join("other.svm")).unwrap();
+    let mut f = std::fs::OpenOptions::new()
+        .append(true)
+        .open(p.join("other.svm"))
+        .unwrap();
+    std::io::Write::write_all(&mut f, b"1 1:1\n").unwrap();
+    let base = [
+        "train",
+        "x.svm",
+        "--distributed",
+        "--backend",
+        "cpu",
+        "-o",
+        "m.json",
+    ];
+    for (a, b, says) in [
+        (
+            &["--epochs", "5"][..],
+            &["--epochs", "50"][..],
+            "the parameter epochs is 5 on process 0 and 50 on process 1",
+        ),
+        (
+            &["--algo", "online"][..],
+            &["--algo", "batch"][..],
+            "the parameter algo is \"online\" on process 0 and \"batch\"",
+        ),
+        (
+            &["--scale", "maxabs"][..],
+            &[][..],
+            "the parameter scale is \"maxabs\" on process 0 and \"none\"",
+        ),
+        (
+            &["--seed", "3"][..],
+            &["--seed", "4"][..],
+            "the parameter seed is 3 on process 0 and 4",
+        ),
+    ] {
+        let o = mpirun_two(p, &[&base[..], a].concat(), &[&base[..], b].concat());
+        let e = common::stderr(&o);
+        assert_eq!(o.status.code(), Some(2), "{a:?}/{b:?}: {e}");
+        assert!(e.contains(says), "{a:?}/{b:?}: {e}");
+        assert_eq!(
+            e.matches("started differently").count(),
+            1,
+            "one message: {e}"
+        );
+        assert!(!e.contains("TRUNCATE"), "{e}");
+        assert!(!p.join("m.json").exists());
+    }
+    let other = ["train", "other.svm", "--distributed", "--backend", "cpu"];
+    let o = mpirun_two(p, &base[..5], &other);
+    let e = common::stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{e}");
+    assert!(
+        e.contains("training data is x.svm (") && e.contains("on process 1"),
+        "{e}"
+    );
+    // The same options everywhere still train.
+    let o = mpirun(p, 2, &base);
+    assert!(o.status.success(), "{}", common::stderr(&o));
+}

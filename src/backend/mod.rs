@@ -33,7 +33,7 @@ pub use storage::{FeatureBuf, Features, Storage};
 pub use kernel::Kernel;
 pub use profile::{KernelProfile, KernelTraffic, TRAFFIC_CATEGORIES};
 pub(crate) use reduce::agreed_stop;
-pub use reduce::{Distributed, Reduce};
+pub use reduce::{agree, Disagreement, Distributed, Reduce};
 pub use rule::{
     predicted_wrong, row_rule, update_norm, winnow_weights, BatchRule, HeadRule, Keep, LogWeight,
     Patience, RowOutcome, RowWeight, Update,

@@ -79,6 +79,38 @@ impl std::fmt::Display for FlagError {
 
 impl std::error::Error for FlagError {}
 
+/// Processes of a data-parallel run that would do different things (exit 2); only the first
+/// says so (`speaks`), the others end quietly.
+#[derive(Debug)]
+struct Disagreement {
+    text: String,
+    speaks: bool,
+}
+
+impl std::fmt::Display for Disagreement {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.text)
+    }
+}
+
+impl std::error::Error for Disagreement {}
+
+/// A [`Disagreement`] error.
+pub fn disagreement(speaks: bool, text: String) -> anyhow::Error {
+    anyhow::anyhow!(Disagreement { text, speaks })
+}
+
+/// Whether `e` is a disagreement between processes.
+pub fn is_disagreement(e: &anyhow::Error) -> bool {
+    e.downcast_ref::<Disagreement>().is_some()
+}
+
+/// Whether `e` is to be printed (every error but a disagreement on a process other than the
+/// first).
+pub fn printed(e: &anyhow::Error) -> bool {
+    e.downcast_ref::<Disagreement>().is_none_or(|d| d.speaks)
+}
+
 /// What the user reads after "error: ".
 pub fn message(e: &anyhow::Error) -> String {
     let Some(le) = e.downcast_ref::<Error>() else {
@@ -104,7 +136,7 @@ pub fn message(e: &anyhow::Error) -> String {
 
 /// 2 for the user's input or parameters, 1 for everything else.
 pub fn exit_code(e: &anyhow::Error) -> i32 {
-    if e.downcast_ref::<FlagError>().is_some() {
+    if e.downcast_ref::<FlagError>().is_some() || is_disagreement(e) {
         return 2;
     }
     match e.downcast_ref::<Error>() {

@@ -86,7 +86,9 @@ pub fn run() -> i32 {
         // A closed pipe (`| head`) ends quietly, as other Unix tools do.
         Err(e) if e.downcast_ref::<StdoutClosed>().is_some() => 0,
         Err(e) => {
-            note!("error: {}", errors::message(&e));
+            if errors::printed(&e) {
+                note!("error: {}", errors::message(&e));
+            }
             errors::exit_code(&e)
         }
     }

@@ -47,8 +47,17 @@ pub fn train(a: TrainArgs) -> anyhow::Result<()> {
     } else {
         None
     };
+    // Every process must do the same before any of them reads a share or sums: one started
+    // with other epochs or another algorithm would end in a collective the others never
+    // enter (Open MPI: "message truncated"), naming nothing.
+    if let Some(w) = &world {
+        same_everywhere(&**w, &run_fields(&a, &params))?;
+    }
     let r = train_in(a, params, world.clone());
     if let (Err(e), Some(w)) = (&r, &world) {
+        if super::errors::is_disagreement(e) {
+            return r;
+        }
         if w.size() > 1 {
             // The other processes may be waiting for this one in a sum: end them all.
             note!("error: {}", super::errors::message(e));
@@ -56,6 +65,72 @@ pub fn train(a: TrainArgs) -> anyhow::Result<()> {
         }
     }
     r
+}
+
+/// What every process of a data-parallel run must share before it loads anything: the
+/// training parameters (each by its name in the model file's `params`), how the data is read
+/// and each input file's name and size (paths may differ between machines; a file of another
+/// size or name is another file).
+fn run_fields(a: &TrainArgs, params: &Params) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    if let Ok(serde_json::Value::Object(m)) = serde_json::to_value(params) {
+        for (k, v) in m {
+            out.push((format!("params.{k}"), v.to_string()));
+        }
+    }
+    let file = |p: Option<&std::path::Path>| match p {
+        None => "(none)".to_string(),
+        Some(p) => {
+            let name = p.file_name().map(|n| n.to_string_lossy().into_owned());
+            let size = std::fs::metadata(p).map(|m| m.len());
+            match size {
+                Ok(b) => format!("{} ({b} bytes)", name.unwrap_or_default()),
+                Err(_) => format!("{} (unreadable)", name.unwrap_or_default()),
+            }
+        }
+    };
+    let d = &a.data_args;
+    out.extend([
+        ("training data".into(), file(Some(&a.data))),
+        ("--labels".into(), file(d.labels.as_deref())),
+        ("--validation".into(), file(a.validation.as_deref())),
+        ("--sample-weights".into(), file(a.sample_weights.as_deref())),
+        ("--init-model".into(), file(a.init_model.as_deref())),
+        (
+            "how the data is read (--label-col, --format, --features, --dense, --sparse, \
+             --weight-col)"
+                .into(),
+            format!(
+                "{:?} {:?} {:?} {} {} {:?}",
+                d.label_col, d.format, d.features, d.dense, d.sparse, d.weight_col
+            ),
+        ),
+    ]);
+    out
+}
+
+/// Stops every process with exit 2 when `fields` differ between them; only the first process
+/// says so, naming the first field that differs and the processes.
+fn same_everywhere(w: &dyn Reduce, fields: &[(String, String)]) -> anyhow::Result<()> {
+    let Some(d) = rosenblatt::backend::agree(w, fields) else {
+        return Ok(());
+    };
+    let field = match d.field.strip_prefix("params.") {
+        Some(p) => format!("the parameter {p}"),
+        None => d.field.clone(),
+    };
+    let text = format!(
+        "the processes of this --distributed run were started differently: {field} is {} on \
+         process 0 and {} on process {}; start every process with the same options and data",
+        d.first, d.value, d.rank
+    );
+    // The first process says so before any process ends: mpirun ends the others as soon as
+    // one exits with an error, which could cut the message off.
+    if w.rank() == 0 {
+        note!("error: {text}");
+    }
+    w.sum_f64(&mut [0.0]);
+    Err(super::errors::disagreement(false, text))
 }
 
 /// The shared world of a data-parallel run, when there is one.
@@ -74,6 +149,18 @@ fn train_in(a: TrainArgs, params: Params, world: World) -> anyhow::Result<()> {
     )?;
     let start = a.init_model.as_deref().map(Model::load).transpose()?;
     let (ds, shared) = load_training(&a, &params, &world)?;
+    if let Some(w) = &world {
+        // What the data turned out to be: the same everywhere (a share's rows may differ).
+        let classes = ds.labels.as_ref().map(|l| l.classes.join(", "));
+        let mut fields = vec![
+            ("the features".to_string(), ds.d.to_string()),
+            ("the classes".to_string(), classes.unwrap_or_default()),
+        ];
+        if !shared {
+            fields.push(("the rows".to_string(), ds.n.to_string()));
+        }
+        same_everywhere(&**w, &fields)?;
+    }
     let held = match &a.validation {
         // The validation file is read like the training data, with its feature count.
         Some(p) => Some(load_data(p, &a.data_args, Some(ds.d))?),
