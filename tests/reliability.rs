@@ -941,3 +941,103 @@ fn a_mapped_input_truncated_while_in_use_is_an_error_naming_it() {
     // The timing caught training mid-run (the test could not fail otherwise).
     assert!(caught[0] > 0, "no training run was caught: {caught:?}");
 }
+
+/// SIGKILL at random moments during `gen -o`, `convert -o` and `train -o`, each over an
+/// existing output: the target is always either its old content or the complete new file
+/// (never partial), and the next write into the folder removes the killed runs'
+/// temporaries. `ROSENBLATT_SOAK=N` runs N rounds (default 30).
+#[test]
+fn outputs_killed_anywhere_are_old_or_whole_and_their_temporaries_go() {
+    use rand::{Rng, SeedableRng};
+    let rounds: usize = std::env::var("ROSENBLATT_SOAK")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(30);
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path();
+    let gen = [
+        "gen", "--n", "300000", "--d", "8", "--seed", "3", "-o", "g.csv",
+    ];
+    let convert = ["convert", "g.csv", "-o", "x.npy"];
+    let train = [
+        "train", "g.csv", "--algo", "batch", "--epochs", "30", "-o", "m.json",
+    ];
+    // The whole new files (gen and convert are deterministic; a model is checked by loading).
+    for args in [&gen[..], &convert[..], &train[..]] {
+        let o = run(p, args);
+        assert!(o.status.success(), "{}", stderr(&o));
+    }
+    let new: Vec<Vec<u8>> = ["g.csv", "x.npy", "x.labels.npy"]
+        .iter()
+        .map(|f| std::fs::read(p.join(f)).unwrap())
+        .collect();
+    let old = b"old content\n".to_vec();
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(5);
+    let mut killed = [0usize; 3];
+    for round in 0..rounds {
+        let which = round % 3;
+        let (args, targets): (&[&str], &[&str]) = match which {
+            0 => (&gen, &["g2.csv"]),
+            1 => (&convert, &["x.npy", "x.labels.npy"]),
+            _ => (&train, &["m.json"]),
+        };
+        // gen writes g2.csv here, so that g.csv stays the input of the others.
+        let args: Vec<&str> = args
+            .iter()
+            .map(|a| {
+                if *a == "g.csv" && which == 0 {
+                    "g2.csv"
+                } else {
+                    a
+                }
+            })
+            .collect();
+        for t in targets {
+            std::fs::write(p.join(t), &old).unwrap();
+        }
+        let mut child = Command::new(bin())
+            .args(&args)
+            .current_dir(p)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(rng.random_range(0..400)));
+        let _ = Command::new("kill")
+            .args(["-KILL", &child.id().to_string()])
+            .status();
+        let status = child.wait().unwrap();
+        use std::os::unix::process::ExitStatusExt;
+        if status.signal() == Some(9) {
+            killed[which] += 1;
+        }
+        for (i, t) in targets.iter().enumerate() {
+            let got = std::fs::read(p.join(t)).unwrap();
+            let whole = match which {
+                0 => got == new[0],
+                1 => got == new[1 + i],
+                _ => rosenblatt::model::Model::load(&p.join(t)).is_ok(),
+            };
+            assert!(
+                got == old || whole,
+                "round {round}: {t} is partial ({} bytes)",
+                got.len()
+            );
+        }
+    }
+    eprintln!("killed mid-run (gen, convert, train): {killed:?} of {rounds} rounds");
+    assert!(
+        killed.iter().sum::<usize>() > 0,
+        "no run was killed mid-way"
+    );
+    // The next write removes what the killed runs left.
+    let o = run(p, &["gen", "--n", "10", "--d", "2", "-o", "small.csv"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let left: Vec<String> = std::fs::read_dir(p)
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with(".rosenblatt-"))
+        .collect();
+    assert!(left.is_empty(), "temporaries left: {left:?}");
+}
