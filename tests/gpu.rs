@@ -790,12 +790,13 @@ fn voted_models_with_many_vectors_score_on_the_gpu_in_blocks() {
 /// multiclass.
 #[test]
 fn streamed_x_gives_the_resident_results() {
-    for mapped in [true, false] {
-        streamed_x_gives_the_resident_results_with(mapped);
+    // Read in place (the default where possible), copied from staging, written by the host.
+    for (mapped, in_place) in [(true, None), (true, Some(false)), (false, None)] {
+        streamed_x_gives_the_resident_results_with(mapped, in_place);
     }
 }
 
-fn streamed_x_gives_the_resident_results_with(mapped: bool) {
+fn streamed_x_gives_the_resident_results_with(mapped: bool, in_place: Option<bool>) {
     use rosenblatt::backend::{
         BatchRule, FeatureBuf, HeadRule, Keep, Matrix, Storage, TrainView, ValView,
     };
@@ -804,6 +805,7 @@ fn streamed_x_gives_the_resident_results_with(mapped: bool) {
         resident: ResidentOptions {
             gpu_memory: Some(4096),
             mapped_staging: Some(mapped),
+            read_in_place: in_place,
             ..Default::default()
         },
         ..Default::default()
@@ -863,7 +865,7 @@ fn streamed_x_gives_the_resident_results_with(mapped: bool) {
             };
             let (want, got) = (run(&cpu, &[1; 5]), run(&streamed, &[2, 3]));
             assert_eq!(got.0.len(), 5);
-            let what = format!("K={heads} {storage:?} mapped={mapped}");
+            let what = format!("K={heads} {storage:?} mapped={mapped} in place={in_place:?}");
             for (a, b) in got.0.iter().zip(&want.0) {
                 assert_eq!(
                     (a.mistakes, a.val_mistakes),

@@ -279,6 +279,10 @@ pub(crate) struct BenchArgs {
     /// instead of copies from staging filled once
     #[arg(long, requires = "gpu_memory")]
     pub(crate) stream_writes: bool,
+    /// With --gpu-memory: copy staged X into the device's slots each epoch, instead of the
+    /// kernels reading it in place over the bus (the default for dense rows on Vulkan)
+    #[arg(long, requires = "gpu_memory", conflicts_with = "stream_writes")]
+    pub(crate) stream_copies: bool,
     /// GPU peak memory bandwidth in GB/s (default: a table of known devices).
     #[arg(long, value_name = "F")]
     pub(crate) peak_gbs: Option<f64>,

@@ -121,6 +121,7 @@ fn bench_spec(a: &BenchArgs) -> BenchSpec {
             resident: rosenblatt::backend::gpu::ResidentOptions {
                 gpu_memory: a.gpu_memory,
                 mapped_staging: a.stream_writes.then_some(false),
+                read_in_place: a.stream_copies.then_some(false),
                 workgroups: a.workgroups.filter(|&g| g > 0),
                 heads_per_thread: a.heads_per_thread.filter(|&k| k > 0),
                 ..Default::default()

@@ -199,6 +199,7 @@ impl<'c> Resident<'c> {
                 self.ctx.queue.submit([done.finish()]);
                 self.upload(k);
             }
+            Feed::InPlace(_) => {}
             Feed::Mapped(segs) => {
                 let (m, slot) = (&segs[k], &slots[k % 2]);
                 enc.copy_buffer_to_buffer(&m.x, 0, &slot.x, 0, m.x.size());
@@ -225,6 +226,12 @@ impl<'c> Resident<'c> {
             Some(Feed::Mapped(_)) => format!(
                 "{plan}; X streams from host staging filled once: {:.1} MB copied by the queue \
                  each epoch, {} epoch(s) a submit",
+                self.streamed_bytes() as f64 / 1e6,
+                self.epochs_per_submit
+            ),
+            Some(Feed::InPlace(_)) => format!(
+                "{plan}; X streams from host staging filled once, read in place by the kernels \
+                 over the bus (no copies): {:.1} MB an epoch, {} epoch(s) a submit",
                 self.streamed_bytes() as f64 / 1e6,
                 self.epochs_per_submit
             ),
