@@ -1459,18 +1459,9 @@ fn apply_weights(lid: u32, group: u32) {
     // The workgroup's squared steps summed in a fixed tree, one word a group for `finalize`
     // (which summed all K (d + 1) of them in its one workgroup: 4 ms of a 5.4 ms sparse epoch
     // at d = 4,000,000 on an H200).
-    if (lid < AJ) {
-        red2[lid] = sq;
-    }
-    workgroupBarrier();
-    for (var h = AJ / 2u; h > 0u; h >>= 1u) {
-        if (lid < h) {
-            red2[lid] += red2[lid + h];
-        }
-        workgroupBarrier();
-    }
+    let q = group_sum(lid, AJ, sq);
     if (lid == 0u) {
-        set_aux(4u * P.heads * P.d_aug + group, red2[0]);
+        set_aux(4u * P.heads * P.d_aug + group, q);
     }
 }
 

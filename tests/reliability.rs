@@ -24,6 +24,18 @@ fn shell(dir: &Path, line: &str) -> Output {
         .unwrap()
 }
 
+/// The names of the rosenblatt temporaries in `dir`, sorted.
+fn temporaries(dir: &Path) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with(".rosenblatt-"))
+        .collect();
+    v.sort();
+    v
+}
+
 fn no_panic(o: &Output) {
     let e = stderr(o);
     assert!(
@@ -708,16 +720,7 @@ fn plots_of_extreme_values_draw_or_refuse_quickly() {
 fn temporaries_of_killed_runs_are_removed_by_the_next_write() {
     let dir = tempfile::tempdir().unwrap();
     let p = dir.path();
-    let temps = || -> Vec<String> {
-        let mut v: Vec<String> = std::fs::read_dir(p)
-            .unwrap()
-            .filter_map(|e| e.ok())
-            .map(|e| e.file_name().to_string_lossy().into_owned())
-            .filter(|n| n.starts_with(".rosenblatt-"))
-            .collect();
-        v.sort();
-        v
-    };
+    let temps = || temporaries(p);
     let mut child = Command::new(bin())
         .args(["gen", "--n", "3000000", "--d", "20", "-o", "big.csv"])
         .current_dir(p)
@@ -830,19 +833,11 @@ fn many_threads_under_an_address_space_limit_train_without_aborting() {
 
 /// A float32 .npy of `n` x `d` (memory-mapped by the loader) and ±1 labels.
 fn npy_pair(dir: &Path, n: usize, d: usize) -> (std::path::PathBuf, std::path::PathBuf) {
-    fn npy(descr: &str, shape: &str, data: &[u8]) -> Vec<u8> {
-        let mut header =
-            format!("{{'descr': '{descr}', 'fortran_order': False, 'shape': {shape}, }}");
-        while (10 + header.len() + 1) % 64 != 0 {
-            header.push(' ');
-        }
-        header.push('\n');
-        let mut out = b"\x93NUMPY\x01\x00".to_vec();
-        out.extend((header.len() as u16).to_le_bytes());
-        out.extend(header.as_bytes());
+    let npy = |descr: &str, shape: &str, data: &[u8]| {
+        let mut out = common::npy_header(descr, shape);
         out.extend(data);
         out
-    }
+    };
     let x: Vec<u8> = (0..n * d)
         .flat_map(|i| (((i * 7919) % 13) as f32 - 6.0).to_le_bytes())
         .collect();
@@ -930,11 +925,7 @@ fn a_mapped_input_truncated_while_in_use_is_an_error_naming_it() {
             c => panic!("round {round}: exit {c:?}: {e}"),
         }
         let _ = std::fs::remove_file(p.join(out));
-        let left: Vec<_> = std::fs::read_dir(p)
-            .unwrap()
-            .filter_map(|f| f.ok())
-            .filter(|f| f.file_name().to_string_lossy().starts_with(".rosenblatt-"))
-            .collect();
+        let left = temporaries(p);
         assert!(left.is_empty(), "round {round}: temporaries left: {left:?}");
     }
     eprintln!("caught mid-run (train, predict): {caught:?} of {rounds} rounds");
@@ -1033,11 +1024,6 @@ fn outputs_killed_anywhere_are_old_or_whole_and_their_temporaries_go() {
     // The next write removes what the killed runs left.
     let o = run(p, &["gen", "--n", "10", "--d", "2", "-o", "small.csv"]);
     assert!(o.status.success(), "{}", stderr(&o));
-    let left: Vec<String> = std::fs::read_dir(p)
-        .unwrap()
-        .filter_map(|e| e.ok())
-        .map(|e| e.file_name().to_string_lossy().into_owned())
-        .filter(|n| n.starts_with(".rosenblatt-"))
-        .collect();
+    let left = temporaries(p);
     assert!(left.is_empty(), "temporaries left: {left:?}");
 }
