@@ -22,6 +22,22 @@
 // takes the epoch's statistics and the stop decision. When K > KT, the heads go in HB blocks
 // of KT threads' groups that share each row through workgroup memory (`xs`).
 //
+// Rows in flight: where one head block holds a row (K <= KT) and a row's TPR lanes lie in one
+// subgroup, the subgroup module runs the row loop without workgroup memory or barriers
+// (`rows_in_flight` in batch_subgroup.wgsl, RT = 1, 2 or 4 rows loaded a thread before the
+// first is used): the lanes' sums are a butterfly of shuffles, so every lane holds the row's
+// scores and applies the rule itself (`decide_regs`). Elsewhere (no subgroups, head blocks,
+// rows wider than a subgroup) the loop goes by steps (`rows_by_step`): the rule on one lane a
+// row, through workgroup memory, between two barriers.
+//
+// Loops: every loop here runs to a bound that is a constant, an override, a size the host
+// set in P or S, or a CSR offset the host validated, all below 2^31, by a positive step of
+// at most 2^16 (or halves a power of two), so every loop ends without naga's loop counters;
+// on a GPU the modules are built without them (ShaderChecks::NoLoopCounters, bounds checks
+// kept): the counters kept compilers from unrolling the loops over the per-thread arrays,
+// which then lived in local memory (H200: 3.66 against 1.64 ms an epoch at K = 10,
+// docs/performance.md). Software adapters and the tests build them with every check.
+//
 // Rows whose K x V accumulators do not fit the register budget (very wide rows with many
 // heads), and CSR rows, take the two-kernel path: `margins` (scores and coefficients into
 // `coef`) then `accumulate` (dense) or `gather` (CSR, over a column-major copy): X is read
@@ -59,10 +75,12 @@ override V: u32 = 0u;       // register pass: units per thread and row (1..=V_MA
 override KT: u32 = 1u;      // register pass: heads per thread (1..=KT_MAX, KT * V <= KV_MAX)
 override XS: u32 = 1u;      // register pass: units staged in `xs` (WG / 2 * V when HB > 1, else 1)
 override COUNT: u32 = 0u;   // 1: the instrumented variant (counts words loaded and stored)
+override RT: u32 = 0u;      // register pass with subgroups: rows a thread loads before it uses the first (1, 2, 4; 0: off)
 
 const V_MAX: u32 = 8u;
 const KT_MAX: u32 = 12u;
 const KV_MAX: u32 = 12u;
+const RT_MAX: u32 = 4u;   // rows in flight a thread: 1, 2 or 4 (one word of labels)
 
 const STORAGE_F32: u32 = 0u;
 const STORAGE_F16: u32 = 1u;  // two IEEE halves per word, the first in the low bits
@@ -420,20 +438,40 @@ fn xat(i: u32) -> f32 {
 // Unit u (values 4u..4u+3) of dense row r of this segment, in one load of 16 bytes (f32),
 // 8 bytes (f16) or 4 bytes (u8, i8), widened exactly. CPU twin: simd::Elem::widen.
 fn unit_at(r: u32, u: u32) -> vec4<f32> {
+    return widen(raw_unit(r, u));
+}
+
+// Unit u of dense row r as loaded, not yet widened: four f32 words, two words of halves
+// (x, y) or one word of bytes (x); the rest zero. `widen` makes the four values of it.
+fn raw_unit(r: u32, u: u32) -> vec4<u32> {
     let i = r * P.units + u;
     switch STORAGE {
         case STORAGE_F16: {
             ld(CAT_X, 2u);
-            let q = x2[i];
-            return vec4(half(q.x & 0xffffu), half(q.x >> 16u), half(q.y & 0xffffu), half(q.y >> 16u));
+            return vec4(x2[i], 0u, 0u);
         }
         case STORAGE_U8, STORAGE_I8: {
             ld(CAT_X, 1u);
-            return bytes4(x[i]);
+            return vec4(x[i], 0u, 0u, 0u);
         }
         default: {
             ld(CAT_X, 4u);
-            return bitcast<vec4<f32>>(x4[i]);
+            return x4[i];
+        }
+    }
+}
+
+// The four values of a unit as `raw_unit` loaded it, widened exactly to f32.
+fn widen(q: vec4<u32>) -> vec4<f32> {
+    switch STORAGE {
+        case STORAGE_F16: {
+            return vec4(half(q.x & 0xffffu), half(q.x >> 16u), half(q.y & 0xffffu), half(q.y >> 16u));
+        }
+        case STORAGE_U8, STORAGE_I8: {
+            return bytes4(q.x);
+        }
+        default: {
+            return bitcast<vec4<f32>>(q);
         }
     }
 }
@@ -538,20 +576,78 @@ fn lane_sums_tree(p: array<f32, KT_MAX>, lid: u32, lane: u32) -> array<f32, KT_M
     return out;
 }
 
-// The rule for the row whose K scores are at sc[o..o + K] (train: turned into coefficients
-// in place) and whose label and weight are rowy[yo] and roww[yo]; counts into the thread's
-// statistics. One thread per row. CPU twin: backend::row_rule (training),
-// backend::predicted_wrong (held-out rows).
+// The thread's statistics of the rows it decides (summed per workgroup by write_wg_stat).
 var<private> st_count: u32;
 var<private> st_crit: f32;
 var<private> st_weighted: f32;
 
+// The rule's pieces, shared by `decide` (one thread a row, scores in workgroup memory) and
+// `decide_regs` (every lane of a row, scores in registers). CPU twin: backend::row_rule.
+//
+// The coefficient of binary or one-vs-rest head k with score sk, for a row of label yv (class
+// t) and row weight wr; a mistake is counted into the thread's statistics when `count`.
+fn head_coef(k: u32, sk: f32, yv: f32, t: u32, wr: f32, count: bool) -> f32 {
+    var yk = yv;
+    if (P.rule == RULE_OVR) {
+        yk = select(-1.0, 1.0, k == t);
+    }
+    let m = yk * sk;
+    if (m > P.tau) {
+        return 0.0;
+    }
+    let wk = head_weight(wr, k, t);
+    if (count) {
+        st_count += 1u;
+        st_crit -= m * wk;
+        st_weighted += wk;
+    }
+    return yk * wk;
+}
+
+// Multiclass: whether the row (true score minus the first highest wrong one: m) is a mistake,
+// counted when `count`.
+fn mc_miss(m: f32, wr: f32, count: bool) -> bool {
+    let miss = m <= P.tau;
+    if (miss && count) {
+        st_count += 1u;
+        st_crit -= m * wr;
+        st_weighted += wr;
+    }
+    return miss;
+}
+
+// Multiclass: head k's coefficient (class t, highest wrong class `best`).
+fn mc_coef(k: u32, t: u32, best: u32, miss: bool, wr: f32) -> f32 {
+    if (!miss) {
+        return 0.0;
+    }
+    if (k == t) {
+        return wr;
+    }
+    if (P.rule == RULE_MC_ALL || k == best) {
+        return -wr;
+    }
+    return 0.0;
+}
+
+// The prediction rule's verdict (held-out rows): sgn(0) = +1; the first highest score.
+// CPU twin: backend::predicted_wrong.
+fn predicted_wrong(top: u32, s_top: f32, yv: f32) -> bool {
+    if (P.rule == RULE_BINARY) {
+        return (s_top >= 0.0) != (yv > 0.0);
+    }
+    return top != u32(max(yv, 0.0));
+}
+
+// The rule for the row whose K scores are at sc[o..o + K] (train: turned into coefficients
+// in place) and whose label and weight are rowy[yo] and roww[yo]; counts into the thread's
+// statistics. One thread per row. CPU twin: backend::row_rule (training),
+// backend::predicted_wrong (held-out rows).
 fn decide(o: u32, yo: u32, mode: u32) {
     let K = P.heads;
     let yv = rowy[yo];
     let t = u32(max(yv, 0.0));
     if (mode == MODE_HELD) {
-        // The prediction rule: sgn(0) = +1; the first highest score.
         var top = 0u;
         var s_top = 0.0;
         for (var k = 0u; k < K; k++) {
@@ -561,11 +657,7 @@ fn decide(o: u32, yo: u32, mode: u32) {
                 s_top = sk;
             }
         }
-        var wrong = top != t;
-        if (P.rule == RULE_BINARY) {
-            wrong = (s_top >= 0.0) != (yv > 0.0);
-        }
-        if (wrong) {
+        if (predicted_wrong(top, s_top, yv)) {
             st_count += 1u;
         }
         return;
@@ -573,20 +665,7 @@ fn decide(o: u32, yo: u32, mode: u32) {
     let wr = roww[yo];
     if (P.rule == RULE_BINARY || P.rule == RULE_OVR) {
         for (var k = 0u; k < K; k++) {
-            var yk = yv;
-            if (P.rule == RULE_OVR) {
-                yk = select(-1.0, 1.0, k == t);
-            }
-            let m = yk * sc[o + k];
-            var c = 0.0;
-            if (m <= P.tau) {
-                let wk = head_weight(wr, k, t);
-                c = yk * wk;
-                st_count += 1u;
-                st_crit -= m * wk;
-                st_weighted += wk;
-            }
-            sc[o + k] = c;
+            sc[o + k] = head_coef(k, sc[o + k], yv, t, wr, true);
         }
         return;
     }
@@ -603,25 +682,70 @@ fn decide(o: u32, yo: u32, mode: u32) {
             s_best = sk;
         }
     }
-    let m = s_true - s_best;
-    let miss = m <= P.tau;
-    if (miss) {
-        st_count += 1u;
-        st_crit -= m * wr;
-        st_weighted += wr;
-    }
+    let miss = mc_miss(s_true - s_best, wr, true);
     for (var k = 0u; k < K; k++) {
-        var c = 0.0;
-        if (miss) {
-            if (k == t) {
-                c = wr;
-            } else if (P.rule == RULE_MC_ALL || k == best) {
-                c = -wr;
-            }
-        }
-        sc[o + k] = c;
+        sc[o + k] = mc_coef(k, t, best, miss, wr);
     }
 }
+
+// The same rule on a row's K <= KT scores held in registers by every lane of the row (the
+// register pass with rows in flight): returns the coefficients (train); the statistics are
+// counted where `count` (one lane a row). Loops run over KT, a constant, so they unroll.
+fn decide_regs(s: array<f32, KT_MAX>, yv: f32, wr: f32, mode: u32, count: bool) -> array<f32, KT_MAX> {
+    let K = P.heads;
+    let t = u32(max(yv, 0.0));
+    var c: array<f32, KT_MAX>;
+    if (mode == MODE_HELD) {
+        var top = 0u;
+        var s_top = s[0];
+        for (var k = 1u; k < KT; k++) {
+            if (k < K && s[k] > s_top) {
+                top = k;
+                s_top = s[k];
+            }
+        }
+        if (count && predicted_wrong(top, s_top, yv)) {
+            st_count += 1u;
+        }
+        return c;
+    }
+    if (P.rule == RULE_BINARY || P.rule == RULE_OVR) {
+        for (var k = 0u; k < KT; k++) {
+            if (k < K) {
+                c[k] = head_coef(k, s[k], yv, t, wr, count);
+            }
+        }
+        return c;
+    }
+    var s_true = 0.0;
+    var best = K;
+    var s_best = 0.0;
+    for (var k = 0u; k < KT; k++) {
+        if (k < K) {
+            if (k == t) {
+                s_true = s[k];
+            } else if (best == K || s[k] > s_best) {
+                best = k;
+                s_best = s[k];
+            }
+        }
+    }
+    let miss = mc_miss(s_true - s_best, wr, count);
+    for (var k = 0u; k < KT; k++) {
+        if (k < K) {
+            c[k] = mc_coef(k, t, best, miss, wr);
+        }
+    }
+    return c;
+}
+
+// The register pass's per-thread state (module scope, so that the row loop with rows in
+// flight, `rows_in_flight` in batch_subgroup.wgsl, shares it): the weights of KT heads for
+// V units, their accumulators, and the bias weights and sums (lane 0 of a row).
+var<private> wv: array<vec4<f32>, KV_MAX>;
+var<private> acc: array<vec4<f32>, KV_MAX>;
+var<private> wb: array<f32, KT_MAX>;
+var<private> accb: array<f32, KT_MAX>;
 
 // The register pass over this workgroup's run of the segment's rows (rows wid * S.chunk_rows
 // and on). Thread lid is (row group rg, head block hb, lane): lid = (rg HB + hb) TPR + lane;
@@ -640,20 +764,13 @@ fn pass_rows(lid: u32, wid: u32, mode: u32, sgs: u32) {
     let on = rg < rgs;
     let U = P.units;
     let k0 = hb * KT;
-    let scw = hbs * KT;
-    let half_sc = (WG / TPR) * KT;
     var by_sum = false;
     if (mode == MODE_HELD) {
         by_sum = held_out_by_sum(lid);
     }
-    // This thread's weights (head k0 + kt, units lane + v TPR), accumulators and row. Row
+    // This thread's weights (head k0 + kt, units lane + v TPR). Row
     // group 0 loads the weights (K (d + 1) words per workgroup); the other row groups take
     // them from it through `redk`, one component of one unit at a time (v == V: the bias).
-    var wv: array<vec4<f32>, KV_MAX>;
-    var acc: array<vec4<f32>, KV_MAX>;
-    var wb: array<f32, KT_MAX>;
-    var accb: array<f32, KT_MAX>;
-    var xr: array<vec4<f32>, V_MAX>;
     let loads = on && rg == 0u;
     for (var kt = 0u; kt < KT; kt++) {
         let k = k0 + kt;
@@ -700,6 +817,95 @@ fn pass_rows(lid: u32, wid: u32, mode: u32, sgs: u32) {
     }
     let r0 = wid * S.chunk_rows;
     let r1 = min(r0 + S.chunk_rows, S.n);
+    // Rows in flight and the rule on every lane where the shape and the subgroups allow it;
+    // else a step of rgs rows at a time, the rule on one lane a row between two barriers.
+    if (!rows_in_flight(lid, r0, r1, mode, sgs)) {
+        rows_by_step(lid, r0, r1, mode, sgs);
+    }
+    if (mode == MODE_SCORES) {
+        return;
+    }
+    write_wg_stat(lid, wid, mode == MODE_HELD, st_count, st_crit, st_weighted);
+    if (mode != MODE_TRAIN) {
+        return;
+    }
+    // Row groups after the first add their accumulators into the first's, in order, one
+    // component of one unit at a time through `redk` (v == V: the bias sums).
+    if (rgs > 1u) {
+        for (var v = 0u; v <= V; v++) {
+            for (var c = 0u; c < 4u; c++) {
+                if (v == V && c > 0u) {
+                    break;
+                }
+                if (on) {
+                    for (var kt = 0u; kt < KT; kt++) {
+                        var a = accb[kt];
+                        if (v < V) {
+                            a = acc[kt * V + v][c];
+                        }
+                        redk[kt * WG + lid] = a;
+                    }
+                }
+                workgroupBarrier();
+                if (on && rg == 0u) {
+                    for (var kt = 0u; kt < KT; kt++) {
+                        var t = redk[kt * WG + lid];
+                        for (var g = 1u; g < rgs; g++) {
+                            t += redk[kt * WG + lid + g * per_row];
+                        }
+                        if (v < V) {
+                            acc[kt * V + v][c] = t;
+                        } else {
+                            accb[kt] = t;
+                        }
+                    }
+                }
+                workgroupBarrier();
+            }
+        }
+    }
+    // The workgroup's one partial: K (d + 1) sums.
+    if (on && rg == 0u) {
+        let base = (S.chunk_base + wid) * K * P.d_aug;
+        for (var kt = 0u; kt < KT; kt++) {
+            let k = k0 + kt;
+            if (k < K) {
+                let hk = base + k * P.d_aug;
+                for (var v = 0u; v < V; v++) {
+                    let u = lane + v * TPR;
+                    for (var c = 0u; c < 4u; c++) {
+                        let j = 4u * u + c;
+                        if (u < U && j < P.d) {
+                            set_partial(hk + j, acc[kt * V + v][c]);
+                        }
+                    }
+                }
+                if (lane == 0u) {
+                    set_partial(hk + P.d, accb[kt]);
+                }
+            }
+        }
+    }
+}
+
+// The register pass's row loop, a step of rgs rows at a time: each thread loads its units of
+// one row, the row's lanes sum (`lane_sums`), one lane a row applies the rule through
+// workgroup memory (`decide`), then every lane adds coefficient x its units. Two barriers a
+// step. Called by the whole workgroup (by `pass_rows`, after the weights are in registers).
+fn rows_by_step(lid: u32, r0: u32, r1: u32, mode: u32, sgs: u32) {
+    let K = P.heads;
+    let hbs = (K + KT - 1u) / KT;
+    let per_row = hbs * TPR;
+    let rgs = 1u << firstLeadingBit(WG / per_row);
+    let lane = lid % TPR;
+    let hb = (lid / TPR) % hbs;
+    let rg = lid / per_row;
+    let on = rg < rgs;
+    let U = P.units;
+    let k0 = hb * KT;
+    let scw = hbs * KT;
+    let half_sc = (WG / TPR) * KT;
+    var xr: array<vec4<f32>, V_MAX>;
     var step = 0u;
     var y_at = 0xffffffffu;
     var y_word = 0u;
@@ -813,70 +1019,6 @@ fn pass_rows(lid: u32, wid: u32, mode: u32, sgs: u32) {
                             accb[kt] += c * P.bias;
                         }
                     }
-                }
-            }
-        }
-    }
-    if (mode == MODE_SCORES) {
-        return;
-    }
-    write_wg_stat(lid, wid, mode == MODE_HELD, st_count, st_crit, st_weighted);
-    if (mode != MODE_TRAIN) {
-        return;
-    }
-    // Row groups after the first add their accumulators into the first's, in order, one
-    // component of one unit at a time through `redk` (v == V: the bias sums).
-    if (rgs > 1u) {
-        for (var v = 0u; v <= V; v++) {
-            for (var c = 0u; c < 4u; c++) {
-                if (v == V && c > 0u) {
-                    break;
-                }
-                if (on) {
-                    for (var kt = 0u; kt < KT; kt++) {
-                        var a = accb[kt];
-                        if (v < V) {
-                            a = acc[kt * V + v][c];
-                        }
-                        redk[kt * WG + lid] = a;
-                    }
-                }
-                workgroupBarrier();
-                if (on && rg == 0u) {
-                    for (var kt = 0u; kt < KT; kt++) {
-                        var t = redk[kt * WG + lid];
-                        for (var g = 1u; g < rgs; g++) {
-                            t += redk[kt * WG + lid + g * per_row];
-                        }
-                        if (v < V) {
-                            acc[kt * V + v][c] = t;
-                        } else {
-                            accb[kt] = t;
-                        }
-                    }
-                }
-                workgroupBarrier();
-            }
-        }
-    }
-    // The workgroup's one partial: K (d + 1) sums.
-    if (on && rg == 0u) {
-        let base = (S.chunk_base + wid) * K * P.d_aug;
-        for (var kt = 0u; kt < KT; kt++) {
-            let k = k0 + kt;
-            if (k < K) {
-                let hk = base + k * P.d_aug;
-                for (var v = 0u; v < V; v++) {
-                    let u = lane + v * TPR;
-                    for (var c = 0u; c < 4u; c++) {
-                        let j = 4u * u + c;
-                        if (u < U && j < P.d) {
-                            set_partial(hk + j, acc[kt * V + v][c]);
-                        }
-                    }
-                }
-                if (lane == 0u) {
-                    set_partial(hk + P.d, accb[kt]);
                 }
             }
         }

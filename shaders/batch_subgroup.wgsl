@@ -76,6 +76,146 @@ fn lane_sums(p: array<f32, KT_MAX>, lid: u32, lane: u32, sgs: u32) -> array<f32,
     return q;
 }
 
+// The register pass's row loop with rows in flight (RT > 0, planned where one head block
+// holds a row and a row's TPR lanes fit in one subgroup): each thread loads its units of RT
+// consecutive rows (RT = 1, 2 or 4) before it uses the first, the lanes of
+// a row sum by a butterfly of shuffles so that every lane holds the row's K scores, and every
+// lane applies the rule itself (`decide_regs`) and adds coefficient x its units. No
+// workgroup memory and no barrier inside the loop: a workgroup's chain per step is its loads
+// and its arithmetic. A row group's label word (four rows) and row weights are loaded once by
+// its lane 0 and shuffled to its lanes. The rows in flight are separate variables, not an array indexed by
+// a loop over them: NVIDIA's compiler kept such a loop (it holds subgroup operations) and
+// put the array in local memory (H200, 4,194,304 x 64 f32: 3.13 ms an epoch with 2 rows a
+// thread in an array, 0.56 ms with 1; docs/performance.md). Returns false, having done
+// nothing, where the shape or this workgroup's subgroups do not allow it (uniform).
+// CPU twin: reference::epoch, reference::scores (the rule: backend::row_rule).
+fn rows_in_flight(lid: u32, r0: u32, r1: u32, mode: u32, sgs: u32) -> bool {
+    if (RT == 0u || sgs < TPR || P.heads > KT) {
+        return false;
+    }
+    let lane = lid % TPR;
+    let rg = lid / TPR;
+    let rgs = WG / TPR;
+    // The row's lane 0 in this subgroup (subgroup lanes are lid % sgs: subgroup_layout).
+    let lead = lid % sgs - lane;
+    // Every lane of a row holds the bias weights (loaded by lane 0 in `pass_rows`).
+    var wball: array<f32, KT_MAX>;
+    for (var kt = 0u; kt < KT; kt++) {
+        wball[kt] = subgroupShuffle(wb[kt], lead);
+    }
+    let weighted = mode == MODE_TRAIN && (P.flags & FLAG_WEIGHTS) != 0u;
+    let labels = mode != MODE_SCORES;
+    // A row group takes four consecutive rows (one word of labels, loaded once) in 4 / RT
+    // steps of RT rows; the row groups of a workgroup take consecutive fours.
+    for (var base = r0; base < r1; base += rgs * 4u) {
+        let r4 = base + rg * 4u;
+        var yw = 0u;
+        if (labels && lane == 0u && r4 < r1) {
+            yw = get_yword(r4 >> 2u);
+        }
+        if (labels) {
+            yw = subgroupShuffle(yw, lead);
+        }
+        for (var h = 0u; h < 4u; h += RT) {
+            // Every load of the step first.
+            let rb = r4 + h;
+            var q0: array<vec4<u32>, V_MAX>;
+            var q1: array<vec4<u32>, V_MAX>;
+            var q2: array<vec4<u32>, V_MAX>;
+            var q3: array<vec4<u32>, V_MAX>;
+            load_row(&q0, rb, r1, lane);
+            if (RT > 1u) {
+                load_row(&q1, rb + 1u, r1, lane);
+            }
+            if (RT > 2u) {
+                load_row(&q2, rb + 2u, r1, lane);
+                load_row(&q3, rb + 3u, r1, lane);
+            }
+            var ws = vec4(1.0);
+            if (weighted) {
+                if (lane == 0u) {
+                    for (var i = 0u; i < RT; i++) {
+                        if (rb + i < r1) {
+                            ws[i] = get_sw(rb + i);
+                        }
+                    }
+                }
+                ws = subgroupShuffle(ws, lead);
+            }
+            in_flight_row(&q0, rb, r1, lane, yw, ws.x, &wball, mode);
+            if (RT > 1u) {
+                in_flight_row(&q1, rb + 1u, r1, lane, yw, ws.y, &wball, mode);
+            }
+            if (RT > 2u) {
+                in_flight_row(&q2, rb + 2u, r1, lane, yw, ws.z, &wball, mode);
+                in_flight_row(&q3, rb + 3u, r1, lane, yw, ws.w, &wball, mode);
+            }
+        }
+    }
+    return true;
+}
+
+// This thread's units of row r (zeros past the row and past r1), as loaded.
+fn load_row(q: ptr<function, array<vec4<u32>, V_MAX>>, r: u32, r1: u32, lane: u32) {
+    for (var v = 0u; v < V; v++) {
+        let u = lane + v * TPR;
+        var t = vec4(0u);
+        if (r < r1 && u < P.units) {
+            t = raw_unit(r, u);
+        }
+        (*q)[v] = t;
+    }
+}
+
+// One row of `rows_in_flight` on every lane of the row: the scores (a butterfly over the
+// row's TPR lanes), then the scores written (MODE_SCORES) or the rule and the update into
+// the thread's accumulators. `yw` is the row's word of labels, `wr` its row weight.
+fn in_flight_row(q: ptr<function, array<vec4<u32>, V_MAX>>, r: u32, r1: u32, lane: u32, yw: u32, wr: f32, wball: ptr<function, array<f32, KT_MAX>>, mode: u32) {
+    let K = P.heads;
+    let live = r < r1;
+    var xr: array<vec4<f32>, V_MAX>;
+    for (var v = 0u; v < V; v++) {
+        xr[v] = widen((*q)[v]);
+    }
+    var s: array<f32, KT_MAX>;
+    for (var kt = 0u; kt < KT; kt++) {
+        var a = 0.0;
+        for (var v = 0u; v < V; v++) {
+            a += dot(xr[v], wv[kt * V + v]);
+        }
+        s[kt] = a;
+    }
+    for (var o = 1u; o < TPR; o <<= 1u) {
+        for (var kt = 0u; kt < KT; kt++) {
+            s[kt] += subgroupShuffleXor(s[kt], o);
+        }
+    }
+    for (var kt = 0u; kt < KT; kt++) {
+        s[kt] += (*wball)[kt] * P.bias;
+    }
+    if (mode == MODE_SCORES) {
+        if (live && lane == 0u) {
+            for (var kt = 0u; kt < KT; kt++) {
+                if (kt < K) {
+                    set_coef(r * K + kt, s[kt]);
+                }
+            }
+        }
+        return;
+    }
+    let c = decide_regs(s, label(yw, r & 3u), wr, mode, live && lane == 0u);
+    if (mode == MODE_TRAIN && live) {
+        for (var kt = 0u; kt < KT; kt++) {
+            for (var v = 0u; v < V; v++) {
+                acc[kt * V + v] += c[kt] * xr[v];
+            }
+            if (lane == 0u) {
+                accb[kt] += c[kt] * P.bias;
+            }
+        }
+    }
+}
+
 @compute @workgroup_size(WG)
 fn epoch(
     @builtin(local_invocation_index) lid: u32,

@@ -7,6 +7,11 @@ fn lane_sums(p: array<f32, KT_MAX>, lid: u32, lane: u32, sgs: u32) -> array<f32,
     return lane_sums_tree(p, lid, lane);
 }
 
+// Rows in flight need subgroup shuffles: without them the register pass runs by steps.
+fn rows_in_flight(lid: u32, r0: u32, r1: u32, mode: u32, sgs: u32) -> bool {
+    return false;
+}
+
 @compute @workgroup_size(WG)
 fn epoch(
     @builtin(local_invocation_index) lid: u32,

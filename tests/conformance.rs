@@ -716,3 +716,86 @@ fn the_fold_twin_adds_the_chunks_in_order_into_the_first() {
     rosenblatt::backend::reference::fold(&mut p, 2);
     assert_eq!(p, [111.0, 222.0, 0.0, 0.0, 0.0, 0.0]);
 }
+
+#[test]
+fn rows_in_flight_equal_the_reference_with_one_two_and_four_rows_a_thread() {
+    // The register pass with subgroups where a row's lanes fit one subgroup: each thread
+    // loads 1, 2 or 4 rows before it uses the first and every lane applies the rule; with
+    // naga's full checks (software adapters' default) and without its loop counters (a
+    // GPU's). Row weights and held-out rows included; the plan must say rows are in flight.
+    use rosenblatt::backend::gpu::{GpuOptions, ResidentOptions, ShaderChecks};
+    use rosenblatt::backend::ValView;
+    let Some(base) = gpu() else {
+        return;
+    };
+    if !base.context().features.contains(wgpu::Features::SUBGROUP) {
+        eprintln!("skipped: {} has no subgroups", base.device());
+        return;
+    }
+    let all = [
+        (1000, 7, 1, 37),
+        (257, 9, 10, 63),
+        (63, 3, 1, 5),
+        (130, 20, 3, 11),
+    ];
+    for (checks, rt) in [
+        (ShaderChecks::Full, 1),
+        (ShaderChecks::Full, 2),
+        (ShaderChecks::Full, 4),
+        (ShaderChecks::NoLoopCounters, 4),
+    ] {
+        {
+            let g = GpuBackend::new(&GpuOptions {
+                resident: ResidentOptions {
+                    subgroups: Some(true),
+                    rows_per_thread: Some(rt),
+                    workgroups: Some(3),
+                    ..Default::default()
+                },
+                shader_checks: Some(checks),
+                ..Default::default()
+            })
+            .unwrap();
+            for (n, d, heads, nv) in all {
+                let (x, y) = integer_set(n, d, heads, (n * 11 + d) as u64);
+                let (xv, yv) = integer_set(nv, d, heads, (nv * 5 + d) as u64);
+                let mut rng = ChaCha8Rng::seed_from_u64(n as u64 + 1);
+                let sw: Vec<f32> = (0..n).map(|_| rng.random_range(0..4) as f32).collect();
+                let v = TrainView {
+                    sw: Some(&sw),
+                    val: Some(ValView {
+                        x: (&xv).into(),
+                        y: &yv,
+                        n: nv,
+                    }),
+                    ..TrainView::new(&x, &y, n, d, 1.0, heads)
+                };
+                for rule in rules(heads) {
+                    if rule.update != Update::Additive {
+                        continue;
+                    }
+                    let what =
+                        format!("{checks:?}, {rt} rows a thread, n={n} d={d} K={heads} {rule:?}");
+                    let want = run(&ReferenceBackend, v, &rule);
+                    let got = run(&g, v, &rule);
+                    let m = |r: &Run| r.0.iter().map(|e| e.mistakes).collect::<Vec<_>>();
+                    assert_eq!(m(&got), m(&want), "{what}: mistakes");
+                    assert_eq!(got.1, want.1, "{what}: weights");
+                    assert_eq!(got.2, want.2, "{what}: scores");
+                    assert_eq!(got.3, want.3, "{what}: pocket/average");
+                }
+                let mut bound = g.bind(v).unwrap();
+                let mut w = vec![0f32; heads * (d + 1)];
+                let plan = bound
+                    .profile(&mut w, &rules(heads)[0], 1)
+                    .unwrap()
+                    .map(|p| p.plan)
+                    .unwrap_or_default();
+                assert!(
+                    plan.contains(&format!("({rt} in flight a thread")),
+                    "{rt} rows, n={n} d={d} K={heads}: {plan}"
+                );
+            }
+        }
+    }
+}

@@ -31,7 +31,9 @@ pub use simd::{axpy, decision, dot, prefetch_ahead, simd_enabled, sum_simd, Elem
 pub use storage::{FeatureBuf, Features, Storage};
 
 pub use kernel::Kernel;
-pub use profile::{KernelProfile, KernelTraffic, TRAFFIC_CATEGORIES};
+pub use profile::{
+    Chain, KernelProfile, KernelTraffic, CHAIN_WORKGROUPS_PER_CU, TRAFFIC_CATEGORIES,
+};
 pub(crate) use reduce::agreed_stop;
 pub use reduce::{agree, Disagreement, Distributed, Reduce};
 pub use rule::{

@@ -20,7 +20,36 @@ pub struct KernelProfile {
     /// How the epoch runs: the register pass (one read of X) or the two-kernel path, with its
     /// layout.
     pub plan: String,
+    /// The register pass's chain of dependent steps, from its plan (`None` on the other
+    /// paths).
+    pub chain: Option<Chain>,
 }
+
+/// What a workgroup's time is made of when the loads are coalesced and the bytes are right:
+/// the register pass's chain of dependent steps, computed from its plan alone (no GPU
+/// needed), so that a layout can be judged before a real GPU runs it. Latency hiding wants
+/// many bytes in flight per compute unit (Little's law: ~25 KiB at 4.8 TB/s and ~0.7 us),
+/// many bytes of X per barrier, and no lane working while the others of its row wait.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Chain {
+    /// Steps of the row loop one workgroup runs one after the other (its largest run).
+    pub steps_per_workgroup: usize,
+    /// Bytes of X one thread loads before it uses the first of them.
+    pub x_bytes_in_flight_per_thread: usize,
+    /// The same for a compute unit running [`CHAIN_WORKGROUPS_PER_CU`] workgroups (the
+    /// planner's grid on a discrete GPU: 512 workgroups for ~128 compute units).
+    pub x_bytes_in_flight_per_cu: usize,
+    /// Bytes of X a workgroup reads per workgroup barrier it passes.
+    pub x_bytes_per_barrier: usize,
+    /// Share of the workgroup's lanes idle while the rows' rule runs.
+    pub idle_lanes_in_rule: f64,
+    /// Head iterations of the rule one lane runs per row while the row's other lanes wait:
+    /// 0 where every lane applies the rule itself.
+    pub one_lane_work_per_row: usize,
+}
+
+/// Workgroups a compute unit runs at once in [`Chain`]'s figures.
+pub const CHAIN_WORKGROUPS_PER_CU: usize = 4;
 
 /// What one kind of word is in [`KernelTraffic`] (the WGSL `CAT_*` codes, in order).
 pub const TRAFFIC_CATEGORIES: [&str; 7] = [

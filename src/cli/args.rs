@@ -311,6 +311,19 @@ pub(crate) struct BenchArgs {
     /// GPU tuning: most heads one thread of the register pass holds (default: the planner's).
     #[arg(long, value_name = "N")]
     pub(crate) heads_per_thread: Option<u32>,
+    /// GPU tuning: rows each thread of the register pass loads before it uses the first,
+    /// where rows can be in flight (default: the planner's, 64 bytes a thread; 0: off).
+    #[arg(long, value_name = "N")]
+    pub(crate) rows_per_thread: Option<u32>,
+    /// GPU tuning: the two-kernel path (scores, then the update's sums: X read twice) even
+    /// where the register pass fits.
+    #[arg(long)]
+    pub(crate) two_kernels: bool,
+    /// GPU measurement: which of naga's runtime checks the kernels keep: full,
+    /// no-loop-counters (bounds checks only), none (default: full on a software adapter,
+    /// no-loop-counters on a GPU).
+    #[arg(long, value_name = "C")]
+    pub(crate) shader_checks: Option<rosenblatt::backend::gpu::ShaderChecks>,
     /// Under `mpirun -np N` (a build with `--features mpi`): each process times the epoch on
     /// its CPU (with --backend gpu: on a GPU of its machine) over its share of the rows with
     /// the sums over all processes, and the first reports the time those sums take.

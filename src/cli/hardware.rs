@@ -124,8 +124,11 @@ fn bench_spec(a: &BenchArgs) -> BenchSpec {
                 read_in_place: a.stream_copies.then_some(false),
                 workgroups: a.workgroups.filter(|&g| g > 0),
                 heads_per_thread: a.heads_per_thread.filter(|&k| k > 0),
+                rows_per_thread: a.rows_per_thread,
+                two_kernels: a.two_kernels,
                 ..Default::default()
             },
+            shader_checks: a.shader_checks,
         },
         seed: a.seed,
         converge: !a.no_converge,
@@ -253,6 +256,20 @@ fn print_bench(b: &BackendBench) -> anyhow::Result<()> {
     outln!();
     if let Some(p) = &b.profile {
         outln!("  epoch: {}", p.plan);
+        if let Some(c) = &p.chain {
+            outln!(
+                "  chain (from the plan): {} steps a workgroup; X in flight {} B a thread, {} KiB \
+                 a compute unit ({} workgroups); {} KiB of X a barrier; {:.0}% of lanes idle in \
+                 the rule; {} head iterations a row on one lane",
+                c.steps_per_workgroup,
+                c.x_bytes_in_flight_per_thread,
+                c.x_bytes_in_flight_per_cu / 1024,
+                rosenblatt::backend::CHAIN_WORKGROUPS_PER_CU,
+                c.x_bytes_per_barrier / 1024,
+                100.0 * c.idle_lanes_in_rule,
+                c.one_lane_work_per_row
+            );
+        }
         let total: f64 = p.kernels.iter().map(|k| k.1).sum();
         if p.epochs > 0 {
             outln!("  kernels, ms per epoch ({} epochs timed):", p.epochs);

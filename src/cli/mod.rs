@@ -180,6 +180,7 @@ fn select_backend_nth(
             gpu_memory: a.gpu_memory,
             ..Default::default()
         },
+        shader_checks: Default::default(),
     };
     let sel = backend::select(a.backend, &opts).map_err(|e| match e {
         rosenblatt::Error::NoGpu(m) if a.adapter.is_none() => {

@@ -36,6 +36,9 @@ pub const KT_MAX: u32 = 12;
 /// Most weight and accumulator units per thread, KT x V (WGSL `KV_MAX`): with the row, at
 /// most 4 (2 KV_MAX + V_MAX) = 128 floats of registers.
 pub const KV_MAX: u32 = 12;
+/// Most rows one thread of the register pass loads before it uses the first (WGSL `RT_MAX`):
+/// 1, 2 or 4, so that a thread's rows of a step share one word of labels.
+pub const RT_MAX: u32 = 4;
 
 /// The batch shader's entry points.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -126,6 +129,9 @@ pub struct Shape {
     pub count: bool,
     /// Lane sums by subgroup shuffles (batch_subgroup.wgsl) rather than a workgroup tree.
     pub subgroups: bool,
+    /// Register pass with subgroups: rows each thread loads before it uses the first, the
+    /// rule on every lane, no barrier in the row loop (`rows_in_flight`); 0: by steps.
+    pub rt: u32,
 }
 
 impl Shape {
@@ -149,6 +155,7 @@ impl Shape {
             xs: 1,
             count: false,
             subgroups: false,
+            rt: 0,
         }
     }
 
@@ -195,7 +202,7 @@ impl Shape {
     }
 
     /// The override constants, as wgpu and naga take them.
-    pub fn constants(&self) -> [(&'static str, f64); 10] {
+    pub fn constants(&self) -> [(&'static str, f64); 11] {
         [
             ("WG", self.wg as f64),
             ("TPR", self.tpr as f64),
@@ -207,6 +214,7 @@ impl Shape {
             ("KT", self.kt as f64),
             ("XS", self.xs as f64),
             ("COUNT", u32::from(self.count) as f64),
+            ("RT", self.rt as f64),
         ]
     }
 
@@ -222,6 +230,12 @@ impl Shape {
             && (1..=KT_MAX).contains(&self.kt)
             && self.kt * self.v <= KV_MAX
             && self.xs >= 1
+            && (self.rt == 0
+                || (self.rt.is_power_of_two()
+                    && self.rt <= RT_MAX
+                    && self.v > 0
+                    && self.xs == 1
+                    && self.subgroups))
     }
 }
 
@@ -264,6 +278,60 @@ pub fn workgroup_size(limits: &wgpu::Limits, want: u32) -> Result<u32> {
     )))
 }
 
+/// Which of naga's runtime checks the batch modules are built with. wgpu's default
+/// (`create_shader_module`) clamps every index into a local array, guards every integer
+/// division and adds a 64-bit counter to every loop (so that no loop runs forever), which
+/// also keeps compilers from unrolling the loops over the per-thread arrays; buffer accesses
+/// are bounded by the driver where it offers robust buffer access (Vulkan), else clamped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ShaderChecks {
+    /// Every check (wgpu's default).
+    #[default]
+    Full,
+    /// Every check but the loop counters: the bounds checks stay.
+    NoLoopCounters,
+    /// None of naga's checks (the driver's robust buffer access, where enabled, remains).
+    None,
+}
+
+impl ShaderChecks {
+    /// The checks for `create_shader_module_trusted`, or `None` for the checked default.
+    fn runtime_checks(self) -> Option<wgpu::ShaderRuntimeChecks> {
+        match self {
+            ShaderChecks::Full => None,
+            ShaderChecks::NoLoopCounters => {
+                let mut c = wgpu::ShaderRuntimeChecks::checked();
+                c.force_loop_bounding = false;
+                Some(c)
+            }
+            ShaderChecks::None => Some(wgpu::ShaderRuntimeChecks::unchecked()),
+        }
+    }
+
+    /// The setting's name: full, no-loop-counters, none.
+    pub fn name(self) -> &'static str {
+        match self {
+            ShaderChecks::Full => "full",
+            ShaderChecks::NoLoopCounters => "no-loop-counters",
+            ShaderChecks::None => "none",
+        }
+    }
+}
+
+impl std::str::FromStr for ShaderChecks {
+    type Err = String;
+    fn from_str(s: &str) -> std::result::Result<Self, String> {
+        [
+            ShaderChecks::Full,
+            ShaderChecks::NoLoopCounters,
+            ShaderChecks::None,
+        ]
+        .into_iter()
+        .find(|c| c.name() == s)
+        .ok_or_else(|| format!("unknown shader checks {s:?} (full, no-loop-counters, none)"))
+    }
+}
+
 /// Modules, layouts and the pipeline cache.
 pub struct BatchPipelines {
     /// The tree module, and the subgroup module (built on first use).
@@ -274,6 +342,8 @@ pub struct BatchPipelines {
     pub segment_layout: wgpu::BindGroupLayout,
     pipeline_layout: wgpu::PipelineLayout,
     cache: Mutex<HashMap<(Entry, Shape), wgpu::ComputePipeline>>,
+    /// Which of naga's runtime checks the modules keep ([`GpuOptions::shader_checks`](super::GpuOptions)).
+    checks: ShaderChecks,
 }
 
 pub(crate) fn storage(binding: u32, read_only: bool) -> wgpu::BindGroupLayoutEntry {
@@ -303,8 +373,8 @@ pub(crate) fn uniform(binding: u32) -> wgpu::BindGroupLayoutEntry {
 }
 
 impl BatchPipelines {
-    /// Compiles the tree module and creates the layouts.
-    pub fn new(ctx: &GpuContext) -> Result<Self> {
+    /// Compiles the tree module and creates the layouts, with `checks`.
+    pub fn new(ctx: &GpuContext, checks: ShaderChecks) -> Result<Self> {
         let me = ctx.scoped("creating the batch layouts", || {
             let global_layout =
                 ctx.device
@@ -350,6 +420,7 @@ impl BatchPipelines {
                 segment_layout,
                 pipeline_layout,
                 cache: Mutex::new(HashMap::new()),
+                checks,
             }
         })?;
         me.module(ctx, false)?;
@@ -376,11 +447,20 @@ impl BatchPipelines {
         let m = ctx.scoped(
             &format!("compiling shaders/batch.wgsl + {name}.wgsl"),
             || {
-                ctx.device
-                    .create_shader_module(wgpu::ShaderModuleDescriptor {
-                        label: Some(&format!("rosenblatt.{name}")),
-                        source: wgpu::ShaderSource::Wgsl(batch_source(subgroups).into()),
-                    })
+                let desc = wgpu::ShaderModuleDescriptor {
+                    label: Some(&format!("rosenblatt.{name}")),
+                    source: wgpu::ShaderSource::Wgsl(batch_source(subgroups).into()),
+                };
+                match self.checks.runtime_checks() {
+                    // SAFETY: only where the caller asked for it (GpuOptions::shader_checks, a
+                    // measurement option): every loop of the batch module runs to a bound
+                    // taken from the segment's sizes, which the host checks against the
+                    // bindings (ShaderChecks says what each setting drops).
+                    Some(checks) => unsafe {
+                        ctx.device.create_shader_module_trusted(desc, checks)
+                    },
+                    None => ctx.device.create_shader_module(desc),
+                }
             },
         )?;
         Ok(slot.get_or_init(|| m))

@@ -21,6 +21,7 @@ use dual::{DualPipelines, DualResident};
 use resident::Resident;
 use upload::Rows;
 
+pub use batch::ShaderChecks;
 pub use context::{list_adapters, AdapterReport, HOW_TO_GET_ONE};
 pub use plan::Plan;
 pub use upload::ResidentOptions;
@@ -32,6 +33,11 @@ pub struct GpuOptions {
     pub adapter: AdapterQuery,
     /// Buffer shaping and test hooks.
     pub resident: ResidentOptions,
+    /// Which of naga's runtime checks the batch modules keep. `None`: every check on a
+    /// software adapter (where the tests run), every check but the loop counters on a
+    /// hardware adapter (their cost: ShaderChecks; why dropping them is sound: the batch
+    /// module's loops, docs in shaders/batch.wgsl).
+    pub shader_checks: Option<ShaderChecks>,
 }
 
 /// The wgpu backend.
@@ -47,7 +53,14 @@ impl GpuBackend {
     /// on first use).
     pub fn new(opts: &GpuOptions) -> Result<Self> {
         let ctx = GpuContext::new(&opts.adapter)?;
-        let batch = BatchPipelines::new(&ctx)?;
+        let checks =
+            opts.shader_checks
+                .unwrap_or(if ctx.info.device_type == wgpu::DeviceType::Cpu {
+                    ShaderChecks::Full
+                } else {
+                    ShaderChecks::NoLoopCounters
+                });
+        let batch = BatchPipelines::new(&ctx, checks)?;
         Ok(GpuBackend {
             ctx,
             batch,

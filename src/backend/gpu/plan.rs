@@ -3,8 +3,8 @@
 //! storage binding, and the persistent grid (workgroups per segment, rows per workgroup).
 //! Everything here is arithmetic on sizes and limits, tested without a GPU.
 
-use super::batch::{workgroup_size, Shape, KT_MAX, KV_MAX, V_MAX};
-use crate::backend::{CsrView, Storage, MAX_HEADS};
+use super::batch::{workgroup_size, Shape, KT_MAX, KV_MAX, RT_MAX, V_MAX};
+use crate::backend::{Chain, CsrView, Storage, CHAIN_WORKGROUPS_PER_CU, MAX_HEADS};
 use crate::error::{Error, Result};
 
 /// Largest partials buffer the two-kernel path aims for.
@@ -15,8 +15,23 @@ pub const PARTIALS_BUDGET: u64 = 64 << 20;
 pub const PARTIAL_SHARE: f64 = 0.02;
 
 /// Rows a thread group of the register pass aims to cover with one subgroup (TPR <= 32 where
-/// the registers allow: the lane sums then need no barrier on subgroup hardware).
-const TARGET_TPR: usize = 32;
+/// the registers allow: the lane sums then need no barrier on subgroup hardware). With
+/// subgroups the planner aims for the adapter's smallest subgroup where that is less
+/// ([`PlanOptions::tpr_target`]), so that rows can be in flight ([`rows_per_thread`]).
+pub const TARGET_TPR: usize = 32;
+
+/// Bytes of X each thread of the register pass aims to have in flight with rows in flight:
+/// Little's law at 4.8 TB/s and ~0.7 us of latency wants ~25 KiB per compute unit of an
+/// H200, which runs ~1,000 threads of the persistent grid (4 workgroups of 256).
+pub const FLIGHT_BYTES: usize = 64;
+
+/// Rows each thread loads before it uses the first (the register pass with subgroups, one
+/// head block): enough for [`FLIGHT_BYTES`] with V units of `storage` a row, a power of two
+/// within RT_MAX.
+pub fn rows_per_thread(v: u32, storage: Storage) -> u32 {
+    let unit = 4 * storage.bytes() * v.max(1) as usize;
+    (FLIGHT_BYTES.div_ceil(unit).next_power_of_two() as u32).clamp(1, RT_MAX)
+}
 
 /// Sizes chosen for one data set on one device.
 #[derive(Debug, Clone, PartialEq)]
@@ -73,20 +88,34 @@ pub fn register_layout(
     wg_bytes: u32,
     kt_cap: u32,
 ) -> Option<Layout> {
-    register_candidates(d, heads, wg, kt_cap)
+    register_layout_for(d, heads, wg, wg_bytes, kt_cap, TARGET_TPR)
+}
+
+/// [`register_layout`] aiming for at most `tpr_target` threads a row.
+pub fn register_layout_for(
+    d: usize,
+    heads: usize,
+    wg: u32,
+    wg_bytes: u32,
+    kt_cap: u32,
+    tpr_target: usize,
+) -> Option<Layout> {
+    register_candidates(d, heads, wg, kt_cap, tpr_target)
         .find(|l| l.shape(wg, Storage::F32).workgroup_bytes() <= wg_bytes)
 }
 
 /// The register pass's layouts for rows of `d` features and `heads` heads in workgroups of
 /// `wg` threads, in the order of preference: the fewest head blocks first (hb = 1 needs no
-/// staging), each with the fewest units V (a power of two) that let TPR <= 32 within the
-/// per-thread budget (KT V <= KV_MAX, V <= V_MAX, KT <= `kt_cap`) and hb TPR <= wg.
+/// staging), each with the fewest units V (a power of two) that let TPR <= `tpr_target`
+/// within the per-thread budget (KT V <= KV_MAX, V <= V_MAX, KT <= `kt_cap`) and hb TPR <= wg.
 pub fn register_candidates(
     d: usize,
     heads: usize,
     wg: u32,
     kt_cap: u32,
+    tpr_target: usize,
 ) -> impl Iterator<Item = Layout> {
+    let tpr_target = tpr_target.clamp(1, TARGET_TPR);
     let units = d.div_ceil(4).max(1);
     let heads = heads.max(1);
     let kt_cap = kt_cap.clamp(1, KT_MAX) as usize;
@@ -102,7 +131,7 @@ pub fn register_candidates(
         // Powers of two (so that XS is one too): few distinct pipelines.
         let v_cap = 1 << v_cap.ilog2();
         let v = units
-            .div_ceil(TARGET_TPR)
+            .div_ceil(tpr_target)
             .next_power_of_two()
             .clamp(1, v_cap);
         let tpr = units.div_ceil(v).next_power_of_two();
@@ -174,7 +203,17 @@ pub fn reachable_shapes() -> Vec<Shape> {
             s.kt,
             s.xs,
             s.subgroups,
+            s.rt,
         )
+    };
+    // Rows in flight (marked rt = 1 below): RT by the storage.
+    let with_rt = |s: Shape, st: Storage| Shape {
+        rt: if s.rt > 0 {
+            rows_per_thread(s.v, st)
+        } else {
+            0
+        },
+        ..s
     };
     let mut shapes = Vec::new();
     let mut add = |s: Shape| {
@@ -183,20 +222,28 @@ pub fn reachable_shapes() -> Vec<Shape> {
         }
     };
     let widest = (V_MAX * 256) as usize;
-    for (wg, kt_cap) in WORKGROUP_SIZES
-        .iter()
-        .flat_map(|&wg| [(wg, KT_MAX), (wg, GL_KT_CAP)])
-    {
+    for (wg, kt_cap, target) in WORKGROUP_SIZES.iter().flat_map(|&wg| {
+        TPR_TARGETS
+            .iter()
+            .flat_map(move |&t| [(wg, KT_MAX, t), (wg, GL_KT_CAP, t)])
+    }) {
         for heads in 1..=MAX_HEADS {
             for units in 1..=widest {
                 let mut below = u32::MAX;
-                for l in register_candidates(4 * units, heads, wg, kt_cap) {
+                for l in register_candidates(4 * units, heads, wg, kt_cap, target) {
                     let shape = l.shape(wg, Storage::F32);
                     let bytes = shape.workgroup_bytes();
                     if bytes < below {
                         below = bytes;
                         for subgroups in [false, true] {
                             add(Shape { subgroups, ..shape });
+                        }
+                        if in_flight(&shape, heads, target) {
+                            add(Shape {
+                                subgroups: true,
+                                rt: 1,
+                                ..shape
+                            });
                         }
                     }
                 }
@@ -230,23 +277,136 @@ pub fn reachable_shapes() -> Vec<Shape> {
     shapes
         .iter()
         .flat_map(|s| {
-            storages.iter().flat_map(move |st| {
+            storages.iter().flat_map(move |&st| {
                 [false, true].map(|count| Shape {
                     storage: st.code(),
                     count,
-                    ..*s
+                    ..with_rt(*s, st)
                 })
             })
         })
         .collect()
 }
 
+/// The threads a row the planner aims for on an adapter whose smallest subgroup has
+/// `subgroup_min` lanes: the largest of [`TPR_TARGETS`] within it, else the smallest.
+pub fn tpr_target(subgroup_min: u32) -> usize {
+    TPR_TARGETS
+        .iter()
+        .rev()
+        .find(|&&t| t <= subgroup_min as usize)
+        .copied()
+        .unwrap_or(TPR_TARGETS[0])
+}
+
+/// Whether the register pass with `shape` (lane sums by subgroups) has rows in flight: one
+/// head block (KT >= K) and at most `tpr_target` threads a row (the smallest subgroup, at
+/// most 32), so that a row's lanes lie in one subgroup.
+pub fn in_flight(shape: &Shape, heads: usize, tpr_target: usize) -> bool {
+    shape.v > 0
+        && shape.xs == 1
+        && shape.kt as usize >= heads.max(1)
+        && shape.tpr as usize <= tpr_target.min(TARGET_TPR)
+}
+
+/// Rows in flight for a register-pass `shape` whose lane sums use subgroups: `requested`
+/// (0: off; rounded to a power of two within RT_MAX), else [`rows_per_thread`], where
+/// [`in_flight`] allows it; 0 otherwise.
+pub fn rows_in_flight(
+    shape: &Shape,
+    heads: usize,
+    tpr_target: usize,
+    storage: Storage,
+    requested: Option<u32>,
+) -> u32 {
+    if !shape.subgroups || !in_flight(shape, heads, tpr_target) {
+        return 0;
+    }
+    match requested.unwrap_or_else(|| rows_per_thread(shape.v, storage)) {
+        0 => 0,
+        rt => rt.next_power_of_two().min(RT_MAX),
+    }
+}
+
+/// The threads-a-row targets the planner can aim for ([`tpr_target`]): [`TARGET_TPR`] where
+/// the adapter's subgroups have 32 lanes or more, else 8 (lavapipe, Intel GPUs; rows of a
+/// 4-lane subgroup, as on WARP, then take the loop by steps at run time). Few targets keep
+/// few pipeline shapes for the tests to translate.
+pub const TPR_TARGETS: [usize; 2] = [8, 32];
+
 /// Rows per step of the register pass with `shape` and `heads` heads: the largest power of
-/// two <= WG / (HB TPR) (the shader's `rgs`).
+/// two <= WG / (HB TPR) (the shader's `rgs`), times the rows each thread has in flight (RT).
 pub fn rows_per_step(shape: &Shape, heads: usize) -> usize {
     let hb = heads.max(1).div_ceil(shape.kt.max(1) as usize);
     let rg = (shape.wg as usize / (hb * shape.tpr.max(1) as usize)).max(1);
-    1 << rg.ilog2()
+    (1 << rg.ilog2()) * shape.rt.max(1) as usize
+}
+
+/// The register pass's chain of dependent steps ([`Chain`]) for `shape` with `heads` heads
+/// over rows of `d` features in `storage`, a workgroup running `run_rows` rows; subgroups,
+/// where the shape uses them, are taken to be at least 32 lanes wide where TPR is (as on
+/// NVIDIA and AMD GPUs). `None` for the two-kernel path.
+pub fn chain(
+    shape: &Shape,
+    heads: usize,
+    d: usize,
+    storage: Storage,
+    run_rows: usize,
+) -> Option<Chain> {
+    if shape.v == 0 {
+        return None;
+    }
+    let wg = shape.wg as usize;
+    let tpr = shape.tpr.max(1) as usize;
+    let v = shape.v as usize;
+    let heads = heads.max(1);
+    let hbs = heads.div_ceil(shape.kt.max(1) as usize);
+    let step = rows_per_step(shape, heads);
+    let row_bytes = padded(d) * storage.bytes();
+    let unit_bytes = 4 * storage.bytes();
+    let log2 = |x: usize| x.max(1).ilog2() as usize;
+    // Barriers outside the row loop: the stop flag, the subgroup check, the weights handed
+    // from row group 0 to the others and the sums back (each 4V + 1 rounds of two), and the
+    // statistics' tree.
+    let rounds = 4 * v + 1;
+    let spread = if wg / (hbs * tpr) > 1 {
+        2 * rounds + 1
+    } else {
+        0
+    };
+    let fixed = 1 + if shape.subgroups { 3 } else { 0 } + 2 * spread + log2(wg) + 2;
+    let in_flight = shape.rt > 0;
+    let (per_thread, per_barrier, idle, one_lane) = if in_flight {
+        let per_thread = shape.rt as usize * v * unit_bytes;
+        (per_thread, run_rows * row_bytes / fixed.max(1), 0.0, 0)
+    } else {
+        // Per step: the scores' barrier and the coefficients' (train), two more when head
+        // blocks share the row through workgroup memory, and the lane sums' tree where a row
+        // spans several subgroups or there are no subgroups.
+        let sums = if shape.subgroups && tpr <= 32 {
+            0
+        } else if shape.subgroups {
+            1 + log2(tpr / 32)
+        } else {
+            1 + log2(tpr)
+        };
+        let per_step = 2 + if hbs > 1 { 2 } else { 0 } + sums;
+        let rows = step;
+        (
+            v * unit_bytes,
+            rows * row_bytes / per_step,
+            1.0 - rows as f64 / wg as f64,
+            heads,
+        )
+    };
+    Some(Chain {
+        steps_per_workgroup: run_rows.div_ceil(step.max(1)),
+        x_bytes_in_flight_per_thread: per_thread,
+        x_bytes_in_flight_per_cu: per_thread * wg * CHAIN_WORKGROUPS_PER_CU,
+        x_bytes_per_barrier: per_barrier,
+        idle_lanes_in_rule: idle,
+        one_lane_work_per_row: one_lane,
+    })
 }
 
 /// Values per dense row on the device: d padded to whole units of 4.
@@ -355,6 +515,9 @@ pub struct PlanOptions {
     pub two_kernels: bool,
     /// Most heads per thread of the register pass ([`GL_KT_CAP`] on OpenGL).
     pub kt_cap: u32,
+    /// Most threads a row the register pass aims for ([`TARGET_TPR`]; the adapter's smallest
+    /// subgroup where lane sums use subgroups and it is less).
+    pub tpr_target: usize,
 }
 
 impl Default for PlanOptions {
@@ -364,6 +527,7 @@ impl Default for PlanOptions {
             grid: 1,
             two_kernels: false,
             kt_cap: KT_MAX,
+            tpr_target: TARGET_TPR,
         }
     }
 }
@@ -398,12 +562,13 @@ pub fn plan(
         )));
     }
     let seg_rows = ((binding / row_bytes) as usize).min(n).max(1);
-    let layout = register_layout(
+    let layout = register_layout_for(
         d,
         heads,
         wg,
         limits.max_compute_workgroup_storage_size,
         opts.kt_cap,
+        opts.tpr_target,
     )
     .filter(|_| !opts.two_kernels);
     let shape = match layout {
@@ -582,6 +747,101 @@ mod tests {
         assert!(register_layout(784, 10, 256, BYTES_32K, GL_KT_CAP).is_none());
     }
 
+    /// The plan of `n` x `d` rows with `heads` heads on a GPU with 32-lane subgroups and the
+    /// default grid (as chosen for an H200), its run of rows per workgroup, and its chain.
+    fn gpu_chain(n: usize, d: usize, heads: usize, st: Storage, rt: Option<u32>) -> (Shape, Chain) {
+        let l = wgpu::Limits {
+            max_compute_workgroup_storage_size: 48 << 10,
+            max_storage_buffer_binding_size: (2u64 << 30) - 1,
+            max_buffer_size: (4u64 << 30) - 1,
+            ..Default::default()
+        };
+        let opts = PlanOptions {
+            grid: 512,
+            ..Default::default()
+        };
+        let mut shape = plan(n, d, heads, st, &l, opts).unwrap().shape;
+        shape.subgroups = true;
+        shape.rt = rows_in_flight(&shape, heads, 32, st, rt);
+        let words = (n * padded(d) * st.bytes() / 4) as u64;
+        let step = rows_per_step(&shape, heads);
+        let (_, run) = segment_grid(n, words, Some(heads * (d + 1)), (512, 256), step, None);
+        (shape, chain(&shape, heads, d, st, run).unwrap())
+    }
+
+    #[test]
+    fn the_chain_model_flags_the_serial_loops_and_passes_rows_in_flight() {
+        // Binary 4,194,304 x 64 f32 on an H200-like GPU. By steps (the loop before rows in
+        // flight): 16 KiB of X in flight per compute unit, ~2 KiB of X per barrier, 15 of 16
+        // lanes idle while one applies the rule: what the issue read off the kernel (1.47 ms
+        // an epoch there). Rows in flight (4 a thread, 0.61 ms): 64 KiB, no barrier in the
+        // loop, the rule on every lane.
+        let (_, by_steps) = gpu_chain(4_194_304, 64, 1, Storage::F32, Some(0));
+        assert_eq!(by_steps.x_bytes_in_flight_per_cu, 16 << 10);
+        assert!(by_steps.x_bytes_per_barrier < 32 << 10, "{by_steps:?}");
+        assert_eq!(by_steps.one_lane_work_per_row, 1);
+        assert!(by_steps.idle_lanes_in_rule > 0.9);
+        let (s, c) = gpu_chain(4_194_304, 64, 1, Storage::F32, None);
+        assert_eq!((s.tpr, s.v, s.rt), (16, 1, 4), "{s:?}");
+        assert!(c.x_bytes_in_flight_per_cu >= 32 << 10, "{c:?}");
+        assert!(c.x_bytes_per_barrier >= 32 << 10, "{c:?}");
+        assert_eq!((c.one_lane_work_per_row, c.idle_lanes_in_rule), (0, 0.0));
+        assert_eq!(c.steps_per_workgroup, 128);
+        // u8: the rule on every lane and no barrier in the loop, but 4 rows of 16 bytes a
+        // thread are 16 KiB a compute unit (RT_MAX = 4: one word of labels a step).
+        let (_, c) = gpu_chain(4_194_304, 64, 1, Storage::U8, None);
+        assert!(
+            c.x_bytes_per_barrier >= 8 << 10 && c.one_lane_work_per_row == 0,
+            "{c:?}"
+        );
+        assert_eq!(c.x_bytes_in_flight_per_cu, 16 << 10);
+        // K = 10 at 60,000 x 784 (a row across the workgroup, one row a step): the model
+        // flags it (one lane runs the ten heads' rule while 255 wait), still open.
+        let (s, c) = gpu_chain(60_000, 784, 10, Storage::F32, None);
+        assert_eq!((s.tpr, s.rt), (256, 0));
+        assert_eq!(c.one_lane_work_per_row, 10);
+        assert!(c.x_bytes_per_barrier < 1 << 10 && c.x_bytes_in_flight_per_cu < 32 << 10);
+    }
+
+    #[test]
+    fn rows_in_flight_need_subgroups_one_head_block_and_a_row_within_a_subgroup() {
+        let l = wgpu::Limits::default();
+        let opts = PlanOptions {
+            grid: 8,
+            ..Default::default()
+        };
+        let mut s = plan(1000, 64, 1, Storage::F32, &l, opts).unwrap().shape;
+        assert_eq!(
+            rows_in_flight(&s, 1, 32, Storage::F32, None),
+            0,
+            "no subgroups"
+        );
+        s.subgroups = true;
+        assert_eq!(rows_in_flight(&s, 1, 32, Storage::F32, None), 4);
+        assert_eq!(rows_in_flight(&s, 1, 32, Storage::U8, None), 4);
+        assert_eq!(rows_in_flight(&s, 1, 32, Storage::F32, Some(3)), 4);
+        assert_eq!(rows_in_flight(&s, 1, 32, Storage::F32, Some(0)), 0);
+        // TPR 16 > a subgroup of 8 (lavapipe): the planner aims for TPR 8 there instead.
+        assert_eq!(rows_in_flight(&s, 1, 8, Storage::F32, None), 0);
+        let opts8 = PlanOptions {
+            tpr_target: 8,
+            ..opts
+        };
+        let mut s8 = plan(1000, 64, 1, Storage::F32, &l, opts8).unwrap().shape;
+        s8.subgroups = true;
+        assert_eq!((s8.tpr, s8.v), (8, 2));
+        assert_eq!(rows_in_flight(&s8, 1, 8, Storage::F32, None), 2);
+        // Head blocks sharing a row through workgroup memory: by steps.
+        let mut h = plan(1000, 64, 64, Storage::F32, &l, opts).unwrap().shape;
+        h.subgroups = true;
+        assert!(h.xs > 1);
+        assert_eq!(rows_in_flight(&h, 64, 32, Storage::F32, None), 0);
+        assert_eq!(rows_per_thread(8, Storage::F32), 1);
+        let targets: Vec<usize> = [4, 8, 16, 32, 64, 128].map(tpr_target).to_vec();
+        assert_eq!(targets, [8, 8, 8, 32, 32, 32]);
+        assert!(Shape { rt: 4, ..s }.is_valid() && !Shape { rt: 3, ..s }.is_valid());
+    }
+
     #[test]
     fn every_layout_is_a_valid_shape_within_its_workgroup() {
         for heads in [1, 2, 3, 5, 10, 12, 13, 24, 64] {
@@ -619,6 +879,20 @@ mod tests {
                         subgroups,
                         ..p.shape
                     };
+                    assert!(all.contains(&s), "{s:?}");
+                }
+                // Rows in flight, with the planner aiming for a subgroup of 32 or of 8.
+                for target in [32, 8] {
+                    let opts = PlanOptions {
+                        tpr_target: target,
+                        ..opts
+                    };
+                    let p = plan(n, d, heads, st, &l, opts).unwrap();
+                    let mut s = Shape {
+                        subgroups: p.register_pass(),
+                        ..p.shape
+                    };
+                    s.rt = rows_in_flight(&s, heads, target, st, None);
                     assert!(all.contains(&s), "{s:?}");
                 }
             }

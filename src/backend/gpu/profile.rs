@@ -33,6 +33,7 @@ impl Resident<'_> {
             traffic,
             x_words: self.x_words,
             plan: self.describe_plan(),
+            chain: self.chain(),
         }))
     }
 

@@ -243,6 +243,19 @@ impl<'c> Resident<'c> {
         }
     }
 
+    /// The register pass's chain of dependent steps ([`plan::chain`](super::plan::chain)),
+    /// for the largest run of rows of a training segment's workgroup.
+    pub(super) fn chain(&self) -> Option<crate::backend::Chain> {
+        let run = self
+            .segs
+            .iter()
+            .filter(|g| !g.held_out && g.wgs > 0)
+            .map(|g| g.n.div_ceil(g.wgs))
+            .max()
+            .unwrap_or(0);
+        super::plan::chain(&self.plan.shape, self.heads, self.d, self.storage, run)
+    }
+
     /// The kernel plan, for reports.
     fn describe_kernels(&self) -> String {
         let s = &self.plan.shape;
@@ -255,12 +268,17 @@ impl<'c> Resident<'c> {
         if self.plan.register_pass() {
             format!(
                 "register pass (one read of X): {} threads per row, {} units of 4 values and \
-                 {} heads per thread, {} rows per step, {} workgroup(s) over {} segment(s), \
+                 {} heads per thread, {} rows per step{}, {} workgroup(s) over {} segment(s), \
                  lane sums by {}",
                 s.tpr,
                 s.v,
                 s.kt,
                 rows_per_step(s, self.heads),
+                if s.rt > 0 {
+                    format!(" ({} in flight a thread, the rule on every lane)", s.rt)
+                } else {
+                    String::new()
+                },
                 wgs,
                 self.segs.len(),
                 if s.subgroups {

@@ -7,8 +7,9 @@ use super::buffers::{dense_buf, entire, host_staging_usage, init_buf, label_byte
 use super::context::GpuContext;
 use super::mirror::{Control, EpochOut, Params, Segment, WgStat, ROLE_HELD_OUT, ROLE_TRAIN};
 use super::plan::{
-    binding_limit, device_workgroups, grid_floor, padded, plan, plan_sparse, rows_per_step,
-    segment_grid, software_steps, sparse_segments, Plan, PlanOptions, GL_KT_CAP,
+    binding_limit, device_workgroups, grid_floor, padded, plan, plan_sparse, rows_in_flight,
+    rows_per_step, segment_grid, software_steps, sparse_segments, tpr_target, Plan, PlanOptions,
+    GL_KT_CAP, TARGET_TPR,
 };
 use crate::backend::{
     CsrView, DataView, Features, Matrix, MatrixBuf, Storage, MAX_HEADS, TRAFFIC_CATEGORIES,
@@ -95,6 +96,11 @@ pub struct ResidentOptions {
     /// Test hook: the most steps of rows a workgroup of the register pass runs on a software
     /// adapter (default [`software_steps`]; tests measure Mesa's loop limit with it).
     pub software_steps: Option<usize>,
+    /// Rows each thread of the register pass loads before it uses the first, where rows can
+    /// be in flight (subgroups, one head block, a row within a subgroup): `None` for
+    /// [`rows_per_thread`] (64 bytes a thread), `Some(0)` never (the loop by steps); other
+    /// values are rounded to a power of two, at most RT_MAX (`bench` sweeps it).
+    pub rows_per_thread: Option<u32>,
     /// Lane sums by subgroup operations: `None` on a GPU that has them (software adapters
     /// run the workgroup tree, faster there), `Some(false)` never, `Some(true)` always (an
     /// error without them).
@@ -363,7 +369,12 @@ pub(super) struct Sizes<'a> {
 }
 
 /// The plan for these rows on this device.
-fn make_plan(ctx: &GpuContext, s: Sizes<'_>, opts: &ResidentOptions) -> Result<Plan> {
+fn make_plan(
+    ctx: &GpuContext,
+    s: Sizes<'_>,
+    opts: &ResidentOptions,
+    tpr_target: usize,
+) -> Result<Plan> {
     let Sizes {
         x,
         held_x,
@@ -397,6 +408,7 @@ fn make_plan(ctx: &GpuContext, s: Sizes<'_>, opts: &ResidentOptions) -> Result<P
                     } else {
                         KT_MAX
                     }),
+                tpr_target,
             },
         ),
     }
@@ -1142,9 +1154,32 @@ fn plan_for(
     opts: &ResidentOptions,
     stream_budget: Option<u64>,
 ) -> Result<Plan> {
-    let mut plan = make_plan(ctx, s, opts)?;
+    // Subgroup lane sums on GPUs that have them; software adapters run the tree, which is
+    // faster there (lavapipe, 65,536 x 64: 77 ms an epoch against 112).
+    let subgroups = opts.subgroups.unwrap_or_else(|| {
+        ctx.features.contains(wgpu::Features::SUBGROUP)
+            && ctx.info.device_type != wgpu::DeviceType::Cpu
+    });
+    // With subgroups, rows of at most one subgroup's lanes: then rows can be in flight.
+    let tpr_target = if subgroups {
+        tpr_target(ctx.info.subgroup_min_size)
+    } else {
+        TARGET_TPR
+    };
+    let mut plan = make_plan(ctx, s, opts, tpr_target)?;
+    plan.shape.subgroups = subgroups && plan.register_pass();
+    plan.shape.rt = rows_in_flight(
+        &plan.shape,
+        s.heads,
+        tpr_target,
+        s.x.storage(),
+        opts.rows_per_thread,
+    );
     if ctx.info.device_type == wgpu::DeviceType::Cpu {
-        plan.max_steps = Some(opts.software_steps.unwrap_or(software_steps(s.heads)));
+        // Mesa's loop limit counts iterations per row whatever the step: steps of RT times
+        // the rows, RT times fewer of them.
+        let steps = opts.software_steps.unwrap_or(software_steps(s.heads));
+        plan.max_steps = Some((steps / plan.shape.rt.max(1) as usize).max(1));
     }
     if let (Some(budget), Matrix::Dense(_)) = (stream_budget, s.x) {
         let row_bytes = (padded(s.d) * s.x.storage().bytes()) as u64;
@@ -1152,13 +1187,6 @@ fn plan_for(
             .seg_rows
             .min(((budget / 2 / row_bytes.max(1)) as usize).max(1));
     }
-    // Subgroup lane sums on GPUs that have them; software adapters run the tree, which is
-    // faster there (lavapipe, 65,536 x 64: 77 ms an epoch against 112).
-    let subgroups = opts.subgroups.unwrap_or_else(|| {
-        ctx.features.contains(wgpu::Features::SUBGROUP)
-            && ctx.info.device_type != wgpu::DeviceType::Cpu
-    });
-    plan.shape.subgroups = subgroups && plan.register_pass();
     for e in plan_entries(&plan) {
         batch.pipeline(ctx, e, plan.shape)?;
     }

@@ -1,0 +1,147 @@
+#!/usr/bin/env bash
+# The prepared GPU check (issue 42): on a machine with a real GPU and nothing to build there,
+# the baseline build and the current build side by side on the same card, PyTorch CUDA next
+# to them, each kernel variant the current build offers, in one call of a few minutes.
+#
+# Here, before the call (release binaries, stripped, carried with the loaders):
+#   git worktree add /tmp/base <baseline commit> && (cd /tmp/base && cargo build --release)
+#   strip -o .gpu/rb-base /tmp/base/target/release/rosenblatt
+#   cargo build --release && strip -o .gpu/rb-new target/release/rosenblatt
+#   (the Vulkan loader as debs in .gl/: /work/.library/device/README.md)
+# There (device tool, carry .gpu and .gl):
+#   bash scripts/gpu_compare.sh [PHASE]
+# PHASE: (none) the issue's shapes, baseline and current, the checks, PyTorch, the sweeps;
+# quick: without PyTorch and the sweeps; torch: without the sweeps; final: the defaults side
+# by side with the baseline, what the per-row cost depends on, PyTorch; rows: rows in flight
+# 1, 2, 4 a thread; checks: naga's runtime checks full / no-loop-counters / none.
+# Prints one line a run (name, ms an epoch, GB/s for one read of X, each kernel's ms, the
+# chain model) and packs every JSON report into $OUT/runs.tgz (the device tool brings back 8
+# files). Nothing is asserted: it measures. Figures so measured: docs/performance.md, "GPU".
+set -u
+OUT=${OUT:-/tmp/gpu_compare}
+RUNS=$(mktemp -d)
+mkdir -p "$OUT"
+trap 'tar czf "$OUT/runs.tgz" -C "$RUNS" . 2>/dev/null' EXIT
+for f in .gl/*.deb; do dpkg -x "$f" / 2>/dev/null; done
+ldconfig 2>/dev/null
+if [ -f /usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json ]; then
+  export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
+  export __EGL_VENDOR_LIBRARY_FILENAMES=/usr/local/nvidia/share/glvnd/egl_vendor.d/10_nvidia.json
+fi
+export XDG_RUNTIME_DIR=${XDG_RUNTIME_DIR:-/tmp}
+nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm,clocks.max.mem --format=csv,noheader \
+  | tee "$OUT/device.txt"
+date -u +%FT%TZ | tee -a "$OUT/device.txt"
+B=.gpu/rb-base N=.gpu/rb-new
+chmod +x $B $N 2>/dev/null
+$N info 2>&1 | grep -iv xdg | head -8
+
+# bench NAME BIN ARGS...: one JSON report, and a line of it.
+bench() {
+  local name=$1 bin=$2
+  shift 2
+  timeout 60 "$bin" bench --backend gpu --no-converge --profile --json "$@" \
+    >"$RUNS/$name.json" 2>"$RUNS/$name.err"
+  python3 - "$RUNS/$name.json" "$name" <<'EOF'
+import json, sys
+name = sys.argv[2]
+try:
+    r = json.load(open(sys.argv[1]))
+except Exception as e:
+    print(f"{name:28s} failed ({e})"); sys.exit()
+g = r.get("gpu") or {}
+p = g.get("profile") or {}
+k = ", ".join(f"{a} {b:.3f}" for a, b in p.get("kernels", []))
+chain = p.get("chain") or {}
+c = " ".join(f"{a}={b}" for a, b in chain.items()) if chain else ""
+print(f"{name:32s} {g.get('ms_per_epoch', float('nan')):8.4f} ms  {g.get('gbs', 0):7.0f} GB/s"
+      f"  [{k}] {c}")
+EOF
+}
+
+BIN1="--n 4194304 --d 64 --epochs 30"        # binary, 2^28 values
+BIN0="--n 1048576 --d 64 --epochs 30"        # binary, 2^26 values
+K10="--n 60000 --d 784 --classes 10 --epochs 30"
+K4="--n 60000 --d 784 --classes 4 --epochs 30"
+SMALL="--n 100000 --d 16 --epochs 100"
+
+if [ "${1:-}" = rows ]; then
+  # Rows in flight as separate registers (1, 2, 4 a thread) against the baseline.
+  bench base.bin28.f32 $B $BIN1
+  for rt in 1 2 4; do bench "new.bin28.f32.rt$rt" $N $BIN1 --rows-per-thread $rt; done
+  for rt in 1 4; do bench "new.bin28.u8.rt$rt" $N $BIN1 --storage u8 --rows-per-thread $rt; done
+  bench new.bin26.f32 $N $BIN0
+  bench new.small $N $SMALL
+  for c in "" "--compile"; do
+    echo "torch bin28 f32 $c: $(timeout 100 python3 scripts/torch_batch.py --n 4194304 --d 64 --device cuda --epochs 30 $c 2>&1 | tail -1)"
+  done | tee "$OUT/torch.txt"
+  exit 0
+fi
+if [ "${1:-}" = final ]; then
+  # The defaults side by side with the baseline, then what the per-row cost depends on.
+  for b in base new; do
+    bin=$B; [ $b = new ] && bin=$N
+    bench "$b.bin28.f32" $bin $BIN1
+    bench "$b.bin28.u8" $bin $BIN1 --storage u8
+    bench "$b.k10.f32" $bin $K10
+    bench "$b.small" $bin $SMALL
+  done
+  bench new.bin26.f32 $N $BIN0
+  bench new.k4.f32 $N $K4
+  bench new.bin28.f32.rt1 $N $BIN1 --rows-per-thread 1
+  bench new.bin28.f32.rt2 $N $BIN1 --rows-per-thread 2
+  bench new.bin28.f32.rt0 $N $BIN1 --rows-per-thread 0
+  bench new.bin28.f32.g132 $N $BIN1 --workgroups 132
+  bench new.bin28.f32.g2048 $N $BIN1 --workgroups 2048
+  bench new.d16.f32 $N --n 16777216 --d 16 --epochs 30
+  bench new.d256.f32 $N --n 1048576 --d 256 --epochs 30
+  bench new.k10.g1024 $N $K10 --workgroups 1024
+  if python3 -c 'import torch; assert torch.cuda.is_available()' 2>/dev/null; then
+    for s in "--n 4194304 --d 64" "--n 4194304 --d 64 --storage u8" "--n 60000 --d 784 --classes 10"; do
+      for c in "" "--compile"; do
+        echo "torch $s $c: $(timeout 100 python3 scripts/torch_batch.py $s --device cuda --epochs 30 $c 2>&1 | tail -1)"
+      done
+    done | tee "$OUT/torch.txt"
+  fi
+  exit 0
+fi
+if [ "${1:-}" = checks ]; then
+  # What each of naga's runtime checks costs, with rows in flight 4 and 16 a thread.
+  bench base.bin28.f32 $B $BIN1
+  for c in full no-loop-counters none; do
+    for rt in 4 16; do bench "new.bin28.f32.$c.rt$rt" $N $BIN1 --shader-checks $c --rows-per-thread $rt; done
+    bench "new.bin28.u8.$c" $N $BIN1 --storage u8 --shader-checks $c
+    bench "new.k10.$c" $N $K10 --shader-checks $c
+    bench "new.small.$c" $N $SMALL --shader-checks $c
+  done
+  bench new.k10.two.none $N $K10 --two-kernels --shader-checks none
+  exit 0
+fi
+for b in base new; do
+  bin=$B; [ $b = new ] && bin=$N
+  bench "$b.bin28.f32" $bin $BIN1
+  bench "$b.bin28.u8" $bin $BIN1 --storage u8
+  bench "$b.k10.f32" $bin $K10
+  bench "$b.small" $bin $SMALL
+done
+# What naga's runtime checks cost (bounds checks, loop counters).
+bench new.bin28.f32.unchecked $N $BIN1 --shader-checks none
+bench new.bin28.u8.unchecked $N $BIN1 --storage u8 --shader-checks none
+bench new.k10.unchecked $N $K10 --shader-checks none
+bench new.k10.two $N $K10 --two-kernels
+bench new.k4.f32 $N $K4
+[ "${1:-}" = quick ] && exit 0
+# PyTorch CUDA on the same card (plain, then torch.compile).
+if python3 -c 'import torch; assert torch.cuda.is_available()' 2>/dev/null; then
+  for s in "--n 4194304 --d 64" "--n 4194304 --d 64 --storage u8" "--n 60000 --d 784 --classes 10"; do
+    for c in "" "--compile"; do
+      echo "torch $s $c: $(timeout 100 python3 scripts/torch_batch.py $s --device cuda --epochs 30 $c 2>&1 | tail -1)"
+    done
+  done | tee "$OUT/torch.txt"
+fi
+[ "${1:-}" = torch ] && exit 0
+# Rows in flight a thread, and the grid.
+for rt in 8 16; do bench "new.bin28.f32.rt$rt" $N $BIN1 --rows-per-thread $rt; done
+bench new.bin28.u8.rt8 $N $BIN1 --storage u8 --rows-per-thread 8
+bench new.bin28.f32.g1024 $N $BIN1 --workgroups 1024
+bench new.bin26.f32 $N $BIN0
