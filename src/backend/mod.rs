@@ -40,7 +40,7 @@ pub use rule::{
     predicted_wrong, row_rule, update_norm, winnow_weights, BatchRule, HeadRule, Keep, LogWeight,
     Patience, RowOutcome, RowWeight, Update,
 };
-pub use select::{select, BackendChoice, BackendKind, Selected};
+pub use select::{select, select_for, BackendChoice, BackendKind, Selected, AUTO_GPU_MIN_VALUES};
 pub use stop::{EpochStats, Epochs, Extras, Pocket, StopReason, StopState};
 pub(crate) use view::check_widened;
 pub use view::{sq_norms, DataView, DualRows, TrainView, ValView};

@@ -160,15 +160,17 @@ pub(crate) fn world() -> anyhow::Result<std::rc::Rc<dyn rosenblatt::backend::Red
 
 /// Chooses the backend and says which on stderr.
 fn select_backend(a: &BackendArgs, quiet: bool) -> anyhow::Result<Selected> {
-    select_backend_nth(a, quiet, None)
+    select_backend_nth(a, quiet, None, None)
 }
 
 /// As [`select_backend`], for one of several processes on a machine: the process with local
-/// index `nth` takes the nth adapter (see [`AdapterQuery::nth`]).
+/// index `nth` takes the nth adapter (see [`AdapterQuery::nth`]); for a job of `values`
+/// values of X, where known (too few take the CPU under auto: `backend::select_for`).
 fn select_backend_nth(
     a: &BackendArgs,
     quiet: bool,
     nth: Option<usize>,
+    values: Option<u64>,
 ) -> anyhow::Result<Selected> {
     let opts = GpuOptions {
         adapter: AdapterQuery {
@@ -182,7 +184,11 @@ fn select_backend_nth(
         },
         shader_checks: Default::default(),
     };
-    let sel = backend::select(a.backend, &opts).map_err(|e| match e {
+    let sel = match values {
+        Some(v) => backend::select_for(a.backend, &opts, v),
+        None => backend::select(a.backend, &opts),
+    }
+    .map_err(|e| match e {
         rosenblatt::Error::NoGpu(m) if a.adapter.is_none() => {
             rosenblatt::Error::NoGpu(format!("--backend gpu: {m}"))
         }

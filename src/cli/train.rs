@@ -170,7 +170,13 @@ fn train_in(a: TrainArgs, params: Params, world: World) -> anyhow::Result<()> {
         hints(&a, &params, &ds, start.as_ref());
     }
     check_pictures(&a, &params, &ds, start.as_ref())?;
-    let sel = choose_backend(&a, &params, &world, speaks)?;
+    let sel = choose_backend(
+        &a,
+        &params,
+        &world,
+        speaks,
+        (ds.n as u64).saturating_mul(ds.d as u64),
+    )?;
     let cpu = CpuBackend::new();
     let mut bar = Bar::new(!a.json && speaks);
     if a.animate.is_some() {
@@ -340,10 +346,11 @@ fn choose_backend(
     params: &Params,
     world: &World,
     speaks: bool,
+    values: u64,
 ) -> anyhow::Result<Selected> {
     let sel = match world {
         Some(w) => {
-            let own = select_backend_nth(&a.backend, true, Some(w.local_rank()))?;
+            let own = select_backend_nth(&a.backend, true, Some(w.local_rank()), None)?;
             let backend = Box::new(Distributed {
                 backend: own.backend,
                 reduce: w.clone(),
@@ -351,7 +358,7 @@ fn choose_backend(
             let note = format!("backend: {} (--distributed)", backend.device());
             Selected { backend, note }
         }
-        None => select_backend_nth(&a.backend, a.json || !speaks, None)?,
+        None => select_backend_nth(&a.backend, a.json || !speaks, None, Some(values))?,
     };
     if let (Some(w), true) = (world, speaks) {
         if !a.json {
