@@ -296,14 +296,12 @@ pub fn boundary(
         }
         None => None,
     };
-    let closest = model.input_hyperplane().map(|h| {
-        let norm = h
-            .weights
-            .iter()
-            .map(|v| v * v)
-            .sum::<f32>()
-            .sqrt()
-            .max(f32::MIN_POSITIVE);
+    // (No distance to a boundary that is not there: w = 0.)
+    let closest = model.input_hyperplane().and_then(|h| {
+        let norm = h.weights.iter().map(|v| v * v).sum::<f32>().sqrt();
+        (norm > 0.0 && norm.is_finite()).then_some((h, norm))
+    });
+    let closest = closest.map(|(_, norm)| {
         let (k, v) = raw
             .iter()
             .enumerate()
@@ -316,8 +314,16 @@ pub fn boundary(
             });
         (k, v / norm)
     });
+    // Where the linear model's boundary is not drawn, the title says why.
+    let missing = match line {
+        Some((a, b, _)) if a == 0.0 && b == 0.0 => ", w = 0 here: no boundary line",
+        Some(l) if clip_line(l, s.x_range, s.y_range).is_none() => {
+            ", the boundary lies outside this view"
+        }
+        _ => "",
+    };
     let title = format!(
-        "{} ({:?}){}",
+        "{} ({:?}){}{missing}",
         model.algorithm().title(),
         model.kind(),
         if ds.d > 2 {
@@ -411,22 +417,63 @@ impl Painter for BoundaryPlot<'_> {
 /// A chart of two features.
 type Chart2<'a, DB> = ChartContext<'a, DB, Cartesian2d<RangedCoordf32, RangedCoordf32>>;
 
-/// The boundary a x + b y + c = 0 across the slice's range.
+/// The part of the line a x + b y + c = 0 inside the rectangle `xr` x `yr`: its two ends,
+/// or `None` where the line misses the rectangle, touches it in one point, or is not a line
+/// (a = b = 0). Every picture draws a boundary through this, so that the segment drawn is
+/// the model's boundary, never a segment clamped to the frame.
+pub(crate) fn clip_line(
+    (a, b, c): (f32, f32, f32),
+    xr: (f32, f32),
+    yr: (f32, f32),
+) -> Option<[(f32, f32); 2]> {
+    let (a, b, c) = (a as f64, b as f64, c as f64);
+    let (x0, x1, y0, y1) = (xr.0 as f64, xr.1 as f64, yr.0 as f64, yr.1 as f64);
+    if !(a.is_finite() && b.is_finite() && c.is_finite()) || (a == 0.0 && b == 0.0) {
+        return None;
+    }
+    let mut pts: Vec<(f64, f64)> = Vec::with_capacity(4);
+    let inside = |v: f64, lo: f64, hi: f64| v >= lo && v <= hi;
+    if b != 0.0 {
+        for x in [x0, x1] {
+            let y = -(a * x + c) / b;
+            if inside(y, y0, y1) {
+                pts.push((x, y));
+            }
+        }
+    }
+    if a != 0.0 {
+        for y in [y0, y1] {
+            let x = -(b * y + c) / a;
+            if inside(x, x0, x1) {
+                pts.push((x, y));
+            }
+        }
+    }
+    // The two points farthest apart (a line through a corner meets two edges there).
+    let mut best: Option<([(f64, f64); 2], f64)> = None;
+    for (i, p) in pts.iter().enumerate() {
+        for q in &pts[i + 1..] {
+            let d = (p.0 - q.0).powi(2) + (p.1 - q.1).powi(2);
+            if d > 0.0 && best.is_none_or(|(_, bd)| d > bd) {
+                best = Some(([*p, *q], d));
+            }
+        }
+    }
+    best.map(|([p, q], _)| [(p.0 as f32, p.1 as f32), (q.0 as f32, q.1 as f32)])
+}
+
+/// The boundary a x + b y + c = 0 across the slice's view, clipped to it; nothing where it
+/// misses the view.
 fn draw_line<DB: DrawingBackend>(
     chart: &mut Chart2<'_, DB>,
     s: &Slice,
-    (a, b, c): (f32, f32, f32),
+    line: (f32, f32, f32),
 ) -> Result<()> {
-    let (x0, x1) = s.x_range;
-    let pts: Vec<(f32, f32)> = if b.abs() > 1e-12 {
-        vec![(x0, -(a * x0 + c) / b), (x1, -(a * x1 + c) / b)]
-    } else if a.abs() > 1e-12 {
-        vec![(-c / a, s.y_range.0), (-c / a, s.y_range.1)]
-    } else {
-        vec![]
+    let Some(seg) = clip_line(line, s.x_range, s.y_range) else {
+        return Ok(());
     };
     chart
-        .draw_series(LineSeries::new(pts, BLACK.stroke_width(2)))
+        .draw_series(LineSeries::new(seg, BLACK.stroke_width(2)))
         .map_err(perr)?
         .label("w.x + b = 0")
         .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], BLACK.stroke_width(2)));
@@ -963,20 +1010,9 @@ pub fn animate(ds: &Dataset, frames: &[(usize, Vec<f32>)], online: bool, out: &P
                 .draw()
                 .map_err(perr)?;
             let (a, b, c) = (w[0], w[1], w[2]);
-            let (x0, x1) = s.x_range;
-            if b.abs() > 1e-12 {
+            if let Some(seg) = clip_line((a, b, c), s.x_range, s.y_range) {
                 chart
-                    .draw_series(LineSeries::new(
-                        vec![(x0, -(a * x0 + c) / b), (x1, -(a * x1 + c) / b)],
-                        BLACK.stroke_width(2),
-                    ))
-                    .map_err(perr)?;
-            } else if a.abs() > 1e-12 {
-                chart
-                    .draw_series(LineSeries::new(
-                        vec![(-c / a, s.y_range.0), (-c / a, s.y_range.1)],
-                        BLACK.stroke_width(2),
-                    ))
+                    .draw_series(LineSeries::new(seg, BLACK.stroke_width(2)))
                     .map_err(perr)?;
             }
             chart
@@ -1120,5 +1156,49 @@ impl Painter for Chart {
             }
         }
         legend(&mut c, 13, SeriesLabelPosition::UpperLeft)
+    }
+}
+
+#[cfg(test)]
+mod clip_tests {
+    use super::clip_line;
+
+    /// Distance of (x, y) from a x + b y + c = 0.
+    fn off((a, b, c): (f32, f32, f32), (x, y): (f32, f32)) -> f32 {
+        (a * x + b * y + c).abs() / (a * a + b * b).sqrt()
+    }
+
+    #[test]
+    fn clipped_segments_lie_on_the_line_and_end_on_the_frame() {
+        let (xr, yr) = ((-1.0, 1.0), (-2.0, 2.0));
+        for line in [
+            (31.2, 2.96, -4.0), // steep: ends on the top and bottom edges
+            (0.1, 1.0, 0.5),    // shallow: ends on the left and right edges
+            (1.0, 0.0, -0.25),  // vertical
+            (0.0, 1.0, 1.5),    // horizontal
+            (2.0, -1.0, 0.0),   // through a corner region: (1, 2) and (-1, -2)
+        ] {
+            let seg = clip_line(line, xr, yr).unwrap_or_else(|| panic!("{line:?}"));
+            for p in seg {
+                assert!(off(line, p) < 1e-5, "{line:?}: {seg:?}");
+                assert!(p.0 >= xr.0 && p.0 <= xr.1 && p.1 >= yr.0 && p.1 <= yr.1);
+                let on_edge = [p.0 - xr.0, xr.1 - p.0, p.1 - yr.0, yr.1 - p.1]
+                    .iter()
+                    .any(|d| d.abs() < 1e-5);
+                assert!(on_edge, "{line:?}: {p:?}");
+            }
+            assert!(seg[0] != seg[1]);
+        }
+        // Steep: x at the top and bottom edges, not the frame's x ends.
+        let s = clip_line((31.2, 2.96, -4.0), xr, yr).unwrap();
+        assert!(
+            s.iter().all(|p| p.1.abs() > 1.99 && p.0.abs() < 0.5),
+            "{s:?}"
+        );
+        // A line outside the view, one touching a corner only, and w = 0: no segment.
+        assert_eq!(clip_line((1.0, 0.0, -5.0), xr, yr), None);
+        assert_eq!(clip_line((1.0, 1.0, -3.0), xr, yr), None);
+        assert_eq!(clip_line((0.0, 0.0, 1.0), xr, yr), None);
+        assert_eq!(clip_line((f32::NAN, 1.0, 0.0), xr, yr), None);
     }
 }
