@@ -65,6 +65,28 @@ K10="--n 60000 --d 784 --classes 10 --epochs 30"
 K4="--n 60000 --d 784 --classes 4 --epochs 30"
 SMALL="--n 100000 --d 16 --epochs 100"
 
+# The shapes, the baseline build then the current one.
+# PyTorch CUDA on the same card (plain, then torch.compile), at the shapes.
+torch_side() {
+  if python3 -c 'import torch; assert torch.cuda.is_available()' 2>/dev/null; then
+    for s in "--n 4194304 --d 64" "--n 4194304 --d 64 --storage u8" "--n 60000 --d 784 --classes 10"; do
+      for c in "" "--compile"; do
+        echo "torch $s $c: $(timeout 100 python3 scripts/torch_batch.py $s --device cuda --epochs 30 $c 2>&1 | tail -1)"
+      done
+    done | tee "$OUT/torch.txt"
+  fi
+}
+
+side_by_side() {
+  for b in base new; do
+    bin=$B; [ $b = new ] && bin=$N
+    bench "$b.bin28.f32" $bin $BIN1
+    bench "$b.bin28.u8" $bin $BIN1 --storage u8
+    bench "$b.k10.f32" $bin $K10
+    bench "$b.small" $bin $SMALL
+  done
+}
+
 if [ "${1:-}" = rows ]; then
   # Rows in flight as separate registers (1, 2, 4 a thread) against the baseline.
   bench base.bin28.f32 $B $BIN1
@@ -79,13 +101,7 @@ if [ "${1:-}" = rows ]; then
 fi
 if [ "${1:-}" = final ]; then
   # The defaults side by side with the baseline, then what the per-row cost depends on.
-  for b in base new; do
-    bin=$B; [ $b = new ] && bin=$N
-    bench "$b.bin28.f32" $bin $BIN1
-    bench "$b.bin28.u8" $bin $BIN1 --storage u8
-    bench "$b.k10.f32" $bin $K10
-    bench "$b.small" $bin $SMALL
-  done
+  side_by_side
   bench new.bin26.f32 $N $BIN0
   bench new.k4.f32 $N $K4
   bench new.bin28.f32.rt1 $N $BIN1 --rows-per-thread 1
@@ -96,13 +112,7 @@ if [ "${1:-}" = final ]; then
   bench new.d16.f32 $N --n 16777216 --d 16 --epochs 30
   bench new.d256.f32 $N --n 1048576 --d 256 --epochs 30
   bench new.k10.g1024 $N $K10 --workgroups 1024
-  if python3 -c 'import torch; assert torch.cuda.is_available()' 2>/dev/null; then
-    for s in "--n 4194304 --d 64" "--n 4194304 --d 64 --storage u8" "--n 60000 --d 784 --classes 10"; do
-      for c in "" "--compile"; do
-        echo "torch $s $c: $(timeout 100 python3 scripts/torch_batch.py $s --device cuda --epochs 30 $c 2>&1 | tail -1)"
-      done
-    done | tee "$OUT/torch.txt"
-  fi
+  torch_side
   exit 0
 fi
 if [ "${1:-}" = checks ]; then
@@ -117,13 +127,7 @@ if [ "${1:-}" = checks ]; then
   bench new.k10.two.none $N $K10 --two-kernels --shader-checks none
   exit 0
 fi
-for b in base new; do
-  bin=$B; [ $b = new ] && bin=$N
-  bench "$b.bin28.f32" $bin $BIN1
-  bench "$b.bin28.u8" $bin $BIN1 --storage u8
-  bench "$b.k10.f32" $bin $K10
-  bench "$b.small" $bin $SMALL
-done
+side_by_side
 # What naga's runtime checks cost (bounds checks, loop counters).
 bench new.bin28.f32.unchecked $N $BIN1 --shader-checks none
 bench new.bin28.u8.unchecked $N $BIN1 --storage u8 --shader-checks none
@@ -131,14 +135,7 @@ bench new.k10.unchecked $N $K10 --shader-checks none
 bench new.k10.two $N $K10 --two-kernels
 bench new.k4.f32 $N $K4
 [ "${1:-}" = quick ] && exit 0
-# PyTorch CUDA on the same card (plain, then torch.compile).
-if python3 -c 'import torch; assert torch.cuda.is_available()' 2>/dev/null; then
-  for s in "--n 4194304 --d 64" "--n 4194304 --d 64 --storage u8" "--n 60000 --d 784 --classes 10"; do
-    for c in "" "--compile"; do
-      echo "torch $s $c: $(timeout 100 python3 scripts/torch_batch.py $s --device cuda --epochs 30 $c 2>&1 | tail -1)"
-    done
-  done | tee "$OUT/torch.txt"
-fi
+torch_side
 [ "${1:-}" = torch ] && exit 0
 # Rows in flight a thread, and the grid.
 for rt in 8 16; do bench "new.bin28.f32.rt$rt" $N $BIN1 --rows-per-thread $rt; done
