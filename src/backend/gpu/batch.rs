@@ -452,10 +452,11 @@ impl BatchPipelines {
                     source: wgpu::ShaderSource::Wgsl(batch_source(subgroups).into()),
                 };
                 match self.checks.runtime_checks() {
-                    // SAFETY: only where the caller asked for it (GpuOptions::shader_checks, a
-                    // measurement option): every loop of the batch module runs to a bound
-                    // taken from the segment's sizes, which the host checks against the
-                    // bindings (ShaderChecks says what each setting drops).
+                    // SAFETY: NoLoopCounters (a GPU's default) drops only the loop counters:
+                    // every loop of the batch module runs to a bound that is a constant or a
+                    // size the host set and checked against the bindings, by a positive step
+                    // (the header of shaders/batch.wgsl); the bounds checks stay. None drops
+                    // them too and is a measurement option only (`bench --shader-checks`).
                     Some(checks) => unsafe {
                         ctx.device.create_shader_module_trusted(desc, checks)
                     },
