@@ -31,7 +31,9 @@ pub struct TrainReport {
     pub stop_reason: StopReason,
     /// Fraction of training rows predicted correctly by the final weights (sgn(0) = +1).
     pub train_accuracy: f64,
-    /// Mistakes (J1) per epoch, measured with the weights at the start of that epoch.
+    /// Mistakes (J1) per epoch, measured with the weights at the start of that epoch. For a
+    /// one-vs-rest model, head mistakes: a row counts once in each head that is wrong on it
+    /// (see `heads`).
     pub mistakes_per_epoch: Vec<u64>,
     /// Perceptron criterion J per epoch.
     pub criterion_per_epoch: Vec<f64>,
@@ -64,6 +66,10 @@ pub struct TrainReport {
     /// like its mistakes; online forms: of the model after the epoch).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub validation_accuracy_per_epoch: Option<Vec<f64>>,
+    /// One-vs-rest: the heads the mistakes are counted over (each epoch's mistakes are at
+    /// most `heads` x n); absent for every other model.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub heads: Option<usize>,
     /// How X was stored for the epochs (f32, f16, u8 or i8); absent in earlier reports.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub storage: Option<String>,

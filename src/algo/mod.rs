@@ -43,7 +43,9 @@ pub trait Progress {
     fn wants_snapshots(&self) -> bool {
         false
     }
-    /// The augmented weights after an epoch (batch) or an update (online), with the epoch.
+    /// The augmented weights after an epoch (batch) or an update (online), with the epoch: the
+    /// model `predict` would use if training stopped there (online: the running average of
+    /// the averaged perceptron; batch: the epoch's weights, before any pocket or average).
     fn snapshot(&mut self, _epoch: usize, _w: &[f32]) {}
 }
 

@@ -51,6 +51,12 @@ pub(crate) trait OnlineRule {
         shard.mix(self.weights_mut(), e, weighted);
     }
 
+    /// The linear model `predict` would use if training stopped now, on this process (the
+    /// averaged perceptron's running average): what an animation's frames show.
+    fn model_now(&self) -> Vec<f32> {
+        self.weights().to_vec()
+    }
+
     /// The weights to mix (the default [`OnlineRule::mix`]).
     fn weights_mut(&mut self) -> &mut [f32];
 
@@ -188,7 +194,7 @@ pub(crate) fn run<R: OnlineRule>(
                 *e.weighted.get_or_insert(0.0) += step.weighted;
             }
             if step.mistakes > 0 && snapshots {
-                progress.snapshot(epoch + 1, rule.weights());
+                progress.snapshot(epoch + 1, &rule.model_now());
             }
             if let Some(why) = step.stop {
                 e.update_norm = update_norm(rule.weights(), &start);
@@ -586,6 +592,13 @@ impl OnlineRule for Perceptron {
 
     fn weights_mut(&mut self) -> &mut [f32] {
         &mut self.w
+    }
+
+    fn model_now(&self) -> Vec<f32> {
+        match &self.avg {
+            Some(avg) => avg.finish(&self.w),
+            None => self.w.clone(),
+        }
     }
 
     fn step(

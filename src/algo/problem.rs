@@ -290,8 +290,8 @@ impl<'a> Problem<'a> {
         if model.kind() != self.kind {
             return Err(mismatch(format!(
                 "it is a {} model, and this run makes a {} model",
-                model.kind().name(),
-                self.kind.name()
+                model.kind().describe(),
+                self.kind.describe()
             )));
         }
         if params.scale != crate::params::Scale::None
@@ -307,7 +307,7 @@ impl<'a> Problem<'a> {
         if matches!(self.kind, ModelKind::Voted | ModelKind::Kernel) {
             return Err(mismatch(format!(
                 "a {} model keeps no single weight vector to start from",
-                self.kind.name()
+                self.kind.describe()
             )));
         }
         let classes = &self.ds.require_labels()?.classes;

@@ -52,6 +52,7 @@ pub fn build(
         seconds: run.seconds,
         fallback: run.ran.fallback,
         storage: Some(run.storage.name().to_string()),
+        heads: (model.kind() == crate::model::ModelKind::Ovr).then(|| model.classes().len()),
         best_epoch: run.best_epoch,
         n_validation: run.validation.map(|v| v.0),
         validation_accuracy: run.validation.map(|v| v.1),

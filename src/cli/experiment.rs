@@ -72,7 +72,7 @@ pub fn committee(a: CommitteeArgs) -> anyhow::Result<()> {
 /// Checks the picture's file before the work, draws it after.
 fn picture(out: &ExperimentOut, chart: impl FnOnce() -> Chart) -> anyhow::Result<()> {
     let Some(p) = &out.plot else { return Ok(()) };
-    plot::chart(&chart(), p, (900, 600))?;
+    plot::chart(&chart(), p, (800, 600))?;
     note!("picture written to {}", p.display());
     Ok(())
 }

@@ -195,7 +195,11 @@ fn select_backend_nth(
         other => other,
     })?;
     // (One of several processes says nothing: the first one's report names its backend.)
-    if nth.is_none() && (!quiet || a.backend == BackendChoice::Auto) {
+    // (`--backend cpu` gets what it asked for: no note.)
+    if nth.is_none()
+        && a.backend != BackendChoice::Cpu
+        && (!quiet || a.backend == BackendChoice::Auto)
+    {
         note!("{}", sel.note);
     }
     Ok(sel)
@@ -263,8 +267,8 @@ struct Bar {
     enabled: bool,
     start: Instant,
     bar: Option<ProgressBar>,
-    /// Weight snapshots for `--animate` (kept only when asked for).
-    snapshots: Option<Vec<(usize, Vec<f32>)>>,
+    /// The weights as training goes, for `--animate` (kept only when asked for).
+    snapshots: Option<rosenblatt::plot::Recording>,
 }
 
 impl Bar {
@@ -284,9 +288,6 @@ impl Bar {
     }
 }
 
-/// Most snapshots kept for an animation (they are subsampled to 150 frames when drawn).
-const MAX_SNAPSHOTS: usize = 100_000;
-
 impl Progress for Bar {
     fn wants_snapshots(&self) -> bool {
         self.snapshots.is_some()
@@ -294,9 +295,7 @@ impl Progress for Bar {
 
     fn snapshot(&mut self, epoch: usize, w: &[f32]) {
         if let Some(s) = self.snapshots.as_mut() {
-            if s.len() < MAX_SNAPSHOTS {
-                s.push((epoch, w.to_vec()));
-            }
+            s.record(epoch, w);
         }
     }
 

@@ -26,7 +26,11 @@ pub fn plot_boundary(a: PlotModelArgs) -> anyhow::Result<()> {
         Some([i, j]) if *i >= 1 && *j >= 1 => Some((i - 1, j - 1)),
         Some(f) => anyhow::bail!(rosenblatt::Error::InvalidParam {
             name: Param::PlotFeatures,
-            value: format!("{f:?}"),
+            value: f
+                .iter()
+                .map(|v| v.to_string())
+                .collect::<Vec<_>>()
+                .join(","),
             reason: "must be two 1-based feature numbers, e.g. --features 1,3".into(),
         }),
         None => None,

@@ -17,7 +17,7 @@ pub fn export(a: ExportArgs) -> anyhow::Result<()> {
         .with_context(|| format!("cannot write {}", a.output.display()))?;
     note!(
         "{} model ({} classes, {} features) -> {} (ONNX, opset {}: input X, outputs label and scores)",
-        model.kind().name(),
+        model.kind().describe(),
         model.classes().len(),
         model.n_features(),
         a.output.display(),

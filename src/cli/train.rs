@@ -184,7 +184,8 @@ fn train_in(a: TrainArgs, params: Params, world: World) -> anyhow::Result<()> {
             Some(m) => m.augmented(),
             None => algo::initial_weights(ds.d, 1, &params),
         };
-        bar.snapshots = Some(vec![(0, w0)]);
+        let online = params.effective_mode() == Mode::Online;
+        bar.snapshots = Some(plot::Recording::new(w0, online));
     }
     // Under auto, a GPU failure mid-training finishes on the CPU; an explicit gpu fails.
     // (Not in a data-parallel run: the other processes would not follow.)
@@ -332,9 +333,23 @@ fn check_pictures(
                 "draws the data as given and cannot follow scaled training; leave out --scale",
             ));
         }
-        let binary_linear = !matches!(params.algo, Algo::Voted | Algo::Kernel | Algo::Multiclass)
-            && ds.labels.as_ref().is_some_and(|l| l.classes.len() == 2);
-        plot::check_animation(anim, ds, binary_linear)?;
+        let classes = ds.labels.as_ref().map_or(0, |l| l.classes.len());
+        let not_linear = match params.algo {
+            Algo::Voted => Some("the voted perceptron keeps many vectors".to_string()),
+            Algo::Kernel => Some("the kernel perceptron's boundary is not a line".to_string()),
+            Algo::Multiclass => {
+                Some("the multiclass perceptron keeps a vector a class".to_string())
+            }
+            _ if classes != 2 => Some(format!("the labels have {classes} classes")),
+            _ => None,
+        };
+        plot::check_animation(anim, ds, not_linear.as_deref()).map_err(|e| match e {
+            rosenblatt::Error::Data { path, msg } => usage(
+                "--animate",
+                &format!("cannot draw this run: {}: {msg}", path.display()),
+            ),
+            e => flag_error(e, "--animate"),
+        })?;
     }
     Ok(())
 }
@@ -395,7 +410,7 @@ fn write_outputs(
     params: &Params,
     ds: &data::Dataset,
     trained: &algo::Trained,
-    frames: Option<Vec<(usize, Vec<f32>)>>,
+    frames: Option<plot::Recording>,
 ) -> anyhow::Result<()> {
     let mut staged = Vec::new();
     if let Some(out) = &a.output {
@@ -406,14 +421,23 @@ fn write_outputs(
         plot::training(&trained.report, tmp.path(), (800, 600))?;
         staged.push((tmp, p));
     }
-    if let (Some(p), Some(frames)) = (&a.animate, frames) {
+    if let (Some(p), Some(rec)) = (&a.animate, frames) {
         let tmp = image_stage(p)?;
-        plot::animate(
-            ds,
-            &frames,
-            params.effective_mode() == Mode::Online,
-            tmp.path(),
-        )?;
+        let (steps, thinned) = (rec.steps(), rec.thinned());
+        let frames = rec.frames(&trained.model.augmented(), &saved_caption(params, trained));
+        plot::animate(ds, &frames, tmp.path())?;
+        if thinned {
+            let what = if params.effective_mode() == Mode::Online {
+                "updates"
+            } else {
+                "epochs"
+            };
+            note!(
+                "note: the animation shows {} of the {steps} {what}, evenly spaced, then the \
+                 saved model",
+                plot::MAX_FRAMES - 2
+            );
+        }
         staged.push((tmp, p));
     }
     for (tmp, p) in staged {
@@ -421,6 +445,18 @@ fn write_outputs(
             .with_context(|| format!("cannot write {}", p.display()))?;
     }
     Ok(())
+}
+
+/// What the saved model is, for the last frame of an animation.
+fn saved_caption(params: &Params, trained: &algo::Trained) -> String {
+    let r = &trained.report;
+    match params.algo {
+        Algo::Averaged => "the saved model (the average)".to_string(),
+        _ if r.best_epoch > 0 && r.best_epoch < r.epochs => {
+            format!("the saved model (the pocket: epoch {})", r.best_epoch)
+        }
+        _ => "the saved model".to_string(),
+    }
 }
 
 /// The model file staged beside `out`, proven to load back before anything is written: a
@@ -492,23 +528,43 @@ pub fn print_report(r: &TrainReport, kind: ModelKind) -> anyhow::Result<()> {
         );
     }
     outln!(
-        "  mistakes:          {} in all; per epoch: {}",
+        "  mistakes:          {} in all{}; per epoch: {}",
         r.total_mistakes,
+        match r.heads {
+            Some(k) => format!(
+                ", counted per head (a row counts once in each of the {k} one-vs-rest heads \
+                 that is wrong on it)"
+            ),
+            None => String::new(),
+        },
         epoch_list(&r.mistakes_per_epoch)
     );
     match (r.margin, r.mistake_bound) {
-        (Some(g), Some(b)) => outln!(
+        (Some(g), Some(b)) => {
+            outln!(
             "  Novikoff:          R = {:.4}, achieved margin gamma = {:.4e}, (R/gamma)^2 = {:.4e}",
             r.radius, g, b
+        )
+        }
+        // The saved model may be an average or a pocket that does not separate the data
+        // although the last weights did.
+        _ if matches!(kind, ModelKind::Binary | ModelKind::Kernel) && r.converged => outln!(
+            "  Novikoff:          R = {:.4}; no positive margin: the saved model (the {} \
+             perceptron's) does not separate the training data, though the last epoch's \
+             weights did, so no bound",
+            r.radius,
+            r.algo
         ),
         _ if matches!(kind, ModelKind::Binary | ModelKind::Kernel) => outln!(
-            "  Novikoff:          R = {:.4}; no positive margin (the data is not separated), so no bound",
+            "  Novikoff:          R = {:.4}; no positive margin (the saved model does not \
+             separate the training data), so no bound",
             r.radius
         ),
         _ => outln!(
-            "  Novikoff:          R = {:.4}; a {} model has no single separating hyperplane, so no margin or bound",
+            "  Novikoff:          R = {:.4}; a {} model has no single separating hyperplane, \
+             so no margin or bound",
             r.radius,
-            kind.name()
+            kind.describe()
         ),
     }
     outln!("  time:              {:.3} s", r.seconds);

@@ -51,6 +51,15 @@ impl ModelKind {
         }
     }
 
+    /// The kind in words, for titles and messages: "one-vs-rest" rather than the file's
+    /// "ovr".
+    pub fn describe(self) -> &'static str {
+        match self {
+            ModelKind::Ovr => "one-vs-rest",
+            k => k.name(),
+        }
+    }
+
     /// True for the kinds that always have two classes and one decision value per row (a
     /// voted model is binary when it has two classes).
     pub fn is_binary(self) -> bool {
