@@ -226,6 +226,7 @@ fn halves(ds: &Dataset) -> Result<(Dataset, Dataset)> {
             Some(Labels {
                 classes: labels.classes.clone(),
                 index: labels.index[r].to_vec(),
+                ty: labels.ty,
             }),
             name,
         )

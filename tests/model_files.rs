@@ -421,3 +421,92 @@ fn v3_voted_files_load_predict_as_recorded_and_are_checked_whole() {
         assert!(e.to_string().contains(words), "{words:?} not in {e}");
     }
 }
+
+#[test]
+fn v4_typed_labels_and_feature_names_load_predict_as_recorded_and_are_checked_whole() {
+    // Version 4: labels that came typed from Python (integers past 2^53, strings that read as
+    // one number) and a DataFrame's feature names.
+    let dir = fixtures_of("v4");
+    let models = models_of(&dir);
+    assert_eq!(models.len(), 2, "{models:?}");
+    for (stem, path, data) in &models {
+        let m = Model::load(path).unwrap_or_else(|e| panic!("{stem}: {e}"));
+        assert!(m.label_type().is_some(), "{stem}");
+        predicts_as_recorded(&dir, stem, data);
+        let mut buf = Vec::new();
+        m.write(&mut buf).unwrap();
+        let new: serde_json::Value = serde_json::from_slice(&buf).unwrap();
+        let old: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+        assert_eq!(new, old, "{stem}: layout");
+        assert_eq!(new["version"], 4);
+    }
+    let big = Model::load(&dir.join("bigint.json")).unwrap();
+    assert_eq!(big.classes(), ["100000000000000000", "100000000000000001"]);
+    assert_eq!(big.feature_names().unwrap(), ["height", "width", "depth"]);
+    // The CLI reads the file's integer labels as two classes (one f64, two integers), as
+    // Python scored it: 57 of 60.
+    let o = common::run(
+        &dir,
+        &[
+            "eval",
+            "bigint.json",
+            "binary.csv",
+            "--json",
+            "--backend",
+            "cpu",
+        ],
+    );
+    assert!(o.status.success(), "{}", common::stderr(&o));
+    let e: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(e["accuracy"], 0.95);
+    // Strings that read as one number cannot be told apart in a text file: refused, named.
+    let o = common::run(
+        &dir,
+        &[
+            "eval",
+            "strings-multi.json",
+            "multi.csv",
+            "--backend",
+            "cpu",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        common::stderr(&o).contains("cannot tell them apart"),
+        "{}",
+        common::stderr(&o)
+    );
+    let text = std::fs::read_to_string(dir.join("bigint.json")).unwrap();
+    for (edit, words) in [
+        (
+            Box::new(|v: &mut serde_json::Value| v["version"] = 3.into())
+                as Box<dyn Fn(&mut serde_json::Value)>,
+            "version 4",
+        ),
+        (
+            Box::new(|v| v["classes"][0] = "x".into()),
+            "not a label of the type",
+        ),
+        (
+            Box::new(|v| v["classes"][1] = "+100000000000000000".into()),
+            "listed twice",
+        ),
+        (
+            Box::new(|v| {
+                v["feature_names"].as_array_mut().unwrap().pop();
+            }),
+            "2 names for 3 features",
+        ),
+        (
+            Box::new(|v| v["label_type"] = "complex".into()),
+            "unknown variant",
+        ),
+    ] {
+        let mut v: serde_json::Value = serde_json::from_str(&text).unwrap();
+        edit(&mut v);
+        let e = Model::from_json(Path::new("bad.json"), &v.to_string()).unwrap_err();
+        assert!(e.is_input_error(), "{e}");
+        assert!(e.to_string().contains(words), "{words:?} not in {e}");
+    }
+}

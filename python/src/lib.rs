@@ -20,7 +20,7 @@ use rosenblatt::backend::gpu::context::AdapterQuery;
 use rosenblatt::backend::gpu::GpuOptions;
 use rosenblatt::backend::Storage;
 use rosenblatt::backend::{self, BackendChoice, CsrBuf, MappedF32, MatrixBuf};
-use rosenblatt::data::{Dataset, Labels};
+use rosenblatt::data::{Dataset, LabelType, Labels};
 use rosenblatt::error::Param;
 use rosenblatt::model::Model;
 use rosenblatt::params::{ClassWeight, PassiveAggressive, TrainParams};
@@ -134,7 +134,10 @@ fn read_params(text: &str) -> PyResult<TrainParams> {
 fn with_threads<T: Send>(threads: Option<usize>, f: impl FnOnce() -> T + Send) -> Result<T, Error> {
     type Pools = std::sync::Mutex<std::collections::HashMap<usize, Arc<rayon::ThreadPool>>>;
     static POOLS: std::sync::OnceLock<Pools> = std::sync::OnceLock::new();
-    let Some(n) = threads.map(|n| n.max(1)) else {
+    // Never more threads than cores: n_jobs=10**6 runs as n_jobs=-1 (the Python side clamps
+    // too; this keeps any caller's count bounded, and the pools cached here few).
+    let cores = std::thread::available_parallelism().map_or(1, |c| c.get());
+    let Some(n) = threads.map(|n| n.clamp(1, cores)) else {
         return Ok(f());
     };
     let pool = {
@@ -307,9 +310,12 @@ fn features<'py>(
 
 /// Opens the backend asked for: "auto" (a hardware GPU when there is one, else the CPU),
 /// "cpu" or "gpu" (any adapter, software ones too; `adapter` picks one by name).
+/// The backend for a job of `values` values of X: under auto, small jobs take the CPU without
+/// opening any adapter (as the command line's `train`: the probe costs 20-50 ms).
 fn open_backend(
     choice: BackendChoice,
     adapter: Option<String>,
+    values: u64,
 ) -> Result<backend::Selected, Error> {
     let opts = GpuOptions {
         adapter: AdapterQuery {
@@ -319,7 +325,7 @@ fn open_backend(
         },
         ..Default::default()
     };
-    backend::select(choice, &opts)
+    backend::select_for(choice, &opts, values)
 }
 
 /// The backend asked for, by name.
@@ -352,7 +358,7 @@ impl Progress for Bar {
 /// per-row weights and a model to continue from (its JSON). Returns the model file's JSON and
 /// the training report's.
 #[pyfunction]
-#[pyo3(signature = (x, csr, y, classes, params, sample_weight=None, start=None, backend="auto", adapter=None, progress=false, threads=None, storage=None))]
+#[pyo3(signature = (x, csr, y, classes, params, sample_weight=None, start=None, backend="auto", adapter=None, progress=false, threads=None, storage=None, label_type=None, feature_names=None))]
 #[allow(clippy::too_many_arguments)]
 fn fit<'py>(
     py: Python<'py>,
@@ -368,8 +374,22 @@ fn fit<'py>(
     progress: bool,
     threads: Option<usize>,
     storage: Option<&str>,
+    label_type: Option<&str>,
+    feature_names: Option<Vec<String>>,
 ) -> PyResult<(String, String)> {
     let choice = backend_choice(backend)?;
+    let ty = match label_type {
+        None => None,
+        Some(t) => Some(
+            serde_json::from_value::<LabelType>(serde_json::Value::String(t.to_string())).map_err(
+                |_| {
+                    PyValueError::new_err(format!(
+                        "label_type must be one of 'int', 'float', 'bool', 'str', got {t:?}"
+                    ))
+                },
+            )?,
+        ),
+    };
     let feats = features(x, csr)?;
     let n = match &feats {
         Features::Dense(a) => a.shape()[0],
@@ -414,12 +434,13 @@ fn fit<'py>(
         Some(text) => Some(Model::from_json(Path::new("<model>"), text).map_err(py_err)?),
         None => None,
     };
-    let labels = Labels { classes, index };
+    let labels = Labels { classes, index, ty };
     let ds = feats.dataset(Some(labels), weights).map_err(py_err)?;
+    let values = (ds.n as u64).saturating_mul(ds.d as u64);
     let result = py.detach(move || -> Result<(String, String), Error> {
         let params = tp.validate()?;
         with_threads(threads, move || {
-            let sel = open_backend(choice, adapter)?;
+            let sel = open_backend(choice, adapter, values)?;
             let cpu = backend::cpu::CpuBackend::new();
             // Under auto, a GPU failure mid-training finishes on the CPU, as in the CLI.
             let fallback: Option<&dyn backend::Backend> =
@@ -437,9 +458,12 @@ fn fit<'py>(
             if let Some(b) = &bar.0 {
                 b.finish_and_clear();
             }
-            let mut buf = Vec::new();
-            trained
+            let model = trained
                 .model
+                .with_feature_names(feature_names)
+                .map_err(|m| Error::data(Path::new("<model>"), m))?;
+            let mut buf = Vec::new();
+            model
                 .write(&mut buf)
                 .map_err(|e| Error::data(Path::new("<model>"), e.to_string()))?;
             let text = String::from_utf8(buf)
@@ -471,11 +495,12 @@ fn decide<'py>(
     let feats = features(x, csr)?;
     let model = Model::from_json(Path::new("<model>"), model).map_err(py_err)?;
     let ds = feats.dataset(None, None).map_err(py_err)?;
+    let n_values = (ds.n as u64).saturating_mul(ds.d as u64);
     let (values, pred, width) = py
         .detach(move || -> Result<_, Error> {
             model.check_features(&ds)?;
             let raw = with_threads(threads, || {
-                let sel = open_backend(choice, adapter)?;
+                let sel = open_backend(choice, adapter, n_values)?;
                 model.raw_scores(&ds, &*sel.backend)
             })??;
             let pred: Vec<i64> = model.predict(&raw).iter().map(|&p| p as i64).collect();

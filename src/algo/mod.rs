@@ -216,11 +216,18 @@ pub fn fit(
     if !(fitted.body.is_finite() && finite_stats && finite_scores) {
         return Err(overflow(ds));
     }
-    let classes = ds.require_labels()?.classes.clone();
+    let labels = ds.require_labels()?;
     let invalid = |msg| Error::data(&ds.source, format!("the trained model is invalid: {msg}"));
-    let model = Model::new(params.algo, classes, ds.d, fitted.body, (**params).clone())
-        .and_then(|m| m.with_scaling(pb.scaling.clone()))
-        .map_err(invalid)?;
+    let model = Model::typed(
+        params.algo,
+        labels.classes.clone(),
+        labels.ty,
+        ds.d,
+        fitted.body,
+        (**params).clone(),
+    )
+    .and_then(|m| m.with_scaling(pb.scaling.clone()))
+    .map_err(invalid)?;
     let raw = match fitted.scores {
         Some(s) => s,
         None => model.scores_of_scaled(ds, &CpuBackend::new())?,
@@ -302,6 +309,7 @@ fn gathered_labels(ds: &Dataset, sh: &Shard) -> Result<Dataset> {
         labels: Some(Labels {
             classes: labels.classes.clone(),
             index,
+            ty: labels.ty,
         }),
         source: ds.source.clone(),
         weights: None,

@@ -14,7 +14,7 @@ use crate::backend::{
     FeatureBuf, HeadRule, Matrix, MatrixBuf, Patience, Reduce, Storage, TrainView, ValView,
 };
 use crate::data::scale::Scaler;
-use crate::data::{same_class, Dataset, Labels};
+use crate::data::{Dataset, Labels};
 use crate::error::{Error, Param, Result};
 use crate::model::{Body, Hyperplane, Model, ModelKind, Rows};
 use crate::params::{Algo, ClassWeight, Mode, MulticlassStrategy, MulticlassUpdate, Params, Scale};
@@ -172,7 +172,7 @@ fn held_out<'a>(
                     ),
                 });
             }
-            let idx = v.class_indices_in(&labels.classes, "the training data's")?;
+            let idx = v.class_indices_in(&labels.classes, labels.ty, "the training data's")?;
             Ok((Cow::Borrowed(ds), Some((v.clone(), idx))))
         }
         (Holdout::FromParams, Some(f)) => {
@@ -315,7 +315,7 @@ impl<'a> Problem<'a> {
             && classes
                 .iter()
                 .zip(model.classes())
-                .all(|(a, b)| crate::data::same_class(a, b));
+                .all(|(a, b)| crate::data::same_class_as(model.label_type(), a, b));
         if !same {
             return Err(mismatch(format!(
                 "its classes are {}, the data's {}",
@@ -619,11 +619,8 @@ fn row_weights(
         Some(ClassWeight::Given(list)) => {
             let mut w = vec![1f32; k];
             for (name, v) in list {
-                let c = labels
-                    .classes
-                    .iter()
-                    .position(|m| same_class(m, name))
-                    .ok_or_else(|| {
+                let c =
+                    crate::data::find_class(&labels.classes, labels.ty, name).ok_or_else(|| {
                         Error::param(
                             Param::ClassWeight,
                             format!("{name}={v}"),

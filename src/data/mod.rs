@@ -46,6 +46,65 @@ pub struct Labels {
     pub classes: Vec<String>,
     /// Class index (into `classes`) of each row.
     pub index: Vec<u32>,
+    /// What the names are when a typed source gave them (a NumPy array of integers, floats,
+    /// bools or strings): names are then compared as that type. `None`: text from a file,
+    /// where "1" and "1.0" are one class.
+    pub ty: Option<LabelType>,
+}
+
+/// The type of a model's class labels, when they came typed (from Python): names are compared
+/// as values of this type, so 10^17 and 10^17 + 1 stay two classes, and the labels keep
+/// their type through model files and ONNX.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LabelType {
+    /// Integers of any width (compared exactly).
+    Int,
+    /// Floating-point numbers (compared by value; names are their shortest round-trip form).
+    Float,
+    /// Booleans, named "False" and "True".
+    Bool,
+    /// Strings (compared as written).
+    Str,
+}
+
+impl LabelType {
+    /// The name in model files.
+    pub fn name(self) -> &'static str {
+        match self {
+            LabelType::Int => "int",
+            LabelType::Float => "float",
+            LabelType::Bool => "bool",
+            LabelType::Str => "str",
+        }
+    }
+}
+
+/// True when two class names are the same class of a model whose labels are `ty`: exact
+/// integers, float values, or the names themselves; untyped (text) names by
+/// [`same_class`].
+pub fn same_class_as(ty: Option<LabelType>, a: &str, b: &str) -> bool {
+    match ty {
+        None => same_class(a, b),
+        Some(LabelType::Str) | Some(LabelType::Bool) => a == b,
+        Some(LabelType::Int) => {
+            a == b
+                || matches!((a.trim().parse::<i128>(), b.trim().parse::<i128>()),
+                    (Ok(x), Ok(y)) if x == y)
+        }
+        Some(LabelType::Float) => {
+            a == b || matches!((class_value(a), class_value(b)), (Some(x), Some(y)) if x == y)
+        }
+    }
+}
+
+/// The index in `classes` of the class `name` names: the same name first, else the same
+/// class by [`same_class_as`].
+pub fn find_class(classes: &[String], ty: Option<LabelType>, name: &str) -> Option<usize> {
+    classes
+        .iter()
+        .position(|c| c == name)
+        .or_else(|| classes.iter().position(|c| same_class_as(ty, c, name)))
 }
 
 impl Labels {
@@ -101,9 +160,23 @@ impl LabelBuilder {
         match &values {
             Some(v) => {
                 let mut by_value: Vec<u32> = (0..self.names.len() as u32).collect();
-                by_value.sort_by(|&a, &b| v[a as usize].total_cmp(&v[b as usize]).then(a.cmp(&b)));
+                // Integers compare exactly (10^17 and 10^17 + 1 are one f64, two classes).
+                let int = |i: u32| class_int(&self.names[i as usize]);
+                by_value.sort_by(|&a, &b| {
+                    v[a as usize]
+                        .total_cmp(&v[b as usize])
+                        .then_with(|| match (int(a), int(b)) {
+                            (Some(x), Some(y)) => x.cmp(&y),
+                            _ => std::cmp::Ordering::Equal,
+                        })
+                        .then(a.cmp(&b))
+                });
                 for (k, &i) in by_value.iter().enumerate() {
-                    let same = k > 0 && v[by_value[k - 1] as usize] == v[i as usize];
+                    let same = k > 0
+                        && same_class(
+                            &self.names[by_value[k - 1] as usize],
+                            &self.names[i as usize],
+                        );
                     if !same {
                         reps.push(i);
                     }
@@ -124,7 +197,11 @@ impl LabelBuilder {
             .map(|&o| self.names[o as usize].clone())
             .collect();
         let index = self.index.iter().map(|&i| class_of[i as usize]).collect();
-        Labels { classes, index }
+        Labels {
+            classes,
+            index,
+            ty: None,
+        }
     }
 }
 
@@ -142,9 +219,21 @@ pub fn class_value(name: &str) -> Option<f64> {
     name.trim().parse::<f64>().ok().filter(|v| v.is_finite())
 }
 
-/// True when two class names are the same class: equal, or the same finite number.
+/// The integer a class name writes, when it is one (of any width up to 128 bits).
+fn class_int(name: &str) -> Option<i128> {
+    name.trim().trim_start_matches('+').parse::<i128>().ok()
+}
+
+/// True when two class names are the same class: equal, or the same finite number (two
+/// integers exactly: 10^17 and 10^17 + 1 are two classes though one f64).
 pub fn same_class(a: &str, b: &str) -> bool {
-    a == b || matches!((class_value(a), class_value(b)), (Some(x), Some(y)) if x == y)
+    if a == b {
+        return true;
+    }
+    if let (Some(x), Some(y)) = (class_int(a), class_int(b)) {
+        return x == y;
+    }
+    matches!((class_value(a), class_value(b)), (Some(x), Some(y)) if x == y)
 }
 
 /// File formats the loaders understand.
@@ -470,6 +559,7 @@ impl Dataset {
             labels: self.labels.as_ref().map(|l| Labels {
                 classes: l.classes.clone(),
                 index: idx.iter().map(|&i| l.index[i]).collect(),
+                ty: l.ty,
             }),
             source: self.source.clone(),
             weights: self
@@ -513,23 +603,47 @@ impl Dataset {
         self.x.len()
     }
 
-    /// The index in `classes` of every row's label: names match by name, or by value when both
-    /// are finite numbers ("1.0" and "+1" match "1"). A label not in `classes` is an error
-    /// naming it and `whose` (e.g. "the model's") classes.
-    pub fn class_indices_in(&self, classes: &[String], whose: &str) -> Result<Vec<u32>> {
+    /// The index in `classes` (labels of type `ty`) of every row's label: names match by
+    /// name first, else by value ("1.0" and "+1" match "1" unless the labels are strings). A
+    /// label not in `classes` is an error naming it and `whose` (e.g. "the model's") classes.
+    pub fn class_indices_in(
+        &self,
+        classes: &[String],
+        ty: Option<LabelType>,
+        whose: &str,
+    ) -> Result<Vec<u32>> {
         let labels = self.require_labels()?;
         let mut map = Vec::with_capacity(labels.classes.len());
         for c in &labels.classes {
-            let idx = classes
-                .iter()
-                .position(|m| same_class(m, c))
-                .ok_or_else(|| Error::Mismatch {
-                    path: self.source.clone(),
-                    msg: format!(
-                        "label {c:?} is not one of {whose} classes ({})",
-                        classes.join(", ")
-                    ),
-                })?;
+            // Text labels that read as one number ("1", "01", "1.0") were one class when the
+            // file was read; a model whose labels came as strings keeps them apart, and
+            // cannot tell which the file meant.
+            if labels.ty.is_none() && ty == Some(LabelType::Str) {
+                let alike: Vec<&String> = classes.iter().filter(|m| same_class(m, c)).collect();
+                if alike.len() > 1 {
+                    return Err(Error::Mismatch {
+                        path: self.source.clone(),
+                        msg: format!(
+                            "label {c:?} reads as the same number as {whose} classes {}, which \
+                             came as strings and are different classes; a text file cannot \
+                             tell them apart (use the labels as strings where the model was \
+                             trained, e.g. in Python)",
+                            alike
+                                .iter()
+                                .map(|m| format!("{m:?}"))
+                                .collect::<Vec<_>>()
+                                .join(", ")
+                        ),
+                    });
+                }
+            }
+            let idx = find_class(classes, ty.or(labels.ty), c).ok_or_else(|| Error::Mismatch {
+                path: self.source.clone(),
+                msg: format!(
+                    "label {c:?} is not one of {whose} classes ({})",
+                    classes.join(", ")
+                ),
+            })?;
             map.push(idx as u32);
         }
         Ok(labels.index.iter().map(|&t| map[t as usize]).collect())
@@ -598,6 +712,26 @@ mod tests {
         let l = Labels::from_names(&names);
         assert_eq!(l.classes.len(), 21);
         assert!(!same_class("nan", "5") && !same_class("nan", "nan ") && same_class("2", "2.0"));
+        // Integers past f64's 2^53 stay apart, in order.
+        let l = Labels::from_names(&[
+            "100000000000000001",
+            "100000000000000000",
+            "+100000000000000001",
+        ]);
+        assert_eq!(l.classes, ["100000000000000000", "100000000000000001"]);
+        assert_eq!(l.index, [1, 0, 1]);
+        // Typed labels compare as their type.
+        assert!(same_class_as(
+            Some(LabelType::Int),
+            "100000000000000000",
+            "+100000000000000000"
+        ));
+        assert!(!same_class_as(Some(LabelType::Str), "1", "01"));
+        assert!(same_class_as(Some(LabelType::Float), "1", "1.0"));
+        assert_eq!(
+            find_class(&["1".into(), "01".into()], Some(LabelType::Str), "01"),
+            Some(1)
+        );
     }
 
     #[test]

@@ -143,6 +143,7 @@ pub fn load_part(path: &Path, opts: &LoadOptions, part: usize, parts: usize) -> 
             labels: Some(Labels {
                 classes: Vec::new(),
                 index: Vec::new(),
+                ty: None,
             }),
             source: path.to_path_buf(),
             weights: opts.weight_col.is_some().then(Vec::new),
@@ -239,6 +240,7 @@ pub fn agree(ds: &mut Dataset, reduce: &dyn Reduce, layout: Layout) -> Result<()
         *l = Labels {
             classes: union.classes.clone(),
             index: l.index.iter().map(|&i| map[i as usize]).collect(),
+            ty: None,
         };
     }
     // Features: the widest share's (CSV shares all have the header's).

@@ -9,6 +9,9 @@
 //! perceptron's steps (`vote_support`, `vote_rows`, `vote_coef`: the first vector in
 //! `class_weights`/`class_bias`, then one step a mistake); a voted model is written as
 //! version 3 and every other kind, unchanged since, as version 2, which older builds read.
+//! Version 4 added `label_type` (the type of labels that came typed, from Python: "int",
+//! "float", "bool" or "str", compared as that type) and `feature_names`; a model with either
+//! is written as version 4, every other one as before.
 
 use std::io::Write;
 use std::path::Path;
@@ -18,15 +21,19 @@ use serde::{Deserialize, Serialize};
 use super::{Body, Dual, Hyperplane, Model, ModelKind, Rows, SparseRow, VoteSteps, Voted};
 use crate::backend::Kernel;
 use crate::data::scale::Scaler;
-use crate::data::{check_label, same_class};
+use crate::data::{check_label, same_class_as, LabelType};
 use crate::error::{Error, Result};
 use crate::params::{Algo, TrainParams};
 use crate::report::TrainReport;
 
 /// The `format` field of every model file.
 pub const FORMAT: &str = "rosenblatt-model";
-/// The newest model-file version this build reads (and writes for voted models).
-pub const VERSION: u32 = 3;
+/// The newest model-file version this build reads (and writes for models with typed labels
+/// or feature names).
+pub const VERSION: u32 = 4;
+
+/// The version written for voted models with steps.
+const VERSION_STEPS: u32 = 3;
 
 /// The version written for every kind but the voted perceptron's steps.
 const VERSION_NO_STEPS: u32 = 2;
@@ -68,6 +75,10 @@ struct Wire {
     kernel: Option<Kernel>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     scaling: Option<Scaler>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    label_type: Option<LabelType>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    feature_names: Option<Vec<String>>,
     params: TrainParams,
     training: Option<TrainReport>,
 }
@@ -77,7 +88,8 @@ impl Wire {
         let mut w = Wire {
             format: FORMAT.into(),
             version: match &m.body {
-                Body::Voted(Voted { steps: Some(_), .. }) => VERSION,
+                _ if m.label_type.is_some() || m.feature_names.is_some() => VERSION,
+                Body::Voted(Voted { steps: Some(_), .. }) => VERSION_STEPS,
                 _ => VERSION_NO_STEPS,
             },
             algorithm: m.algorithm,
@@ -96,6 +108,8 @@ impl Wire {
             dual_coef: None,
             kernel: None,
             scaling: m.scaling.clone(),
+            label_type: m.label_type,
+            feature_names: m.feature_names.clone(),
             params: m.params.clone(),
             training: m.training.clone(),
         };
@@ -265,9 +279,18 @@ pub(super) fn check(m: &Model) -> std::result::Result<(), String> {
         ));
     }
     for (i, a) in m.classes.iter().enumerate() {
-        if let Some(b) = m.classes[..i].iter().find(|b| same_class(a, b)) {
+        if let Some(b) = m.classes[..i]
+            .iter()
+            .find(|b| same_class_as(m.label_type, a, b))
+        {
             return Err(format!("class {a:?} is listed twice (as {b:?})"));
         }
+    }
+    if let Some(ty) = m.label_type {
+        check_typed_names(&m.classes, ty)?;
+    }
+    if let Some(names) = &m.feature_names {
+        check_feature_names(names, m.n_features)?;
     }
     if m.n_features == 0 {
         return Err("n_features is 0".into());
@@ -281,6 +304,39 @@ pub(super) fn check(m: &Model) -> std::result::Result<(), String> {
         .validate()
         .map_err(|e| format!("params: {e}"))?;
     Ok(())
+}
+
+/// Class names of a type read as that type: integers, numbers, False/True.
+fn check_typed_names(classes: &[String], ty: LabelType) -> std::result::Result<(), String> {
+    let ok = |c: &String| match ty {
+        LabelType::Int => c.parse::<i128>().is_ok(),
+        LabelType::Float => c.parse::<f64>().is_ok(),
+        LabelType::Bool => c == "False" || c == "True",
+        LabelType::Str => true,
+    };
+    match classes.iter().find(|c| !ok(c)) {
+        Some(c) => Err(format!(
+            "class {c:?} is not a label of the type {:?}",
+            ty.name()
+        )),
+        None => Ok(()),
+    }
+}
+
+/// Feature names: one per feature, each without line breaks or control characters.
+pub(super) fn check_feature_names(names: &[String], d: usize) -> std::result::Result<(), String> {
+    if names.len() != d {
+        return Err(format!(
+            "feature_names has {} names for {d} features",
+            names.len()
+        ));
+    }
+    match names.iter().find(|n| check_label(n).is_err()) {
+        Some(n) => Err(format!(
+            "feature name {n:?} contains a line break, tab or other control character"
+        )),
+        None => Ok(()),
+    }
 }
 
 /// The checks of the body's own fields: lengths, counts, kernel parameters.
@@ -435,6 +491,13 @@ impl Model {
         let body = wire
             .body()
             .map_err(|msg| bad(format!("corrupt model: {msg}")))?;
+        if wire.version < 4 && (wire.label_type.is_some() || wire.feature_names.is_some()) {
+            return Err(bad(format!(
+                "corrupt model: version {} has no label_type or feature_names (they are \
+                 version 4)",
+                wire.version
+            )));
+        }
         let m = Model {
             algorithm: wire.algorithm,
             classes: wire.classes,
@@ -443,6 +506,8 @@ impl Model {
             params: wire.params,
             scaling: wire.scaling,
             training: wire.training,
+            label_type: wire.label_type,
+            feature_names: wire.feature_names,
         };
         check(&m).map_err(|msg| bad(format!("corrupt model: {msg}")))?;
         Ok(m)

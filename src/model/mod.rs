@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::backend::{Backend, DataView, Kernel, Matrix, MAX_HEADS};
 use crate::data::scale::Scaler;
-use crate::data::Dataset;
+use crate::data::{Dataset, LabelType};
 use crate::error::{Error, Result};
 use crate::metrics::{self, ClassMetrics};
 use crate::params::{Algo, TrainParams};
@@ -238,6 +238,10 @@ pub struct Model {
     params: TrainParams,
     scaling: Option<Scaler>,
     training: Option<TrainReport>,
+    /// The type of the class labels, when they came typed (from Python).
+    label_type: Option<LabelType>,
+    /// The features' names, when the training data had them (a DataFrame's columns).
+    feature_names: Option<Vec<String>>,
 }
 
 /// Accuracy, confusion matrix and per-class metrics of a model on labelled data.
@@ -287,6 +291,19 @@ impl Model {
         body: Body,
         params: TrainParams,
     ) -> std::result::Result<Model, String> {
+        Model::typed(algorithm, classes, None, n_features, body, params)
+    }
+
+    /// As [`Model::new`], with class labels of the type `label_type` (compared as that type:
+    /// see [`crate::data::same_class_as`]).
+    pub fn typed(
+        algorithm: Algo,
+        classes: Vec<String>,
+        label_type: Option<LabelType>,
+        n_features: usize,
+        body: Body,
+        params: TrainParams,
+    ) -> std::result::Result<Model, String> {
         let m = Model {
             algorithm,
             classes,
@@ -295,9 +312,34 @@ impl Model {
             params,
             scaling: None,
             training: None,
+            label_type,
+            feature_names: None,
         };
         file::check(&m)?;
         Ok(m)
+    }
+
+    /// The type of the class labels, when they came typed (model files of version 4).
+    pub fn label_type(&self) -> Option<LabelType> {
+        self.label_type
+    }
+
+    /// The features' names, when the model keeps them.
+    pub fn feature_names(&self) -> Option<&[String]> {
+        self.feature_names.as_deref()
+    }
+
+    /// The model with the features' names (one per feature, each a valid label: no line
+    /// breaks or control characters).
+    pub fn with_feature_names(
+        mut self,
+        names: Option<Vec<String>>,
+    ) -> std::result::Result<Model, String> {
+        if let Some(n) = &names {
+            file::check_feature_names(n, self.n_features)?;
+        }
+        self.feature_names = names;
+        Ok(self)
     }
 
     /// The model with `scaling` applied to every input before scoring, checked against the
@@ -552,7 +594,7 @@ impl Model {
     /// a label the model does not know is an error naming it. Every command that compares
     /// labels with predictions goes through here.
     pub fn class_indices(&self, ds: &Dataset) -> Result<Vec<u32>> {
-        ds.class_indices_in(&self.classes, "the model's")
+        ds.class_indices_in(&self.classes, self.label_type, "the model's")
     }
 
     /// Evaluates on labelled data (labels matched as in [`Model::class_indices`]).

@@ -8,7 +8,10 @@
 //!   otherwise (one row per class, joint or one-vs-rest);
 //! - `label`: the class at sgn(score) (`score >= 0`: the second class, sgn(0) = +1) for a
 //!   binary model, else at the first highest score (ArgMax, as `Model::predict`), gathered
-//!   from the class names (int64 when every name is an integer, else strings).
+//!   from the class names in their type: for labels that came typed (from Python) int64
+//!   (uint64 past int64's range, strings past uint64's), double, bool or string as the
+//!   labels were; for a command line's text labels int64 when every name is an integer, else
+//!   strings.
 //!
 //! Voted and kernel models have no such graph (many weight vectors voting, support vectors
 //! and a kernel): they are refused.
@@ -16,6 +19,7 @@
 use prost::Message;
 
 use super::{Body, Model};
+use crate::data::LabelType;
 use crate::{Error, Result};
 
 /// onnx.proto's messages, the fields the export writes.
@@ -104,17 +108,24 @@ mod proto {
     pub struct TensorProto {
         #[prost(int64, repeated, tag = "1")]
         pub dims: Vec<i64>,
-        /// `TensorProto.DataType`: 1 FLOAT, 7 INT64, 8 STRING.
+        /// `TensorProto.DataType`: 1 FLOAT, 7 INT64, 8 STRING, 9 BOOL, 11 DOUBLE, 13 UINT64.
         #[prost(int32, tag = "2")]
         pub data_type: i32,
         #[prost(float, repeated, tag = "4")]
         pub float_data: Vec<f32>,
+        /// BOOL values (and other types of 32 bits or fewer).
+        #[prost(int32, repeated, tag = "5")]
+        pub int32_data: Vec<i32>,
         #[prost(bytes = "vec", repeated, tag = "6")]
         pub string_data: Vec<Vec<u8>>,
         #[prost(int64, repeated, tag = "7")]
         pub int64_data: Vec<i64>,
         #[prost(string, tag = "8")]
         pub name: String,
+        #[prost(double, repeated, tag = "10")]
+        pub double_data: Vec<f64>,
+        #[prost(uint64, repeated, tag = "11")]
+        pub uint64_data: Vec<u64>,
     }
 
     /// `ValueInfoProto`.
@@ -171,6 +182,9 @@ use proto::*;
 const FLOAT: i32 = 1;
 const INT64: i32 = 7;
 const STRING: i32 = 8;
+const BOOL: i32 = 9;
+const DOUBLE: i32 = 11;
+const UINT64: i32 = 13;
 /// The opset of the default domain the graph uses (ArgMax's select_last_index and
 /// GreaterOrEqual are from 12).
 pub const OPSET: i64 = 13;
@@ -225,30 +239,47 @@ fn value(name: &str, elem: i32, dims: &[Option<usize>]) -> ValueInfoProto {
     }
 }
 
-/// The class names as a tensor: int64 when every name is an integer written as Rust writes
-/// it (so "1" but not "01" or "1.0"), else strings.
-fn class_tensor(classes: &[String]) -> (TensorProto, i32) {
+/// The class names as a tensor of their type (`ty`, when they came typed): int64 (uint64
+/// past its range), double, bool or strings; untyped names: int64 when every name is an
+/// integer written as Rust writes it (so "1" but not "01" or "1.0"), else strings.
+fn class_tensor(classes: &[String], ty: Option<LabelType>) -> (TensorProto, i32) {
     let ints: Option<Vec<i64>> = classes
         .iter()
-        .map(|c| c.parse::<i64>().ok().filter(|v| v.to_string() == *c))
+        .map(|c| {
+            let v = c.parse::<i64>().ok()?;
+            (ty == Some(LabelType::Int) || v.to_string() == *c).then_some(v)
+        })
         .collect();
     let mut t = TensorProto {
         dims: vec![classes.len() as i64],
         name: "classes".to_string(),
         ..Default::default()
     };
-    match ints {
-        Some(v) => {
-            t.data_type = INT64;
+    let parsed = |f: fn(&str) -> bool| classes.iter().all(|c| f(c));
+    t.data_type = match (ty, ints) {
+        (Some(LabelType::Int) | None, Some(v)) => {
             t.int64_data = v;
-            (t, INT64)
+            INT64
         }
-        None => {
-            t.data_type = STRING;
+        (Some(LabelType::Int), None) if parsed(|c| c.parse::<u64>().is_ok()) => {
+            t.uint64_data = classes.iter().filter_map(|c| c.parse().ok()).collect();
+            UINT64
+        }
+        (Some(LabelType::Float), _) if parsed(|c| c.parse::<f64>().is_ok()) => {
+            t.double_data = classes.iter().filter_map(|c| c.parse().ok()).collect();
+            DOUBLE
+        }
+        (Some(LabelType::Bool), _) => {
+            t.int32_data = classes.iter().map(|c| i32::from(c == "True")).collect();
+            BOOL
+        }
+        _ => {
             t.string_data = classes.iter().map(|c| c.as_bytes().to_vec()).collect();
-            (t, STRING)
+            STRING
         }
-    }
+    };
+    let dt = t.data_type;
+    (t, dt)
 }
 
 /// The model as an ONNX graph (see the module's documentation): input `X`, outputs `label`
@@ -287,7 +318,7 @@ pub fn to_onnx(model: &Model) -> Result<Vec<u8>> {
             wt[j * k + c] = w[c * d + j];
         }
     }
-    let (class_t, label_type) = class_tensor(model.classes());
+    let (class_t, label_type) = class_tensor(model.classes(), model.label_type());
     init.push(class_t);
     if binary {
         init.push(floats("coef", &[d], wt));
@@ -365,10 +396,19 @@ mod tests {
     #[test]
     fn class_names_are_int64_only_when_they_read_back_the_same() {
         let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
-        assert_eq!(class_tensor(&s(&["-1", "1"])).1, INT64);
-        assert_eq!(class_tensor(&s(&["0", "01"])).1, STRING);
-        assert_eq!(class_tensor(&s(&["1.0", "2.0"])).1, STRING);
-        assert_eq!(class_tensor(&s(&["cat", "dog"])).1, STRING);
+        assert_eq!(class_tensor(&s(&["-1", "1"]), None).1, INT64);
+        assert_eq!(class_tensor(&s(&["0", "01"]), None).1, STRING);
+        assert_eq!(class_tensor(&s(&["1.0", "2.0"]), None).1, STRING);
+        assert_eq!(class_tensor(&s(&["cat", "dog"]), None).1, STRING);
+        // Typed labels keep their type.
+        let t = |c: &[&str], ty| class_tensor(&s(c), Some(ty)).1;
+        assert_eq!(t(&["0.0", "1.5"], LabelType::Float), DOUBLE);
+        assert_eq!(t(&["False", "True"], LabelType::Bool), BOOL);
+        assert_eq!(t(&["1", "2"], LabelType::Str), STRING);
+        assert_eq!(t(&["1", "2"], LabelType::Int), INT64);
+        let big = ["9223372036854775807", "18446744073709551615"];
+        assert_eq!(t(&big, LabelType::Int), UINT64);
+        assert_eq!(t(&["-1", "18446744073709551615"], LabelType::Int), STRING);
     }
 
     #[test]

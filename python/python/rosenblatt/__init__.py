@@ -176,11 +176,13 @@ class _Estimator(ClassifierMixin, BaseEstimator):  # type: ignore[misc]
                 X, index, sample_weight = X[keep], index[keep], sample_weight[keep]
             sample_weight = np.ascontiguousarray(sample_weight, dtype=np.float32)
         x, csr = _features(X)
+        label_type, names = _label_names(classes)
+        feature_names = getattr(self, "feature_names_in_", None)
         model, report = _rosenblatt.fit(
             x,
             csr,
             np.ascontiguousarray(index, dtype=np.int64),
-            [str(c) for c in classes],
+            names,
             json.dumps(params),
             sample_weight=sample_weight,
             start=start,
@@ -189,6 +191,8 @@ class _Estimator(ClassifierMixin, BaseEstimator):  # type: ignore[misc]
             progress=_params.verbose(self),
             threads=_params.n_jobs(self.n_jobs),
             storage=_params.storage(getattr(self, "storage", None)),
+            label_type=label_type,
+            feature_names=None if feature_names is None else [str(f) for f in feature_names],
         )
         self._set_model(model, classes)
         self.report_ = json.loads(report)
@@ -273,14 +277,16 @@ class _Estimator(ClassifierMixin, BaseEstimator):  # type: ignore[misc]
             threads=_params.n_jobs(self.n_jobs),
         )
 
-    def decision_function(self, X: Any) -> npt.NDArray[np.float32]:
-        """Decision values: one per row for two classes (positive: ``classes_[1]``), one per
-        class and row otherwise (votes for a voted model)."""
+    def decision_function(self, X: Any) -> npt.NDArray[np.float64]:
+        """Decision values, float64 as scikit-learn's (computed in float32 and widened): one
+        per row for two classes (positive: ``classes_[1]``), one per class and row otherwise
+        (votes for a voted model)."""
         values, _ = self._decide(X)
         if values.shape[1] == 2 and len(self.classes_) == 2:
             # A two-class model with a row per class: the binary decision, s_1 - s_0.
-            return values[:, 1] - values[:, 0]
-        return values[:, 0] if values.shape[1] == 1 else values
+            return np.asarray(values[:, 1] - values[:, 0], dtype=np.float64)
+        out = values[:, 0] if values.shape[1] == 1 else values
+        return np.asarray(out, dtype=np.float64)
 
     def predict(self, X: Any) -> np.ndarray:
         """The predicted class of each row (sgn(0) = +1: ties go to ``classes_[1]``)."""
@@ -389,15 +395,17 @@ class Perceptron(_Estimator):
     warm_start : bool
         ``fit`` goes on from the fitted weights (not for ``voted``).
     n_jobs : int or None
-        CPU threads (None or -1: every core); results do not depend on it.
+        CPU threads, joblib's convention (None or -1: every core, -2: all but one); never more
+        than the cores (a larger value runs as -1); results do not depend on it.
     update_tol : float or None
         Batch forms: also stop when an epoch's update is shorter than this.
     storage : {None, "f32", "f16", "u8", "i8"}
         How the batch epochs store X (None: the narrowest exact one; results do not depend
         on it).
     backend : {"auto", "cpu", "gpu"}
-        "auto": a hardware GPU when one is present, else the CPU (a GPU failure finishes on
-        the CPU); "gpu": any adapter, software ones included.
+        "auto": a hardware GPU when one is present and X has at least 4,194,304 values, else
+        the CPU without opening any adapter (a GPU failure finishes on the CPU); "gpu": any
+        adapter, software ones included.
     adapter : str or None
         Part of the adapter's name (see ``rosenblatt.adapters()``).
     epochs, lr, seed, patience, min_improvement, progress :
@@ -771,6 +779,42 @@ class KernelPerceptron(_Estimator):
         return p
 
 
+def _label_names(classes: np.ndarray) -> tuple[str, list[str]]:
+    """The labels' type and the names the model file keeps for them: integers of any width
+    exactly, floats by their shortest round-trip form, bools as False/True, strings as they
+    are (objects of mixed types by their str, as strings)."""
+    kind = classes.dtype.kind
+    values = classes.tolist()
+    if kind == "b":
+        return "bool", [str(bool(v)) for v in values]
+    if kind in "iu":
+        return "int", [str(int(v)) for v in values]
+    if kind == "f":
+        return "float", [repr(float(v)) for v in values]
+    if kind == "O":
+        if all(isinstance(v, (bool, np.bool_)) for v in values):
+            return "bool", [str(bool(v)) for v in values]
+        if all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in values):
+            return "int", [str(int(v)) for v in values]
+        if all(isinstance(v, (float, np.floating)) for v in values):
+            return "float", [repr(float(v)) for v in values]
+    return "str", [str(v) for v in values]
+
+
+def _typed_classes(names: list[str], label_type: Optional[str]) -> np.ndarray:
+    """Class names from a model file as the labels they were, by the file's label type (files
+    of the command line have none: numbers when they all are, else strings)."""
+    if label_type == "bool":
+        return np.asarray([n == "True" for n in names], dtype=bool)
+    if label_type == "int":
+        return np.asarray([int(n) for n in names])
+    if label_type == "float":
+        return np.asarray([float(n) for n in names], dtype=np.float64)
+    if label_type == "str":
+        return np.asarray(names)
+    return _class_array(names)
+
+
 def _class_array(names: list[str]) -> np.ndarray:
     """Class names from a model file as the labels they were: numbers when they all are."""
     for kind in (int, float):
@@ -789,7 +833,8 @@ def load(path: PathLike, cls: Optional[type] = None) -> Any:
     :class:`Perceptron` (or ``cls`` when given), with the parameters it was trained with."""
     model = _rosenblatt.load_model(os.fspath(path))
     kind, names, d, _, report = _rosenblatt.describe(model)
-    params = json.loads(model).get("params", {})
+    wire = json.loads(model)
+    params = wire.get("params", {})
     if cls is None:
         if kind == "kernel":
             cls = KernelPerceptron
@@ -830,7 +875,7 @@ def load(path: PathLike, cls: Optional[type] = None) -> Any:
             multiclass_update=params.get("multiclass_update"),
             max_vectors=params.get("max_vectors"),
         )
-    classes = _class_array(names)
+    classes = _typed_classes(names, wire.get("label_type"))
     cw = params.get("class_weight")
     if cw == "balanced":
         mapped["class_weight"] = "balanced"
@@ -851,6 +896,8 @@ def load(path: PathLike, cls: Optional[type] = None) -> Any:
     )
     est._set_model(model, classes)
     est.n_features_in_ = d
+    if wire.get("feature_names") is not None:
+        est.feature_names_in_ = np.asarray(wire["feature_names"], dtype=object)
     if report is not None:
         est.report_ = json.loads(report)
         est.n_iter_ = int(est.report_["epochs"])

@@ -42,13 +42,24 @@ def _fail(name: str, what: str, value: Any) -> InvalidParameterError:
     return InvalidParameterError(f"{name} must be {what}, got {value!r}")
 
 
+# The widest integers the crate's parameters hold: counts are u64 (epochs, vectors), the
+# patience a u32; floats are float32.
+U32_MAX = 2**32 - 1
+U64_MAX = 2**64 - 1
+F32_MAX = float(np.finfo(np.float32).max)
+
+
 def integer(name: str, value: Any, low: int, high: Optional[int] = None) -> int:
-    """An integer in [low, high] (bools refused)."""
+    """An integer in [low, high] (bools refused); every integer the crate takes fits 64 bits,
+    so ``high`` is at most 2**64 - 1."""
+    top = U64_MAX if high is None else min(high, U64_MAX)
     what = f"an integer >= {low}" if high is None else f"an integer in [{low}, {high}]"
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
         raise _fail(name, what, value)
     v = int(value)
-    if v < low or (high is not None and v > high):
+    if v > top and high is None:
+        raise _fail(name, f"an integer in [{low}, 2**64 - 1]", value)
+    if v < low or v > top:
         raise _fail(name, what, value)
     return v
 
@@ -62,7 +73,9 @@ def real(
     low_open: bool = False,
     high_open: bool = False,
 ) -> float:
-    """A finite number in the interval given (bools refused)."""
+    """A finite number in the interval given that float32 holds (the crate's parameters are
+    float32: a value past its range, or one that rounds to an open end, is refused here
+    rather than reaching the crate as inf or 0; bools refused)."""
     left, right = "(" if low_open else "[", ")" if high_open else "]"
     what = (
         f"a number {'>' if low_open else '>='} {low:g}"
@@ -76,6 +89,11 @@ def real(
         raise _fail(name, what, value)
     if v < low or (low_open and v == low) or v > high or (high_open and v == high):
         raise _fail(name, what, value)
+    if abs(v) > F32_MAX:
+        raise _fail(name, f"{what} and at most {F32_MAX:g} in size (float32)", value)
+    v32 = float(np.float32(v))
+    if (low_open and v32 <= low) or (high_open and v32 >= high):
+        raise _fail(name, f"{what} after rounding to float32 (it rounds to {v32!r})", value)
     return v
 
 
@@ -106,14 +124,23 @@ def seed(name: str, value: Any) -> int:
 
 
 def n_jobs(value: Any) -> Optional[int]:
-    """n_jobs as CPU threads: None or -1 every core, -2 all but one, and so on; k >= 1: k."""
+    """n_jobs as CPU threads, joblib's convention: None or -1 every core, -2 all but one, and
+    so on (at least 1); k >= 1: k, but never more than the cores (a larger k runs as -1)."""
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value == 0:
         raise _fail("n_jobs", "None or a non-zero integer", value)
-    cores = os.cpu_count() or 1
+    cores = _cores()
     v = int(value)
-    return v if v > 0 else max(1, cores + 1 + v)
+    return min(v, cores) if v > 0 else max(1, cores + 1 + max(v, -cores))
+
+
+def _cores() -> int:
+    """The cores this process may use (its affinity where the OS says, else the count)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))  # type: ignore[attr-defined,unused-ignore]
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
 
 
 def class_weight(value: Any, classes: Optional[np.ndarray]) -> Any:
@@ -194,7 +221,7 @@ def train_params(est: Any, algo: str, defaults: Mapping[str, Any]) -> dict[str, 
         tol = real("tol", tol, 0.0, 1.0, high_open=True)
     n_iter = v["n_iter_no_change"]
     if n_iter is not None:
-        n_iter = integer("n_iter_no_change", n_iter, 1)
+        n_iter = integer("n_iter_no_change", n_iter, 1, U32_MAX)
     early = boolean("early_stopping", est.early_stopping)
     fraction_given = est.validation_fraction
     if fraction_given is None:

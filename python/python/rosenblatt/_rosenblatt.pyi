@@ -23,8 +23,12 @@ def fit(
     progress: bool = False,
     threads: Optional[int] = None,
     storage: Optional[str] = None,
+    label_type: Optional[str] = None,
+    feature_names: Optional[list[str]] = None,
 ) -> tuple[str, str]:
-    """Trains; returns the model file's JSON and the training report's JSON."""
+    """Trains; returns the model file's JSON and the training report's JSON. ``label_type``
+    ("int", "float", "bool", "str"): the classes' type, kept in the model file (version 4),
+    which then compares them as that type; ``feature_names``: kept in the model file."""
 
 def decide(
     model: str,
