@@ -510,3 +510,45 @@ fn v4_typed_labels_and_feature_names_load_predict_as_recorded_and_are_checked_wh
         assert!(e.to_string().contains(words), "{words:?} not in {e}");
     }
 }
+
+#[test]
+fn a_scaled_model_scores_block_by_block_as_one_scaled_copy() {
+    // 100 rows of 70,000 features: the model scales 59 rows (16 MiB) at a time when it
+    // scores, never all of X, and gives the bits of scoring one scaled copy.
+    use rosenblatt::params::{Scale, TrainParams};
+    let (n, d) = (100, 70_000);
+    let x: Vec<f32> = (0..n * d)
+        .map(|i| ((i * 7919 % 13) as f32 - 6.0) * (1 + i % d % 5) as f32)
+        .collect();
+    let names: Vec<String> = (0..n).map(|i| ((i * 31 % 7) % 2).to_string()).collect();
+    let ds = rosenblatt::data::Dataset::new(
+        x,
+        n,
+        d,
+        Some(rosenblatt::data::Labels::from_names(&names)),
+        "rows",
+    );
+    let params = TrainParams::default()
+        .scale(Scale::Maxabs)
+        .epochs(2)
+        .validate()
+        .unwrap();
+    let t = rosenblatt::algo::train(&ds, &params, &CpuBackend::new(), None, &mut ()).unwrap();
+    let blocks = t.model.raw_scores(&ds, &CpuBackend::new()).unwrap();
+    let mut x = ds.x.clone();
+    t.model
+        .scaling()
+        .unwrap()
+        .apply_matrix(&mut x, n, d, &ds.source, true)
+        .unwrap();
+    let whole = rosenblatt::data::Dataset::from_matrix(x, n, d, None, ds.source.clone());
+    let copy = t
+        .model
+        .scores_of_scaled(&whole, &CpuBackend::new())
+        .unwrap();
+    assert_eq!(blocks.len(), n);
+    assert!(blocks
+        .iter()
+        .zip(&copy)
+        .all(|(a, b)| a.to_bits() == b.to_bits()));
+}

@@ -245,3 +245,31 @@ def test_any_parameter_value_fits_or_raises_invalid_parameter_error(name, value)
         clf.fit(X, y)
     except (InvalidParameterError, ValueError, TypeError) as e:
         assert "report" not in str(e) and "extension" not in str(e), str(e)
+
+
+PREDICT_GROWTH = """
+import resource, numpy as np
+from rosenblatt import Perceptron
+rng = np.random.default_rng(0)
+small = rng.standard_normal((2000, 100), dtype=np.float32)
+clf = Perceptron(backend="cpu", max_iter=2, tol=None).fit(small, (small[:, 0] > 0).astype(int))
+n, d = 1_000_000, 100
+X = np.empty((n, d), dtype=np.float32)
+for s in range(0, n, 50_000):
+    X[s:s + 50_000] = rng.standard_normal((50_000, d), dtype=np.float32)
+before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+clf.decision_function(X)
+clf.predict(X)
+after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+print((after - before) // 1024)
+"""
+
+
+def test_scoring_a_scaled_model_scales_a_block_at_a_time():
+    """predict and decision_function of a (max-abs) scaled model on 381 MiB of X: the rows are
+    scaled 16 MiB at a time, not copied whole (the peak grew by a copy of X before)."""
+    r = subprocess.run(
+        [sys.executable, "-c", PREDICT_GROWTH], check=True, capture_output=True, text=True
+    )
+    grown = int(r.stdout.split()[-1])
+    assert grown < 38, f"peak memory grew by {grown} MiB scoring 381 MiB of X"

@@ -471,15 +471,29 @@ impl Model {
     /// (two classes: the sum of count * sgn(w_k.x + b_k); more: each class's counts).
     pub fn raw_scores(&self, ds: &Dataset, backend: &dyn Backend) -> Result<Vec<f32>> {
         self.check_features(ds)?;
-        match &self.scaling {
-            Some(s) => {
-                let mut x = ds.x.clone();
-                s.apply_matrix(&mut x, ds.n, ds.d, &ds.source, true)?;
-                let scaled = Dataset::from_matrix(x, ds.n, ds.d, None, ds.source.clone());
-                self.scores_of_scaled(&scaled, backend)
+        let Some(s) = &self.scaling else {
+            return self.scores_of_scaled(ds, backend);
+        };
+        // Scaled a block of rows at a time (at most 16 MiB of scaled values), never a copy of
+        // all of X: rows score independently, so the scores are the bits of one scaled copy.
+        let block = ((16usize << 20) / (4 * ds.d.max(1))).clamp(1, ds.n.max(1));
+        let mut out = Vec::new();
+        for r0 in (0..ds.n.max(1)).step_by(block) {
+            let rows = r0..(r0 + block).min(ds.n);
+            let mut x = if rows.len() == ds.n {
+                ds.x.clone()
+            } else {
+                ds.x.select(&rows.clone().collect::<Vec<_>>(), ds.d)
+            };
+            s.apply_matrix(&mut x, rows.len(), ds.d, &ds.source, true)?;
+            let part = Dataset::from_matrix(x, rows.len(), ds.d, None, ds.source.clone());
+            let scores = self.scores_of_scaled(&part, backend)?;
+            if rows.len() == ds.n {
+                return Ok(scores);
             }
-            None => self.scores_of_scaled(ds, backend),
+            out.extend_from_slice(&scores);
         }
+        Ok(out)
     }
 
     /// [`Model::raw_scores`] of data already scaled as the model scales it (training data).
