@@ -114,8 +114,30 @@ pub struct RunFacts {
     pub validation: Option<(usize, f64)>,
     /// How X was stored for the epochs.
     pub storage: crate::backend::Storage,
-    /// R, when computed already (a data-parallel run: the largest over the processes' rows).
+    /// R, when computed already (a data-parallel run: the largest over the processes' rows;
+    /// rows scaled as read: R of the scaled rows).
     pub radius: Option<f64>,
+}
+
+/// R = max ||[x, bias]|| of `n` rows of `x` (`d` features) as `sc` scales them, the rows
+/// scaled 16 MiB at a time, never all at once: [`radius`] of the scaled copy, to the bit.
+pub fn radius_scaled(
+    sc: &crate::data::scale::Scaler,
+    x: &MatrixBuf,
+    n: usize,
+    d: usize,
+    bias: f32,
+    source: &std::path::Path,
+) -> crate::error::Result<f64> {
+    let block = ((16usize << 20) / (4 * d.max(1))).clamp(1, n.max(1));
+    let mut r = radius(&MatrixBuf::Dense(Vec::new()), 0, bias);
+    for r0 in (0..n).step_by(block) {
+        let rows: Vec<usize> = (r0..(r0 + block).min(n)).collect();
+        let mut part = x.select(&rows, d);
+        sc.apply_matrix(&mut part, rows.len(), d, source, false)?;
+        r = r.max(radius(&part, d, bias));
+    }
+    Ok(r)
 }
 
 /// R = max over rows of ||[x_i, bias]||.

@@ -580,3 +580,118 @@ fn cli_weights_validation_scaling_and_their_errors() {
         "--animate",
     );
 }
+
+#[test]
+fn online_rules_scale_rows_as_they_read_them_with_the_bits_of_a_scaled_copy() {
+    // The online rules read X as given and scale each row they visit (no scaled copy of X):
+    // the model, its report and its scores are those of training unscaled on a scaled copy
+    // made by hand, to the bit, dense and sparse, for every online rule and scaling.
+    use rosenblatt::backend::{CsrBuf, MatrixBuf};
+    use rosenblatt::data::{Dataset, Labels};
+    use rosenblatt::params::{Algo, Mode, Scale, TrainParams};
+    let (n, d) = (300, 12);
+    let x: Vec<f32> = (0..n * d)
+        .map(|i| {
+            let v = ((i * 7919 + 13) % 29) as f32 - 14.0;
+            if i % 3 == 0 {
+                0.0
+            } else {
+                v * (1 + i % d) as f32 * 0.37
+            }
+        })
+        .collect();
+    let names: Vec<String> = (0..n)
+        .map(|r| {
+            let s: f32 = (0..d).map(|j| x[r * d + j] * (j as f32 - 5.5)).sum();
+            (if s > 0.0 {
+                "b"
+            } else if s < -40.0 {
+                "a"
+            } else {
+                "c"
+            })
+            .to_string()
+        })
+        .collect();
+    let two: Vec<String> = names
+        .iter()
+        .map(|c| if c == "b" { "b" } else { "a" }.to_string())
+        .collect();
+    let csr = |x: &[f32]| {
+        let mut c = CsrBuf::new();
+        for r in 0..n {
+            for j in 0..d {
+                if x[r * d + j] != 0.0 {
+                    c.indices.push(j as u32);
+                    c.values.push(x[r * d + j]);
+                }
+            }
+            c.indptr.push(c.indices.len());
+        }
+        MatrixBuf::Csr(c)
+    };
+    for (algo, scale, sparse, labels) in [
+        (Algo::Averaged, Scale::Maxabs, false, &names),
+        (Algo::Online, Scale::Standard, false, &two),
+        (Algo::Online, Scale::Minmax, false, &names),
+        (Algo::PassiveAggressive, Scale::Maxabs, true, &names),
+        (Algo::Winnow, Scale::Maxabs, false, &two),
+        (Algo::Averaged, Scale::Standard, true, &two),
+    ] {
+        let case = format!("{algo:?} {scale:?} sparse {sparse}");
+        let data = |x: &[f32]| {
+            let m = if sparse {
+                csr(x)
+            } else {
+                MatrixBuf::Dense(x.to_vec())
+            };
+            Dataset::from_matrix(
+                m,
+                n,
+                d,
+                Some(Labels::from_names(labels)),
+                std::path::PathBuf::from("rows"),
+            )
+        };
+        let p = |s| {
+            TrainParams::default()
+                .algo(algo)
+                .mode(Mode::Online)
+                .epochs(4)
+                .seed(9)
+                .scale(s)
+                .validate()
+                .unwrap()
+        };
+        let cpu = CpuBackend::new();
+        let on_read = algo::train(&data(&x), &p(scale), &cpu, None, &mut ()).unwrap();
+        let sc = on_read.model.scaling().unwrap().clone();
+        let mut scaled = MatrixBuf::Dense(x.clone());
+        sc.apply_matrix(&mut scaled, n, d, std::path::Path::new("rows"), false)
+            .unwrap();
+        let scaled: Vec<f32> = scaled.values().into_owned();
+        let by_hand = algo::train(&data(&scaled), &p(Scale::None), &cpu, None, &mut ()).unwrap();
+        // The model file without its report (which holds the times): every weight and the
+        // scaling, written in the shortest form that reads back to the same f32.
+        let bits = |m: &rosenblatt::model::Model| -> serde_json::Value {
+            let mut buf = Vec::new();
+            m.write(&mut buf).unwrap();
+            let mut v: serde_json::Value = serde_json::from_slice(&buf).unwrap();
+            let o = v.as_object_mut().unwrap();
+            o.remove("training");
+            o.remove("scaling");
+            o.remove("params");
+            v
+        };
+        assert_eq!(
+            bits(&on_read.model),
+            bits(&by_hand.model),
+            "{case}: weights"
+        );
+        let (a, b) = (&on_read.report, &by_hand.report);
+        assert_eq!(a.mistakes_per_epoch, b.mistakes_per_epoch, "{case}");
+        assert_eq!(a.radius.to_bits(), b.radius.to_bits(), "{case}: R");
+        assert_eq!(a.train_accuracy, b.train_accuracy, "{case}");
+        assert_eq!(a.margin, b.margin, "{case}");
+    }
+}

@@ -113,6 +113,18 @@ pub fn fitter(params: &Params) -> Fit {
     }
 }
 
+/// True when [`fitter`] runs an online rule that reads one training row at a time and keeps
+/// nothing of X: the perceptron's online forms (not the voted perceptron, which keeps its
+/// support rows), Winnow's and passive-aggressive. These read X as given and scale each row
+/// as they visit it ([`Problem::scale_on_read`]).
+pub(crate) fn fitter_is_online(params: &Params) -> bool {
+    match (params.algo, params.effective_mode()) {
+        (Algo::Kernel | Algo::Voted, _) => false,
+        (Algo::PassiveAggressive, _) => true,
+        (_, mode) => mode == Mode::Online,
+    }
+}
+
 /// The error for a run whose weights, margins or scores left the f32 range: the figures
 /// would be meaningless (a NaN margin is never a mistake) and the model could not be saved.
 pub fn overflow(ds: &Dataset) -> Error {
@@ -201,9 +213,13 @@ pub fn fit(
     let seconds = t0.elapsed().as_secs_f64();
     // A data-parallel run: every process has the model; the training scores and R come from
     // every process's rows, in process (row) order.
-    let radius = match &pb.shard {
-        Some(sh) => Some(gather_shards(&pb, sh, &mut fitted)?),
-        None => None,
+    // Rows scaled as read: R of the scaled rows, a block at a time.
+    let radius = match (&pb.shard, &pb.scale_on_read) {
+        (Some(sh), _) => Some(gather_shards(&pb, sh, &mut fitted)?),
+        (None, Some(sc)) => Some(crate::report::radius_scaled(
+            sc, &ds.x, ds.n, ds.d, pb.bias, &ds.source,
+        )?),
+        (None, None) => None,
     };
     let finite_stats = fitted
         .stats
@@ -230,6 +246,8 @@ pub fn fit(
     .map_err(invalid)?;
     let raw = match fitted.scores {
         Some(s) => s,
+        // Unscaled rows: the model scales them a block at a time (the same bits).
+        None if pb.scale_on_read.is_some() => model.raw_scores(ds, &CpuBackend::new())?,
         None => model.scores_of_scaled(ds, &CpuBackend::new())?,
     };
     if raw.iter().any(|v| !v.is_finite()) {

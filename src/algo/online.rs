@@ -174,6 +174,8 @@ pub(crate) fn run<R: OnlineRule>(
     let mut stop = StopReason::MaxEpochs;
     let snapshots = progress.wants_snapshots();
     let mut row_buf = Vec::new();
+    let mut scaled = Vec::new();
+    let on_read = pb.scale_on_read.as_ref();
     'epochs: for epoch in 0..params.epochs {
         if params.shuffle {
             order.shuffle(&mut rng);
@@ -186,7 +188,10 @@ pub(crate) fn run<R: OnlineRule>(
             if let Some(&a) = order.get(j + PREFETCH_ROWS) {
                 v.x.prefetch_row(a, d);
             }
-            let row = v.x.row(i, d, &mut row_buf);
+            let mut row = v.x.row(i, d, &mut row_buf);
+            if let Some(sc) = on_read {
+                row = sc.scale_row(row, &mut scaled, i, &pb.ds.source)?;
+            }
             let step = rule.step(pb, i, row, v.y[i], v.row_weight(i))?;
             e.mistakes += step.mistakes;
             e.criterion += step.criterion;

@@ -9,7 +9,7 @@ use rand::seq::SliceRandom;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
-use super::initial_weights;
+use super::{fitter_is_online, initial_weights};
 use crate::backend::{
     FeatureBuf, HeadRule, Matrix, MatrixBuf, Patience, Reduce, Storage, TrainView, ValView,
 };
@@ -23,8 +23,9 @@ use crate::params::{Algo, ClassWeight, Mode, MulticlassStrategy, MulticlassUpdat
 /// labels in internal form (±1 for binary rules, the class index otherwise), per-row weights,
 /// the held-out rows, the per-row rule, and the kind of model the run makes.
 pub struct Problem<'a> {
-    /// The training rows the algorithm sees (scaled when the run scales; without the rows
-    /// held out for validation).
+    /// The training rows the algorithm sees (scaled when the run scales, unless
+    /// `scale_on_read` says they are scaled as they are read; without the rows held out for
+    /// validation).
     pub ds: Cow<'a, Dataset>,
     /// Labels in internal form.
     pub y: Vec<f32>,
@@ -52,6 +53,10 @@ pub struct Problem<'a> {
     pub val: Option<(Dataset, Vec<f32>)>,
     /// The scaling fitted on the training rows (or taken from the model continued).
     pub scaling: Option<Scaler>,
+    /// The online rules read the training rows as given and scale each row they visit
+    /// ([`Scaler::scale_row`], the bits of a scaled copy), so that training holds no scaled
+    /// copy of X: `ds` is then unscaled. `None`: `ds` is already scaled (or unscaled data).
+    pub scale_on_read: Option<Scaler>,
     /// A compact exact copy of the training and held-out rows (u8, i8 or f16), which the
     /// backends bind instead of the f32 rows; `None`: they bind the f32 rows.
     pub packed: Option<(FeatureBuf, Option<FeatureBuf>)>,
@@ -235,9 +240,19 @@ impl<'a> Problem<'a> {
             None => Scaler::fit_matrix(params.scale, &train.x, train.n, train.d)
                 .map_err(|msg| Error::param(Param::Scale, params.scale.name(), msg))?,
         };
+        // The online rules (not the voted perceptron, whose support rows are kept scaled)
+        // scale each row as they read it: no scaled copy of X (sparse rows only for scalings
+        // that keep zeros; compact storages are for the batch forms).
+        let on_read = scaling.as_ref().is_some_and(|sc| {
+            fitter_is_online(params)
+                && params.storage.is_none_or(|s| s == Storage::F32)
+                && (!matches!(train.x, MatrixBuf::Csr(_)) || sc.keeps_zeros())
+        });
         if let Some(sc) = &scaling {
-            let t = train.to_mut();
-            sc.apply_matrix(&mut t.x, t.n, t.d, &t.source, false)?;
+            if !on_read {
+                let t = train.to_mut();
+                sc.apply_matrix(&mut t.x, t.n, t.d, &t.source, false)?;
+            }
             if let Some((v, _)) = &mut val {
                 sc.apply_matrix(&mut v.x, v.n, v.d, &v.source, false)?;
             }
@@ -262,6 +277,7 @@ impl<'a> Problem<'a> {
             sw,
             own,
             val,
+            scale_on_read: scaling.clone().filter(|_| on_read),
             scaling,
             packed,
             shard: None,
@@ -350,19 +366,32 @@ impl<'a> Problem<'a> {
     /// Makes this problem one process's share of a data-parallel run: the process `reduce`
     /// names trains on its range of the training rows (and scores its range of the held-out
     /// rows), with the sums going through `reduce`.
-    pub fn distribute(&mut self, reduce: std::rc::Rc<dyn Reduce>) {
+    pub fn distribute(&mut self, reduce: std::rc::Rc<dyn Reduce>) -> Result<()> {
+        self.scale_now()?;
         let rows = Shard::rows_of(self.ds.n, reduce.rank(), reduce.size());
         self.shard = Some(Shard {
             rows,
             reduce,
             local: None,
         });
+        Ok(())
+    }
+
+    /// Scales the training rows now (a data-parallel run gathers scores and R from them),
+    /// when they were to be scaled as read.
+    fn scale_now(&mut self) -> Result<()> {
+        if let Some(sc) = self.scale_on_read.take() {
+            let t = self.ds.to_mut();
+            sc.apply_matrix(&mut t.x, t.n, t.d, &t.source, false)?;
+        }
+        Ok(())
     }
 
     /// As [`Problem::distribute`], where the data set is this process's share of the rows
     /// (see `data::part`): it trains on all of them; held-out rows, when given whole, are
     /// still shared out by range.
-    pub fn distribute_local(&mut self, reduce: std::rc::Rc<dyn Reduce>) {
+    pub fn distribute_local(&mut self, reduce: std::rc::Rc<dyn Reduce>) -> Result<()> {
+        self.scale_now()?;
         let mut t = [self.ds.n as f64, self.total_weight().unwrap_or(0.0) as f64];
         reduce.sum_f64(&mut t);
         self.shard = Some(Shard {
@@ -370,6 +399,7 @@ impl<'a> Problem<'a> {
             reduce,
             local: Some((t[0] as usize, t[1] as f32)),
         });
+        Ok(())
     }
 
     /// The view the backends bind.

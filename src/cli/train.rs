@@ -197,8 +197,8 @@ fn train_in(a: TrainArgs, params: Params, world: World) -> anyhow::Result<()> {
     };
     let trained = Problem::build(&ds, &params, holdout, start.as_ref()).and_then(|mut pb| {
         match (&world, shared) {
-            (Some(w), true) => pb.distribute_local(w.clone()),
-            (Some(w), false) => pb.distribute(w.clone()),
+            (Some(w), true) => pb.distribute_local(w.clone())?,
+            (Some(w), false) => pb.distribute(w.clone())?,
             _ => {}
         }
         algo::fit(pb, &params, &*sel.backend, fallback, &mut bar)

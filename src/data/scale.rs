@@ -5,7 +5,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::backend::MatrixBuf;
+use crate::backend::{MatrixBuf, Row};
 use crate::error::{Error, Result};
 use crate::params::Scale;
 
@@ -103,6 +103,62 @@ impl Scaler {
             ));
         }
         Ok(())
+    }
+
+    /// Row `i` of the training data, scaled into `buf` with the arithmetic of
+    /// [`Scaler::apply_matrix`] (so the same bits as a scaled copy): the online rules read X
+    /// as given and scale each row they visit, so training never holds a scaled copy of X.
+    /// A sparse row scales its stored values (only for scalings that keep zeros).
+    pub fn scale_row<'r>(
+        &self,
+        row: Row<'r>,
+        buf: &'r mut Vec<f32>,
+        i: usize,
+        source: &std::path::Path,
+    ) -> Result<Row<'r>> {
+        buf.clear();
+        let out = match row {
+            Row::Dense(x) => {
+                buf.extend(
+                    x.iter()
+                        .zip(&self.offset)
+                        .zip(&self.factor)
+                        .map(|((&v, &o), &f)| (v - o) * f),
+                );
+                Row::Dense(buf.as_slice())
+            }
+            Row::Sparse { idx, val } => {
+                buf.extend(
+                    idx.iter()
+                        .zip(val)
+                        .map(|(&j, &v)| v * self.factor[j as usize]),
+                );
+                Row::Sparse {
+                    idx,
+                    val: buf.as_slice(),
+                }
+            }
+        };
+        let vals = match &out {
+            Row::Dense(v) => *v,
+            Row::Sparse { val, .. } => *val,
+        };
+        if let Some(k) = vals.iter().position(|v| !v.is_finite()) {
+            let feature = match &out {
+                Row::Dense(_) => k as u32,
+                Row::Sparse { idx, .. } => idx[k],
+            };
+            return Err(Error::data(
+                source,
+                format!(
+                    "{} scaling overflowed at row {}, feature {} (the values span more than f32 holds)",
+                    self.kind.name(),
+                    i + 1,
+                    feature + 1
+                ),
+            ));
+        }
+        Ok(out)
     }
 
     /// Scales the rows of `x` in place for scoring: a value past the f32 range saturates at
