@@ -44,6 +44,27 @@ fn models_of(dir: &Path) -> Vec<(String, PathBuf, &'static str)> {
     out
 }
 
+/// The model `m` written again: the committed file's layout exactly; returns it.
+fn writes_as_committed(m: &Model, path: &Path, stem: &str) -> serde_json::Value {
+    let mut buf = Vec::new();
+    m.write(&mut buf).unwrap();
+    let new: serde_json::Value = serde_json::from_slice(&buf).unwrap();
+    let old: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    assert_eq!(new, old, "{stem}: layout");
+    new
+}
+
+/// The model file `text` after `edit` is refused as an input error whose message holds
+/// `words`.
+fn refused_with(text: &str, edit: Box<dyn Fn(&mut serde_json::Value)>, words: &str) {
+    let mut v: serde_json::Value = serde_json::from_str(text).unwrap();
+    edit(&mut v);
+    let e = Model::from_json(Path::new("bad.json"), &v.to_string()).unwrap_err();
+    assert!(e.is_input_error(), "{e}");
+    assert!(e.to_string().contains(words), "{words:?} not in {e}");
+}
+
 /// `predict --margins` of the model `stem` on `data` (both in `dir`) prints the committed
 /// `stem.expected.tsv`: the same rows, the same labels, and the same margins up to the
 /// rounding of the dot product (since the dot adds each product with one fused multiply-add,
@@ -362,12 +383,7 @@ fn v3_voted_files_load_predict_as_recorded_and_are_checked_whole() {
         let m = Model::load(path).unwrap_or_else(|e| panic!("{stem}: {e}"));
         assert_eq!(m.kind(), ModelKind::Voted);
         predicts_as_recorded(&dir, stem, data);
-        let mut buf = Vec::new();
-        m.write(&mut buf).unwrap();
-        let new: serde_json::Value = serde_json::from_slice(&buf).unwrap();
-        let old: serde_json::Value =
-            serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
-        assert_eq!(new, old, "{stem}: layout");
+        let new = writes_as_committed(&m, path, stem);
         assert_eq!(new["version"], 3);
     }
     let path = dir.join("voted.json");
@@ -414,11 +430,7 @@ fn v3_voted_files_load_predict_as_recorded_and_are_checked_whole() {
             "none votes",
         ),
     ] {
-        let mut v: serde_json::Value = serde_json::from_str(&text).unwrap();
-        edit(&mut v);
-        let e = Model::from_json(Path::new("bad.json"), &v.to_string()).unwrap_err();
-        assert!(e.is_input_error(), "{e}");
-        assert!(e.to_string().contains(words), "{words:?} not in {e}");
+        refused_with(&text, edit, words);
     }
 }
 
@@ -433,12 +445,7 @@ fn v4_typed_labels_and_feature_names_load_predict_as_recorded_and_are_checked_wh
         let m = Model::load(path).unwrap_or_else(|e| panic!("{stem}: {e}"));
         assert!(m.label_type().is_some(), "{stem}");
         predicts_as_recorded(&dir, stem, data);
-        let mut buf = Vec::new();
-        m.write(&mut buf).unwrap();
-        let new: serde_json::Value = serde_json::from_slice(&buf).unwrap();
-        let old: serde_json::Value =
-            serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
-        assert_eq!(new, old, "{stem}: layout");
+        let new = writes_as_committed(&m, path, stem);
         assert_eq!(new["version"], 4);
     }
     let big = Model::load(&dir.join("bigint.json")).unwrap();
@@ -503,11 +510,7 @@ fn v4_typed_labels_and_feature_names_load_predict_as_recorded_and_are_checked_wh
             "unknown variant",
         ),
     ] {
-        let mut v: serde_json::Value = serde_json::from_str(&text).unwrap();
-        edit(&mut v);
-        let e = Model::from_json(Path::new("bad.json"), &v.to_string()).unwrap_err();
-        assert!(e.is_input_error(), "{e}");
-        assert!(e.to_string().contains(words), "{words:?} not in {e}");
+        refused_with(&text, edit, words);
     }
 }
 
