@@ -129,14 +129,11 @@ pub fn radius_scaled(
     bias: f32,
     source: &std::path::Path,
 ) -> crate::error::Result<f64> {
-    let block = ((16usize << 20) / (4 * d.max(1))).clamp(1, n.max(1));
     let mut r = radius(&MatrixBuf::Dense(Vec::new()), 0, bias);
-    for r0 in (0..n).step_by(block) {
-        let rows: Vec<usize> = (r0..(r0 + block).min(n)).collect();
-        let mut part = x.select(&rows, d);
-        sc.apply_matrix(&mut part, rows.len(), d, source, false)?;
+    sc.for_scaled_blocks(x, n, d, source, false, |_, part| {
         r = r.max(radius(&part, d, bias));
-    }
+        Ok(())
+    })?;
     Ok(r)
 }
 

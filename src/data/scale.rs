@@ -21,6 +21,13 @@ pub struct Scaler {
     pub factor: Vec<f32>,
 }
 
+/// One value scaled: every path that scales (a copy, a row as it is read, scoring) uses this
+/// arithmetic, so they give the same bits. (v - 0) * f is v * f exactly, for sparse values.
+#[inline]
+fn scaled(v: f32, offset: f32, factor: f32) -> f32 {
+    (v - offset) * factor
+}
+
 impl Scaler {
     /// Fits `kind` on the `n` rows of `d` features in `x` (row-major). `None` for
     /// [`Scale::None`].
@@ -82,13 +89,36 @@ impl Scaler {
         })
     }
 
+    /// Rows `0..n` of `x` (`d` features) scaled a block of at most 16 MiB at a time, never all
+    /// at once: `f` gets each block's row count and its scaled rows (one empty block when
+    /// `n` is 0). Rows scale independently, so the blocks hold the bits of one scaled copy.
+    /// `saturate` as in [`Scaler::apply_matrix`].
+    pub fn for_scaled_blocks(
+        &self,
+        x: &MatrixBuf,
+        n: usize,
+        d: usize,
+        source: &std::path::Path,
+        saturate: bool,
+        mut f: impl FnMut(usize, MatrixBuf) -> Result<()>,
+    ) -> Result<()> {
+        let block = ((16usize << 20) / (4 * d.max(1))).clamp(1, n.max(1));
+        for r0 in (0..n.max(1)).step_by(block) {
+            let rows: Vec<usize> = (r0..(r0 + block).min(n)).collect();
+            let mut part = x.select(&rows, d);
+            self.apply_matrix(&mut part, rows.len(), d, source, saturate)?;
+            f(rows.len(), part)?;
+        }
+        Ok(())
+    }
+
     /// Scales the rows of `x` (row-major, `self.offset.len()` features) in place; `source`
     /// names the data in the error when a scaled value leaves the f32 range.
     pub fn apply(&self, x: &mut [f32], source: &std::path::Path) -> Result<()> {
         let d = self.offset.len().max(1);
         for r in x.chunks_exact_mut(d) {
             for ((v, &o), &f) in r.iter_mut().zip(&self.offset).zip(&self.factor) {
-                *v = (*v - o) * f;
+                *v = scaled(*v, o, f);
             }
         }
         if let Some(i) = x.iter().position(|v| !v.is_finite()) {
@@ -123,7 +153,7 @@ impl Scaler {
                     x.iter()
                         .zip(&self.offset)
                         .zip(&self.factor)
-                        .map(|((&v, &o), &f)| (v - o) * f),
+                        .map(|((&v, &o), &f)| scaled(v, o, f)),
                 );
                 Row::Dense(buf.as_slice())
             }
@@ -131,7 +161,7 @@ impl Scaler {
                 buf.extend(
                     idx.iter()
                         .zip(val)
-                        .map(|(&j, &v)| v * self.factor[j as usize]),
+                        .map(|(&j, &v)| scaled(v, 0.0, self.factor[j as usize])),
                 );
                 Row::Sparse {
                     idx,
@@ -168,7 +198,7 @@ impl Scaler {
         let d = self.offset.len().max(1);
         for r in x.chunks_exact_mut(d) {
             for ((v, &o), &f) in r.iter_mut().zip(&self.offset).zip(&self.factor) {
-                *v = ((*v - o) * f).clamp(-f32::MAX, f32::MAX);
+                *v = scaled(*v, o, f).clamp(-f32::MAX, f32::MAX);
             }
         }
     }
@@ -307,8 +337,7 @@ impl Scaler {
             MatrixBuf::Mapped(_) => Ok(()),
             MatrixBuf::Csr(c) => {
                 for (&j, v) in c.indices.iter().zip(c.values.iter_mut()) {
-                    let f = self.factor[j as usize];
-                    *v *= f;
+                    *v = scaled(*v, 0.0, self.factor[j as usize]);
                     if saturate {
                         *v = v.clamp(-f32::MAX, f32::MAX);
                     }

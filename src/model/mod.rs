@@ -474,25 +474,13 @@ impl Model {
         let Some(s) = &self.scaling else {
             return self.scores_of_scaled(ds, backend);
         };
-        // Scaled a block of rows at a time (at most 16 MiB of scaled values), never a copy of
-        // all of X: rows score independently, so the scores are the bits of one scaled copy.
-        let block = ((16usize << 20) / (4 * ds.d.max(1))).clamp(1, ds.n.max(1));
+        // A block of rows at a time, never a scaled copy of all of X (the same scores).
         let mut out = Vec::new();
-        for r0 in (0..ds.n.max(1)).step_by(block) {
-            let rows = r0..(r0 + block).min(ds.n);
-            let mut x = if rows.len() == ds.n {
-                ds.x.clone()
-            } else {
-                ds.x.select(&rows.clone().collect::<Vec<_>>(), ds.d)
-            };
-            s.apply_matrix(&mut x, rows.len(), ds.d, &ds.source, true)?;
-            let part = Dataset::from_matrix(x, rows.len(), ds.d, None, ds.source.clone());
-            let scores = self.scores_of_scaled(&part, backend)?;
-            if rows.len() == ds.n {
-                return Ok(scores);
-            }
-            out.extend_from_slice(&scores);
-        }
+        s.for_scaled_blocks(&ds.x, ds.n, ds.d, &ds.source, true, |rows, x| {
+            let part = Dataset::from_matrix(x, rows, ds.d, None, ds.source.clone());
+            out.extend(self.scores_of_scaled(&part, backend)?);
+            Ok(())
+        })?;
         Ok(out)
     }
 
