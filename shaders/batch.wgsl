@@ -201,6 +201,7 @@ struct WgStat {
     criterion: f32,    // training rows: criterion J (weighted)
     held_out: u32,     // held-out rows: predicted wrong
     weighted: f32,     // training rows: the mistakes' row weights, summed
+    rows: u32,         // training rows, one-vs-rest: rows whose first highest score is wrong
 }
 
 struct EpochOut {
@@ -209,7 +210,7 @@ struct EpochOut {
     update_norm: f32,
     held_out: u32,
     weighted: f32,
-    _pad0: u32,
+    rows: u32,
     _pad1: u32,
     _pad2: u32,
 }
@@ -525,7 +526,7 @@ fn weights4(k: u32, u: u32, by_sum: bool) -> vec4<f32> {
 
 // Sums this workgroup's statistics over its threads (a fixed tree) into wg_stats `slot`.
 // Called by the whole workgroup.
-fn write_wg_stat(lid: u32, slot: u32, held: bool, count: u32, crit: f32, weighted: f32) {
+fn write_wg_stat(lid: u32, slot: u32, held: bool, count: u32, crit: f32, weighted: f32, rows: u32) {
     redu[lid] = count;
     red[lid] = crit;
     red2[lid] = weighted;
@@ -538,11 +539,25 @@ fn write_wg_stat(lid: u32, slot: u32, held: bool, count: u32, crit: f32, weighte
         }
         workgroupBarrier();
     }
+    let total = redu[0];
+    var wrong_rows = 0u;
+    if (!held && P.rule == RULE_OVR) {
+        workgroupBarrier();
+        redu[lid] = rows;
+        workgroupBarrier();
+        for (var s = WG / 2u; s > 0u; s >>= 1u) {
+            if (lid < s) {
+                redu[lid] += redu[lid + s];
+            }
+            workgroupBarrier();
+        }
+        wrong_rows = redu[0];
+    }
     if (lid == 0u) {
         if (held) {
-            set_wg_stat(S.wg_base + slot, WgStat(0u, 0.0, redu[0], 0.0));
+            set_wg_stat(S.wg_base + slot, WgStat(0u, 0.0, total, 0.0, 0u));
         } else {
-            set_wg_stat(S.wg_base + slot, WgStat(redu[0], red[0], 0u, red2[0]));
+            set_wg_stat(S.wg_base + slot, WgStat(total, red[0], 0u, red2[0], wrong_rows));
         }
     }
     workgroupBarrier();
@@ -580,6 +595,15 @@ fn lane_sums_tree(p: array<f32, KT_MAX>, lid: u32, lane: u32) -> array<f32, KT_M
 var<private> st_count: u32;
 var<private> st_crit: f32;
 var<private> st_weighted: f32;
+var<private> st_rows: u32; // one-vs-rest training rows whose first highest score is wrong
+
+// One-vs-rest: the first highest of a row's heads, counted into st_rows when it is not the
+// row's class t (the prediction rule, as predicted_wrong).
+fn ovr_row(top: u32, t: u32, count: bool) {
+    if (count && top != t) {
+        st_rows += 1u;
+    }
+}
 
 // The rule's pieces, shared by `decide` (one thread a row, scores in workgroup memory) and
 // `decide_regs` (every lane of a row, scores in registers). CPU twin: backend::row_rule.
@@ -664,9 +688,17 @@ fn decide(o: u32, yo: u32, mode: u32) {
     }
     let wr = roww[yo];
     if (P.rule == RULE_BINARY || P.rule == RULE_OVR) {
+        var top = 0u;
+        var s_top = 0.0;
         for (var k = 0u; k < K; k++) {
-            sc[o + k] = head_coef(k, sc[o + k], yv, t, wr, true);
+            let sk = sc[o + k];
+            if (k == 0u || sk > s_top) {
+                top = k;
+                s_top = sk;
+            }
+            sc[o + k] = head_coef(k, sk, yv, t, wr, true);
         }
+        ovr_row(top, t, P.rule == RULE_OVR);
         return;
     }
     // Multiclass: the true class's score against the first highest wrong one.
@@ -710,11 +742,18 @@ fn decide_regs(s: array<f32, KT_MAX>, yv: f32, wr: f32, mode: u32, count: bool) 
         return c;
     }
     if (P.rule == RULE_BINARY || P.rule == RULE_OVR) {
+        var top = 0u;
+        var s_top = s[0];
         for (var k = 0u; k < KT; k++) {
             if (k < K) {
+                if (s[k] > s_top) {
+                    top = k;
+                    s_top = s[k];
+                }
                 c[k] = head_coef(k, s[k], yv, t, wr, count);
             }
         }
+        ovr_row(top, t, count && P.rule == RULE_OVR);
         return c;
     }
     var s_true = 0.0;
@@ -825,7 +864,7 @@ fn pass_rows(lid: u32, wid: u32, mode: u32, sgs: u32) {
     if (mode == MODE_SCORES) {
         return;
     }
-    write_wg_stat(lid, wid, mode == MODE_HELD, st_count, st_crit, st_weighted);
+    write_wg_stat(lid, wid, mode == MODE_HELD, st_count, st_crit, st_weighted, st_rows);
     if (mode != MODE_TRAIN) {
         return;
     }
@@ -1175,11 +1214,14 @@ fn row_begin(r: u32, held: bool) -> RowState {
 // Head k's score sk of the row whose coefficients start at coef[o]: the binary and
 // one-vs-rest rules decide the head now; the others keep what they need.
 fn row_head(st: ptr<function, RowState>, o: u32, k: u32, sk: f32, held: bool) {
-    if (held) {
+    if (held || P.rule == RULE_OVR) {
         if (k == 0u || sk > (*st).s_top) {
             (*st).top = k;
             (*st).s_top = sk;
         }
+    }
+    if (held) {
+        return;
     } else if (P.rule == RULE_BINARY || P.rule == RULE_OVR) {
         var yk = (*st).yv;
         if (P.rule == RULE_OVR) {
@@ -1218,7 +1260,9 @@ fn row_end(st: RowState, o: u32, held: bool) {
         if (wrong) {
             st_count += 1u;
         }
-    } else if (P.rule != RULE_BINARY && P.rule != RULE_OVR) {
+    } else if (P.rule == RULE_OVR) {
+        ovr_row(st.top, st.t, true);
+    } else if (P.rule != RULE_BINARY) {
         let m = st.s_true - st.s_best;
         let miss = m <= P.tau;
         if (miss) {
@@ -1268,7 +1312,7 @@ fn margins_rows(lid: u32, slot: u32, start: u32, step: u32, end: u32) {
             row_end(st, r * K, held);
         }
     }
-    write_wg_stat(lid, slot, held, st_count, st_crit, st_weighted);
+    write_wg_stat(lid, slot, held, st_count, st_crit, st_weighted, st_rows);
     if (SPARSE != 0u && !held) {
         write_bias_sums(lid, slot);
     }
@@ -1312,7 +1356,7 @@ fn margins_long(lid: u32, slot: u32, q0: u32) {
             row_end(st, r * K, held);
         }
     }
-    write_wg_stat(lid, slot, held, st_count, st_crit, st_weighted);
+    write_wg_stat(lid, slot, held, st_count, st_crit, st_weighted, st_rows);
     if (!held) {
         write_bias_sums(lid, slot);
     }
@@ -1684,13 +1728,15 @@ fn finalize_epoch(lid: u32) {
     var cr = 0.0;
     var held = 0u;
     var wsum = 0.0;
+    var rows = 0u;
     for (var k = lid; k < P.total_wgs; k += WG) {
-        ld(CAT_CONTROL, 4u);
+        ld(CAT_CONTROL, 5u);
         let s = wg_stats[k];
         cnt += s.mistakes;
         cr += s.criterion;
         held += s.held_out;
         wsum += s.weighted;
+        rows += s.rows;
     }
     red[lid] = q;
     red2[lid] = cr;
@@ -1720,6 +1766,19 @@ fn finalize_epoch(lid: u32) {
     }
     let held_total = redu[0];
     let weighted_total = red[0];
+    var rows_total = 0u;
+    if (P.rule == RULE_OVR) {
+        workgroupBarrier();
+        redu[lid] = rows;
+        workgroupBarrier();
+        for (var s = WG / 2u; s > 0u; s >>= 1u) {
+            if (lid < s) {
+                redu[lid] += redu[lid + s];
+            }
+            workgroupBarrier();
+        }
+        rows_total = redu[0];
+    }
     // The stop rules' memory, read once for the workgroup.
     if (lid == 0u) {
         ld(CAT_CONTROL, 1u);
@@ -1788,7 +1847,7 @@ fn finalize_epoch(lid: u32) {
         let norm = sqrt(q_total);
         let e = c.epoch;
         st(CAT_CONTROL, 8u);
-        stats[e % P.ring] = EpochOut(total, crit_total, norm, held_total, weighted_total, 0u, 0u, 0u);
+        stats[e % P.ring] = EpochOut(total, crit_total, norm, held_total, weighted_total, rows_total, 0u, 0u);
         c.epoch = e + 1u;
         if (total == 0u) {
             c.done = STOP_CONVERGED;

@@ -70,6 +70,11 @@ pub struct TrainReport {
     /// most `heads` x n); absent for every other model.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub heads: Option<usize>,
+    /// One-vs-rest: per epoch, the training rows whose highest head was not their class (the
+    /// rows the prediction rule got wrong; batch forms: by the weights the epoch started with,
+    /// online forms: as each row was met), where `mistakes_per_epoch` counts (row, head) errors.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wrong_rows_per_epoch: Option<Vec<u64>>,
     /// How X was stored for the epochs (f32, f16, u8 or i8); absent in earlier reports.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub storage: Option<String>,

@@ -258,7 +258,7 @@ fn batch_epochs_equal_the_reference_bit_for_bit_on_integer_data() {
                     assert_winnow_close(&got, &want, &what);
                     continue;
                 }
-                let m = |r: &Run| r.0.iter().map(|e| e.mistakes).collect::<Vec<_>>();
+                let m = |r: &Run| r.0.iter().map(|e| (e.mistakes, e.wrong_rows)).collect::<Vec<_>>();
                 assert_eq!(m(&got), m(&want), "{what}: mistakes");
                 assert_eq!(got.1, want.1, "{what}: weights");
                 assert_eq!(got.3, want.3, "{what}: pocket/average");
@@ -273,6 +273,55 @@ fn batch_epochs_equal_the_reference_bit_for_bit_on_integer_data() {
                 }
             }
         }
+    }
+}
+
+/// One-vs-rest counts (row, head) errors as mistakes and, apart, the rows predicted wrong:
+/// an epoch's `wrong_rows` are the rows whose first highest score, by the weights the epoch
+/// starts with, is not their class, on every backend and path (register pass with one head
+/// block or several, two-kernel path).
+#[test]
+fn one_vs_rest_counts_the_rows_predicted_wrong_apart() {
+    for (n, d, heads) in [(300, 5, 3), (257, 9, 10), (100, 33, 40), (200, 700, 12)] {
+        let (x, y) = integer_set(n, d, heads, (n * 7 + d) as u64);
+        let v = TrainView::new(&x, &y, n, d, 1.0, heads);
+        let rule = BatchRule {
+            rule: HeadRule::OneVsRest,
+            ..BatchRule::new(1.0, 0.0)
+        };
+        for (name, b) in under_test() {
+            let what = format!("{name} n={n} d={d} K={heads}");
+            let mut bound = b.bind(v).unwrap();
+            let mut w = vec![0f32; heads * (d + 1)];
+            let mut stats = bound.batch_epochs(&mut w, &rule, 3).unwrap().stats;
+            let scores = bound.scores(&w).unwrap();
+            let predicted_wrong = (0..n)
+                .filter(|&i| {
+                    let s = &scores[i * heads..(i + 1) * heads];
+                    let top = (0..heads).fold(0, |t, k| if s[k] > s[t] { k } else { t });
+                    top != y[i] as usize
+                })
+                .count() as u64;
+            stats.extend(bound.batch_epochs(&mut w, &rule, 1).unwrap().stats);
+            let last = stats.last().unwrap();
+            assert_eq!(last.wrong_rows, Some(predicted_wrong), "{what}");
+            assert!(last.mistakes >= predicted_wrong, "{what}");
+            // The first epoch starts at w = 0: every score ties at 0, class 0 is predicted.
+            let not_zero = y.iter().filter(|&&c| c != 0.0).count() as u64;
+            assert_eq!(stats[0].wrong_rows, Some(not_zero), "{what}: first epoch");
+        }
+    }
+    // Other rules have no separate row count.
+    let (x, y) = integer_set(50, 3, 3, 1);
+    let v = TrainView::new(&x, &y, 50, 3, 1.0, 3);
+    let rule = BatchRule {
+        rule: HeadRule::MulticlassArgmax,
+        ..BatchRule::new(1.0, 0.0)
+    };
+    for (name, b) in under_test() {
+        let mut w = vec![0f32; 3 * 4];
+        let stats = b.bind(v).unwrap().batch_epochs(&mut w, &rule, 2).unwrap().stats;
+        assert!(stats.iter().all(|e| e.wrong_rows.is_none()), "{name}");
     }
 }
 
@@ -778,7 +827,7 @@ fn rows_in_flight_equal_the_reference_with_one_two_and_four_rows_a_thread() {
                         format!("{checks:?}, {rt} rows a thread, n={n} d={d} K={heads} {rule:?}");
                     let want = run(&ReferenceBackend, v, &rule);
                     let got = run(&g, v, &rule);
-                    let m = |r: &Run| r.0.iter().map(|e| e.mistakes).collect::<Vec<_>>();
+                    let m = |r: &Run| r.0.iter().map(|e| (e.mistakes, e.wrong_rows)).collect::<Vec<_>>();
                     assert_eq!(m(&got), m(&want), "{what}: mistakes");
                     assert_eq!(got.1, want.1, "{what}: weights");
                     assert_eq!(got.2, want.2, "{what}: scores");

@@ -601,7 +601,9 @@ fn multiclass_ovr_tau_pocket_and_average_are_bit_identical_to_cpu() {
             for (name, gpu_backend) in [("gpu", g), ("gpu split", &gs)] {
                 let gp = run(gpu_backend);
                 let mistakes = |s: &[rosenblatt::backend::EpochStats]| {
-                    s.iter().map(|e| e.mistakes).collect::<Vec<_>>()
+                    s.iter()
+                        .map(|e| (e.mistakes, e.wrong_rows))
+                        .collect::<Vec<_>>()
                 };
                 assert_eq!(mistakes(&c.0), mistakes(&gp.0), "{what} {name}: mistakes");
                 assert_eq!(c.1, gp.1, "{what} {name}: weights");

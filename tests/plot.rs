@@ -786,15 +786,51 @@ fn one_vs_rest_mistakes_are_counted_per_head_and_said_so() {
     let m = r["mistakes_per_epoch"].as_array().unwrap();
     assert!(m[0].as_u64().unwrap() > n, "epoch 1 counts heads: {m:?}");
     assert!(m.iter().all(|v| v.as_u64().unwrap() <= 3 * n));
+    // Apart from the heads' mistakes, the rows predicted wrong: at most n, at most the
+    // heads' mistakes, and in epoch 1 (w = 0, every score 0, class 0 predicted) the rows
+    // not of class 0.
+    let rows = r["wrong_rows_per_epoch"].as_array().unwrap();
+    assert_eq!(rows.len(), m.len());
+    for (w, k) in rows.iter().zip(m) {
+        assert!(w.as_u64().unwrap() <= n.min(k.as_u64().unwrap()), "{rows:?} {m:?}");
+    }
+    let (lo, hi) = (n * 2 / 3 - n / 6, n * 2 / 3 + n / 6);
+    assert!((lo..=hi).contains(&rows[0].as_u64().unwrap()), "{rows:?}");
     let svg = std::fs::read_to_string(p.join("v.svg")).unwrap();
-    assert!(svg.contains("training, per head (1 - mistakes / (3 n))"));
+    assert!(svg.contains("training (1 - rows wrong / n)"));
+    assert!(!svg.contains("per head (1 - mistakes"));
     assert!(svg.contains("summed over 3 heads"));
+    assert!(svg.contains("rows predicted wrong per epoch"));
     let o = run(p, &args);
     assert!(
         common::stdout(&o).contains("counted per head"),
         "{}",
         common::stdout(&o)
     );
+    assert!(
+        common::stdout(&o).contains("rows wrong:"),
+        "{}",
+        common::stdout(&o)
+    );
+    // The online rules count the rows apart too; other models have no such count.
+    let online = [
+        "train",
+        "m3.csv",
+        "--algo",
+        "online",
+        "--multiclass",
+        "ovr",
+        "--json",
+        "--backend",
+        "cpu",
+    ];
+    let on = run(p, &online);
+    assert!(on.status.success(), "{}", stderr(&on));
+    let r: serde_json::Value = serde_json::from_slice(&on.stdout).unwrap();
+    assert!(r["wrong_rows_per_epoch"].as_array().is_some(), "{r}");
+    let direct = run(p, &["train", "m3.csv", "--json", "--backend", "cpu"]);
+    let r: serde_json::Value = serde_json::from_slice(&direct.stdout).unwrap();
+    assert!(r.get("wrong_rows_per_epoch").is_none(), "{r}");
     assert!(
         common::stdout(&o).contains("one-vs-rest model"),
         "{}",

@@ -17,8 +17,8 @@ use rand_chacha::ChaCha8Rng;
 use super::{Backends, Fitted, Problem, Progress, Shard, PREFETCH_ROWS};
 use crate::backend::cpu::{val_mistakes, CpuBackend};
 use crate::backend::{
-    predicted_wrong, row_rule, update_norm, Backend, BatchRule, EpochStats, Reduce, Row, RowWeight,
-    StopReason, StopState,
+    predicted_wrong, row_rule, update_norm, Backend, BatchRule, EpochStats, HeadRule, Reduce, Row,
+    RowWeight, StopReason, StopState,
 };
 use crate::error::{Error, Result};
 use crate::model::{Body, Rows, SparseRow, VoteScorer, VoteSteps, Voted};
@@ -86,6 +86,9 @@ pub(crate) struct Step {
     pub criterion: f64,
     /// The row's weights in the heads of its mistakes, summed.
     pub weighted: f64,
+    /// One-vs-rest: 1 when the row's first highest score (before its update) was not its
+    /// class.
+    pub wrong_rows: u64,
     /// Stop training after this row (its counts still go into the epoch).
     pub stop: Option<StopReason>,
 }
@@ -181,7 +184,10 @@ pub(crate) fn run<R: OnlineRule>(
             order.shuffle(&mut rng);
         }
         start.copy_from_slice(rule.weights());
-        let mut e = EpochStats::default();
+        let mut e = EpochStats {
+            wrong_rows: (pb.rule == HeadRule::OneVsRest).then_some(0),
+            ..EpochStats::default()
+        };
         for (j, &i) in order.iter().enumerate() {
             // Shuffled rows are random reads: start fetching a row some steps ahead (a
             // shuffled epoch at 500,000 x 64 went from 125-133 to 95-120 ms with it).
@@ -195,6 +201,9 @@ pub(crate) fn run<R: OnlineRule>(
             let step = rule.step(pb, i, row, v.y[i], v.row_weight(i))?;
             e.mistakes += step.mistakes;
             e.criterion += step.criterion;
+            if let Some(r) = e.wrong_rows.as_mut() {
+                *r += step.wrong_rows;
+            }
             if v.sw.is_some() {
                 *e.weighted.get_or_insert(0.0) += step.weighted;
             }
@@ -652,6 +661,7 @@ impl OnlineRule for Perceptron {
             mistakes: o.mistakes,
             criterion: o.criterion,
             weighted: o.weighted,
+            wrong_rows: o.wrong_rows,
             stop: None,
         };
         if let Some(votes) = votes.as_mut() {

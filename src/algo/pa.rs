@@ -90,7 +90,7 @@ impl OnlineRule for Pa {
         // The heads to step: those with a margin of at most 1.
         self.steps.clear();
         let steps = &mut self.steps;
-        row_rule(pb.rule, 1.0, &self.s, y, RowWeight::ONE, |h, sign| {
+        let o = row_rule(pb.rule, 1.0, &self.s, y, RowWeight::ONE, |h, sign| {
             steps.push((h, sign))
         });
         let margin = |&(h, sign): &(usize, f32)| sign * self.s[h];
@@ -103,7 +103,10 @@ impl OnlineRule for Pa {
             self.steps.iter().map(|st| 1.0 - margin(st)).collect()
         };
         let q = (row.sq_norm() + bias * bias) * if self.joint { 2.0 } else { 1.0 };
-        let mut step = Step::default();
+        let mut step = Step {
+            wrong_rows: o.wrong_rows,
+            ..Step::default()
+        };
         for (i, (&(h, sign), &loss)) in self.steps.iter().zip(&losses).enumerate() {
             if loss <= 0.0 {
                 continue;

@@ -97,11 +97,17 @@ impl Shard {
     /// An epoch's counts summed over the processes (with row weights, the weighted mistakes
     /// too, also where this process had none).
     pub(crate) fn sum_counts(&self, e: &mut crate::backend::EpochStats, weights: bool) {
-        let mut c = [e.mistakes as f64, e.criterion, e.weighted.unwrap_or(0.0)];
+        let mut c = [
+            e.mistakes as f64,
+            e.criterion,
+            e.weighted.unwrap_or(0.0),
+            e.wrong_rows.unwrap_or(0) as f64,
+        ];
         self.reduce.sum_f64(&mut c);
         e.mistakes = c[0] as u64;
         e.criterion = c[1];
         e.weighted = weights.then_some(c[2]);
+        e.wrong_rows = e.wrong_rows.map(|_| c[3] as u64);
     }
 
     /// `count` summed over the processes (held-out mistakes, each process scoring its share).

@@ -32,6 +32,7 @@ pub fn build(
         .count();
     let (radius, margin) = geometry(ds, model, raw, labels, bias, run.radius);
     let stats = &run.stats;
+    let ovr = model.kind() == crate::model::ModelKind::Ovr;
     TrainReport {
         algo: params.algo.name().to_string(),
         backend: run.ran.backend.name().to_string(),
@@ -52,7 +53,10 @@ pub fn build(
         seconds: run.seconds,
         fallback: run.ran.fallback,
         storage: Some(run.storage.name().to_string()),
-        heads: (model.kind() == crate::model::ModelKind::Ovr).then(|| model.classes().len()),
+        heads: ovr.then(|| model.classes().len()),
+        wrong_rows_per_epoch: ovr
+            .then(|| stats.iter().map(|e| e.wrong_rows).collect())
+            .flatten(),
         best_epoch: run.best_epoch,
         n_validation: run.validation.map(|v| v.0),
         validation_accuracy: run.validation.map(|v| v.1),

@@ -87,7 +87,7 @@ impl OnlineRule for Winnow {
             mistakes: 1,
             criterion: -((m * wi) as f64),
             weighted: wi as f64,
-            stop: None,
+            ..Step::default()
         })
     }
 

@@ -10,7 +10,7 @@ use rayon::prelude::*;
 use super::{
     axpy, predicted_wrong, prefetch_ahead, row_rule, simd_dispatch, winnow_weights, Backend,
     BackendKind, BatchRule, Bound, DataView, DualBound, DualRows, Elem, EpochStats, Epochs, Extras,
-    HeadRule, Kernel, Lanes, Matrix, Pocket, Reduce, StopState, TrainView, Update,
+    HeadRule, Kernel, Lanes, Matrix, Pocket, Reduce, RowOutcome, StopState, TrainView, Update,
 };
 use crate::error::Result;
 use crate::with_features;
@@ -299,6 +299,8 @@ struct Partial {
     criterion: f64,
     /// The mistakes' row weights, summed.
     weighted: f64,
+    /// One-vs-rest: the rows whose first highest score is not their class.
+    wrong_rows: u64,
 }
 
 /// Rows per group of the K-head epoch (see `chunk_epoch_heads`).
@@ -474,7 +476,7 @@ fn chunk_epoch_heads<L: Lanes, E: Elem>(
     let da = d + 1;
     let k = v.heads;
     p.sum.fill(0.0);
-    let (mut mistakes, mut criterion, mut weighted) = (0u64, 0f64, 0f64);
+    let (mut mistakes, mut criterion, mut weighted, mut wrong_rows) = (0u64, 0f64, 0f64, 0u64);
     let head = |h: usize| &w[h * ws..h * ws + da];
     let s = &mut p.scratch;
     let prefetch = HEAD_PREFETCH_ROW.contains(&(d * size_of::<E>()));
@@ -570,12 +572,14 @@ fn chunk_epoch_heads<L: Lanes, E: Elem>(
             mistakes += o.mistakes;
             criterion += o.criterion;
             weighted += o.weighted;
+            wrong_rows += o.wrong_rows;
         }
         i += g;
     }
     p.mistakes = mistakes;
     p.criterion = criterion;
     p.weighted = weighted;
+    p.wrong_rows = wrong_rows;
 }
 
 simd_dispatch! {
@@ -649,6 +653,7 @@ impl<'a> CpuBound<'a> {
             mistakes: 0,
             criterion: 0.0,
             weighted: 0.0,
+            wrong_rows: 0,
         };
         CpuBound {
             v,
@@ -670,8 +675,8 @@ impl<'a> CpuBound<'a> {
     }
 
     /// One fused epoch with the weights `w`: fills `self.total` with the sums over the
-    /// mistakes and returns (mistakes, criterion, the mistakes' weights summed).
-    fn accumulate(&mut self, w: &[f32], rule: &BatchRule) -> (u64, f64, f64) {
+    /// mistakes and returns the rows' counts, added in chunk order.
+    fn accumulate(&mut self, w: &[f32], rule: &BatchRule) -> RowOutcome {
         let v = self.v;
         let rows = self.rows;
         let binary = rule.rule == HeadRule::Binary && v.heads == 1;
@@ -693,16 +698,26 @@ impl<'a> CpuBound<'a> {
             })
         });
         self.total.fill(0.0);
-        let (mut mistakes, mut criterion, mut weighted) = (0u64, 0f64, 0f64);
         for p in &self.partials {
             if p.mistakes > 0 {
                 axpy(1.0, &p.sum, &mut self.total);
             }
-            mistakes += p.mistakes;
-            criterion += p.criterion;
-            weighted += p.weighted;
         }
-        (mistakes, criterion, weighted)
+        self.counts()
+    }
+
+    /// The chunks' counts, added in chunk order.
+    fn counts(&self) -> RowOutcome {
+        let mut c = RowOutcome::default();
+        for p in &self.partials {
+            c += RowOutcome {
+                mistakes: p.mistakes,
+                criterion: p.criterion,
+                weighted: p.weighted,
+                wrong_rows: p.wrong_rows,
+            };
+        }
+        c
     }
 
     /// The epoch on CSR rows: the chunks score their rows and write each row's coefficients
@@ -710,7 +725,7 @@ impl<'a> CpuBound<'a> {
     /// row touching only its own columns (for every column rows ascending, as
     /// `reference::gather`; the GPU's `gather` equals it where sums are exact). The counts are
     /// added in chunk order, as for dense rows.
-    fn accumulate_csr(&mut self, w: &[f32], rule: &BatchRule) -> (u64, f64, f64) {
+    fn accumulate_csr(&mut self, w: &[f32], rule: &BatchRule) -> RowOutcome {
         let v = self.v;
         let (d, k, rows) = (v.d, v.heads.max(1), self.rows);
         let da = d + 1;
@@ -721,7 +736,7 @@ impl<'a> CpuBound<'a> {
             .for_each(|(c, (p, coef))| {
                 let mut buf = Vec::new();
                 let s = &mut p.scratch[..k];
-                let (mut mistakes, mut criterion, mut weighted) = (0u64, 0f64, 0f64);
+                let mut counts = RowOutcome::default();
                 let csr = v.x.csr();
                 for (r, cr) in coef.chunks_exact_mut(k).enumerate() {
                     let i = c * rows + r;
@@ -744,11 +759,11 @@ impl<'a> CpuBound<'a> {
                     let o = row_rule(rule.rule, rule.tau, s, v.y[i], v.row_weight(i), |h, a| {
                         cr[h] = a
                     });
-                    mistakes += o.mistakes;
-                    criterion += o.criterion;
-                    weighted += o.weighted;
+                    counts += o;
                 }
-                (p.mistakes, p.criterion, p.weighted) = (mistakes, criterion, weighted);
+                (p.mistakes, p.criterion, p.weighted) =
+                    (counts.mistakes, counts.criterion, counts.weighted);
+                p.wrong_rows = counts.wrong_rows;
             });
         self.total.fill(0.0);
         let mut buf = Vec::new();
@@ -764,13 +779,7 @@ impl<'a> CpuBound<'a> {
                 }
             }
         }
-        let (mut mistakes, mut criterion, mut weighted) = (0u64, 0f64, 0f64);
-        for p in &self.partials {
-            mistakes += p.mistakes;
-            criterion += p.criterion;
-            weighted += p.weighted;
-        }
-        (mistakes, criterion, weighted)
+        self.counts()
     }
 }
 
@@ -821,13 +830,23 @@ impl Bound for CpuBound<'_> {
                 }
                 Update::Additive => w,
             };
-            let (mut mistakes, mut criterion, mut weighted) = self.accumulate(scored, rule);
+            let mut counts = self.accumulate(scored, rule);
             if let Some(r) = self.reduce {
                 // One epoch over every process's rows: the update sums and the counts.
                 r.sum_f32(&mut self.total);
-                let mut c = [mistakes as f64, criterion, weighted];
+                let mut c = [
+                    counts.mistakes as f64,
+                    counts.criterion,
+                    counts.weighted,
+                    counts.wrong_rows as f64,
+                ];
                 r.sum_f64(&mut c);
-                (mistakes, criterion, weighted) = (c[0] as u64, c[1], c[2]);
+                counts = RowOutcome {
+                    mistakes: c[0] as u64,
+                    criterion: c[1],
+                    weighted: c[2],
+                    wrong_rows: c[3] as u64,
+                };
             }
             // Held-out rows are scored by the model the epoch starts with: for averaging with
             // a pocket, the running sum (the average up to a positive factor).
@@ -843,10 +862,11 @@ impl Bound for CpuBound<'_> {
                 *m = c[0] as u64;
             }
             let mut e = EpochStats {
-                mistakes,
-                criterion,
+                mistakes: counts.mistakes,
+                criterion: counts.criterion,
                 val_mistakes: val,
-                weighted: self.v.sw.is_some().then_some(weighted),
+                weighted: self.v.sw.is_some().then_some(counts.weighted),
+                wrong_rows: (rule.rule == HeadRule::OneVsRest).then_some(counts.wrong_rows),
                 ..Default::default()
             };
             if rule.keep.pocket() && e.monitored() < self.stop.best {
@@ -871,7 +891,7 @@ impl Bound for CpuBound<'_> {
             }
             self.beta = beta;
             let mut norm2 = 0f64;
-            if mistakes > 0 {
+            if counts.mistakes > 0 {
                 for (wj, sj) in w.iter_mut().zip(&self.total) {
                     let step = rule.eta * sj;
                     norm2 += (step as f64) * (step as f64);
@@ -1101,6 +1121,7 @@ mod tests {
                     mistakes: 0,
                     criterion: 0.0,
                     weighted: 0.0,
+                    wrong_rows: 0,
                 };
                 let want = (sum, mistakes, criterion.to_bits());
                 chunk_epoch_heads(
@@ -1189,6 +1210,7 @@ mod tests {
                     mistakes: 0,
                     criterion: 0.0,
                     weighted: 0.0,
+                    wrong_rows: 0,
                 };
                 chunk_epoch(
                     crate::backend::simd::Portable,

@@ -11,8 +11,8 @@
 
 use super::{
     cpu::chunk_rows, predicted_wrong, row_rule, winnow_weights, Backend, BackendKind, BatchRule,
-    Bound, DataView, DualBound, DualRows, EpochStats, Epochs, Extras, Keep, Kernel, Pocket, Row,
-    StopReason, StopState, TrainView, Update,
+    Bound, DataView, DualBound, DualRows, EpochStats, Epochs, Extras, HeadRule, Keep, Kernel,
+    Pocket, Row, StopReason, StopState, TrainView, Update,
 };
 use crate::error::Result;
 
@@ -46,7 +46,7 @@ pub fn margins(
     let (d, k) = (v.d, v.heads);
     let mut s = vec![0f32; k];
     let mut buf = Vec::new();
-    let (mut mistakes, mut criterion, mut weighted) = (0u64, 0f64, 0f64);
+    let (mut mistakes, mut criterion, mut weighted, mut wrong_rows) = (0u64, 0f64, 0f64, 0u64);
     for i in 0..v.n {
         let row = v.x.row(i, d, &mut buf);
         for (h, sh) in s.iter_mut().enumerate() {
@@ -60,6 +60,7 @@ pub fn margins(
         mistakes += o.mistakes;
         criterion += o.criterion;
         weighted += o.weighted;
+        wrong_rows += o.wrong_rows;
     }
     let val = v.val.map(|val| {
         let mut wrong = 0u64;
@@ -77,6 +78,7 @@ pub fn margins(
         criterion,
         val_mistakes: val,
         weighted: v.sw.is_some().then_some(weighted),
+        wrong_rows: (rule.rule == HeadRule::OneVsRest).then_some(wrong_rows),
     }
 }
 
@@ -91,6 +93,8 @@ pub struct Margins {
     pub val_mistakes: Option<u64>,
     /// The mistakes' row weights summed, when rows have weights.
     pub weighted: Option<f64>,
+    /// One-vs-rest: the training rows whose first highest score is not their class.
+    pub wrong_rows: Option<u64>,
 }
 
 /// Twin of `accumulate`: per chunk of `chunk_rows` rows, the sum over its rows of
@@ -286,6 +290,7 @@ pub fn finalize(
         update_norm: q.sqrt() as f64,
         val_mistakes: m.val_mistakes,
         weighted: m.weighted,
+        wrong_rows: m.wrong_rows,
     };
     let (better, stop) = st.stop.record(rule, &e);
     if rule.keep.pocket() && better {

@@ -224,6 +224,19 @@ pub struct RowOutcome {
     pub criterion: f64,
     /// Weighted mistakes.
     pub weighted: f64,
+    /// One-vs-rest: 1 when the row's first highest score is not its class (the prediction
+    /// rule gets it wrong), else 0; 0 under the other rules. (Summed over rows: the rows
+    /// predicted wrong.)
+    pub wrong_rows: u64,
+}
+
+impl std::ops::AddAssign for RowOutcome {
+    fn add_assign(&mut self, o: RowOutcome) {
+        self.mistakes += o.mistakes;
+        self.criterion += o.criterion;
+        self.weighted += o.weighted;
+        self.wrong_rows += o.wrong_rows;
+    }
 }
 
 /// Applies `rule` to one row's scores `s` (one per head) with label `y` (±1 for binary, the
@@ -244,6 +257,9 @@ pub fn row_rule(
     let mut out = RowOutcome::default();
     match rule {
         HeadRule::Binary | HeadRule::OneVsRest => {
+            if rule == HeadRule::OneVsRest {
+                out.wrong_rows = predicted_wrong(rule, s, y) as u64;
+            }
             for (h, &sh) in s.iter().enumerate() {
                 let yh = match rule {
                     HeadRule::Binary => y,
@@ -284,6 +300,7 @@ pub fn row_rule(
                 mistakes: 1,
                 criterion: -(m as f64) * wr as f64,
                 weighted: wr as f64,
+                wrong_rows: 0,
             }
         }
     }
@@ -338,6 +355,7 @@ mod tests {
         let (c, o) = coefs(HeadRule::OneVsRest, &[1.0, -1.0, 3.0], 1.0, wt);
         assert_eq!(c, [-2.0, 10.0, -2.0]);
         assert_eq!(o.mistakes, 3);
+        assert_eq!(o.wrong_rows, 1);
         assert_eq!(o.weighted, 14.0);
         assert_eq!(o.criterion, 1.0 * 2.0 + 1.0 * 10.0 + 3.0 * 2.0);
         // Binary and multiclass rules weigh the row's weight everywhere.

@@ -73,6 +73,10 @@ pub struct EpochStats {
     /// The sum of the mistakes' row weights, when rows have weights.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub weighted: Option<f64>,
+    /// One-vs-rest: the training rows whose first highest head score is not their class (the
+    /// rows the prediction rule gets wrong), where `mistakes` counts (row, head) errors.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wrong_rows: Option<u64>,
 }
 
 impl EpochStats {

@@ -539,6 +539,13 @@ pub fn print_report(r: &TrainReport, kind: ModelKind) -> anyhow::Result<()> {
         },
         epoch_list(&r.mistakes_per_epoch)
     );
+    if let Some(rows) = &r.wrong_rows_per_epoch {
+        outln!(
+            "  rows wrong:        per epoch (a row is wrong when its highest head is not its \
+             class): {}",
+            epoch_list(rows)
+        );
+    }
     match (r.margin, r.mistake_bound) {
         (Some(g), Some(b)) => {
             outln!(

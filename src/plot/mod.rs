@@ -834,9 +834,15 @@ pub fn training(r: &TrainReport, out: &Path, size: (u32, u32)) -> Result<()> {
         .copied()
         .filter(|v| *v > 0.0)
         .fold(f64::INFINITY, f64::min);
-    // One-vs-rest counts a row once in each head that is wrong on it: its accuracy is per
-    // head, out of heads x n.
+    // One-vs-rest counts a row once in each head that is wrong on it; its accuracy is in
+    // rows (the rows whose highest head is wrong) where the report has them, else per head,
+    // out of heads x n.
     let heads = r.heads.unwrap_or(1).max(1);
+    let rows: Option<Vec<f64>> = r
+        .wrong_rows_per_epoch
+        .as_ref()
+        .filter(|_| heads > 1)
+        .map(|v| v.iter().map(|&k| clamp(k as f64)).collect());
     let plot = TrainingPlot {
         title: format!(
             "{} on {} ({}), n = {}, d = {}",
@@ -852,13 +858,18 @@ pub fn training(r: &TrainReport, out: &Path, size: (u32, u32)) -> Result<()> {
         heads,
         j: r.criterion_per_epoch.iter().map(|&v| clamp(v)).collect(),
         accuracy: r.validation_accuracy_per_epoch.as_ref().map(|v| {
-            let n = (r.n.max(1) * heads) as f64;
+            let (wrong, n) = match &rows {
+                Some(rows) => (rows, r.n.max(1) as f64),
+                None => (&m, (r.n.max(1) * heads) as f64),
+            };
             (
-                m.iter().map(|&k| (1.0 - k / n).clamp(0.0, 1.0)).collect(),
+                wrong.iter().map(|&k| (1.0 - k / n).clamp(0.0, 1.0)).collect(),
                 v.iter().map(|&a| clamp(a)).collect(),
                 r.best_epoch,
             )
         }),
+        in_rows: rows.is_some(),
+        rows,
         m,
         cum,
         split: size.1 * 3 / 5,
@@ -875,6 +886,10 @@ struct TrainingPlot {
     top: f64,
     /// The heads a row's mistakes are counted in (one-vs-rest: K; else 1).
     heads: usize,
+    /// One-vs-rest: the rows predicted wrong per epoch (drawn beside the heads' mistakes).
+    rows: Option<Vec<f64>>,
+    /// Whether the training accuracy is in rows (else per head).
+    in_rows: bool,
     j: Vec<f64>,
     /// With a validation set: training accuracy (1 - mistakes / n, per head for one-vs-rest)
     /// and validation accuracy per epoch, and the best epoch; drawn instead of J.
@@ -946,6 +961,14 @@ impl TrainingPlot {
             colour(0).stroke_width(2),
             mistakes,
         )?;
+        if let Some(rows) = &self.rows {
+            key.line(
+                &mut c,
+                per_epoch(rows, f),
+                colour(2).stroke_width(2),
+                "rows predicted wrong per epoch".into(),
+            )?;
+        }
         key.line(
             &mut c,
             per_epoch(&self.cum, f),
@@ -994,7 +1017,9 @@ impl TrainingPlot {
             },
         )?;
         let mut key = Key::default();
-        let train_label = if self.heads > 1 {
+        let train_label = if self.in_rows {
+            "training (1 - rows wrong / n)".into()
+        } else if self.heads > 1 {
             format!("training, per head (1 - mistakes / ({} n))", self.heads)
         } else {
             "training (1 - mistakes / n)".into()

@@ -125,6 +125,7 @@ pub struct WgStat {
     pub criterion: f32,
     pub held_out: u32,
     pub weighted: f32,
+    pub rows: u32,
 }
 
 /// Mirrors `EpochOut` in batch.wgsl.
@@ -136,7 +137,7 @@ pub struct EpochOut {
     pub update_norm: f32,
     pub held_out: u32,
     pub weighted: f32,
-    pub _pad0: u32,
+    pub rows: u32,
     pub _pad1: u32,
     pub _pad2: u32,
 }
@@ -271,7 +272,8 @@ mod tests {
                     mistakes,
                     criterion,
                     held_out,
-                    weighted
+                    weighted,
+                    rows
                 }),
                 rust_layout!(EpochOut {
                     mistakes,
@@ -279,7 +281,7 @@ mod tests {
                     update_norm,
                     held_out,
                     weighted,
-                    _pad0,
+                    rows,
                     _pad1,
                     _pad2
                 }),

@@ -20,8 +20,8 @@ use super::upload::{
     CTL, IN_FLIGHT,
 };
 use crate::backend::{
-    winnow_weights, BatchRule, EpochStats, Epochs, Extras, Pocket, Reduce, StopReason, StopState,
-    Storage, Update,
+    winnow_weights, BatchRule, EpochStats, Epochs, Extras, HeadRule, Pocket, Reduce, StopReason,
+    StopState, Storage, Update,
 };
 use crate::error::{Error, Result};
 
@@ -542,6 +542,7 @@ impl<'c> Resident<'c> {
     fn decode_stats(&self, bytes: &[u8], run: usize) -> Vec<EpochStats> {
         let held = self.data_flags & FLAG_HELD_OUT != 0;
         let weighted = self.data_flags & FLAG_WEIGHTS != 0;
+        let ovr = self.params.rule == HeadRule::OneVsRest.code();
         (0..run)
             .map(|e| {
                 let at = e * size_of::<EpochOut>();
@@ -553,6 +554,7 @@ impl<'c> Resident<'c> {
                     update_norm: o.update_norm as f64,
                     val_mistakes: held.then_some(o.held_out as u64),
                     weighted: weighted.then_some(o.weighted as f64),
+                    wrong_rows: ovr.then_some(o.rows as u64),
                 }
             })
             .collect()
@@ -847,7 +849,7 @@ impl<'c> Resident<'c> {
         ctx.check("running batch epochs")?;
         // (Copied out: a byte vector's start need not be aligned for f32.)
         let mut total: Vec<f32> = bytemuck::pod_collect_to_vec(&bytes[..p_bytes as usize]);
-        let mut counts = [0f64; 4];
+        let mut counts = [0f64; 5];
         for st in bytes[p_bytes as usize..(p_bytes + s_bytes) as usize]
             .chunks_exact(size_of::<WgStat>())
             .map(bytemuck::pod_read_unaligned::<WgStat>)
@@ -856,13 +858,14 @@ impl<'c> Resident<'c> {
             counts[1] += st.criterion as f64;
             counts[2] += st.held_out as f64;
             counts[3] += st.weighted as f64;
+            counts[4] += st.rows as f64;
         }
         // The same sums, in the same order, as the CPU's bound (a process without rows takes
         // part through that): the update sums, the counts, the held-out mistakes.
         r.sum_f32(&mut total);
-        let mut c = [counts[0], counts[1], counts[3]];
+        let mut c = [counts[0], counts[1], counts[3], counts[4]];
         r.sum_f64(&mut c);
-        (counts[0], counts[1], counts[3]) = (c[0], c[1], c[2]);
+        (counts[0], counts[1], counts[3], counts[4]) = (c[0], c[1], c[2], c[3]);
         if self.data_flags & FLAG_HELD_OUT != 0 {
             let mut h = [counts[2]];
             r.sum_f64(&mut h);
@@ -873,6 +876,7 @@ impl<'c> Resident<'c> {
             criterion: 0.0,
             held_out: 0,
             weighted: 0.0,
+            rows: 0,
         };
         let mut stats = vec![zero; wgs.max(1)];
         stats[0] = WgStat {
@@ -880,6 +884,7 @@ impl<'c> Resident<'c> {
             criterion: counts[1] as f32,
             held_out: u32::try_from(counts[2] as u64).unwrap_or(u32::MAX),
             weighted: counts[3] as f32,
+            rows: u32::try_from(counts[4] as u64).unwrap_or(u32::MAX),
         };
         ctx.scoped("running batch epochs", || {
             if p_bytes > 0 {
