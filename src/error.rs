@@ -273,6 +273,10 @@ pub enum Param {
     Aggressiveness,
     /// The direct multiclass update (argmax or all).
     MulticlassUpdate,
+    /// Rows per step of the online perceptron.
+    Minibatch,
+    /// Streams of the online perceptron.
+    Streams,
 }
 
 impl Param {
@@ -312,6 +316,8 @@ impl Param {
             Param::Density => "density",
             Param::Aggressiveness => "aggressiveness C",
             Param::MulticlassUpdate => "multiclass update",
+            Param::Minibatch => "rows per step",
+            Param::Streams => "streams",
         }
     }
 }

@@ -362,11 +362,31 @@ pub struct TrainParams {
     /// Feature scaling fitted on the training data and kept in the model.
     #[serde(default)]
     pub scale: Scale,
+    /// Online perceptron and averaged perceptron: rows per step. The rows of a step are
+    /// scored by the weights the step started with and their updates are added together (the
+    /// form a GPU runs in parallel); the averaged perceptron averages the weights after each
+    /// step. 1 (the default) is the sequential rule.
+    #[serde(default = "one", skip_serializing_if = "is_one")]
+    pub minibatch: usize,
+    /// Online perceptron and averaged perceptron: streams. Each epoch's rows are split into
+    /// this many contiguous parts, each trained from the same weights, and the streams
+    /// continue from the mean of their weights (iterative parameter mixing; the model is the
+    /// mean of the streams' averages). 1 (the default) is the sequential rule.
+    #[serde(default = "one", skip_serializing_if = "is_one")]
+    pub streams: usize,
     /// How X is stored for training: `None` picks the narrowest exact storage for batch
     /// epochs (f32 for the online forms); a storage given must hold every value exactly.
     /// Results do not depend on it, so it is not part of the model.
     #[serde(skip)]
     pub storage: Option<Storage>,
+}
+
+fn one() -> usize {
+    1
+}
+
+fn is_one(v: &usize) -> bool {
+    *v == 1
 }
 
 fn default_max_vectors() -> usize {
@@ -380,6 +400,9 @@ fn default_min_improvement() -> f32 {
 fn default_patience_floor() -> f32 {
     0.01
 }
+
+/// Most streams of the online perceptron (each keeps its own weights and average).
+pub const MAX_STREAMS: usize = 4096;
 
 /// Default epochs without improvement before stopping.
 pub const DEFAULT_PATIENCE: u32 = 30;
@@ -425,6 +448,8 @@ impl Default for TrainParams {
             validation_fraction: None,
             class_weight: None,
             scale: Scale::None,
+            minibatch: 1,
+            streams: 1,
             storage: None,
         }
     }
@@ -501,6 +526,17 @@ impl TrainParams {
     /// Sets the multiclass strategy.
     pub fn multiclass(mut self, s: MulticlassStrategy) -> Self {
         self.multiclass = s;
+        self
+    }
+
+    /// Sets the online perceptron's rows per step (1: the sequential rule).
+    pub fn minibatch(mut self, rows: usize) -> Self {
+        self.minibatch = rows;
+        self
+    }
+    /// Sets the online perceptron's streams (1: the sequential rule).
+    pub fn streams(mut self, s: usize) -> Self {
+        self.streams = s;
         self
     }
 
@@ -585,6 +621,16 @@ impl TrainParams {
         if self.max_vectors == 0 {
             return Err(Error::param(Param::MaxVectors, 0, "must be at least 1"));
         }
+        if self.minibatch == 0 {
+            return Err(Error::param(Param::Minibatch, 0, "must be at least 1"));
+        }
+        if self.streams == 0 || self.streams > MAX_STREAMS {
+            return Err(Error::param(
+                Param::Streams,
+                self.streams,
+                format!("should be in 1..={MAX_STREAMS}"),
+            ));
+        }
         if let Some(k) = &self.kernel {
             k.check()?;
         }
@@ -658,6 +704,23 @@ impl TrainParams {
             ));
         }
         let mode = self.effective_mode();
+        let steps = matches!(self.algo, Algo::Online | Algo::Averaged | Algo::Multiclass)
+            && mode == Mode::Online;
+        if self.streams > 1 && !steps {
+            return Err(Error::param(
+                Param::Streams,
+                self.streams,
+                "is available for the online perceptron and averaged perceptron only",
+            ));
+        }
+        if self.minibatch > 1 && !steps {
+            return Err(Error::param(
+                Param::Minibatch,
+                self.minibatch,
+                "is available for the online perceptron and averaged perceptron only (rows \
+                 per step; 1 is every other rule's sequential form)",
+            ));
+        }
         let ok = match self.algo {
             Algo::Online | Algo::Voted | Algo::PassiveAggressive => mode == Mode::Online,
             Algo::Batch | Algo::Pocket | Algo::Kernel => mode == Mode::Batch,

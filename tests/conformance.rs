@@ -258,7 +258,11 @@ fn batch_epochs_equal_the_reference_bit_for_bit_on_integer_data() {
                     assert_winnow_close(&got, &want, &what);
                     continue;
                 }
-                let m = |r: &Run| r.0.iter().map(|e| (e.mistakes, e.wrong_rows)).collect::<Vec<_>>();
+                let m = |r: &Run| {
+                    r.0.iter()
+                        .map(|e| (e.mistakes, e.wrong_rows))
+                        .collect::<Vec<_>>()
+                };
                 assert_eq!(m(&got), m(&want), "{what}: mistakes");
                 assert_eq!(got.1, want.1, "{what}: weights");
                 assert_eq!(got.3, want.3, "{what}: pocket/average");
@@ -320,7 +324,12 @@ fn one_vs_rest_counts_the_rows_predicted_wrong_apart() {
     };
     for (name, b) in under_test() {
         let mut w = vec![0f32; 3 * 4];
-        let stats = b.bind(v).unwrap().batch_epochs(&mut w, &rule, 2).unwrap().stats;
+        let stats = b
+            .bind(v)
+            .unwrap()
+            .batch_epochs(&mut w, &rule, 2)
+            .unwrap()
+            .stats;
         assert!(stats.iter().all(|e| e.wrong_rows.is_none()), "{name}");
     }
 }
@@ -827,7 +836,11 @@ fn rows_in_flight_equal_the_reference_with_one_two_and_four_rows_a_thread() {
                         format!("{checks:?}, {rt} rows a thread, n={n} d={d} K={heads} {rule:?}");
                     let want = run(&ReferenceBackend, v, &rule);
                     let got = run(&g, v, &rule);
-                    let m = |r: &Run| r.0.iter().map(|e| (e.mistakes, e.wrong_rows)).collect::<Vec<_>>();
+                    let m = |r: &Run| {
+                        r.0.iter()
+                            .map(|e| (e.mistakes, e.wrong_rows))
+                            .collect::<Vec<_>>()
+                    };
                     assert_eq!(m(&got), m(&want), "{what}: mistakes");
                     assert_eq!(got.1, want.1, "{what}: weights");
                     assert_eq!(got.2, want.2, "{what}: scores");

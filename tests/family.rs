@@ -916,3 +916,232 @@ fn the_experiments_write_json_and_pictures_and_refuse_bad_values() {
         );
     }
 }
+
+#[test]
+fn steps_of_rows_and_streams_by_hand() {
+    // Rows (1, 0) -> +1 and (0, 1) -> -1, file order, eta 1, bias.
+    let ds = Dataset::new(
+        vec![1.0, 0.0, 0.0, 1.0],
+        2,
+        2,
+        Some(data::Labels::from_names(&["b", "a"])),
+        "tiny",
+    );
+    let p = TrainParams::default().algo(Algo::Averaged).shuffle(false);
+    // One step of both rows, both scored by w = 0 (both mistakes): w = (1,0,1) + (0,-1,-1)
+    // = (1, -1, 0). Epoch 2's step makes no mistake. The average over the 2 steps' weights is
+    // (1, -1, 0) (the sequential rule's is (1, -0.75, 0.25), by hand above).
+    let t = train(&ds, p.clone().minibatch(2));
+    assert_eq!(t.model.hyperplane().unwrap().weights, vec![1.0, -1.0]);
+    assert_eq!(t.model.hyperplane().unwrap().bias, 0.0);
+    assert_eq!(t.report.mistakes_per_epoch, vec![2, 0]);
+    // Two streams, a row each, from w = 0: (1, 0, 1) and (0, -1, -1), mixed to their mean
+    // (0.5, -0.5, 0); epoch 2 makes no mistake. Stream 0's weights after its two steps:
+    // (1, 0, 1), (0.5, -0.5, 0) (the mix counts in the next step): average (0.75, -0.25,
+    // 0.5); stream 1's: (0, -1, -1), (0.5, -0.5, 0): (0.25, -0.75, -0.5). The model is their
+    // mean, (0.5, -0.5, 0); the last vector is the same.
+    for algo in [Algo::Averaged, Algo::Online] {
+        let t = train(&ds, p.clone().algo(algo).streams(2));
+        assert_eq!(
+            t.model.hyperplane().unwrap().weights,
+            vec![0.5, -0.5],
+            "{algo:?}"
+        );
+        assert_eq!(t.model.hyperplane().unwrap().bias, 0.0, "{algo:?}");
+        assert_eq!(t.report.mistakes_per_epoch, vec![2, 0], "{algo:?}");
+    }
+    // One row a step and one stream are the sequential rule.
+    let seq = train(&ds, p.clone());
+    let one = train(&ds, p.clone().minibatch(1).streams(1));
+    assert_eq!(seq.model.hyperplane(), one.model.hyperplane());
+    assert_eq!(seq.model.hyperplane().unwrap().weights, vec![1.0, -0.75]);
+}
+
+/// The averaged multiclass perceptron by steps of B rows in S streams, written out plainly:
+/// each epoch's rows (file order) split into S contiguous parts; each stream scores a step's
+/// rows by the weights the step started with and adds their updates; the streams continue
+/// from their mean; each stream averages its weights after each step (the mix counting in its
+/// next step) and the model is the mean of those averages.
+fn steps_by_hand(
+    x: &[f32],
+    y: &[usize],
+    d: usize,
+    k: usize,
+    b: usize,
+    s: usize,
+    epochs: usize,
+) -> Vec<f32> {
+    let n = y.len();
+    let da = d + 1;
+    let mut w = vec![0f32; k * da];
+    let mut sums = vec![vec![0f64; k * da]; s];
+    let mut steps = vec![0u64; s];
+    for _ in 0..epochs {
+        let mut ends = Vec::new();
+        for st in 0..s {
+            let (lo, hi) = (st * n / s, (st + 1) * n / s);
+            let mut ws = w.clone();
+            for start in (lo..hi).step_by(b) {
+                let w0 = ws.clone();
+                for i in start..(start + b).min(hi) {
+                    let row = &x[i * d..(i + 1) * d];
+                    let score = |h: usize| {
+                        let wh = &w0[h * da..(h + 1) * da];
+                        row.iter().zip(wh).map(|(a, b)| a * b).sum::<f32>() + wh[d]
+                    };
+                    let sc: Vec<f32> = (0..k).map(score).collect();
+                    let t = y[i];
+                    let mut best = usize::MAX;
+                    for h in 0..k {
+                        if h != t && (best == usize::MAX || sc[h] > sc[best]) {
+                            best = h;
+                        }
+                    }
+                    if sc[t] - sc[best] <= 0.0 {
+                        for (h, sign) in [(t, 1.0f32), (best, -1.0)] {
+                            for j in 0..d {
+                                ws[h * da + j] += sign * row[j];
+                            }
+                            ws[h * da + d] += sign;
+                        }
+                    }
+                }
+                for (a, v) in sums[st].iter_mut().zip(&ws) {
+                    *a += *v as f64;
+                }
+                steps[st] += 1;
+            }
+            ends.push(ws);
+        }
+        let mut mean = ends[0].clone();
+        for e in &ends[1..] {
+            mean.iter_mut().zip(e).for_each(|(m, v)| *m += v);
+        }
+        mean.iter_mut().for_each(|m| *m /= s as f32);
+        // Every stream's next step starts from the mean.
+        w = mean;
+    }
+    let avgs: Vec<Vec<f32>> = (0..s)
+        .map(|st| {
+            sums[st]
+                .iter()
+                .map(|v| (v / steps[st] as f64) as f32)
+                .collect()
+        })
+        .collect();
+    let mut model = avgs[0].clone();
+    for a in &avgs[1..] {
+        model.iter_mut().zip(a).for_each(|(m, v)| *m += v);
+    }
+    model.iter_mut().for_each(|m| *m /= s as f32);
+    model
+}
+
+#[test]
+fn steps_of_rows_in_streams_equal_the_plain_form() {
+    for (n, d, k, b, s) in [
+        (60, 3, 3, 1, 1),
+        (60, 3, 3, 4, 1),
+        (61, 5, 4, 7, 1),
+        (60, 3, 3, 1, 2),
+        (90, 4, 3, 5, 4),
+        (37, 2, 5, 64, 2),
+    ] {
+        let ds = common::integer_classes(n, d, k, (n * b + s) as u64);
+        let labels = ds.labels.as_ref().unwrap();
+        let y: Vec<usize> = labels.index.iter().map(|&c| c as usize).collect();
+        let k = labels.classes.len();
+        let x: Vec<f32> = (0..n).flat_map(|i| ds.row(i).to_vec()).collect();
+        let epochs = 4;
+        let t = train(
+            &ds,
+            TrainParams::default()
+                .algo(Algo::Averaged)
+                .shuffle(false)
+                .epochs(epochs)
+                .patience(0)
+                .minibatch(b)
+                .streams(s),
+        );
+        let what = format!("n {n} d {d} k {k} B {b} S {s}");
+        let want = steps_by_hand(&x, &y, d, k, b, s, t.report.epochs);
+        let Body::Multiclass(rows) = t.model.body() else {
+            panic!("{what}: not a multiclass model")
+        };
+        for h in 0..k {
+            let got = rows.weights[h].iter().chain([&rows.bias[h]]);
+            for (g, w) in got.zip(&want[h * (d + 1)..(h + 1) * (d + 1)]) {
+                assert!(
+                    (g - w).abs() <= 1e-5 * (1.0 + w.abs()),
+                    "{what}: head {h}: {:?} against {:?}",
+                    rows.weights[h],
+                    &want[h * (d + 1)..(h + 1) * (d + 1)]
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn cli_steps_and_streams_train_and_bad_values_name_the_flag() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path();
+    std::fs::copy(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/digits.csv"),
+        p.join("digits.csv"),
+    )
+    .unwrap();
+    let o = common::run(
+        p,
+        &[
+            "train",
+            "digits.csv",
+            "--minibatch",
+            "4",
+            "--streams",
+            "3",
+            "--json",
+            "-o",
+            "m.json",
+        ],
+    );
+    assert!(o.status.success(), "{}", common::stderr(&o));
+    let v: serde_json::Value = serde_json::from_str(common::stdout(&o).trim()).unwrap();
+    assert!(v["train_accuracy"].as_f64().unwrap() > 0.95, "{v}");
+    // The model file records them; a file without them is the sequential rule.
+    let m: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(p.join("m.json")).unwrap()).unwrap();
+    assert_eq!(
+        (
+            m["params"]["minibatch"].as_u64(),
+            m["params"]["streams"].as_u64()
+        ),
+        (Some(4), Some(3)),
+        "{m}"
+    );
+    for (args, flag, words) in [
+        (&["--minibatch", "0"][..], "--minibatch", "at least 1"),
+        (&["--streams", "0"][..], "--streams", "1..=4096"),
+        (&["--streams", "5000"][..], "--streams", "1..=4096"),
+        (
+            &["--minibatch", "4", "--algo", "pa"][..],
+            "--minibatch",
+            "online perceptron",
+        ),
+        (
+            &["--streams", "2", "--algo", "averaged", "--mode", "batch"][..],
+            "--streams",
+            "online perceptron",
+        ),
+        (
+            &["--streams", "2", "--algo", "voted"][..],
+            "--streams",
+            "online perceptron",
+        ),
+    ] {
+        let o = common::run(p, &[&["train", "digits.csv"][..], args].concat());
+        let err = common::stderr(&o);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(flag) && err.contains(words), "{args:?}: {err}");
+    }
+}

@@ -792,7 +792,10 @@ fn one_vs_rest_mistakes_are_counted_per_head_and_said_so() {
     let rows = r["wrong_rows_per_epoch"].as_array().unwrap();
     assert_eq!(rows.len(), m.len());
     for (w, k) in rows.iter().zip(m) {
-        assert!(w.as_u64().unwrap() <= n.min(k.as_u64().unwrap()), "{rows:?} {m:?}");
+        assert!(
+            w.as_u64().unwrap() <= n.min(k.as_u64().unwrap()),
+            "{rows:?} {m:?}"
+        );
     }
     let (lo, hi) = (n * 2 / 3 - n / 6, n * 2 / 3 + n / 6);
     assert!((lo..=hi).contains(&rows[0].as_u64().unwrap()), "{rows:?}");

@@ -57,6 +57,10 @@ pub(crate) trait OnlineRule {
         self.weights().to_vec()
     }
 
+    /// The end of an epoch's rows (before any mixing): a rule that steps by groups of rows
+    /// closes its last, partial group.
+    fn epoch_end(&mut self) {}
+
     /// The weights to mix (the default [`OnlineRule::mix`]).
     fn weights_mut(&mut self) -> &mut [f32];
 
@@ -217,6 +221,7 @@ pub(crate) fn run<R: OnlineRule>(
                 break 'epochs;
             }
         }
+        rule.epoch_end();
         if let Some(sh) = &pb.shard {
             // Iterative parameter mixing (McDonald, Hall and Mann, 2010): each process ran one
             // online epoch on its rows from the same weights; all continue from their mean.
@@ -319,8 +324,154 @@ pub fn fit(
         average: params.algo == Algo::Averaged,
         voted: (params.algo == Algo::Voted).then_some(params.max_vectors),
     };
-    let rule = Perceptron::new(pb, params, keep, pb.initial_weights(params));
+    let w = pb.initial_weights(params);
+    if params.streams > 1 {
+        let rule = Streams::new(pb, params, keep, w);
+        return fitted(pb, run(pb, params, rule, progress)?);
+    }
+    let rule = Perceptron::new(pb, params, keep, w);
     fitted(pb, run(pb, params, rule, progress)?)
+}
+
+/// S streams of the perceptron over contiguous parts of each epoch's row order, every one
+/// from the same weights, mixed by their mean at the end of the epoch: iterative parameter
+/// mixing (as between MPI processes) inside one process, the form a GPU runs as S
+/// independent workgroups. Each stream keeps its own average, which counts the mix as a
+/// jump; the model is the mean of the streams' averages (or weights).
+struct Streams {
+    rules: Vec<Perceptron>,
+    /// The epoch's rows met so far.
+    pos: usize,
+    /// The stream taking the current row.
+    cur: usize,
+    /// Rows an epoch.
+    n: usize,
+    /// The mixed weights (the start, then after every epoch).
+    w: Vec<f32>,
+}
+
+impl Streams {
+    fn new(pb: &Problem<'_>, params: &Params, keep: Keep, w: Vec<f32>) -> Streams {
+        let rules = (0..params.streams)
+            .map(|_| Perceptron::new(pb, params, keep, w.clone()))
+            .collect();
+        Streams {
+            rules,
+            pos: 0,
+            cur: 0,
+            n: pb.view().n,
+            w,
+        }
+    }
+
+    /// The first row position (in the epoch's order) of stream `s`.
+    fn start(&self, s: usize) -> usize {
+        s * self.n / self.rules.len()
+    }
+
+    /// The mean of the streams' models (weights or averages) on this process.
+    fn local_model(&self) -> Vec<f32> {
+        mean(self.rules.iter().map(|r| r.model_now()))
+    }
+
+    /// Every stream continues from `w`, its average recording the jump.
+    fn set_all(&mut self, w: &[f32]) {
+        for r in &mut self.rules {
+            if let Some(avg) = r.avg.as_mut() {
+                avg.jump(&r.w, w);
+            }
+            r.w.copy_from_slice(w);
+        }
+    }
+}
+
+/// The element-wise mean of equally long vectors, summed in their order.
+fn mean(vs: impl Iterator<Item = Vec<f32>>) -> Vec<f32> {
+    let mut k = 0;
+    let mut sum: Vec<f32> = Vec::new();
+    for v in vs {
+        if sum.is_empty() {
+            sum = v;
+        } else {
+            sum.iter_mut().zip(&v).for_each(|(s, x)| *s += x);
+        }
+        k += 1;
+    }
+    let k = k.max(1) as f32;
+    sum.iter_mut().for_each(|s| *s /= k);
+    sum
+}
+
+impl OnlineRule for Streams {
+    type Best = Vec<f32>;
+
+    fn weights(&self) -> &[f32] {
+        &self.w
+    }
+
+    fn weights_mut(&mut self) -> &mut [f32] {
+        &mut self.w
+    }
+
+    fn model_now(&self) -> Vec<f32> {
+        self.local_model()
+    }
+
+    fn step(
+        &mut self,
+        pb: &Problem<'_>,
+        i: usize,
+        row: Row<'_>,
+        y: f32,
+        wt: RowWeight,
+    ) -> Result<Step> {
+        while self.cur + 1 < self.rules.len() && self.pos >= self.start(self.cur + 1) {
+            self.cur += 1;
+        }
+        self.pos += 1;
+        self.rules[self.cur].step(pb, i, row, y, wt)
+    }
+
+    fn epoch_end(&mut self) {
+        for r in &mut self.rules {
+            r.epoch_end();
+        }
+        let w = mean(self.rules.iter().map(|r| r.w.clone()));
+        self.set_all(&w);
+        self.w = w;
+        (self.pos, self.cur) = (0, 0);
+    }
+
+    fn mix(&mut self, shard: &Shard, e: &mut EpochStats, weighted: bool) {
+        let mut w = self.w.clone();
+        shard.mix(&mut w, e, weighted);
+        self.set_all(&w);
+        self.w = w;
+    }
+
+    fn val_mistakes(&mut self, pb: &Problem<'_>) -> Result<u64> {
+        let m = val_mistakes(&pb.view(), &self.best(pb), pb.rule);
+        Ok(match &pb.shard {
+            Some(sh) => sh.total(m),
+            None => m,
+        }
+        .unwrap_or(0))
+    }
+
+    fn best(&self, pb: &Problem<'_>) -> Vec<f32> {
+        let mut a = self.local_model();
+        if let Some(sh) = &pb.shard {
+            sh.reduce.sum_f32(&mut a);
+            let k = sh.reduce.size() as f32;
+            a.iter_mut().for_each(|v| *v /= k);
+        }
+        a
+    }
+
+    fn finish(self, pb: &Problem<'_>, best: Option<Vec<f32>>) -> Snapshot {
+        let model = best.unwrap_or_else(|| self.best(pb));
+        Snapshot::Linear(model)
+    }
 }
 
 /// What to keep besides the final weights.
@@ -568,6 +719,13 @@ struct Perceptron {
     voted_val: VotedValidation,
     /// The row's coefficient for each head (the voted perceptron's step).
     step_coef: Vec<f32>,
+    /// Rows per step (1: the sequential rule). The rows of a step are scored by the weights
+    /// the step started with and their updates added together; the average is over steps.
+    step_rows: usize,
+    /// Rows of the current step so far.
+    in_step: usize,
+    /// The weights the current step scores with (when `step_rows` > 1).
+    w_step: Vec<f32>,
 }
 
 /// The best epoch's model: the weights (or their average), or the vote then.
@@ -592,7 +750,22 @@ impl Perceptron {
                 outputs,
             },
             step_coef: vec![0f32; pb.heads],
+            step_rows: params.minibatch.max(1),
+            in_step: 0,
+            w_step: if params.minibatch > 1 {
+                w.clone()
+            } else {
+                Vec::new()
+            },
             w,
+        }
+    }
+
+    /// Ends the current step: the average counts the weights after it once more.
+    fn end_step(&mut self) {
+        self.in_step = 0;
+        if let Some(avg) = self.avg.as_mut() {
+            avg.c += 1;
         }
     }
 }
@@ -634,10 +807,20 @@ impl OnlineRule for Perceptron {
             avg,
             votes,
             step_coef,
+            w_step,
+            in_step,
             ..
         } = self;
+        let scoring: &[f32] = if w_step.is_empty() {
+            w
+        } else {
+            if *in_step == 0 {
+                w_step.copy_from_slice(w);
+            }
+            w_step
+        };
         for (h, sh) in s.iter_mut().enumerate() {
-            *sh = row.decision(&w[h * da..(h + 1) * da], bias);
+            *sh = row.decision(&scoring[h * da..(h + 1) * da], bias);
         }
         let voting = votes.is_some();
         let mut updated = false;
@@ -672,10 +855,17 @@ impl OnlineRule for Perceptron {
                 return Ok(step);
             }
         }
-        if let Some(avg) = avg.as_mut() {
-            avg.c += 1;
+        self.in_step += 1;
+        if self.in_step == self.step_rows {
+            self.end_step();
         }
         Ok(step)
+    }
+
+    fn epoch_end(&mut self) {
+        if self.in_step > 0 {
+            self.end_step();
+        }
     }
 
     fn mix(&mut self, shard: &Shard, e: &mut EpochStats, weighted: bool) {

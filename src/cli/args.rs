@@ -454,6 +454,16 @@ pub(crate) struct TrainArgs {
     /// Voted perceptron: most weight vectors kept (one per mistake).
     #[arg(long, default_value_t = 100_000)]
     pub(crate) max_vectors: usize,
+    /// Online perceptron and averaged perceptron: rows per step. A step's rows are scored by
+    /// the weights it started with and their updates added together (the form a GPU runs in
+    /// parallel); the average is over steps. 1 is the sequential rule.
+    #[arg(long, value_name = "B", default_value_t = 1)]
+    pub(crate) minibatch: usize,
+    /// Online perceptron and averaged perceptron: split each epoch's rows into S streams
+    /// trained from the same weights and mixed by their mean after the epoch (the form a GPU
+    /// runs as S workgroups). 1 is the sequential rule.
+    #[arg(long, value_name = "S", default_value_t = 1)]
+    pub(crate) streams: usize,
     /// Passive-aggressive (--algo pa): pa (unbounded steps), pa1 (steps at most C) or pa2
     /// (squared hinge).
     #[arg(long, default_value = "pa1")]
@@ -699,6 +709,8 @@ impl TryFrom<&TrainArgs> for Params {
             multiclass_update: a.multiclass_update,
             multiclass: a.multiclass,
             max_vectors: a.max_vectors,
+            minibatch: a.minibatch,
+            streams: a.streams,
             patience: Some(a.patience.unwrap_or(stopping.0)),
             min_improvement: a.min_improvement,
             patience_floor: a.patience_floor.unwrap_or(stopping.1),

@@ -13,6 +13,8 @@ pub fn flag(p: Param) -> &'static str {
         Param::Tolerance => "--tol",
         Param::MarginThreshold => "--margin-threshold",
         Param::MaxVectors => "--max-vectors",
+        Param::Minibatch => "--minibatch",
+        Param::Streams => "--streams",
         Param::Mode => "--mode",
         Param::Degree => "--degree",
         Param::Gamma => "--gamma",

@@ -863,7 +863,10 @@ pub fn training(r: &TrainReport, out: &Path, size: (u32, u32)) -> Result<()> {
                 None => (&m, (r.n.max(1) * heads) as f64),
             };
             (
-                wrong.iter().map(|&k| (1.0 - k / n).clamp(0.0, 1.0)).collect(),
+                wrong
+                    .iter()
+                    .map(|&k| (1.0 - k / n).clamp(0.0, 1.0))
+                    .collect(),
                 v.iter().map(|&a| clamp(a)).collect(),
                 r.best_epoch,
             )
