@@ -401,6 +401,28 @@ fn default_patience_floor() -> f32 {
     0.01
 }
 
+/// Rows a stream of the online perceptron takes per epoch when a GPU picks the steps and
+/// streams ([`gpu_steps`]): about this many steps each, where every public set of the guide's
+/// table stays within 0.5 points of the sequential rule or above it.
+pub const GPU_STEPS_PER_EPOCH: usize = 256;
+
+/// Most streams a GPU picks ([`gpu_steps`]).
+pub const GPU_MAX_STREAMS: usize = 16;
+
+/// Most rows per step a GPU picks ([`gpu_steps`]).
+pub const GPU_MAX_STEP_ROWS: usize = 32;
+
+/// The (rows per step, streams) of the online perceptron when a GPU trains `n` rows and the
+/// user named neither: B S of about n / [`GPU_STEPS_PER_EPOCH`], streams first (up to
+/// [`GPU_MAX_STREAMS`]), then rows per step (up to [`GPU_MAX_STEP_ROWS`]); (1, 1), the
+/// sequential rule, below 512 rows.
+pub fn gpu_steps(n: usize) -> (usize, usize) {
+    let total = (n / GPU_STEPS_PER_EPOCH).max(1);
+    let streams = total.min(GPU_MAX_STREAMS);
+    let rows = (total / streams).clamp(1, GPU_MAX_STEP_ROWS);
+    (rows, streams)
+}
+
 /// Most streams of the online perceptron (each keeps its own weights and average).
 pub const MAX_STREAMS: usize = 4096;
 

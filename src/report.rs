@@ -75,6 +75,13 @@ pub struct TrainReport {
     /// online forms: as each row was met), where `mistakes_per_epoch` counts (row, head) errors.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub wrong_rows_per_epoch: Option<Vec<u64>>,
+    /// The online perceptron in steps of this many rows (with `streams`), when it ran so;
+    /// absent for the sequential rule.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub minibatch: Option<usize>,
+    /// The streams of a stepped run, mixed by their mean after every epoch.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub streams: Option<usize>,
     /// How X was stored for the epochs (f32, f16, u8 or i8); absent in earlier reports.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub storage: Option<String>,
@@ -89,6 +96,8 @@ pub struct Ran {
     pub device: String,
     /// Set when training moved from the primary backend to the fallback, with the reason.
     pub fallback: Option<String>,
+    /// The online perceptron in steps and streams: (rows per step, streams).
+    pub steps: Option<(usize, usize)>,
 }
 
 impl Ran {
@@ -98,6 +107,7 @@ impl Ran {
             backend: backend.kind(),
             device: backend.device(),
             fallback: None,
+            steps: None,
         }
     }
 }

@@ -861,3 +861,73 @@ fn rows_in_flight_equal_the_reference_with_one_two_and_four_rows_a_thread() {
         }
     }
 }
+
+/// The stepped perceptron's kernels (`steps`, `mix`) equal their CPU twin bit for bit on
+/// integer data (with streams a power of two, so that their mean stays exact): every rule, one and several streams, steps of one row to more than a
+/// workgroup's threads, averaged or not, over shuffled epochs; counts, weights and model.
+#[test]
+fn stepped_kernels_equal_their_cpu_twin_bit_for_bit_on_integer_data() {
+    use rosenblatt::backend::steps::StepsSetup;
+    use rosenblatt::backend::HeadRule;
+    let Some(g) = gpu() else { return };
+    let g: &dyn Backend = g;
+    let cpu = CpuBackend::new();
+    let mut rng = ChaCha8Rng::seed_from_u64(43);
+    for (case, &(n, d, k, rule, b, s, average)) in [
+        (50, 3, 1, HeadRule::Binary, 1, 1, true),
+        (301, 7, 1, HeadRule::Binary, 16, 4, true),
+        (200, 5, 3, HeadRule::MulticlassArgmax, 8, 2, true),
+        (200, 5, 4, HeadRule::MulticlassAll, 5, 2, false),
+        (257, 9, 5, HeadRule::OneVsRest, 4, 8, true),
+        (300, 300, 2, HeadRule::MulticlassArgmax, 300, 1, true),
+        (40, 2, 3, HeadRule::MulticlassArgmax, 2, 64, true),
+    ]
+    .iter()
+    .enumerate()
+    {
+        let x: Vec<f32> = (0..n * d)
+            .map(|_| rng.random_range(-2i32..=2) as f32)
+            .collect();
+        let y: Vec<f32> = (0..n)
+            .map(|i| match k {
+                1 => {
+                    let s: f32 = x[i * d..(i + 1) * d].iter().sum();
+                    if s + (i % 7) as f32 - 3.0 >= 0.0 {
+                        1.0
+                    } else {
+                        -1.0
+                    }
+                }
+                _ => ((x[i * d] + 2.0) as usize + i % 3) as f32 % k as f32,
+            })
+            .collect();
+        let setup = StepsSetup {
+            rule,
+            tau: (case % 2) as f32,
+            eta: 1.0,
+            step_rows: b,
+            streams: s,
+            average,
+            w0: vec![0.0; k * (d + 1)],
+            heads: k,
+        };
+        let what = format!("n {n} d {d} K {k} {rule:?} B {b} S {s} average {average}");
+        let mut want = cpu.bind_steps(&x, &y, d, 1.0, setup.clone()).unwrap();
+        let mut got = g.bind_steps(&x, &y, d, 1.0, setup).unwrap();
+        let mut order: Vec<u32> = (0..n as u32).collect();
+        for epoch in 0..3 {
+            for i in (1..n).rev() {
+                order.swap(i, rng.random_range(0..=i));
+            }
+            let (a, e) = (got.epoch(&order).unwrap(), want.epoch(&order).unwrap());
+            assert_eq!(
+                (a.mistakes, a.wrong_rows, a.criterion),
+                (e.mistakes, e.wrong_rows, e.criterion),
+                "{what}: epoch {epoch} counts"
+            );
+            assert!(e.mistakes > 0, "{what}: epoch {epoch} has no mistake");
+            assert_eq!(got.weights().unwrap(), want.weights().unwrap(), "{what}");
+            assert_eq!(got.model().unwrap(), want.model().unwrap(), "{what}");
+        }
+    }
+}

@@ -957,12 +957,9 @@ fn steps_of_rows_and_streams_by_hand() {
     assert_eq!(seq.model.hyperplane().unwrap().weights, vec![1.0, -0.75]);
 }
 
-/// The averaged multiclass perceptron by steps of B rows in S streams, written out plainly:
-/// each epoch's rows (file order) split into S contiguous parts; each stream scores a step's
-/// rows by the weights the step started with and adds their updates; the streams continue
-/// from their mean; each stream averages its weights after each step (the mix counting in its
-/// next step) and the model is the mean of those averages.
-fn steps_by_hand(
+/// The averaged multiclass perceptron by steps of B rows in S streams as the GPU's kernels'
+/// CPU twin runs it (`backend::steps`, kept equal to shaders/steps.wgsl by tests/gpu.rs).
+fn steps_by_twin(
     x: &[f32],
     y: &[usize],
     d: usize,
@@ -971,70 +968,24 @@ fn steps_by_hand(
     s: usize,
     epochs: usize,
 ) -> Vec<f32> {
-    let n = y.len();
-    let da = d + 1;
-    let mut w = vec![0f32; k * da];
-    let mut sums = vec![vec![0f64; k * da]; s];
-    let mut steps = vec![0u64; s];
+    use rosenblatt::backend::steps::{CpuSteps, StepsBound, StepsSetup};
+    let setup = StepsSetup {
+        rule: rosenblatt::backend::HeadRule::MulticlassArgmax,
+        tau: 0.0,
+        eta: 1.0,
+        step_rows: b,
+        streams: s,
+        average: true,
+        w0: vec![0.0; k * (d + 1)],
+        heads: k,
+    };
+    let yf: Vec<f32> = y.iter().map(|&c| c as f32).collect();
+    let mut twin = CpuSteps::new(x.to_vec(), yf, d, 1.0, setup).unwrap();
+    let order: Vec<u32> = (0..y.len() as u32).collect();
     for _ in 0..epochs {
-        let mut ends = Vec::new();
-        for st in 0..s {
-            let (lo, hi) = (st * n / s, (st + 1) * n / s);
-            let mut ws = w.clone();
-            for start in (lo..hi).step_by(b) {
-                let w0 = ws.clone();
-                for i in start..(start + b).min(hi) {
-                    let row = &x[i * d..(i + 1) * d];
-                    let score = |h: usize| {
-                        let wh = &w0[h * da..(h + 1) * da];
-                        row.iter().zip(wh).map(|(a, b)| a * b).sum::<f32>() + wh[d]
-                    };
-                    let sc: Vec<f32> = (0..k).map(score).collect();
-                    let t = y[i];
-                    let mut best = usize::MAX;
-                    for h in 0..k {
-                        if h != t && (best == usize::MAX || sc[h] > sc[best]) {
-                            best = h;
-                        }
-                    }
-                    if sc[t] - sc[best] <= 0.0 {
-                        for (h, sign) in [(t, 1.0f32), (best, -1.0)] {
-                            for j in 0..d {
-                                ws[h * da + j] += sign * row[j];
-                            }
-                            ws[h * da + d] += sign;
-                        }
-                    }
-                }
-                for (a, v) in sums[st].iter_mut().zip(&ws) {
-                    *a += *v as f64;
-                }
-                steps[st] += 1;
-            }
-            ends.push(ws);
-        }
-        let mut mean = ends[0].clone();
-        for e in &ends[1..] {
-            mean.iter_mut().zip(e).for_each(|(m, v)| *m += v);
-        }
-        mean.iter_mut().for_each(|m| *m /= s as f32);
-        // Every stream's next step starts from the mean.
-        w = mean;
+        twin.epoch(&order).unwrap();
     }
-    let avgs: Vec<Vec<f32>> = (0..s)
-        .map(|st| {
-            sums[st]
-                .iter()
-                .map(|v| (v / steps[st] as f64) as f32)
-                .collect()
-        })
-        .collect();
-    let mut model = avgs[0].clone();
-    for a in &avgs[1..] {
-        model.iter_mut().zip(a).for_each(|(m, v)| *m += v);
-    }
-    model.iter_mut().for_each(|m| *m /= s as f32);
-    model
+    twin.model().unwrap()
 }
 
 #[test]
@@ -1064,7 +1015,7 @@ fn steps_of_rows_in_streams_equal_the_plain_form() {
                 .streams(s),
         );
         let what = format!("n {n} d {d} k {k} B {b} S {s}");
-        let want = steps_by_hand(&x, &y, d, k, b, s, t.report.epochs);
+        let want = steps_by_twin(&x, &y, d, k, b, s, t.report.epochs);
         let Body::Multiclass(rows) = t.model.body() else {
             panic!("{what}: not a multiclass model")
         };

@@ -445,7 +445,7 @@ fn cli_gpu_training_gives_the_cpu_model() {
     let o2 = common::run(p, &["predict", "c.json", "int.csv", "--backend", "cpu"]);
     assert_eq!(common::stdout(&o), common::stdout(&o2));
 
-    // Online training is sequential: with --backend gpu it says so and reports the CPU.
+    // The voted perceptron is sequential: with --backend gpu it says so and reports the CPU.
     let o = common::run(
         p,
         &[
@@ -454,7 +454,7 @@ fn cli_gpu_training_gives_the_cpu_model() {
             "--backend",
             "gpu",
             "--algo",
-            "online",
+            "voted",
             "--json",
         ],
     );
@@ -466,6 +466,44 @@ fn cli_gpu_training_gives_the_cpu_model() {
     );
     let v: serde_json::Value = serde_json::from_str(common::stdout(&o).trim()).unwrap();
     assert_eq!(v["backend"], "cpu");
+    // The online perceptron runs on the GPU in the steps and streams the GPU picks for the
+    // rows (params::gpu_steps), said in the report, with no note.
+    let ds = integer_data(1500, 4, 78);
+    let l = ds.labels.as_ref().unwrap();
+    let mut csv = String::from("a,b,c,d,label\n");
+    for i in 0..ds.n {
+        let r = ds.row(i);
+        let c = &l.classes[l.index[i] as usize];
+        csv.push_str(&format!("{},{},{},{},{c}\n", r[0], r[1], r[2], r[3]));
+    }
+    common::write(p, "int2.csv", &csv);
+    let o = common::run(
+        p,
+        &[
+            "train",
+            "int2.csv",
+            "--backend",
+            "gpu",
+            "--algo",
+            "online",
+            "--json",
+        ],
+    );
+    assert!(o.status.success(), "{}", common::stderr(&o));
+    assert!(
+        !common::stderr(&o).contains("note:"),
+        "{}",
+        common::stderr(&o)
+    );
+    let v: serde_json::Value = serde_json::from_str(common::stdout(&o).trim()).unwrap();
+    let n = v["n"].as_u64().unwrap() as usize;
+    let (b, s) = rosenblatt::params::gpu_steps(n);
+    assert!(b * s > 1, "{n} rows");
+    assert_eq!(v["backend"], "gpu");
+    assert_eq!(
+        (v["minibatch"].as_u64(), v["streams"].as_u64()),
+        (Some(b as u64), Some(s as u64))
+    );
 }
 
 /// Hides every Vulkan and GL driver from a child process.
@@ -907,4 +945,35 @@ fn streamed_x_gives_the_resident_results_with(mapped: bool, in_place: Option<boo
         streamed.scores(data, &w).unwrap(),
         cpu.scores(data, &w).unwrap()
     );
+}
+
+/// `train --backend gpu` with steps or streams runs them on the GPU and gives the CPU's
+/// model (the row-by-row rule with the same steps and streams) bit for bit on integer data.
+#[test]
+fn stepped_training_on_the_gpu_equals_the_cpu() {
+    let Some(g) = gpu() else { return };
+    let cpu = CpuBackend::new();
+    let ds = integer_data(600, 6, 5);
+    for (b, s) in [(4, 1), (1, 4), (8, 2)] {
+        let p = TrainParams::default()
+            .algo(rosenblatt::params::Algo::Averaged)
+            .epochs(6)
+            .patience(0)
+            .minibatch(b)
+            .streams(s)
+            .validate()
+            .unwrap();
+        let on_gpu = algo::train(&ds, &p, g, None, &mut ()).unwrap();
+        let on_cpu = algo::train(&ds, &p, &cpu, None, &mut ()).unwrap();
+        assert_eq!(on_gpu.report.backend, "gpu", "B {b} S {s}");
+        assert_eq!(
+            on_gpu.report.mistakes_per_epoch, on_cpu.report.mistakes_per_epoch,
+            "B {b} S {s}"
+        );
+        assert_eq!(
+            on_gpu.model.hyperplane(),
+            on_cpu.model.hyperplane(),
+            "B {b} S {s}"
+        );
+    }
 }

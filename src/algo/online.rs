@@ -16,9 +16,10 @@ use rand_chacha::ChaCha8Rng;
 
 use super::{Backends, Fitted, Problem, Progress, Shard, PREFETCH_ROWS};
 use crate::backend::cpu::{val_mistakes, CpuBackend};
+use crate::backend::steps::{StepsBound, StepsSetup};
 use crate::backend::{
-    predicted_wrong, row_rule, update_norm, Backend, BatchRule, EpochStats, HeadRule, Reduce, Row,
-    RowWeight, StopReason, StopState,
+    predicted_wrong, row_rule, update_norm, Backend, BackendKind, BatchRule, EpochStats, HeadRule,
+    Reduce, Row, RowWeight, StopReason, StopState,
 };
 use crate::error::{Error, Result};
 use crate::model::{Body, Rows, SparseRow, VoteScorer, VoteSteps, Voted};
@@ -60,6 +61,13 @@ pub(crate) trait OnlineRule {
     /// The end of an epoch's rows (before any mixing): a rule that steps by groups of rows
     /// closes its last, partial group.
     fn epoch_end(&mut self) {}
+
+    /// A whole epoch over the rows in `order` where the rule runs on a backend, its counts
+    /// added to `e`: true when it ran, false when the rows go one by one through
+    /// [`OnlineRule::step`].
+    fn epoch(&mut self, _order: &[usize], _e: &mut EpochStats) -> Result<bool> {
+        Ok(false)
+    }
 
     /// The weights to mix (the default [`OnlineRule::mix`]).
     fn weights_mut(&mut self) -> &mut [f32];
@@ -192,7 +200,8 @@ pub(crate) fn run<R: OnlineRule>(
             wrong_rows: (pb.rule == HeadRule::OneVsRest).then_some(0),
             ..EpochStats::default()
         };
-        for (j, &i) in order.iter().enumerate() {
+        let on_device = rule.epoch(&order, &mut e)?;
+        for (j, &i) in order.iter().enumerate().filter(|_| !on_device) {
             // Shuffled rows are random reads: start fetching a row some steps ahead (a
             // shuffled epoch at 500,000 x 64 went from 125-133 to 95-120 ms with it).
             if let Some(&a) = order.get(j + PREFETCH_ROWS) {
@@ -317,7 +326,7 @@ fn support_of(pb: &Problem<'_>, rows: Vec<u32>, coef: Vec<f32>) -> VoteSteps {
 pub fn fit(
     pb: &Problem<'_>,
     params: &Params,
-    _backends: &Backends<'_>,
+    backends: &Backends<'_>,
     progress: &mut dyn Progress,
 ) -> Result<Fitted> {
     let keep = Keep {
@@ -325,12 +334,166 @@ pub fn fit(
         voted: (params.algo == Algo::Voted).then_some(params.max_vectors),
     };
     let w = pb.initial_weights(params);
+    // On a GPU, the steps and streams the user named, or where they named neither the GPU's
+    // choice for the rows (`params::gpu_steps`).
+    let on_gpu = backends.primary.kind() == BackendKind::Gpu;
+    let steps = match (params.minibatch, params.streams) {
+        (1, 1) if on_gpu && keep.voted.is_none() => crate::params::gpu_steps(pb.view().n),
+        given => given,
+    };
+    let stepped = |f: Result<Fitted>, ran: crate::report::Ran| {
+        f.map(|mut f| {
+            f.ran = crate::report::Ran {
+                steps: Some(steps),
+                ..ran
+            };
+            f
+        })
+    };
+    if let Some(rule) = DeviceSteps::bind(pb, params, steps, backends.primary, keep, &w, progress)?
+    {
+        let ran = crate::report::Ran::on(backends.primary);
+        return stepped(fitted(pb, run(pb, params, rule, progress)?), ran);
+    }
+    let cpu = crate::report::Ran::on(&CpuBackend::new());
     if params.streams > 1 {
         let rule = Streams::new(pb, params, keep, w);
-        return fitted(pb, run(pb, params, rule, progress)?);
+        return stepped(fitted(pb, run(pb, params, rule, progress)?), cpu);
     }
     let rule = Perceptron::new(pb, params, keep, w);
-    fitted(pb, run(pb, params, rule, progress)?)
+    match params.minibatch {
+        1 => fitted(pb, run(pb, params, rule, progress)?),
+        _ => stepped(fitted(pb, run(pb, params, rule, progress)?), cpu),
+    }
+}
+
+/// The perceptron in steps and streams run by a GPU (`backend::steps`, shaders/steps.wgsl):
+/// an epoch is one call, the weights and the model are read back after it.
+struct DeviceSteps<'a> {
+    bound: Box<dyn StepsBound + 'a>,
+    /// The (mixed) weights after the last epoch.
+    w: Vec<f32>,
+    /// The model after the last epoch.
+    model: Vec<f32>,
+    order: Vec<u32>,
+}
+
+impl<'a> DeviceSteps<'a> {
+    /// Binds the rows to `backend` when it is a GPU and the run is a stepped or streamed
+    /// perceptron the kernels take (dense rows without row or class weights, one process,
+    /// no per-step snapshots); `None` otherwise, or when the GPU cannot take the rows (the
+    /// CPU then runs the same rule).
+    fn bind(
+        pb: &Problem<'_>,
+        params: &Params,
+        (step_rows, streams): (usize, usize),
+        backend: &'a dyn Backend,
+        keep: Keep,
+        w0: &[f32],
+        progress: &dyn Progress,
+    ) -> Result<Option<DeviceSteps<'a>>> {
+        let v = pb.view();
+        let stepped = step_rows > 1 || streams > 1;
+        let dense = matches!(v.x, crate::backend::Matrix::Dense(_));
+        if backend.kind() != BackendKind::Gpu
+            || !stepped
+            || !dense
+            || keep.voted.is_some()
+            || pb.shard.is_some()
+            || v.sw.is_some()
+            || v.own.is_some()
+            || progress.wants_snapshots()
+        {
+            return Ok(None);
+        }
+        let mut x = Vec::with_capacity(v.n.saturating_mul(v.d));
+        let (mut buf, mut scaled) = (Vec::new(), Vec::new());
+        for i in 0..v.n {
+            let mut row = v.x.row(i, v.d, &mut buf);
+            if let Some(sc) = pb.scale_on_read.as_ref() {
+                row = sc.scale_row(row, &mut scaled, i, &pb.ds.source)?;
+            }
+            match row {
+                Row::Dense(r) => x.extend_from_slice(r),
+                Row::Sparse { .. } => return Ok(None),
+            }
+        }
+        let setup = StepsSetup {
+            rule: pb.rule,
+            tau: params.margin_threshold,
+            eta: params.lr,
+            step_rows,
+            streams,
+            average: keep.average,
+            w0: w0.to_vec(),
+            heads: pb.heads,
+        };
+        match backend.bind_steps(&x, v.y, v.d, v.bias, setup) {
+            Ok(bound) => Ok(Some(DeviceSteps {
+                bound,
+                w: w0.to_vec(),
+                model: w0.to_vec(),
+                order: Vec::with_capacity(v.n),
+            })),
+            Err(Error::Gpu(_) | Error::TooLarge(_)) => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+}
+
+impl OnlineRule for DeviceSteps<'_> {
+    type Best = Vec<f32>;
+
+    fn weights(&self) -> &[f32] {
+        &self.w
+    }
+
+    fn weights_mut(&mut self) -> &mut [f32] {
+        &mut self.w
+    }
+
+    fn model_now(&self) -> Vec<f32> {
+        self.model.clone()
+    }
+
+    fn step(
+        &mut self,
+        _: &Problem<'_>,
+        _: usize,
+        _: Row<'_>,
+        _: f32,
+        _: RowWeight,
+    ) -> Result<Step> {
+        Err(Error::Gpu(
+            "the stepped perceptron on a GPU runs whole epochs, not rows".into(),
+        ))
+    }
+
+    fn epoch(&mut self, order: &[usize], e: &mut EpochStats) -> Result<bool> {
+        self.order.clear();
+        self.order.extend(order.iter().map(|&i| i as u32));
+        let o = self.bound.epoch(&self.order)?;
+        e.mistakes += o.mistakes;
+        e.criterion += o.criterion;
+        if let Some(r) = e.wrong_rows.as_mut() {
+            *r += o.wrong_rows;
+        }
+        self.w = self.bound.weights()?;
+        self.model = self.bound.model()?;
+        Ok(true)
+    }
+
+    fn val_mistakes(&mut self, pb: &Problem<'_>) -> Result<u64> {
+        Ok(val_mistakes(&pb.view(), &self.model, pb.rule).unwrap_or(0))
+    }
+
+    fn best(&self, _pb: &Problem<'_>) -> Vec<f32> {
+        self.model.clone()
+    }
+
+    fn finish(self, _pb: &Problem<'_>, best: Option<Vec<f32>>) -> Snapshot {
+        Snapshot::Linear(best.unwrap_or(self.model))
+    }
 }
 
 /// S streams of the perceptron over contiguous parts of each epoch's row order, every one

@@ -54,6 +54,8 @@ pub fn build(
         fallback: run.ran.fallback,
         storage: Some(run.storage.name().to_string()),
         heads: ovr.then(|| model.classes().len()),
+        minibatch: run.ran.steps.map(|s| s.0),
+        streams: run.ran.steps.map(|s| s.1),
         wrong_rows_per_epoch: ovr
             .then(|| stats.iter().map(|e| e.wrong_rows).collect())
             .flatten(),

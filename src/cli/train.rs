@@ -384,15 +384,20 @@ fn choose_backend(
             );
         }
     }
-    if params.effective_mode() == Mode::Online && sel.backend.kind() == BackendKind::Gpu && speaks {
-        let online_only = matches!(
-            params.algo,
-            Algo::Online | Algo::Voted | Algo::PassiveAggressive
-        );
-        let gpu_form = if online_only {
-            "--algo batch runs its epochs on the GPU"
-        } else {
-            "--mode batch runs its epochs on the GPU"
+    // The perceptron and averaged perceptron run on a GPU in steps and streams; the other
+    // online rules run on the CPU.
+    let cpu_only = matches!(
+        params.algo,
+        Algo::Voted | Algo::PassiveAggressive | Algo::Winnow
+    );
+    if params.effective_mode() == Mode::Online
+        && sel.backend.kind() == BackendKind::Gpu
+        && speaks
+        && cpu_only
+    {
+        let gpu_form = match params.algo {
+            Algo::Winnow => "--mode batch runs its epochs on the GPU",
+            _ => "--algo batch runs its epochs on the GPU",
         };
         note!(
             "note: --algo {} is online (one update per mistake, sequential); it runs on the \

@@ -142,6 +142,38 @@ pub struct EpochOut {
     pub _pad2: u32,
 }
 
+/// Mirrors `StepParams` in steps.wgsl.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Pod, Zeroable)]
+pub struct StepParams {
+    pub n: u32,
+    pub d: u32,
+    pub heads: u32,
+    pub rule: u32,
+    pub streams: u32,
+    pub step_rows: u32,
+    pub average: u32,
+    pub _pad0: u32,
+    pub tau: f32,
+    pub eta: f32,
+    pub bias: f32,
+    pub _pad1: f32,
+}
+
+/// Mirrors `StreamStat` in steps.wgsl.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Pod, Zeroable, Default)]
+pub struct StreamStat {
+    pub lo: u32,
+    pub hi: u32,
+    pub mistakes: u32,
+    pub wrong_rows: u32,
+    pub steps: u32,
+    pub criterion: f32,
+    pub _pad0: u32,
+    pub _pad1: u32,
+}
+
 /// Mirrors `KParams` in kernel.wgsl.
 #[repr(C)]
 #[derive(Debug, Clone, Copy, Pod, Zeroable)]
@@ -286,6 +318,52 @@ mod tests {
                     _pad2
                 }),
             ],
+        );
+    }
+
+    #[test]
+    fn steps_structs_and_codes_have_the_wgsl_values() {
+        let module = parse(super::super::steps::STEPS_WGSL);
+        check_layouts(
+            &module,
+            &[
+                rust_layout!(StepParams {
+                    n,
+                    d,
+                    heads,
+                    rule,
+                    streams,
+                    step_rows,
+                    average,
+                    _pad0,
+                    tau,
+                    eta,
+                    bias,
+                    _pad1
+                }),
+                rust_layout!(StreamStat {
+                    lo,
+                    hi,
+                    mistakes,
+                    wrong_rows,
+                    steps,
+                    criterion,
+                    _pad0,
+                    _pad1
+                }),
+            ],
+        );
+        for (name, rule) in [
+            ("RULE_BINARY", HeadRule::Binary),
+            ("RULE_OVR", HeadRule::OneVsRest),
+            ("RULE_MC_ALL", HeadRule::MulticlassAll),
+            ("RULE_MC_ARGMAX", HeadRule::MulticlassArgmax),
+        ] {
+            assert_eq!(constant(&module, name), rule.code(), "{name}");
+        }
+        assert_eq!(
+            constant(&module, "MAX_STEP") as usize,
+            crate::backend::steps::MAX_STEP
         );
     }
 

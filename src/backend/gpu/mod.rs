@@ -11,6 +11,7 @@ pub(crate) mod mirror;
 pub mod plan;
 mod profile;
 pub(crate) mod resident;
+pub(crate) mod steps;
 mod upload;
 
 use super::{Backend, BackendKind, BatchRule, Bound, DataView, DualBound, Epochs, Extras};
@@ -45,6 +46,7 @@ pub struct GpuBackend {
     ctx: GpuContext,
     batch: BatchPipelines,
     dual: std::sync::OnceLock<DualPipelines>,
+    steps: std::sync::OnceLock<steps::StepsPipelines>,
     opts: ResidentOptions,
 }
 
@@ -65,6 +67,7 @@ impl GpuBackend {
             ctx,
             batch,
             dual: std::sync::OnceLock::new(),
+            steps: std::sync::OnceLock::new(),
             opts: opts.resident.clone(),
         })
     }
@@ -137,6 +140,14 @@ impl GpuBackend {
         Resident::new(&self.ctx, &self.batch, rows, heads, &self.opts)
     }
 
+    fn steps(&self) -> Result<&steps::StepsPipelines> {
+        if let Some(k) = self.steps.get() {
+            return Ok(k);
+        }
+        let k = steps::StepsPipelines::new(&self.ctx)?;
+        Ok(self.steps.get_or_init(|| k))
+    }
+
     fn dual(&self) -> Result<&DualPipelines> {
         if let Some(k) = self.dual.get() {
             return Ok(k);
@@ -201,6 +212,25 @@ impl Backend for GpuBackend {
             self.dual()?,
             eval,
             sv,
+        )?))
+    }
+
+    fn bind_steps<'a>(
+        &'a self,
+        x: &[f32],
+        y: &[f32],
+        d: usize,
+        bias: f32,
+        setup: super::steps::StepsSetup,
+    ) -> Result<Box<dyn super::steps::StepsBound + 'a>> {
+        Ok(Box::new(steps::GpuSteps::new(
+            &self.ctx,
+            self.steps()?,
+            x,
+            y,
+            d,
+            bias,
+            setup,
         )?))
     }
 }

@@ -1,0 +1,230 @@
+// rosenblatt: the online perceptron (binary, multiclass, one-vs-rest; averaged or not) in
+// steps of B rows, in S streams: one workgroup a stream. Each epoch the host writes the row
+// order and each stream's part of it [lo, hi); a stream walks its part in steps of B rows:
+// the step's B x K scores by the weights the step started with (`sc`, workgroup memory), the
+// rule on one thread a row (scores turned into coefficients in place), then every thread adds
+// coefficient x row to its columns of the stream's weights, rows in order (the sequential
+// rule's order for each weight), and with averaging adds the weights after the step to the
+// stream's sums. `mix` then sets every stream's weights to their mean (summed in stream
+// order). The model is the mean over the streams of sums / steps (the host divides).
+//
+// CPU twins of the same names: backend::steps::{steps, mix} (src/backend/steps.rs); tests
+// keep them equal bit for bit on integer data. Dense f32 rows, row-major, d a row; the bias
+// column's value is P.bias (1, or 0 without a bias). Rows have weight 1.
+//
+// Loops run to bounds the host set in P or in `stat` (below 2^31), by positive steps.
+
+override WG: u32 = 256u;
+const MAX_STEP: u32 = 2048u; // B x K scores of a step (checked by the host)
+
+const RULE_BINARY: u32 = 0u;
+const RULE_OVR: u32 = 1u;
+const RULE_MC_ALL: u32 = 2u;
+const RULE_MC_ARGMAX: u32 = 3u;
+
+struct StepParams {
+    n: u32,          // rows bound
+    d: u32,          // features
+    heads: u32,      // K
+    rule: u32,       // RULE_*
+    streams: u32,    // S
+    step_rows: u32,  // B
+    average: u32,    // 1: keep the sums of the weights after each step
+    _pad0: u32,
+    tau: f32,        // a mistake is a margin <= tau
+    eta: f32,        // learning rate
+    bias: f32,       // the bias column's value
+    _pad1: f32,
+}
+
+struct StreamStat {
+    lo: u32,         // the stream's first position in `order` (host)
+    hi: u32,         // one past its last (host)
+    mistakes: u32,   // this epoch's mistakes (one-vs-rest: per head)
+    wrong_rows: u32, // one-vs-rest: rows whose first highest head is not their class
+    steps: u32,      // steps taken since binding
+    criterion: f32,  // this epoch's criterion, summed over the stream's rows
+    _pad0: u32,
+    _pad1: u32,
+}
+
+@group(0) @binding(0) var<uniform> P: StepParams;
+@group(0) @binding(1) var<storage, read> x: array<f32>;
+@group(0) @binding(2) var<storage, read> y: array<f32>;
+@group(0) @binding(3) var<storage, read> order: array<u32>;
+@group(0) @binding(4) var<storage, read_write> w: array<f32>;    // streams x K (d + 1)
+@group(0) @binding(5) var<storage, read_write> sums: array<f32>; // streams x K (d + 1)
+@group(0) @binding(6) var<storage, read_write> stat: array<StreamStat>;
+
+var<workgroup> sc: array<f32, MAX_STEP>;
+var<workgroup> red_u: array<u32, WG>;
+var<workgroup> red_v: array<u32, WG>;
+var<workgroup> red_f: array<f32, WG>;
+
+// The thread's counts of the rows it decides.
+var<private> n_miss: u32;
+var<private> n_wrong: u32;
+var<private> crit: f32;
+
+// The rule on the K scores at sc[o..o + K] of a row of label yv (±1, or the class index):
+// the scores become the coefficients of x (0 where the head is not updated). The twin of
+// backend::row_rule with row weight 1.
+fn decide(o: u32, yv: f32) {
+    let K = P.heads;
+    let t = u32(max(yv, 0.0));
+    if (P.rule == RULE_BINARY || P.rule == RULE_OVR) {
+        var top = 0u;
+        var s_top = sc[o];
+        for (var k = 0u; k < K; k++) {
+            let sk = sc[o + k];
+            if (sk > s_top) {
+                top = k;
+                s_top = sk;
+            }
+            var yk = yv;
+            if (P.rule == RULE_OVR) {
+                yk = select(-1.0, 1.0, k == t);
+            }
+            let m = yk * sk;
+            var c = 0.0;
+            if (m <= P.tau) {
+                c = yk;
+                n_miss += 1u;
+                crit -= m;
+            }
+            sc[o + k] = c;
+        }
+        if (P.rule == RULE_OVR && top != t) {
+            n_wrong += 1u;
+        }
+        return;
+    }
+    var s_true = 0.0;
+    var best = K;
+    var s_best = 0.0;
+    for (var k = 0u; k < K; k++) {
+        let sk = sc[o + k];
+        if (k == t) {
+            s_true = sk;
+        } else if (best == K || sk > s_best) {
+            best = k;
+            s_best = sk;
+        }
+    }
+    let m = s_true - s_best;
+    let miss = m <= P.tau;
+    if (miss) {
+        n_miss += 1u;
+        crit -= m;
+    }
+    for (var k = 0u; k < K; k++) {
+        var c = 0.0;
+        if (miss) {
+            if (k == t) {
+                c = 1.0;
+            } else if (P.rule == RULE_MC_ALL || k == best) {
+                c = -1.0;
+            }
+        }
+        sc[o + k] = c;
+    }
+}
+
+// One epoch of stream `wid.x` over its part of `order`. CPU twin: backend::steps::steps.
+@compute @workgroup_size(WG)
+fn steps(@builtin(local_invocation_id) lid3: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>) {
+    let lid = lid3.x;
+    let s = wid.x;
+    let K = P.heads;
+    let d = P.d;
+    let da = d + 1u;
+    let base = s * K * da;
+    let lo = stat[s].lo;
+    let hi = stat[s].hi;
+    n_miss = 0u;
+    n_wrong = 0u;
+    crit = 0.0;
+    var taken = 0u;
+    for (var start = lo; start < hi; start += P.step_rows) {
+        let b = min(P.step_rows, hi - start);
+        // The step's scores by the weights it started with.
+        for (var p = lid; p < b * K; p += WG) {
+            let r = p / K;
+            let k = p % K;
+            let xo = order[start + r] * d;
+            let wo = base + k * da;
+            var acc = 0.0;
+            for (var j = 0u; j < d; j++) {
+                acc += w[wo + j] * x[xo + j];
+            }
+            sc[p] = acc + w[wo + d] * P.bias;
+        }
+        workgroupBarrier();
+        for (var r = lid; r < b; r += WG) {
+            decide(r * K, y[order[start + r]]);
+        }
+        workgroupBarrier();
+        // The updates, a thread a column, rows in order.
+        for (var j = lid; j < da; j += WG) {
+            for (var r = 0u; r < b; r++) {
+                var xv = P.bias;
+                if (j < d) {
+                    xv = x[order[start + r] * d + j];
+                }
+                for (var k = 0u; k < K; k++) {
+                    let c = sc[r * K + k];
+                    if (c != 0.0) {
+                        w[base + k * da + j] += (P.eta * c) * xv;
+                    }
+                }
+            }
+            if (P.average != 0u) {
+                for (var k = 0u; k < K; k++) {
+                    sums[base + k * da + j] += w[base + k * da + j];
+                }
+            }
+        }
+        storageBarrier();
+        workgroupBarrier();
+        taken += 1u;
+    }
+    // The stream's counts, summed over its threads in a fixed tree (row r of a step is
+    // decided by thread r mod WG).
+    red_u[lid] = n_miss;
+    red_v[lid] = n_wrong;
+    red_f[lid] = crit;
+    workgroupBarrier();
+    for (var h = WG / 2u; h > 0u; h >>= 1u) {
+        if (lid < h) {
+            red_u[lid] += red_u[lid + h];
+            red_v[lid] += red_v[lid + h];
+            red_f[lid] += red_f[lid + h];
+        }
+        workgroupBarrier();
+    }
+    if (lid == 0u) {
+        stat[s].mistakes = red_u[0];
+        stat[s].wrong_rows = red_v[0];
+        stat[s].criterion = red_f[0];
+        stat[s].steps += taken;
+    }
+}
+
+// Every stream's weights become their mean, summed in stream order. CPU twin:
+// backend::steps::mix.
+@compute @workgroup_size(WG)
+fn mix(@builtin(global_invocation_id) gid: vec3<u32>) {
+    let len = P.heads * (P.d + 1u);
+    let i = gid.x;
+    if (i >= len) {
+        return;
+    }
+    var acc = 0.0;
+    for (var s = 0u; s < P.streams; s++) {
+        acc += w[s * len + i];
+    }
+    let m = acc / f32(P.streams);
+    for (var s = 0u; s < P.streams; s++) {
+        w[s * len + i] = m;
+    }
+}

@@ -1,0 +1,333 @@
+//! The online perceptron in steps and streams on the GPU (shaders/steps.wgsl): the `steps`
+//! and `mix` pipelines, built once per context, and [`GpuSteps`], rows made resident for a
+//! stepped run. An epoch writes the row order and the streams' parts, dispatches one
+//! workgroup a stream, then `mix`, and reads back the streams' counts. CPU twin:
+//! `backend::steps::CpuSteps`.
+
+use super::batch::{storage, uniform};
+use super::buffers::{entire, init_buf, read_back, storage_buf};
+use super::context::GpuContext;
+use super::mirror::{StepParams, StreamStat};
+use crate::backend::steps::{model_of, stream_part, StepsBound, StepsSetup};
+use crate::backend::RowOutcome;
+use crate::error::{Error, Result};
+
+/// The stepped perceptron's WGSL source.
+pub const STEPS_WGSL: &str = include_str!("../../../shaders/steps.wgsl");
+
+/// The `steps` and `mix` pipelines and their layout, built once.
+pub struct StepsPipelines {
+    layout: wgpu::BindGroupLayout,
+    steps: wgpu::ComputePipeline,
+    mix: wgpu::ComputePipeline,
+    wg: u32,
+}
+
+impl StepsPipelines {
+    /// Compiles shaders/steps.wgsl for the device's limits.
+    pub fn new(ctx: &GpuContext) -> Result<Self> {
+        let l = &ctx.limits;
+        let wg = 256u32
+            .min(l.max_compute_invocations_per_workgroup)
+            .min(l.max_compute_workgroup_size_x);
+        // sc (MAX_STEP f32) and three WG-long reduction arrays.
+        let bytes = (crate::backend::steps::MAX_STEP as u32 + 3 * wg) * 4;
+        if bytes > l.max_compute_workgroup_storage_size {
+            return Err(Error::Gpu(format!(
+                "the stepped perceptron needs {bytes} bytes of workgroup memory; the device has {}",
+                l.max_compute_workgroup_storage_size
+            )));
+        }
+        ctx.scoped("compiling shaders/steps.wgsl", || {
+            let module = ctx
+                .device
+                .create_shader_module(wgpu::ShaderModuleDescriptor {
+                    label: Some("rosenblatt.steps"),
+                    source: wgpu::ShaderSource::Wgsl(STEPS_WGSL.into()),
+                });
+            let layout = ctx
+                .device
+                .create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
+                    label: Some("rosenblatt.steps_layout"),
+                    entries: &[
+                        uniform(0),
+                        storage(1, true),
+                        storage(2, true),
+                        storage(3, true),
+                        storage(4, false),
+                        storage(5, false),
+                        storage(6, false),
+                    ],
+                });
+            let pl = ctx
+                .device
+                .create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
+                    label: Some("rosenblatt.steps_pipeline_layout"),
+                    bind_group_layouts: &[Some(&layout)],
+                    immediate_size: 0,
+                });
+            let constants = [("WG", wg as f64)];
+            let pipeline = |entry: &str| {
+                ctx.device
+                    .create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+                        label: Some(entry),
+                        layout: Some(&pl),
+                        module: &module,
+                        entry_point: Some(entry),
+                        compilation_options: wgpu::PipelineCompilationOptions {
+                            constants: &constants,
+                            ..Default::default()
+                        },
+                        cache: None,
+                    })
+            };
+            StepsPipelines {
+                steps: pipeline("steps"),
+                mix: pipeline("mix"),
+                layout,
+                wg,
+            }
+        })
+    }
+}
+
+/// Rows resident on the GPU for a stepped online run.
+pub struct GpuSteps<'c> {
+    ctx: &'c GpuContext,
+    pipes: &'c StepsPipelines,
+    setup: StepsSetup,
+    n: usize,
+    len: usize,
+    order: wgpu::Buffer,
+    w: wgpu::Buffer,
+    sums: wgpu::Buffer,
+    stat: wgpu::Buffer,
+    staging: wgpu::Buffer,
+    bind: wgpu::BindGroup,
+    /// Each stream's steps so far (kept on the device too).
+    steps: Vec<u64>,
+}
+
+impl<'c> GpuSteps<'c> {
+    /// Uploads `x` (`y.len()` rows of `d` f32, row-major) and the labels, and the starting
+    /// weights to every stream.
+    pub fn new(
+        ctx: &'c GpuContext,
+        pipes: &'c StepsPipelines,
+        x: &[f32],
+        y: &[f32],
+        d: usize,
+        bias: f32,
+        setup: StepsSetup,
+    ) -> Result<Self> {
+        setup.check(d)?;
+        let n = y.len();
+        let len = setup.w0.len();
+        let s = setup.streams;
+        let limit = ctx
+            .limits
+            .max_storage_buffer_binding_size
+            .min(ctx.limits.max_buffer_size);
+        let xb = (x.len() as u64) * 4;
+        let wb = (s as u64) * (len as u64) * 4;
+        if xb > limit
+            || wb > limit
+            || n >= 1 << 31
+            || s > ctx.limits.max_compute_workgroups_per_dimension as usize
+        {
+            return Err(Error::TooLarge(format!(
+                "a stepped run binds X whole ({xb} bytes) and {s} streams' weights ({wb} bytes); \
+                 the GPU binds at most {limit} bytes and {} workgroups",
+                ctx.limits.max_compute_workgroups_per_dimension
+            )));
+        }
+        let sp = StepParams {
+            n: n as u32,
+            d: d as u32,
+            heads: setup.heads as u32,
+            rule: setup.rule.code(),
+            streams: s as u32,
+            step_rows: setup.step_rows as u32,
+            average: setup.average as u32,
+            _pad0: 0,
+            tau: setup.tau,
+            eta: setup.eta,
+            bias,
+            _pad1: 0.0,
+        };
+        let st = wgpu::BufferUsages::STORAGE;
+        ctx.scoped("uploading the stepped perceptron's rows", || {
+            let params = init_buf(
+                ctx,
+                "rosenblatt.step_params",
+                bytemuck::bytes_of(&sp),
+                wgpu::BufferUsages::UNIFORM,
+            );
+            let xbuf = init_buf(ctx, "rosenblatt.steps_x", nonempty(x), st);
+            let ybuf = init_buf(ctx, "rosenblatt.steps_y", nonempty(y), st);
+            let order = storage_buf(ctx, "rosenblatt.steps_order", (n.max(1) * 4) as u64);
+            let w = init_buf(
+                ctx,
+                "rosenblatt.steps_w",
+                bytemuck::cast_slice(&setup.w0.repeat(s)),
+                st | wgpu::BufferUsages::COPY_SRC,
+            );
+            let sums = storage_buf(
+                ctx,
+                "rosenblatt.steps_sums",
+                if setup.average { wb } else { 4 },
+            );
+            let stat = storage_buf(
+                ctx,
+                "rosenblatt.steps_stat",
+                (s * size_of::<StreamStat>()) as u64,
+            );
+            let staging = ctx.device.create_buffer(&wgpu::BufferDescriptor {
+                label: Some("rosenblatt.steps_readback"),
+                size: wb.max((s * size_of::<StreamStat>()) as u64),
+                usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+                mapped_at_creation: false,
+            });
+            let bind = ctx.device.create_bind_group(&wgpu::BindGroupDescriptor {
+                label: Some("rosenblatt.steps"),
+                layout: &pipes.layout,
+                entries: &[
+                    entire(0, &params),
+                    entire(1, &xbuf),
+                    entire(2, &ybuf),
+                    entire(3, &order),
+                    entire(4, &w),
+                    entire(5, &sums),
+                    entire(6, &stat),
+                ],
+            });
+            GpuSteps {
+                ctx,
+                pipes,
+                n,
+                len,
+                order,
+                w,
+                sums,
+                stat,
+                staging,
+                bind,
+                steps: vec![0; s],
+                setup,
+            }
+        })
+    }
+
+    /// Reads `bytes` bytes of `buf` back.
+    fn read(&self, buf: &wgpu::Buffer, bytes: u64) -> Result<Vec<u8>> {
+        let ctx = self.ctx;
+        ctx.scoped("reading the stepped perceptron back", || {
+            let mut enc = ctx
+                .device
+                .create_command_encoder(&wgpu::CommandEncoderDescriptor::default());
+            enc.copy_buffer_to_buffer(buf, 0, &self.staging, 0, bytes);
+            ctx.queue.submit([enc.finish()]);
+        })?;
+        let mut out = read_back(ctx, &self.staging)?;
+        ctx.check("reading the stepped perceptron back")?;
+        out.truncate(bytes as usize);
+        Ok(out)
+    }
+
+    fn all_weights(&self) -> Result<Vec<f32>> {
+        let bytes = self.read(&self.w, (self.setup.streams * self.len * 4) as u64)?;
+        Ok(bytemuck::pod_collect_to_vec(&bytes))
+    }
+}
+
+/// The bytes of `v`, or four zero bytes for an empty slice (buffers are never empty).
+fn nonempty(v: &[f32]) -> &[u8] {
+    if v.is_empty() {
+        &[0; 4]
+    } else {
+        bytemuck::cast_slice(v)
+    }
+}
+
+impl StepsBound for GpuSteps<'_> {
+    fn epoch(&mut self, order: &[u32]) -> Result<RowOutcome> {
+        let ctx = self.ctx;
+        let s = self.setup.streams;
+        if order.len() != self.n || order.iter().any(|&i| i as usize >= self.n) {
+            return Err(Error::Gpu(format!(
+                "an epoch's order of {} rows for {} bound rows",
+                order.len(),
+                self.n
+            )));
+        }
+        let stats: Vec<StreamStat> = (0..s)
+            .map(|k| {
+                let (lo, hi) = stream_part(k, self.n, s);
+                StreamStat {
+                    lo: lo as u32,
+                    hi: hi as u32,
+                    steps: self.steps[k] as u32,
+                    ..StreamStat::default()
+                }
+            })
+            .collect();
+        let stat_bytes = (s * size_of::<StreamStat>()) as u64;
+        ctx.scoped("running a stepped epoch", || {
+            if !order.is_empty() {
+                ctx.queue
+                    .write_buffer(&self.order, 0, bytemuck::cast_slice(order));
+            }
+            ctx.queue
+                .write_buffer(&self.stat, 0, bytemuck::cast_slice(&stats));
+            let mut enc = ctx
+                .device
+                .create_command_encoder(&wgpu::CommandEncoderDescriptor {
+                    label: Some("rosenblatt.steps"),
+                });
+            {
+                let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor {
+                    label: Some("rosenblatt.steps"),
+                    timestamp_writes: None,
+                });
+                pass.set_bind_group(0, &self.bind, &[]);
+                pass.set_pipeline(&self.pipes.steps);
+                pass.dispatch_workgroups(s as u32, 1, 1);
+                pass.set_pipeline(&self.pipes.mix);
+                pass.dispatch_workgroups(self.len.div_ceil(self.pipes.wg as usize) as u32, 1, 1);
+            }
+            enc.copy_buffer_to_buffer(&self.stat, 0, &self.staging, 0, stat_bytes);
+            ctx.queue.submit([enc.finish()]);
+        })?;
+        let bytes = read_back(ctx, &self.staging)?;
+        ctx.check("running a stepped epoch")?;
+        let got: Vec<StreamStat> = bytemuck::pod_collect_to_vec(&bytes[..stat_bytes as usize]);
+        let mut total = RowOutcome::default();
+        for (k, g) in got.iter().enumerate() {
+            total += RowOutcome {
+                mistakes: g.mistakes as u64,
+                criterion: g.criterion as f64,
+                weighted: g.mistakes as f64,
+                wrong_rows: g.wrong_rows as u64,
+            };
+            self.steps[k] = g.steps as u64;
+        }
+        Ok(total)
+    }
+
+    fn weights(&mut self) -> Result<Vec<f32>> {
+        let bytes = self.read(&self.w, (self.len * 4) as u64)?;
+        Ok(bytemuck::pod_collect_to_vec(&bytes))
+    }
+
+    fn model(&mut self) -> Result<Vec<f32>> {
+        let w = self.all_weights()?;
+        let sums = match self.setup.average {
+            true => {
+                let b = self.read(&self.sums, (self.setup.streams * self.len * 4) as u64)?;
+                Some(bytemuck::pod_collect_to_vec::<u8, f32>(&b))
+            }
+            false => None,
+        };
+        Ok(model_of(&w, sums.as_deref(), &self.steps, self.len))
+    }
+}
