@@ -11,7 +11,9 @@
 # There (device tool, carry .gpu and .gl):
 #   bash scripts/gpu_compare.sh [PHASE]
 # PHASE: (none) the issue's shapes, baseline and current, the checks, PyTorch, the sweeps;
-# quick: without PyTorch and the sweeps; torch: without the sweeps; final: the defaults side
+# quick: without PyTorch and the sweeps; torch: without the sweeps; online: issue 43's online
+# averaged perceptron on the GPU against the CPU (time an epoch, time to the model, test
+# accuracy, on scripts/fashion_like.py's set); final: the defaults side
 # by side with the baseline, what the per-row cost depends on, PyTorch; rows: rows in flight
 # 1, 2, 4 a thread; checks: naga's runtime checks full / no-loop-counters / none.
 # Prints one line a run (name, ms an epoch, GB/s for one read of X, each kernel's ms, the
@@ -87,6 +89,36 @@ side_by_side() {
   done
 }
 
+if [ "${1:-}" = online ]; then
+  # Issue 43: the online averaged perceptron (train's default) on the GPU, in the steps and
+  # streams it picks, against the CPU's sequential rule on the same machine: a
+  # Fashion-MNIST-sized set (scripts/fashion_like.py), 5 epochs for the time an epoch, then
+  # the default stopping for the time to the model (upload included) and its test accuracy.
+  D=$(mktemp -d)
+  python3 scripts/fashion_like.py "$D" || { echo "no numpy: online phase skipped"; exit 0; }
+  for be in gpu cpu; do
+    timeout 200 $N train "$D/X_train.npy" --labels "$D/y_train.npy" --backend $be --epochs 5 \
+      --patience 0 --json >"$RUNS/online.$be.5.json" 2>"$RUNS/online.$be.5.err"
+    timeout 300 $N train "$D/X_train.npy" --labels "$D/y_train.npy" --backend $be --json \
+      -o "$D/m.$be.json" >"$RUNS/online.$be.json" 2>"$RUNS/online.$be.err"
+    timeout 100 $N eval "$D/m.$be.json" "$D/X_test.npy" --labels "$D/y_test.npy" --json \
+      >"$RUNS/online.$be.eval.json" 2>/dev/null
+    python3 - "$RUNS" "$be" <<'EOF' | tee -a "$OUT/online.txt"
+import json, sys
+d, be = sys.argv[1:]
+try:
+    five = json.load(open(f"{d}/online.{be}.5.json"))
+    full = json.load(open(f"{d}/online.{be}.json"))
+    acc = json.load(open(f"{d}/online.{be}.eval.json"))["accuracy"]
+except Exception as e:
+    print(f"online {be}: failed ({e})"); sys.exit()
+print(f"online {be:3s} B {full.get('minibatch', 1)} S {full.get('streams', 1)}: "
+      f"{1000 * five['seconds'] / five['epochs']:.2f} ms an epoch (5 epochs, upload included), "
+      f"{full['epochs']} epochs in {full['seconds']:.3f} s to test accuracy {acc:.4f}")
+EOF
+  done
+  exit 0
+fi
 if [ "${1:-}" = rows ]; then
   # Rows in flight as separate registers (1, 2, 4 a thread) against the baseline.
   bench base.bin28.f32 $B $BIN1

@@ -9,8 +9,9 @@
 // order). The model is the mean over the streams of sums / steps (the host divides).
 //
 // CPU twins of the same names: backend::steps::{steps, mix} (src/backend/steps.rs); tests
-// keep them equal bit for bit on integer data. Dense f32 rows, row-major, d a row; the bias
-// column's value is P.bias (1, or 0 without a bias). Rows have weight 1.
+// keep them equal bit for bit on integer data. Dense f32 rows, row-major, d a row, in up to
+// four bindings of P.part_rows rows; the bias column's value is P.bias (1, or 0 without a
+// bias). Rows have weight 1.
 //
 // Loops run to bounds the host set in P or in `stat` (below 2^31), by positive steps.
 
@@ -30,7 +31,7 @@ struct StepParams {
     streams: u32,    // S
     step_rows: u32,  // B
     average: u32,    // 1: keep the sums of the weights after each step
-    _pad0: u32,
+    part_rows: u32,  // rows in each of the bindings x0 .. x3 (the last may hold fewer)
     tau: f32,        // a mistake is a margin <= tau
     eta: f32,        // learning rate
     bias: f32,       // the bias column's value
@@ -49,12 +50,36 @@ struct StreamStat {
 }
 
 @group(0) @binding(0) var<uniform> P: StepParams;
-@group(0) @binding(1) var<storage, read> x: array<f32>;
+@group(0) @binding(1) var<storage, read> x0: array<f32>;
 @group(0) @binding(2) var<storage, read> y: array<f32>;
 @group(0) @binding(3) var<storage, read> order: array<u32>;
 @group(0) @binding(4) var<storage, read_write> w: array<f32>;    // streams x K (d + 1)
 @group(0) @binding(5) var<storage, read_write> sums: array<f32>; // streams x K (d + 1)
 @group(0) @binding(6) var<storage, read_write> stat: array<StreamStat>;
+// X past one storage binding goes on in these (unused ones are bound to x0).
+@group(0) @binding(7) var<storage, read> x1: array<f32>;
+@group(0) @binding(8) var<storage, read> x2: array<f32>;
+@group(0) @binding(9) var<storage, read> x3: array<f32>;
+
+// Value j of row `row`.
+fn xat(row: u32, j: u32) -> f32 {
+    let part = row / P.part_rows;
+    let i = (row - part * P.part_rows) * P.d + j;
+    switch part {
+        case 0u: {
+            return x0[i];
+        }
+        case 1u: {
+            return x1[i];
+        }
+        case 2u: {
+            return x2[i];
+        }
+        default: {
+            return x3[i];
+        }
+    }
+}
 
 var<workgroup> sc: array<f32, MAX_STEP>;
 var<workgroup> red_u: array<u32, WG>;
@@ -151,11 +176,11 @@ fn steps(@builtin(local_invocation_id) lid3: vec3<u32>, @builtin(workgroup_id) w
         for (var p = lid; p < b * K; p += WG) {
             let r = p / K;
             let k = p % K;
-            let xo = order[start + r] * d;
+            let row = order[start + r];
             let wo = base + k * da;
             var acc = 0.0;
             for (var j = 0u; j < d; j++) {
-                acc += w[wo + j] * x[xo + j];
+                acc += w[wo + j] * xat(row, j);
             }
             sc[p] = acc + w[wo + d] * P.bias;
         }
@@ -169,7 +194,7 @@ fn steps(@builtin(local_invocation_id) lid3: vec3<u32>, @builtin(workgroup_id) w
             for (var r = 0u; r < b; r++) {
                 var xv = P.bias;
                 if (j < d) {
-                    xv = x[order[start + r] * d + j];
+                    xv = xat(order[start + r], j);
                 }
                 for (var k = 0u; k < K; k++) {
                     let c = sc[r * K + k];

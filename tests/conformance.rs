@@ -931,3 +931,53 @@ fn stepped_kernels_equal_their_cpu_twin_bit_for_bit_on_integer_data() {
         }
     }
 }
+
+/// X past one storage binding goes in up to four bindings: the kernels read across them as
+/// from one; more than four is refused with the sizes.
+#[test]
+fn stepped_kernels_read_x_across_bindings() {
+    use rosenblatt::backend::gpu::{GpuOptions, ResidentOptions};
+    use rosenblatt::backend::steps::StepsSetup;
+    use rosenblatt::backend::HeadRule;
+    if gpu().is_none() {
+        return;
+    }
+    let g = GpuBackend::new(&GpuOptions {
+        resident: ResidentOptions {
+            max_binding: Some(1024),
+            ..Default::default()
+        },
+        ..Default::default()
+    })
+    .unwrap();
+    let cpu = CpuBackend::new();
+    // 200 rows of 5 values: 51 rows (1,020 bytes) a binding, four bindings.
+    let (n, d, k) = (200, 5, 3);
+    let (x, y) = integer_set(n, d, k, 8);
+    let setup = StepsSetup {
+        rule: HeadRule::MulticlassArgmax,
+        tau: 0.0,
+        eta: 1.0,
+        step_rows: 4,
+        streams: 2,
+        average: true,
+        w0: vec![0.0; k * (d + 1)],
+        heads: k,
+    };
+    let mut want = cpu.bind_steps(&x, &y, d, 1.0, setup.clone()).unwrap();
+    let mut got = g.bind_steps(&x, &y, d, 1.0, setup.clone()).unwrap();
+    let order: Vec<u32> = (0..n as u32).rev().collect();
+    for _ in 0..3 {
+        let (a, e) = (got.epoch(&order).unwrap(), want.epoch(&order).unwrap());
+        assert_eq!((a.mistakes, a.criterion), (e.mistakes, e.criterion));
+    }
+    assert_eq!(got.model().unwrap(), want.model().unwrap());
+    drop(got);
+    // 300 rows need six bindings.
+    let (x, y) = integer_set(300, d, k, 9);
+    match g.bind_steps(&x, &y, d, 1.0, setup) {
+        Err(rosenblatt::Error::TooLarge(m)) => assert!(m.contains("4 bindings"), "{m}"),
+        Err(e) => panic!("{e}"),
+        Ok(_) => panic!("six bindings taken"),
+    };
+}

@@ -977,3 +977,44 @@ fn stepped_training_on_the_gpu_equals_the_cpu() {
         );
     }
 }
+
+/// Where the GPU's online perceptron cannot take the run (sparse rows here), the CPU runs
+/// the sequential rule and the report says why.
+#[test]
+fn the_online_rule_on_sparse_rows_says_the_cpu_ran_it() {
+    if gpu().is_none() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path();
+    let o = common::run(
+        p,
+        &[
+            "gen",
+            "--n",
+            "1500",
+            "--d",
+            "50",
+            "--density",
+            "0.2",
+            "--format",
+            "libsvm",
+            "-o",
+            "s.svm",
+        ],
+    );
+    assert!(o.status.success(), "{}", common::stderr(&o));
+    let o = common::run(
+        p,
+        &["train", "s.svm", "--sparse", "--backend", "gpu", "--json"],
+    );
+    assert!(o.status.success(), "{}", common::stderr(&o));
+    let v: serde_json::Value = serde_json::from_str(common::stdout(&o).trim()).unwrap();
+    assert_eq!(v["backend"], "cpu", "{v}");
+    let why = v["fallback"].as_str().unwrap_or_default();
+    assert!(
+        why.contains("sparse rows") && why.contains("sequential rule"),
+        "{v}"
+    );
+    assert!(v.get("streams").is_none(), "{v}");
+}

@@ -350,19 +350,24 @@ pub fn fit(
             f
         })
     };
-    if let Some(rule) = DeviceSteps::bind(pb, params, steps, backends.primary, keep, &w, progress)?
-    {
-        let ran = crate::report::Ran::on(backends.primary);
-        return stepped(fitted(pb, run(pb, params, rule, progress)?), ran);
+    let mut cpu = crate::report::Ran::on(&CpuBackend::new());
+    match DeviceSteps::bind(pb, params, steps, backends.primary, keep, &w, progress)? {
+        Ok(rule) => {
+            let ran = crate::report::Ran::on(backends.primary);
+            return stepped(fitted(pb, run(pb, params, rule, progress)?), ran);
+        }
+        Err(why) => cpu.fallback = why,
     }
-    let cpu = crate::report::Ran::on(&CpuBackend::new());
     if params.streams > 1 {
         let rule = Streams::new(pb, params, keep, w);
         return stepped(fitted(pb, run(pb, params, rule, progress)?), cpu);
     }
     let rule = Perceptron::new(pb, params, keep, w);
     match params.minibatch {
-        1 => fitted(pb, run(pb, params, rule, progress)?),
+        1 => fitted(pb, run(pb, params, rule, progress)?).map(|mut f| {
+            f.ran.fallback = cpu.fallback;
+            f
+        }),
         _ => stepped(fitted(pb, run(pb, params, rule, progress)?), cpu),
     }
 }
@@ -381,8 +386,9 @@ struct DeviceSteps<'a> {
 impl<'a> DeviceSteps<'a> {
     /// Binds the rows to `backend` when it is a GPU and the run is a stepped or streamed
     /// perceptron the kernels take (dense rows without row or class weights, one process,
-    /// no per-step snapshots); `None` otherwise, or when the GPU cannot take the rows (the
-    /// CPU then runs the same rule).
+    /// no per-step snapshots). Otherwise the CPU runs the rule: `Err(None)` where no GPU
+    /// was asked for or the rule is sequential, `Err(Some(why))` where the GPU could not
+    /// take the run.
     fn bind(
         pb: &Problem<'_>,
         params: &Params,
@@ -391,20 +397,27 @@ impl<'a> DeviceSteps<'a> {
         keep: Keep,
         w0: &[f32],
         progress: &dyn Progress,
-    ) -> Result<Option<DeviceSteps<'a>>> {
+    ) -> Result<std::result::Result<DeviceSteps<'a>, Option<String>>> {
         let v = pb.view();
         let stepped = step_rows > 1 || streams > 1;
-        let dense = matches!(v.x, crate::backend::Matrix::Dense(_));
-        if backend.kind() != BackendKind::Gpu
-            || !stepped
-            || !dense
-            || keep.voted.is_some()
-            || pb.shard.is_some()
-            || v.sw.is_some()
-            || v.own.is_some()
-            || progress.wants_snapshots()
-        {
-            return Ok(None);
+        if backend.kind() != BackendKind::Gpu || !stepped || keep.voted.is_some() {
+            return Ok(Err(None));
+        }
+        let ran_as = match (params.minibatch, params.streams) {
+            (1, 1) => "the sequential rule",
+            _ => "the same steps and streams",
+        };
+        let refused = match () {
+            _ if v.x.is_sparse() => Some("sparse rows"),
+            _ if pb.shard.is_some() => Some("a data-parallel run"),
+            _ if v.sw.is_some() || v.own.is_some() => Some("row or class weights"),
+            _ if progress.wants_snapshots() => Some("an animation of every step"),
+            _ => None,
+        };
+        if let Some(what) = refused {
+            return Ok(Err(Some(format!(
+                "the GPU's online perceptron does not take {what} yet; the CPU ran {ran_as}"
+            ))));
         }
         let mut x = Vec::with_capacity(v.n.saturating_mul(v.d));
         let (mut buf, mut scaled) = (Vec::new(), Vec::new());
@@ -415,7 +428,7 @@ impl<'a> DeviceSteps<'a> {
             }
             match row {
                 Row::Dense(r) => x.extend_from_slice(r),
-                Row::Sparse { .. } => return Ok(None),
+                Row::Sparse { .. } => return Ok(Err(Some("sparse rows".into()))),
             }
         }
         let setup = StepsSetup {
@@ -429,13 +442,15 @@ impl<'a> DeviceSteps<'a> {
             heads: pb.heads,
         };
         match backend.bind_steps(&x, v.y, v.d, v.bias, setup) {
-            Ok(bound) => Ok(Some(DeviceSteps {
+            Ok(bound) => Ok(Ok(DeviceSteps {
                 bound,
                 w: w0.to_vec(),
                 model: w0.to_vec(),
                 order: Vec::with_capacity(v.n),
             })),
-            Err(Error::Gpu(_) | Error::TooLarge(_)) => Ok(None),
+            Err(e @ (Error::Gpu(_) | Error::TooLarge(_))) => Ok(Err(Some(format!(
+                "the GPU could not take the online perceptron's rows ({e}); the CPU ran {ran_as}"
+            )))),
             Err(e) => Err(e),
         }
     }

@@ -226,6 +226,7 @@ impl Backend for GpuBackend {
         Ok(Box::new(steps::GpuSteps::new(
             &self.ctx,
             self.steps()?,
+            self.opts.max_binding,
             x,
             y,
             d,

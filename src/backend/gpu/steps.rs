@@ -12,6 +12,9 @@ use crate::backend::steps::{model_of, stream_part, StepsBound, StepsSetup};
 use crate::backend::RowOutcome;
 use crate::error::{Error, Result};
 
+/// Most storage bindings X takes (`x0` .. `x3` in shaders/steps.wgsl).
+const X_PARTS: usize = 4;
+
 /// The stepped perceptron's WGSL source.
 pub const STEPS_WGSL: &str = include_str!("../../../shaders/steps.wgsl");
 
@@ -27,6 +30,12 @@ impl StepsPipelines {
     /// Compiles shaders/steps.wgsl for the device's limits.
     pub fn new(ctx: &GpuContext) -> Result<Self> {
         let l = &ctx.limits;
+        if l.max_storage_buffers_per_shader_stage < 9 {
+            return Err(Error::Gpu(format!(
+                "the stepped perceptron binds 9 storage buffers; the device allows {}",
+                l.max_storage_buffers_per_shader_stage
+            )));
+        }
         let wg = 256u32
             .min(l.max_compute_invocations_per_workgroup)
             .min(l.max_compute_workgroup_size_x);
@@ -57,6 +66,9 @@ impl StepsPipelines {
                         storage(4, false),
                         storage(5, false),
                         storage(6, false),
+                        storage(7, true),
+                        storage(8, true),
+                        storage(9, true),
                     ],
                 });
             let pl = ctx
@@ -110,10 +122,13 @@ pub struct GpuSteps<'c> {
 
 impl<'c> GpuSteps<'c> {
     /// Uploads `x` (`y.len()` rows of `d` f32, row-major) and the labels, and the starting
-    /// weights to every stream.
+    /// weights to every stream; X goes in bindings of at most `max_binding` bytes (default:
+    /// the device's limit).
+    #[allow(clippy::too_many_arguments)]
     pub fn new(
         ctx: &'c GpuContext,
         pipes: &'c StepsPipelines,
+        max_binding: Option<u64>,
         x: &[f32],
         y: &[f32],
         d: usize,
@@ -124,20 +139,24 @@ impl<'c> GpuSteps<'c> {
         let n = y.len();
         let len = setup.w0.len();
         let s = setup.streams;
-        let limit = ctx
-            .limits
-            .max_storage_buffer_binding_size
-            .min(ctx.limits.max_buffer_size);
+        let limit = super::plan::binding_limit(&ctx.limits, max_binding);
         let xb = (x.len() as u64) * 4;
         let wb = (s as u64) * (len as u64) * 4;
-        if xb > limit
+        // X in at most X_PARTS bindings of part_rows rows each.
+        let part_rows = (limit / ((d.max(1) as u64) * 4)).min(u32::MAX as u64) as usize;
+        let parts = match part_rows {
+            0 => usize::MAX,
+            p => n.div_ceil(p).max(1),
+        };
+        if parts > X_PARTS
             || wb > limit
             || n >= 1 << 31
             || s > ctx.limits.max_compute_workgroups_per_dimension as usize
         {
             return Err(Error::TooLarge(format!(
-                "a stepped run binds X whole ({xb} bytes) and {s} streams' weights ({wb} bytes); \
-                 the GPU binds at most {limit} bytes and {} workgroups",
+                "a stepped run binds X ({xb} bytes) in at most {X_PARTS} bindings and {s} \
+                 streams' weights ({wb} bytes) in one; the GPU binds at most {limit} bytes a \
+                 binding and runs {} workgroups",
                 ctx.limits.max_compute_workgroups_per_dimension
             )));
         }
@@ -149,7 +168,7 @@ impl<'c> GpuSteps<'c> {
             streams: s as u32,
             step_rows: setup.step_rows as u32,
             average: setup.average as u32,
-            _pad0: 0,
+            part_rows: part_rows.max(1) as u32,
             tau: setup.tau,
             eta: setup.eta,
             bias,
@@ -163,7 +182,18 @@ impl<'c> GpuSteps<'c> {
                 bytemuck::bytes_of(&sp),
                 wgpu::BufferUsages::UNIFORM,
             );
-            let xbuf = init_buf(ctx, "rosenblatt.steps_x", nonempty(x), st);
+            let xbufs: Vec<wgpu::Buffer> = (0..parts)
+                .map(|p| {
+                    let at = |p: usize| (p * part_rows * d).min(x.len());
+                    init_buf(
+                        ctx,
+                        "rosenblatt.steps_x",
+                        nonempty(&x[at(p)..at(p + 1)]),
+                        st,
+                    )
+                })
+                .collect();
+            let xpart = |p: usize| xbufs.get(p).unwrap_or(&xbufs[0]);
             let ybuf = init_buf(ctx, "rosenblatt.steps_y", nonempty(y), st);
             let order = storage_buf(ctx, "rosenblatt.steps_order", (n.max(1) * 4) as u64);
             let w = init_buf(
@@ -193,12 +223,15 @@ impl<'c> GpuSteps<'c> {
                 layout: &pipes.layout,
                 entries: &[
                     entire(0, &params),
-                    entire(1, &xbuf),
+                    entire(1, xpart(0)),
                     entire(2, &ybuf),
                     entire(3, &order),
                     entire(4, &w),
                     entire(5, &sums),
                     entire(6, &stat),
+                    entire(7, xpart(1)),
+                    entire(8, xpart(2)),
+                    entire(9, xpart(3)),
                 ],
             });
             GpuSteps {
