@@ -35,11 +35,11 @@ struct StepParams {
     tau: f32,        // a mistake is a margin <= tau
     eta: f32,        // learning rate
     bias: f32,       // the bias column's value
-    _pad1: f32,
+    max_steps: u32,  // steps a stream takes in one dispatch (the host dispatches again)
 }
 
 struct StreamStat {
-    lo: u32,         // the stream's first position in `order` (host)
+    lo: u32,         // the stream's next position in `order` (host, then each dispatch)
     hi: u32,         // one past its last (host)
     mistakes: u32,   // this epoch's mistakes (one-vs-rest: per head)
     wrong_rows: u32, // one-vs-rest: rows whose first highest head is not their class
@@ -155,7 +155,9 @@ fn decide(o: u32, yv: f32) {
     }
 }
 
-// One epoch of stream `wid.x` over its part of `order`. CPU twin: backend::steps::steps.
+// Up to P.max_steps steps of stream `wid.x` over its part of `order`, from stat.lo on; the
+// host dispatches until every stream reaches its hi (software adapters cut loops that run
+// long, so there a dispatch takes a few steps). CPU twin: backend::steps::steps.
 @compute @workgroup_size(WG)
 fn steps(@builtin(local_invocation_id) lid3: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>) {
     let lid = lid3.x;
@@ -165,7 +167,7 @@ fn steps(@builtin(local_invocation_id) lid3: vec3<u32>, @builtin(workgroup_id) w
     let da = d + 1u;
     let base = s * K * da;
     let lo = stat[s].lo;
-    let hi = stat[s].hi;
+    let hi = min(stat[s].hi, lo + P.max_steps * P.step_rows);
     n_miss = 0u;
     n_wrong = 0u;
     crit = 0.0;
@@ -228,9 +230,10 @@ fn steps(@builtin(local_invocation_id) lid3: vec3<u32>, @builtin(workgroup_id) w
         workgroupBarrier();
     }
     if (lid == 0u) {
-        stat[s].mistakes = red_u[0];
-        stat[s].wrong_rows = red_v[0];
-        stat[s].criterion = red_f[0];
+        stat[s].lo = hi;
+        stat[s].mistakes += red_u[0];
+        stat[s].wrong_rows += red_v[0];
+        stat[s].criterion += red_f[0];
         stat[s].steps += taken;
     }
 }

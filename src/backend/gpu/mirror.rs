@@ -157,7 +157,7 @@ pub struct StepParams {
     pub tau: f32,
     pub eta: f32,
     pub bias: f32,
-    pub _pad1: f32,
+    pub max_steps: u32,
 }
 
 /// Mirrors `StreamStat` in steps.wgsl.
@@ -339,7 +339,7 @@ mod tests {
                     tau,
                     eta,
                     bias,
-                    _pad1
+                    max_steps
                 }),
                 rust_layout!(StreamStat {
                     lo,

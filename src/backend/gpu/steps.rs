@@ -118,6 +118,27 @@ pub struct GpuSteps<'c> {
     bind: wgpu::BindGroup,
     /// Each stream's steps so far (kept on the device too).
     steps: Vec<u64>,
+    /// Dispatches of `steps` an epoch takes (each stream's steps in runs of `max_steps`).
+    dispatches: usize,
+}
+
+/// Steps a stream takes in one dispatch: all of them on a hardware adapter; on a software
+/// adapter few enough that no invocation runs more than about 45,000 loop iterations
+/// (Mesa's llvmpipe and lavapipe end every loop, silently, once an invocation has run 65,535
+/// in all: gallivm's loop limiter, see `plan::software_steps`). A step costs a thread its
+/// dot products (d + 1 each), the rule (2K a row) and its columns' updates (B (K + 1) + K
+/// each). At least one step; below 2^31 / B, so that positions stay within u32.
+fn max_steps(ctx: &GpuContext, st: &StepsSetup, d: usize, wg: u32) -> usize {
+    let cap = (1usize << 31) / st.step_rows.max(1);
+    if ctx.info.device_type != wgpu::DeviceType::Cpu {
+        return cap;
+    }
+    let (wg, b, k) = (wg.max(1) as usize, st.step_rows, st.heads);
+    let cost = (b * k).div_ceil(wg) * (d + 1)
+        + b.div_ceil(wg) * 2 * k
+        + (d + 1).div_ceil(wg) * (b * (k + 1) + k)
+        + 4;
+    (45_000 / cost).clamp(1, cap)
 }
 
 impl<'c> GpuSteps<'c> {
@@ -172,7 +193,7 @@ impl<'c> GpuSteps<'c> {
             tau: setup.tau,
             eta: setup.eta,
             bias,
-            _pad1: 0.0,
+            max_steps: max_steps(ctx, &setup, d, pipes.wg) as u32,
         };
         let st = wgpu::BufferUsages::STORAGE;
         ctx.scoped("uploading the stepped perceptron's rows", || {
@@ -246,6 +267,11 @@ impl<'c> GpuSteps<'c> {
                 staging,
                 bind,
                 steps: vec![0; s],
+                dispatches: {
+                    let per_dispatch = sp.max_steps as usize * setup.step_rows;
+                    let longest = stream_part(0, n, s).1.max(n.div_ceil(s));
+                    longest.div_ceil(per_dispatch.max(1)).max(1)
+                },
                 setup,
             }
         })
@@ -317,16 +343,23 @@ impl StepsBound for GpuSteps<'_> {
                 .create_command_encoder(&wgpu::CommandEncoderDescriptor {
                     label: Some("rosenblatt.steps"),
                 });
-            {
+            // A pass a dispatch: each `steps` goes on where the last left its streams, and
+            // `mix` reads every stream's weights once they are all done.
+            let mix = (
+                "rosenblatt.mix",
+                &self.pipes.mix,
+                self.len.div_ceil(self.pipes.wg as usize),
+            );
+            let runs =
+                std::iter::repeat_n(("rosenblatt.steps", &self.pipes.steps, s), self.dispatches);
+            for (label, pipe, groups) in runs.chain([mix]) {
                 let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor {
-                    label: Some("rosenblatt.steps"),
+                    label: Some(label),
                     timestamp_writes: None,
                 });
                 pass.set_bind_group(0, &self.bind, &[]);
-                pass.set_pipeline(&self.pipes.steps);
-                pass.dispatch_workgroups(s as u32, 1, 1);
-                pass.set_pipeline(&self.pipes.mix);
-                pass.dispatch_workgroups(self.len.div_ceil(self.pipes.wg as usize) as u32, 1, 1);
+                pass.set_pipeline(pipe);
+                pass.dispatch_workgroups(groups as u32, 1, 1);
             }
             enc.copy_buffer_to_buffer(&self.stat, 0, &self.staging, 0, stat_bytes);
             ctx.queue.submit([enc.finish()]);
