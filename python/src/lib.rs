@@ -72,6 +72,8 @@ fn python_name(p: Param) -> &'static str {
         Param::Scale => "scale",
         Param::Aggressiveness => "C",
         Param::MulticlassUpdate => "multiclass_update",
+        Param::Minibatch => "minibatch",
+        Param::Streams => "streams",
         other => other.name(),
     }
 }
@@ -87,6 +89,9 @@ fn known_keys() -> Vec<String> {
         }),
         validation_fraction: Some(0.1),
         class_weight: Some(ClassWeight::Balanced),
+        // (Written only where not 1.)
+        minibatch: 2,
+        streams: 2,
         ..Default::default()
     };
     match serde_json::to_value(full) {

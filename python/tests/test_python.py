@@ -118,6 +118,32 @@ def test_gpu_equals_cpu_on_integer_data():
         Perceptron(backend="gpu", adapter="no-such-adapter").fit(X, y)
 
 
+def test_the_online_rule_in_steps_and_streams_on_both_backends(tmp_path):
+    X, y = digits()
+    X = X.astype(np.float32)
+    kw = dict(max_iter=6, n_iter_no_change=None, tol=None, scale=None, random_state=3)
+    c = Perceptron(backend="cpu", minibatch=4, streams=2, **kw).fit(X, y)
+    assert (c.report_["minibatch"], c.report_["streams"]) == (4, 2)
+    assert c.get_params()["minibatch"] == 4 and c.score(X, y) > 0.9
+    # The model file keeps them; loading gives the same estimator parameters.
+    path = tmp_path / "m.json"
+    c.save(str(path))
+    assert json.loads(path.read_text())["params"]["streams"] == 2
+    back = rosenblatt.load(str(path))
+    assert (back.minibatch, back.streams) == (4, 2)
+    for bad in (dict(minibatch=0), dict(streams=0), dict(streams=5000), dict(minibatch=1.5)):
+        with pytest.raises(ValueError, match=next(iter(bad))):
+            Perceptron(**bad).fit(X, y)
+    with pytest.raises(ValueError, match="minibatch"):
+        Perceptron("voted", minibatch=2).fit(X, y)
+    if gpu_present():
+        # Integer pixels and two streams: the GPU's kernels give the CPU's model exactly.
+        g = Perceptron(backend="gpu", minibatch=4, streams=2, **kw).fit(X, y)
+        assert g.report_["backend"] == "gpu"
+        np.testing.assert_array_equal(g.coef_, c.coef_)
+        np.testing.assert_array_equal(g.intercept_, c.intercept_)
+
+
 def test_sparse_equals_dense():
     X, y = digits()
     dense = Perceptron(backend="cpu", max_iter=40).fit(X, y)

@@ -384,6 +384,14 @@ class Perceptron(_Estimator):
         The direct multiclass update: against the highest wrong class, or every class above.
     max_vectors : int
         ``voted``: most vectors kept.
+    minibatch : int, default=1
+        ``online`` and ``averaged`` (online form): rows per step; a step's rows are scored by
+        the weights it started with and their updates added together (the form a GPU runs
+        in parallel). With ``streams``, both 1 on a GPU: the GPU's choice for the rows.
+    streams : int, default=1
+        ``online`` and ``averaged`` (online form): each epoch's rows split into this many
+        streams trained from the same weights and mixed by their mean after the epoch
+        (at most 4096).
     fit_intercept : bool
         Learn a bias (the augmented input [x, 1]).
     shuffle : bool
@@ -448,6 +456,8 @@ class Perceptron(_Estimator):
         multiclass: str = "direct",
         multiclass_update: str = "argmax",
         max_vectors: int = 100000,
+        minibatch: int = 1,
+        streams: int = 1,
         fit_intercept: bool = True,
         shuffle: bool = True,
         random_state: Any = 0,
@@ -479,6 +489,8 @@ class Perceptron(_Estimator):
         self.multiclass = multiclass
         self.multiclass_update = multiclass_update
         self.max_vectors = max_vectors
+        self.minibatch = minibatch
+        self.streams = streams
         self.fit_intercept = fit_intercept
         self.shuffle = shuffle
         self.random_state = random_state
@@ -515,6 +527,8 @@ class Perceptron(_Estimator):
             "multiclass_update", self.multiclass_update, ("argmax", "all")
         )
         p["max_vectors"] = _params.integer("max_vectors", self.max_vectors, 1)
+        p["minibatch"] = _params.integer("minibatch", self.minibatch, 1)
+        p["streams"] = _params.integer("streams", self.streams, 1, 4096)
         p["class_weight"] = _params.class_weight(self.class_weight, classes)
         return p
 
@@ -874,6 +888,8 @@ def load(path: PathLike, cls: Optional[type] = None) -> Any:
             multiclass=params.get("multiclass"),
             multiclass_update=params.get("multiclass_update"),
             max_vectors=params.get("max_vectors"),
+            minibatch=params.get("minibatch", 1),
+            streams=params.get("streams", 1),
         )
     classes = _typed_classes(names, wire.get("label_type"))
     cw = params.get("class_weight")
