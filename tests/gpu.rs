@@ -954,11 +954,13 @@ fn stepped_training_on_the_gpu_equals_the_cpu() {
     let Some(g) = gpu() else { return };
     let cpu = CpuBackend::new();
     let ds = integer_data(600, 6, 5);
-    for (b, s) in [(4, 1), (1, 4), (8, 2)] {
+    for (b, s, held) in [(4, 1, false), (1, 4, false), (8, 2, false), (4, 2, true)] {
+        // (With held-out rows: the best validation epoch's model, read back to score them.)
         let p = TrainParams::default()
             .algo(rosenblatt::params::Algo::Averaged)
             .epochs(6)
-            .patience(0)
+            .patience(if held { 2 } else { 0 })
+            .validation_fraction(held.then_some(0.25))
             .minibatch(b)
             .streams(s)
             .validate()

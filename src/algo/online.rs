@@ -86,7 +86,7 @@ pub(crate) trait OnlineRule {
     fn best(&self, pb: &Problem<'_>) -> Self::Best;
 
     /// The model trained: the best epoch's when one was kept, else the model now.
-    fn finish(self, pb: &Problem<'_>, best: Option<Self::Best>) -> Snapshot;
+    fn finish(self, pb: &Problem<'_>, best: Option<Self::Best>) -> Result<Snapshot>;
 }
 
 /// What one row did.
@@ -252,7 +252,7 @@ pub(crate) fn run<R: OnlineRule>(
     Ok(Online {
         stats,
         stop,
-        model: rule.finish(pb, best),
+        model: rule.finish(pb, best)?,
         best_epoch: watch.best_epoch(),
     })
 }
@@ -378,8 +378,8 @@ struct DeviceSteps<'a> {
     bound: Box<dyn StepsBound + 'a>,
     /// The (mixed) weights after the last epoch.
     w: Vec<f32>,
-    /// The model after the last epoch.
-    model: Vec<f32>,
+    /// The model after the last epoch, once read back (held-out rows score it).
+    model: Option<Vec<f32>>,
     order: Vec<u32>,
 }
 
@@ -445,7 +445,7 @@ impl<'a> DeviceSteps<'a> {
             Ok(bound) => Ok(Ok(DeviceSteps {
                 bound,
                 w: w0.to_vec(),
-                model: w0.to_vec(),
+                model: None,
                 order: Vec::with_capacity(v.n),
             })),
             Err(e @ (Error::Gpu(_) | Error::TooLarge(_))) => Ok(Err(Some(format!(
@@ -468,7 +468,7 @@ impl OnlineRule for DeviceSteps<'_> {
     }
 
     fn model_now(&self) -> Vec<f32> {
-        self.model.clone()
+        self.model.clone().unwrap_or_else(|| self.w.clone())
     }
 
     fn step(
@@ -493,21 +493,29 @@ impl OnlineRule for DeviceSteps<'_> {
         if let Some(r) = e.wrong_rows.as_mut() {
             *r += o.wrong_rows;
         }
+        // The mixed weights (for the update norm); the model only where it is scored.
         self.w = self.bound.weights()?;
-        self.model = self.bound.model()?;
+        self.model = None;
         Ok(true)
     }
 
     fn val_mistakes(&mut self, pb: &Problem<'_>) -> Result<u64> {
-        Ok(val_mistakes(&pb.view(), &self.model, pb.rule).unwrap_or(0))
+        let model = self.bound.model()?;
+        let m = val_mistakes(&pb.view(), &model, pb.rule).unwrap_or(0);
+        self.model = Some(model);
+        Ok(m)
     }
 
     fn best(&self, _pb: &Problem<'_>) -> Vec<f32> {
-        self.model.clone()
+        // (Asked right after `val_mistakes`, which read the model back.)
+        self.model_now()
     }
 
-    fn finish(self, _pb: &Problem<'_>, best: Option<Vec<f32>>) -> Snapshot {
-        Snapshot::Linear(best.unwrap_or(self.model))
+    fn finish(mut self, _pb: &Problem<'_>, best: Option<Vec<f32>>) -> Result<Snapshot> {
+        Ok(Snapshot::Linear(match best {
+            Some(b) => b,
+            None => self.bound.model()?,
+        }))
     }
 }
 
@@ -646,9 +654,9 @@ impl OnlineRule for Streams {
         a
     }
 
-    fn finish(self, pb: &Problem<'_>, best: Option<Vec<f32>>) -> Snapshot {
+    fn finish(self, pb: &Problem<'_>, best: Option<Vec<f32>>) -> Result<Snapshot> {
         let model = best.unwrap_or_else(|| self.best(pb));
-        Snapshot::Linear(model)
+        Ok(Snapshot::Linear(model))
     }
 }
 
@@ -1078,8 +1086,8 @@ impl OnlineRule for Perceptron {
         }
     }
 
-    fn finish(self, pb: &Problem<'_>, best: Option<PerceptronBest>) -> Snapshot {
-        match (best, self.votes) {
+    fn finish(self, pb: &Problem<'_>, best: Option<PerceptronBest>) -> Result<Snapshot> {
+        Ok(match (best, self.votes) {
             (best, Some(votes)) => {
                 let p = match best {
                     Some(PerceptronBest::Vote(p)) => p,
@@ -1089,6 +1097,6 @@ impl OnlineRule for Perceptron {
             }
             (Some(PerceptronBest::Linear(b)), None) => Snapshot::Linear(b),
             (_, None) => Snapshot::Linear(mixed_average(pb, &self.avg, &self.w)),
-        }
+        })
     }
 }

@@ -107,8 +107,8 @@ impl OnlineRule for Winnow {
         self.w.clone()
     }
 
-    fn finish(self, _pb: &Problem<'_>, best: Option<Vec<f32>>) -> Snapshot {
-        Snapshot::Linear(best.unwrap_or(self.w))
+    fn finish(self, _pb: &Problem<'_>, best: Option<Vec<f32>>) -> Result<Snapshot> {
+        Ok(Snapshot::Linear(best.unwrap_or(self.w)))
     }
 }
 
