@@ -117,6 +117,11 @@ print(f"online {be:3s} B {full.get('minibatch', 1)} S {full.get('streams', 1)}: 
       f"{full['epochs']} epochs in {full['seconds']:.3f} s to test accuracy {acc:.4f}")
 EOF
   done
+  # Test accuracy against wall time for the CPU default, the GPU batch rule and the GPU's
+  # online rule, each trained from scratch for each budget: a table and a picture.
+  timeout 300 $N experiment time-to-accuracy "$D/X_train.npy" "$D/X_test.npy" \
+    --labels "$D/y_train.npy" --test-labels "$D/y_test.npy" --backend gpu --epochs 1,2,4,8,16 \
+    --plot "$OUT/time_to_accuracy.png" | tee -a "$OUT/online.txt"
   exit 0
 fi
 if [ "${1:-}" = rows ]; then

@@ -7,6 +7,8 @@
 //! - `averaging`: test error per epoch of the last, pocket, averaged and voted models on noisy
 //!   data (Freund and Schapire, 1999).
 //! - `complexity`: time per batch epoch against n d (the lecture's O(n d) per iteration).
+//! - `time-to-accuracy`: test accuracy against wall time (upload included) of rules trained
+//!   from scratch for growing epoch budgets: what a GPU buys.
 
 use serde::Serialize;
 
@@ -304,4 +306,63 @@ pub fn fitted_slope(points: &[(f64, f64)]) -> Option<f64> {
     let sxx: f64 = pts.iter().map(|p| (p.0 - mx).powi(2)).sum();
     let sxy: f64 = pts.iter().map(|p| (p.0 - mx) * (p.1 - my)).sum();
     (pts.len() >= 2 && sxx > 0.0).then(|| sxy / sxx)
+}
+
+/// One point of a time-to-accuracy curve.
+#[derive(Debug, Clone, Serialize)]
+pub struct TimePoint {
+    /// The rule's name.
+    pub rule: String,
+    /// Where it ran.
+    pub device: String,
+    /// Epochs it was allowed (patience off).
+    pub epochs: usize,
+    /// Wall time of the training call: the problem, the upload, the epochs, the scoring.
+    pub seconds: f64,
+    /// Accuracy on the test rows.
+    pub accuracy: f64,
+    /// Rows a step and streams, for a stepped run.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub steps: Option<(usize, usize)>,
+}
+
+/// A rule of a time-to-accuracy run: its name, parameters (epochs and patience are set per
+/// point) and backend.
+pub struct TimedRule<'a> {
+    /// Shown in tables and legends.
+    pub name: String,
+    /// The training parameters.
+    pub params: TrainParams,
+    /// Where it trains.
+    pub backend: &'a dyn Backend,
+}
+
+/// Test accuracy against wall time: each rule trained from scratch on `train` for each of
+/// `budgets` epochs (no early stop), timed around the whole training call, scored on `test`
+/// on the CPU.
+pub fn time_to_accuracy(
+    train: &Dataset,
+    test: &Dataset,
+    rules: &[TimedRule<'_>],
+    budgets: &[usize],
+) -> Result<Vec<TimePoint>> {
+    let cpu = CpuBackend::new();
+    let mut out = Vec::new();
+    for r in rules {
+        for &epochs in budgets {
+            let params = r.params.clone().epochs(epochs).patience(0).validate()?;
+            let t0 = Instant::now();
+            let t = crate::algo::train(train, &params, r.backend, None, &mut ())?;
+            let seconds = t0.elapsed().as_secs_f64();
+            out.push(TimePoint {
+                rule: r.name.clone(),
+                device: t.report.device.clone(),
+                epochs,
+                seconds,
+                accuracy: t.model.evaluate(test, &cpu)?.accuracy,
+                steps: t.report.minibatch.zip(t.report.streams),
+            });
+        }
+    }
+    Ok(out)
 }

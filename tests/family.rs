@@ -1096,3 +1096,80 @@ fn cli_steps_and_streams_train_and_bad_values_name_the_flag() {
         assert!(err.contains(flag) && err.contains(words), "{args:?}: {err}");
     }
 }
+
+#[test]
+fn time_to_accuracy_trains_each_rule_for_each_budget_and_draws_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path();
+    let text = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/digits.csv"),
+    )
+    .unwrap();
+    let mut lines = text.lines();
+    let header = lines.next().unwrap();
+    let (mut train, mut test) = (format!("{header}\n"), format!("{header}\n"));
+    for (i, l) in lines.enumerate() {
+        let to = if i % 5 == 0 { &mut test } else { &mut train };
+        to.push_str(l);
+        to.push('\n');
+    }
+    common::write(p, "train.csv", &train);
+    common::write(p, "test.csv", &test);
+    let o = common::run(
+        p,
+        &[
+            "experiment",
+            "time-to-accuracy",
+            "train.csv",
+            "test.csv",
+            "--epochs",
+            "1,3",
+            "--backend",
+            "cpu",
+            "--json",
+            "--plot",
+            "t.svg",
+        ],
+    );
+    assert!(o.status.success(), "{}", common::stderr(&o));
+    let v: serde_json::Value = serde_json::from_str(common::stdout(&o).trim()).unwrap();
+    let points = v["points"].as_array().unwrap();
+    // Two rules (the CPU's default and, without a GPU, the GPU's rule on the CPU), two budgets.
+    assert_eq!(points.len(), 4, "{v}");
+    let (b, s) = rosenblatt::params::gpu_steps(v["n"].as_u64().unwrap() as usize);
+    for (i, pt) in points.iter().enumerate() {
+        assert_eq!(pt["epochs"], [1, 3][i % 2], "{pt}");
+        let acc = pt["accuracy"].as_f64().unwrap();
+        assert!(acc > 0.8 && acc <= 1.0, "{pt}");
+        assert!(pt["seconds"].as_f64().unwrap() > 0.0, "{pt}");
+        let steps = pt["steps"]
+            .as_array()
+            .map(|a| (a[0].as_u64(), a[1].as_u64()));
+        let want = (i >= 2 && b * s > 1).then_some((Some(b as u64), Some(s as u64)));
+        assert_eq!(steps, want, "{pt}");
+    }
+    let svg = std::fs::read_to_string(p.join("t.svg")).unwrap();
+    assert!(
+        svg.contains("train&apos;s default") || svg.contains("train's default"),
+        "legend"
+    );
+    assert!(svg.contains("test accuracy") && svg.contains("seconds (upload included)"));
+    // A budget of 0 epochs is refused by name.
+    let o = common::run(
+        p,
+        &[
+            "experiment",
+            "time-to-accuracy",
+            "train.csv",
+            "test.csv",
+            "--epochs",
+            "0",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        common::stderr(&o).contains("--epochs"),
+        "{}",
+        common::stderr(&o)
+    );
+}

@@ -153,6 +153,31 @@ pub(crate) enum ExperimentCmd {
     /// Time per batch epoch against n x d, on the CPU and a GPU where there is one, with the
     /// fitted slope (the lecture's O(n d) per iteration).
     Complexity(ComplexityArgs),
+    /// Test accuracy against wall time (upload included) of the CPU's default (the online
+    /// averaged perceptron, sequential), and on a GPU of the batch rule and the online
+    /// averaged perceptron in steps and streams, each trained from scratch for each epoch
+    /// budget (without a GPU: the CPU's stepped rule in its place).
+    TimeToAccuracy(TimeArgs),
+}
+
+#[derive(Args, Debug)]
+pub(crate) struct TimeArgs {
+    /// Training data.
+    pub(crate) train: PathBuf,
+    /// Test data, in the same format.
+    pub(crate) test: PathBuf,
+    /// NumPy test features: the .npy file with the test labels.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) test_labels: Option<PathBuf>,
+    /// Epoch budgets, comma-separated.
+    #[arg(long, value_delimiter = ',', default_value = "1,2,4,8,16,32")]
+    pub(crate) epochs: Vec<usize>,
+    #[command(flatten)]
+    pub(crate) data: DataArgs,
+    #[command(flatten)]
+    pub(crate) backend: BackendArgs,
+    #[command(flatten)]
+    pub(crate) out: ExperimentOut,
 }
 
 #[derive(Args, Debug)]

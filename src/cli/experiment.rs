@@ -5,7 +5,9 @@ use rosenblatt::backend::{BackendChoice, BackendKind};
 use rosenblatt::params::TrainParams;
 use rosenblatt::plot::{self, Chart, Series};
 
-use super::args::{AveragingArgs, CommitteeArgs, ComplexityArgs, ExperimentOut, MarginArgs};
+use super::args::{
+    AveragingArgs, CommitteeArgs, ComplexityArgs, ExperimentOut, MarginArgs, TimeArgs,
+};
 use super::errors::{flag_error, usage};
 use super::{check_outputs, select_backend};
 
@@ -362,6 +364,118 @@ pub fn complexity(a: ComplexityArgs) -> anyhow::Result<()> {
             ),
             None => outln!("{d}: one size only, no slope"),
         }
+    }
+    Ok(())
+}
+
+pub fn time_to_accuracy(a: TimeArgs) -> anyhow::Result<()> {
+    check_picture(&a.out)?;
+    if a.epochs.is_empty() || a.epochs.contains(&0) {
+        return Err(usage("--epochs", "each budget must be at least 1 epoch"));
+    }
+    let train = super::load_data(&a.train, &a.data, None)?;
+    let test_args = super::args::DataArgs {
+        labels: a.test_labels.clone(),
+        ..a.data.clone()
+    };
+    let test = super::load_data(&a.test, &test_args, Some(train.d))?;
+    let cpu = rosenblatt::backend::cpu::CpuBackend::new();
+    let sel = match a.backend.backend {
+        BackendChoice::Cpu => None,
+        _ => Some(select_backend(&a.backend, true)?),
+    };
+    let gpu = sel
+        .as_ref()
+        .filter(|s| s.backend.kind() == BackendKind::Gpu)
+        .map(|s| &*s.backend);
+    let averaged = TrainParams::default().algo(rosenblatt::params::Algo::Averaged);
+    let mut rules = vec![rosenblatt::experiment::TimedRule {
+        name: "CPU: averaged, sequential (train's default)".into(),
+        params: averaged.clone(),
+        backend: &cpu,
+    }];
+    match gpu {
+        Some(g) => {
+            rules.push(rosenblatt::experiment::TimedRule {
+                name: "GPU: batch".into(),
+                params: TrainParams::default().algo(rosenblatt::params::Algo::Batch),
+                backend: g,
+            });
+            rules.push(rosenblatt::experiment::TimedRule {
+                name: "GPU: averaged, steps and streams".into(),
+                params: averaged,
+                backend: g,
+            });
+        }
+        None => {
+            let (b, s) = rosenblatt::params::gpu_steps(train.n);
+            rules.push(rosenblatt::experiment::TimedRule {
+                name: format!("CPU: averaged, the GPU's steps and streams (B {b}, S {s})"),
+                params: averaged.minibatch(b).streams(s),
+                backend: &cpu,
+            });
+        }
+    }
+    let points = rosenblatt::experiment::time_to_accuracy(&train, &test, &rules, &a.epochs)?;
+    picture(&a.out, || Chart {
+        title: format!(
+            "Test accuracy against training time, n = {}, d = {}",
+            train.n, train.d
+        ),
+        x_desc: "seconds (upload included)".into(),
+        y_desc: "test accuracy".into(),
+        log_x: true,
+        log_y: false,
+        series: rules
+            .iter()
+            .map(|r| Series {
+                name: r.name.clone(),
+                points: points
+                    .iter()
+                    .filter(|p| p.rule == r.name)
+                    .map(|p| (p.seconds, p.accuracy))
+                    .collect(),
+                dots: false,
+            })
+            .collect(),
+    })?;
+    if a.out.json {
+        outln!(
+            "{}",
+            serde_json::json!({ "n": train.n, "d": train.d, "test_n": test.n, "points": points })
+        );
+        return Ok(());
+    }
+    outln!(
+        "test accuracy against training time: {} training rows, {} test rows, d = {}",
+        train.n,
+        test.n,
+        train.d
+    );
+    let w = points
+        .iter()
+        .map(|p| p.rule.len())
+        .max()
+        .unwrap_or(4)
+        .max(4);
+    outln!(
+        "{:<w$} {:>7} {:>10} {:>9}",
+        "rule",
+        "epochs",
+        "seconds",
+        "accuracy"
+    );
+    for p in &points {
+        outln!(
+            "{:<w$} {:>7} {:>10.3} {:>9.4}",
+            p.rule,
+            p.epochs,
+            p.seconds,
+            p.accuracy
+        );
+    }
+    if let Some(g) = gpu {
+        outln!("GPU: {}", g.device());
     }
     Ok(())
 }

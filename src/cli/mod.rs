@@ -76,6 +76,7 @@ pub fn run() -> i32 {
         Command::Experiment(ExperimentCmd::Margin(a)) => experiment::margin(a),
         Command::Experiment(ExperimentCmd::Averaging(a)) => experiment::averaging(a),
         Command::Experiment(ExperimentCmd::Complexity(a)) => experiment::complexity(a),
+        Command::Experiment(ExperimentCmd::TimeToAccuracy(a)) => experiment::time_to_accuracy(a),
         Command::Plot(PlotCmd::Boundary(a)) => plot::plot_boundary(a),
         Command::Plot(PlotCmd::Training(a)) => plot::plot_training(a),
         Command::Plot(PlotCmd::Roc(a)) => plot::plot_roc(a),
