@@ -1070,6 +1070,16 @@ fn cli_steps_and_streams_train_and_bad_values_name_the_flag() {
         (Some(4), Some(3)),
         "{m}"
     );
+    // The text report says so.
+    let o = common::run(
+        p,
+        &["train", "digits.csv", "--minibatch", "4", "--streams", "3"],
+    );
+    let text = common::stdout(&o);
+    assert!(
+        text.contains("steps:             4 rows a step in 3 streams, mixed by their mean"),
+        "{text}"
+    );
     for (args, flag, words) in [
         (&["--minibatch", "0"][..], "--minibatch", "at least 1"),
         (&["--streams", "0"][..], "--streams", "1..=4096"),

@@ -524,6 +524,13 @@ pub fn print_report(r: &TrainReport, kind: ModelKind) -> anyhow::Result<()> {
         outln!("  storage:           {s} (X read in that storage, exactly; the arithmetic is f32)");
     }
     outln!("  epochs:            {} ({why})", r.epochs);
+    if let (Some(b), Some(s)) = (r.minibatch, r.streams) {
+        outln!(
+            "  steps:             {b} rows a step in {s} stream{}, mixed by their mean after \
+             every epoch",
+            if s == 1 { "" } else { "s" }
+        );
+    }
     outln!("  training accuracy: {:.2}%", 100.0 * r.train_accuracy);
     if let (Some(nv), Some(acc)) = (r.n_validation, r.validation_accuracy) {
         outln!(
