@@ -11,7 +11,7 @@
 // CPU twins of the same names: backend::steps::{steps, mix} (src/backend/steps.rs); tests
 // keep them equal bit for bit on integer data. Dense f32 rows, row-major, d a row, in up to
 // four bindings of P.part_rows rows; the bias column's value is P.bias (1, or 0 without a
-// bias). Rows have weight 1.
+// bias); rows' weights (sample weight, and class weights) ride with the labels.
 //
 // Loops run to bounds the host set in P or in `stat` (below 2^31), by positive steps.
 
@@ -36,6 +36,10 @@ struct StepParams {
     eta: f32,        // learning rate
     bias: f32,       // the bias column's value
     max_steps: u32,  // steps a stream takes in one dispatch (the host dispatches again)
+    weighted: u32,   // 1: `y` holds (label, row weight, weight in the own head) a row
+    _pad0: u32,
+    _pad1: u32,
+    _pad2: u32,
 }
 
 struct StreamStat {
@@ -44,14 +48,14 @@ struct StreamStat {
     mistakes: u32,   // this epoch's mistakes (one-vs-rest: per head)
     wrong_rows: u32, // one-vs-rest: rows whose first highest head is not their class
     steps: u32,      // steps taken since binding
-    criterion: f32,  // this epoch's criterion, summed over the stream's rows
-    _pad0: u32,
+    criterion: f32,  // this epoch's criterion (weighted), summed over the stream's rows
+    weighted: f32,   // this epoch's mistakes' weights, summed
     _pad1: u32,
 }
 
 @group(0) @binding(0) var<uniform> P: StepParams;
 @group(0) @binding(1) var<storage, read> x0: array<f32>;
-@group(0) @binding(2) var<storage, read> y: array<f32>;
+@group(0) @binding(2) var<storage, read> y: array<f32>; // labels (with weights: see P)
 @group(0) @binding(3) var<storage, read> order: array<u32>;
 @group(0) @binding(4) var<storage, read_write> w: array<f32>;    // streams x K (d + 1)
 @group(0) @binding(5) var<storage, read_write> sums: array<f32>; // streams x K (d + 1)
@@ -85,17 +89,36 @@ var<workgroup> sc: array<f32, MAX_STEP>;
 var<workgroup> red_u: array<u32, WG>;
 var<workgroup> red_v: array<u32, WG>;
 var<workgroup> red_f: array<f32, WG>;
+var<workgroup> red_g: array<f32, WG>;
 
 // The thread's counts of the rows it decides.
 var<private> n_miss: u32;
 var<private> n_wrong: u32;
 var<private> crit: f32;
+var<private> n_weighted: f32;
 
-// The rule on the K scores at sc[o..o + K] of a row of label yv (±1, or the class index):
-// the scores become the coefficients of x (0 where the head is not updated). The twin of
-// backend::row_rule with row weight 1.
-fn decide(o: u32, yv: f32) {
+// Row `row`'s label, and its weight in every head and in its own class's head (one-vs-rest).
+fn label(row: u32) -> f32 {
+    if (P.weighted != 0u) {
+        return y[3u * row];
+    }
+    return y[row];
+}
+
+fn row_weights(row: u32) -> vec2<f32> {
+    if (P.weighted != 0u) {
+        return vec2(y[3u * row + 1u], y[3u * row + 2u]);
+    }
+    return vec2(1.0, 1.0);
+}
+
+// The rule on the K scores at sc[o..o + K] of row `row`: the scores become the coefficients
+// of x, times the row's weight in the head (0 where the head is not updated). The twin of
+// backend::row_rule.
+fn decide(o: u32, row: u32) {
     let K = P.heads;
+    let yv = label(row);
+    let rw = row_weights(row);
     let t = u32(max(yv, 0.0));
     if (P.rule == RULE_BINARY || P.rule == RULE_OVR) {
         var top = 0u;
@@ -113,9 +136,14 @@ fn decide(o: u32, yv: f32) {
             let m = yk * sk;
             var c = 0.0;
             if (m <= P.tau) {
-                c = yk;
+                var wk = rw.x;
+                if (P.rule == RULE_OVR && k == t) {
+                    wk = rw.y;
+                }
+                c = yk * wk;
                 n_miss += 1u;
-                crit -= m;
+                crit -= m * wk;
+                n_weighted += wk;
             }
             sc[o + k] = c;
         }
@@ -140,15 +168,16 @@ fn decide(o: u32, yv: f32) {
     let miss = m <= P.tau;
     if (miss) {
         n_miss += 1u;
-        crit -= m;
+        crit -= m * rw.x;
+        n_weighted += rw.x;
     }
     for (var k = 0u; k < K; k++) {
         var c = 0.0;
         if (miss) {
             if (k == t) {
-                c = 1.0;
+                c = rw.x;
             } else if (P.rule == RULE_MC_ALL || k == best) {
-                c = -1.0;
+                c = -rw.x;
             }
         }
         sc[o + k] = c;
@@ -171,6 +200,7 @@ fn steps(@builtin(local_invocation_id) lid3: vec3<u32>, @builtin(workgroup_id) w
     n_miss = 0u;
     n_wrong = 0u;
     crit = 0.0;
+    n_weighted = 0.0;
     var taken = 0u;
     for (var start = lo; start < hi; start += P.step_rows) {
         let b = min(P.step_rows, hi - start);
@@ -188,7 +218,7 @@ fn steps(@builtin(local_invocation_id) lid3: vec3<u32>, @builtin(workgroup_id) w
         }
         workgroupBarrier();
         for (var r = lid; r < b; r += WG) {
-            decide(r * K, y[order[start + r]]);
+            decide(r * K, order[start + r]);
         }
         workgroupBarrier();
         // The updates, a thread a column, rows in order.
@@ -220,12 +250,14 @@ fn steps(@builtin(local_invocation_id) lid3: vec3<u32>, @builtin(workgroup_id) w
     red_u[lid] = n_miss;
     red_v[lid] = n_wrong;
     red_f[lid] = crit;
+    red_g[lid] = n_weighted;
     workgroupBarrier();
     for (var h = WG / 2u; h > 0u; h >>= 1u) {
         if (lid < h) {
             red_u[lid] += red_u[lid + h];
             red_v[lid] += red_v[lid + h];
             red_f[lid] += red_f[lid + h];
+            red_g[lid] += red_g[lid + h];
         }
         workgroupBarrier();
     }
@@ -234,6 +266,7 @@ fn steps(@builtin(local_invocation_id) lid3: vec3<u32>, @builtin(workgroup_id) w
         stat[s].mistakes += red_u[0];
         stat[s].wrong_rows += red_v[0];
         stat[s].criterion += red_f[0];
+        stat[s].weighted += red_g[0];
         stat[s].steps += taken;
     }
 }

@@ -914,9 +914,23 @@ fn stepped_kernels_equal_their_cpu_twin_bit_for_bit_on_integer_data() {
             w0: vec![0.0; k * (d + 1)],
             heads: k,
         };
-        let what = format!("n {n} d {d} K {k} {rule:?} B {b} S {s} average {average}");
-        let mut want = cpu.bind_steps(&x, &y, d, 1.0, setup.clone()).unwrap();
-        let mut got = g.bind_steps(&x, &y, d, 1.0, setup).unwrap();
+        // Every other case with integer row weights (and twice that in a one-vs-rest row's
+        // own head, as class weights give).
+        let weights: Vec<rosenblatt::backend::RowWeight> = (0..n)
+            .map(|i| rosenblatt::backend::RowWeight {
+                row: (i % 3 + 1) as f32,
+                own: (2 * (i % 3 + 1)) as f32,
+            })
+            .collect();
+        let weighted = case % 2 == 1 || rule == HeadRule::OneVsRest;
+        let what =
+            format!("n {n} d {d} K {k} {rule:?} B {b} S {s} average {average} weighted {weighted}");
+        let rows = rosenblatt::backend::steps::StepRows {
+            weights: weighted.then_some(&weights[..]),
+            ..rows(&x, &y, d)
+        };
+        let mut want = cpu.bind_steps(rows, setup.clone()).unwrap();
+        let mut got = g.bind_steps(rows, setup).unwrap();
         let mut order: Vec<u32> = (0..n as u32).collect();
         for epoch in 0..3 {
             for i in (1..n).rev() {
@@ -924,8 +938,8 @@ fn stepped_kernels_equal_their_cpu_twin_bit_for_bit_on_integer_data() {
             }
             let (a, e) = (got.epoch(&order).unwrap(), want.epoch(&order).unwrap());
             assert_eq!(
-                (a.mistakes, a.wrong_rows, a.criterion),
-                (e.mistakes, e.wrong_rows, e.criterion),
+                (a.mistakes, a.wrong_rows, a.criterion, a.weighted),
+                (e.mistakes, e.wrong_rows, e.criterion, e.weighted),
                 "{what}: epoch {epoch} counts"
             );
             assert!(e.mistakes > 0, "{what}: epoch {epoch} has no mistake");
@@ -967,8 +981,8 @@ fn stepped_kernels_read_x_across_bindings() {
         w0: vec![0.0; k * (d + 1)],
         heads: k,
     };
-    let mut want = cpu.bind_steps(&x, &y, d, 1.0, setup.clone()).unwrap();
-    let mut got = g.bind_steps(&x, &y, d, 1.0, setup.clone()).unwrap();
+    let mut want = cpu.bind_steps(rows(&x, &y, d), setup.clone()).unwrap();
+    let mut got = g.bind_steps(rows(&x, &y, d), setup.clone()).unwrap();
     let order: Vec<u32> = (0..n as u32).rev().collect();
     for _ in 0..3 {
         let (a, e) = (got.epoch(&order).unwrap(), want.epoch(&order).unwrap());
@@ -978,9 +992,20 @@ fn stepped_kernels_read_x_across_bindings() {
     drop(got);
     // 300 rows need six bindings.
     let (x, y) = integer_set(300, d, k, 9);
-    match g.bind_steps(&x, &y, d, 1.0, setup) {
+    match g.bind_steps(rows(&x, &y, d), setup) {
         Err(rosenblatt::Error::TooLarge(m)) => assert!(m.contains("4 bindings"), "{m}"),
         Err(e) => panic!("{e}"),
         Ok(_) => panic!("six bindings taken"),
     };
+}
+
+/// Unweighted rows with a bias column of 1 for the stepped kernels.
+fn rows<'a>(x: &'a [f32], y: &'a [f32], d: usize) -> rosenblatt::backend::steps::StepRows<'a> {
+    rosenblatt::backend::steps::StepRows {
+        x,
+        y,
+        weights: None,
+        d,
+        bias: 1.0,
+    }
 }

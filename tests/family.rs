@@ -980,7 +980,14 @@ fn steps_by_twin(
         heads: k,
     };
     let yf: Vec<f32> = y.iter().map(|&c| c as f32).collect();
-    let mut twin = CpuSteps::new(x.to_vec(), yf, d, 1.0, setup).unwrap();
+    let rows = rosenblatt::backend::steps::StepRows {
+        x,
+        y: &yf,
+        weights: None,
+        d,
+        bias: 1.0,
+    };
+    let mut twin = CpuSteps::new(rows, setup).unwrap();
     let order: Vec<u32> = (0..y.len() as u32).collect();
     for _ in 0..epochs {
         twin.epoch(&order).unwrap();

@@ -954,13 +954,23 @@ fn stepped_training_on_the_gpu_equals_the_cpu() {
     let Some(g) = gpu() else { return };
     let cpu = CpuBackend::new();
     let ds = integer_data(600, 6, 5);
-    for (b, s, held) in [(4, 1, false), (1, 4, false), (8, 2, false), (4, 2, true)] {
-        // (With held-out rows: the best validation epoch's model, read back to score them.)
+    let classes = ds.labels.as_ref().unwrap().classes.clone();
+    for (b, s, held, weighed) in [
+        (4, 1, false, false),
+        (1, 4, false, false),
+        (8, 2, false, true),
+        (4, 2, true, false),
+    ] {
+        // (With held-out rows: the best validation epoch's model, read back to score them.
+        // Weighed: one class's rows step three times as far.)
+        let cw = weighed
+            .then(|| rosenblatt::params::ClassWeight::Given(vec![(classes[0].clone(), 3.0)]));
         let p = TrainParams::default()
             .algo(rosenblatt::params::Algo::Averaged)
             .epochs(6)
             .patience(if held { 2 } else { 0 })
             .validation_fraction(held.then_some(0.25))
+            .class_weight(cw)
             .minibatch(b)
             .streams(s)
             .validate()

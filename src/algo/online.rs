@@ -16,7 +16,7 @@ use rand_chacha::ChaCha8Rng;
 
 use super::{Backends, Fitted, Problem, Progress, Shard, PREFETCH_ROWS};
 use crate::backend::cpu::{val_mistakes, CpuBackend};
-use crate::backend::steps::{StepsBound, StepsSetup};
+use crate::backend::steps::{StepRows, StepsBound, StepsSetup};
 use crate::backend::{
     predicted_wrong, row_rule, update_norm, Backend, BackendKind, BatchRule, EpochStats, HeadRule,
     Reduce, Row, RowWeight, StopReason, StopState,
@@ -380,13 +380,14 @@ struct DeviceSteps<'a> {
     w: Vec<f32>,
     /// The model after the last epoch, once read back (held-out rows score it).
     model: Option<Vec<f32>>,
+    /// Rows have weights: epochs count their mistakes' weights.
+    weighted: bool,
     order: Vec<u32>,
 }
 
 impl<'a> DeviceSteps<'a> {
     /// Binds the rows to `backend` when it is a GPU and the run is a stepped or streamed
-    /// perceptron the kernels take (dense rows without row or class weights, one process,
-    /// no per-step snapshots). Otherwise the CPU runs the rule: `Err(None)` where no GPU
+    /// perceptron the kernels take (dense rows, one process, no per-step snapshots). Otherwise the CPU runs the rule: `Err(None)` where no GPU
     /// was asked for or the rule is sequential, `Err(Some(why))` where the GPU could not
     /// take the run.
     fn bind(
@@ -410,7 +411,6 @@ impl<'a> DeviceSteps<'a> {
         let refused = match () {
             _ if v.x.is_sparse() => Some("sparse rows"),
             _ if pb.shard.is_some() => Some("a data-parallel run"),
-            _ if v.sw.is_some() || v.own.is_some() => Some("row or class weights"),
             _ if progress.wants_snapshots() => Some("an animation of every step"),
             _ => None,
         };
@@ -441,8 +441,19 @@ impl<'a> DeviceSteps<'a> {
             w0: w0.to_vec(),
             heads: pb.heads,
         };
-        match backend.bind_steps(&x, v.y, v.d, v.bias, setup) {
+        let weighted = v.sw.is_some() || v.own.is_some();
+        let weights: Option<Vec<RowWeight>> =
+            weighted.then(|| (0..v.n).map(|i| v.row_weight(i)).collect());
+        let rows = StepRows {
+            x: &x,
+            y: v.y,
+            weights: weights.as_deref(),
+            d: v.d,
+            bias: v.bias,
+        };
+        match backend.bind_steps(rows, setup) {
             Ok(bound) => Ok(Ok(DeviceSteps {
+                weighted: v.sw.is_some(),
                 bound,
                 w: w0.to_vec(),
                 model: None,
@@ -492,6 +503,9 @@ impl OnlineRule for DeviceSteps<'_> {
         e.criterion += o.criterion;
         if let Some(r) = e.wrong_rows.as_mut() {
             *r += o.wrong_rows;
+        }
+        if self.weighted {
+            *e.weighted.get_or_insert(0.0) += o.weighted;
         }
         // The mixed weights (for the update norm); the model only where it is scored.
         self.w = self.bound.weights()?;

@@ -108,24 +108,14 @@ pub trait Backend {
     ) -> Result<Vec<f32>> {
         self.bind_dual(eval, Some(sv))?.kscores(idx, coef, kernel)
     }
-    /// Binds dense rows `x` (`y.len()` rows of `d`, row-major; the bias column's value
-    /// `bias`) for the online perceptron in steps and streams (`setup`). By default the CPU
-    /// twin of the GPU's kernels, [`steps::CpuSteps`].
+    /// Binds `rows` for the online perceptron in steps and streams (`setup`). By default the
+    /// CPU twin of the GPU's kernels, [`steps::CpuSteps`].
     fn bind_steps<'a>(
         &'a self,
-        x: &[f32],
-        y: &[f32],
-        d: usize,
-        bias: f32,
+        rows: steps::StepRows<'_>,
         setup: steps::StepsSetup,
     ) -> Result<Box<dyn steps::StepsBound + 'a>> {
-        Ok(Box::new(steps::CpuSteps::new(
-            x.to_vec(),
-            y.to_vec(),
-            d,
-            bias,
-            setup,
-        )?))
+        Ok(Box::new(steps::CpuSteps::new(rows, setup)?))
     }
 }
 /// Rows made resident for kernel scoring (see [`Backend::bind_dual`]).

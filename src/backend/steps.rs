@@ -4,7 +4,7 @@
 //! The algorithm that drives either is `algo::online` (the same rule as its row-by-row form
 //! with `--minibatch B --streams S`, whose averages it keeps by lazy sums).
 
-use super::{HeadRule, RowOutcome};
+use super::{HeadRule, RowOutcome, RowWeight};
 use crate::error::{Error, Result};
 
 /// Most B x K scores of one step (`MAX_STEP` in shaders/steps.wgsl).
@@ -92,11 +92,35 @@ pub fn model_of(w: &[f32], sums: Option<&[f32]>, steps: &[u64], len: usize) -> V
     out
 }
 
-/// The CPU twin of shaders/steps.wgsl: dense f32 rows, the streams' weights and sums in f32.
+/// The rows of a stepped run: dense f32 features (`y.len()` rows of `d`, row-major), labels
+/// (±1, or the class index), each row's weight where rows have weights, and the bias
+/// column's value.
+#[derive(Debug, Clone, Copy)]
+pub struct StepRows<'a> {
+    /// Features, row-major.
+    pub x: &'a [f32],
+    /// Labels.
+    pub y: &'a [f32],
+    /// Row weights (`y.len()`), or `None`: every row weighs 1.
+    pub weights: Option<&'a [RowWeight]>,
+    /// Features a row.
+    pub d: usize,
+    /// The bias column's value.
+    pub bias: f32,
+}
+
+impl StepRows<'_> {
+    /// Row `i`'s weight.
+    fn weight(&self, i: usize) -> RowWeight {
+        self.weights.map_or(RowWeight::ONE, |w| w[i])
+    }
+}
+
+/// The CPU twin of shaders/steps.wgsl: the streams' weights and sums in f32.
 pub struct CpuSteps {
     x: Vec<f32>,
     y: Vec<f32>,
-    n: usize,
+    weights: Option<Vec<RowWeight>>,
     d: usize,
     bias: f32,
     setup: StepsSetup,
@@ -106,45 +130,41 @@ pub struct CpuSteps {
 }
 
 impl CpuSteps {
-    /// Binds `x` (`n * d`, row-major), labels `y` and the bias column's value.
-    pub fn new(x: Vec<f32>, y: Vec<f32>, d: usize, bias: f32, setup: StepsSetup) -> Result<Self> {
-        setup.check(d)?;
-        let n = y.len();
+    /// Binds a copy of `rows` for the run `setup`.
+    pub fn new(rows: StepRows<'_>, setup: StepsSetup) -> Result<Self> {
+        setup.check(rows.d)?;
         let len = setup.w0.len();
         let s = setup.streams;
         Ok(CpuSteps {
             w: setup.w0.repeat(s),
             sums: vec![0.0; if setup.average { s * len } else { 0 }],
             steps: vec![0; s],
-            x,
-            y,
-            n,
-            d,
-            bias,
+            x: rows.x.to_vec(),
+            y: rows.y.to_vec(),
+            weights: rows.weights.map(<[RowWeight]>::to_vec),
+            d: rows.d,
+            bias: rows.bias,
             setup,
         })
     }
 }
 
-/// Twin of `steps`: stream `s` over its part [lo, hi) of `order`, weights `w` and sums
-/// `sums` (its own, `heads * (d + 1)` each); returns its counts and steps taken.
-#[allow(clippy::too_many_arguments)]
+/// Twin of `steps`: one stream over its part of `order` (`part`), with its weights `w` and
+/// sums `sums` (`heads * (d + 1)` each); returns its counts and steps taken.
 pub fn steps(
     st: &StepsSetup,
-    x: &[f32],
-    y: &[f32],
-    d: usize,
-    bias: f32,
-    order: &[u32],
+    rows: StepRows<'_>,
+    part: &[u32],
     w: &mut [f32],
     mut sums: Option<&mut [f32]>,
 ) -> (RowOutcome, u64) {
+    let (x, y, d, bias) = (rows.x, rows.y, rows.d, rows.bias);
     let k = st.heads;
     let da = d + 1;
     let mut out = RowOutcome::default();
     let mut taken = 0;
     let mut sc = vec![0f32; st.step_rows * k];
-    for step in order.chunks(st.step_rows) {
+    for step in part.chunks(st.step_rows) {
         for (r, &i) in step.iter().enumerate() {
             let row = &x[i as usize * d..(i as usize + 1) * d];
             for h in 0..k {
@@ -164,7 +184,7 @@ pub fn steps(
                 st.tau,
                 s,
                 y[i as usize],
-                super::RowWeight::ONE,
+                rows.weight(i as usize),
                 |h, a| c[h] = a,
             );
             s.copy_from_slice(&c);
@@ -216,12 +236,16 @@ impl StepsBound for CpuSteps {
                 true => Some(&mut self.sums[s * len..(s + 1) * len]),
                 false => None,
             };
+            let rows = StepRows {
+                x: &self.x,
+                y: &self.y,
+                weights: self.weights.as_deref(),
+                d: self.d,
+                bias: self.bias,
+            };
             let (o, t) = steps(
                 &self.setup,
-                &self.x,
-                &self.y,
-                self.d,
-                self.bias,
+                rows,
                 &order[lo..hi],
                 &mut self.w[s * len..(s + 1) * len],
                 sums,
@@ -230,7 +254,6 @@ impl StepsBound for CpuSteps {
             self.steps[s] += t;
         }
         mix(&mut self.w, len);
-        let _ = self.n;
         Ok(total)
     }
 

@@ -158,6 +158,10 @@ pub struct StepParams {
     pub eta: f32,
     pub bias: f32,
     pub max_steps: u32,
+    pub weighted: u32,
+    pub _pad0: u32,
+    pub _pad1: u32,
+    pub _pad2: u32,
 }
 
 /// Mirrors `StreamStat` in steps.wgsl.
@@ -170,7 +174,7 @@ pub struct StreamStat {
     pub wrong_rows: u32,
     pub steps: u32,
     pub criterion: f32,
-    pub _pad0: u32,
+    pub weighted: f32,
     pub _pad1: u32,
 }
 
@@ -339,7 +343,11 @@ mod tests {
                     tau,
                     eta,
                     bias,
-                    max_steps
+                    max_steps,
+                    weighted,
+                    _pad0,
+                    _pad1,
+                    _pad2
                 }),
                 rust_layout!(StreamStat {
                     lo,
@@ -348,7 +356,7 @@ mod tests {
                     wrong_rows,
                     steps,
                     criterion,
-                    _pad0,
+                    weighted,
                     _pad1
                 }),
             ],

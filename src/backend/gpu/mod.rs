@@ -217,20 +217,14 @@ impl Backend for GpuBackend {
 
     fn bind_steps<'a>(
         &'a self,
-        x: &[f32],
-        y: &[f32],
-        d: usize,
-        bias: f32,
+        rows: super::steps::StepRows<'_>,
         setup: super::steps::StepsSetup,
     ) -> Result<Box<dyn super::steps::StepsBound + 'a>> {
         Ok(Box::new(steps::GpuSteps::new(
             &self.ctx,
             self.steps()?,
             self.opts.max_binding,
-            x,
-            y,
-            d,
-            bias,
+            rows,
             setup,
         )?))
     }

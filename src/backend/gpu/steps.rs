@@ -8,7 +8,7 @@ use super::batch::{storage, uniform};
 use super::buffers::{entire, init_buf, read_back, storage_buf};
 use super::context::GpuContext;
 use super::mirror::{StepParams, StreamStat};
-use crate::backend::steps::{model_of, stream_part, StepsBound, StepsSetup};
+use crate::backend::steps::{model_of, stream_part, StepRows, StepsBound, StepsSetup};
 use crate::backend::RowOutcome;
 use crate::error::{Error, Result};
 
@@ -39,8 +39,8 @@ impl StepsPipelines {
         let wg = 256u32
             .min(l.max_compute_invocations_per_workgroup)
             .min(l.max_compute_workgroup_size_x);
-        // sc (MAX_STEP f32) and three WG-long reduction arrays.
-        let bytes = (crate::backend::steps::MAX_STEP as u32 + 3 * wg) * 4;
+        // sc (MAX_STEP f32) and four WG-long reduction arrays.
+        let bytes = (crate::backend::steps::MAX_STEP as u32 + 4 * wg) * 4;
         if bytes > l.max_compute_workgroup_storage_size {
             return Err(Error::Gpu(format!(
                 "the stepped perceptron needs {bytes} bytes of workgroup memory; the device has {}",
@@ -142,20 +142,23 @@ fn max_steps(ctx: &GpuContext, st: &StepsSetup, d: usize, wg: u32) -> usize {
 }
 
 impl<'c> GpuSteps<'c> {
-    /// Uploads `x` (`y.len()` rows of `d` f32, row-major) and the labels, and the starting
-    /// weights to every stream; X goes in bindings of at most `max_binding` bytes (default:
-    /// the device's limit).
-    #[allow(clippy::too_many_arguments)]
+    /// Uploads `rows` (features, labels with the rows' weights) and the starting weights to
+    /// every stream; X goes in bindings of at most `max_binding` bytes (default: the device's
+    /// limit).
     pub fn new(
         ctx: &'c GpuContext,
         pipes: &'c StepsPipelines,
         max_binding: Option<u64>,
-        x: &[f32],
-        y: &[f32],
-        d: usize,
-        bias: f32,
+        rows: StepRows<'_>,
         setup: StepsSetup,
     ) -> Result<Self> {
+        let StepRows {
+            x,
+            y,
+            weights,
+            d,
+            bias,
+        } = rows;
         setup.check(d)?;
         let n = y.len();
         let len = setup.w0.len();
@@ -194,6 +197,19 @@ impl<'c> GpuSteps<'c> {
             eta: setup.eta,
             bias,
             max_steps: max_steps(ctx, &setup, d, pipes.wg) as u32,
+            weighted: weights.is_some() as u32,
+            _pad0: 0,
+            _pad1: 0,
+            _pad2: 0,
+        };
+        // Labels, or with row weights (label, weight, weight in the own head) a row.
+        let labels: Vec<f32> = match weights {
+            None => y.to_vec(),
+            Some(wt) => y
+                .iter()
+                .zip(wt)
+                .flat_map(|(&l, w)| [l, w.row, w.own])
+                .collect(),
         };
         let st = wgpu::BufferUsages::STORAGE;
         ctx.scoped("uploading the stepped perceptron's rows", || {
@@ -215,7 +231,7 @@ impl<'c> GpuSteps<'c> {
                 })
                 .collect();
             let xpart = |p: usize| xbufs.get(p).unwrap_or(&xbufs[0]);
-            let ybuf = init_buf(ctx, "rosenblatt.steps_y", nonempty(y), st);
+            let ybuf = init_buf(ctx, "rosenblatt.steps_y", nonempty(&labels), st);
             let order = storage_buf(ctx, "rosenblatt.steps_order", (n.max(1) * 4) as u64);
             let w = init_buf(
                 ctx,
@@ -372,7 +388,7 @@ impl StepsBound for GpuSteps<'_> {
             total += RowOutcome {
                 mistakes: g.mistakes as u64,
                 criterion: g.criterion as f64,
-                weighted: g.mistakes as f64,
+                weighted: g.weighted as f64,
                 wrong_rows: g.wrong_rows as u64,
             };
             self.steps[k] = g.steps as u64;
