@@ -524,6 +524,21 @@ fn weights4(k: u32, u: u32, by_sum: bool) -> vec4<f32> {
     return v;
 }
 
+// v summed over the workgroup's threads (a fixed tree in `redu`, free when called). Called by
+// the whole workgroup.
+fn sum_u32(lid: u32, v: u32) -> u32 {
+    workgroupBarrier();
+    redu[lid] = v;
+    workgroupBarrier();
+    for (var s = WG / 2u; s > 0u; s >>= 1u) {
+        if (lid < s) {
+            redu[lid] += redu[lid + s];
+        }
+        workgroupBarrier();
+    }
+    return redu[0];
+}
+
 // Sums this workgroup's statistics over its threads (a fixed tree) into wg_stats `slot`.
 // Called by the whole workgroup.
 fn write_wg_stat(lid: u32, slot: u32, held: bool, count: u32, crit: f32, weighted: f32, rows: u32) {
@@ -542,16 +557,7 @@ fn write_wg_stat(lid: u32, slot: u32, held: bool, count: u32, crit: f32, weighte
     let total = redu[0];
     var wrong_rows = 0u;
     if (!held && P.rule == RULE_OVR) {
-        workgroupBarrier();
-        redu[lid] = rows;
-        workgroupBarrier();
-        for (var s = WG / 2u; s > 0u; s >>= 1u) {
-            if (lid < s) {
-                redu[lid] += redu[lid + s];
-            }
-            workgroupBarrier();
-        }
-        wrong_rows = redu[0];
+        wrong_rows = sum_u32(lid, rows);
     }
     if (lid == 0u) {
         if (held) {
@@ -1768,16 +1774,7 @@ fn finalize_epoch(lid: u32) {
     let weighted_total = red[0];
     var rows_total = 0u;
     if (P.rule == RULE_OVR) {
-        workgroupBarrier();
-        redu[lid] = rows;
-        workgroupBarrier();
-        for (var s = WG / 2u; s > 0u; s >>= 1u) {
-            if (lid < s) {
-                redu[lid] += redu[lid + s];
-            }
-            workgroupBarrier();
-        }
-        rows_total = redu[0];
+        rows_total = sum_u32(lid, rows);
     }
     // The stop rules' memory, read once for the workgroup.
     if (lid == 0u) {

@@ -16,7 +16,8 @@ use rand_chacha::ChaCha8Rng;
 
 use super::{Backends, Fitted, Problem, Progress, Shard, PREFETCH_ROWS};
 use crate::backend::cpu::{val_mistakes, CpuBackend};
-use crate::backend::steps::{StepRows, StepsBound, StepsSetup};
+use crate::backend::steps::{stream_part, StepRows, StepsBound, StepsSetup};
+use crate::backend::Features;
 use crate::backend::{
     predicted_wrong, row_rule, update_norm, Backend, BackendKind, BatchRule, EpochStats, HeadRule,
     Reduce, Row, RowWeight, StopReason, StopState,
@@ -419,18 +420,27 @@ impl<'a> DeviceSteps<'a> {
                 "the GPU's online perceptron does not take {what} yet; the CPU ran {ran_as}"
             ))));
         }
-        let mut x = Vec::with_capacity(v.n.saturating_mul(v.d));
-        let (mut buf, mut scaled) = (Vec::new(), Vec::new());
-        for i in 0..v.n {
-            let mut row = v.x.row(i, v.d, &mut buf);
-            if let Some(sc) = pb.scale_on_read.as_ref() {
-                row = sc.scale_row(row, &mut scaled, i, &pb.ds.source)?;
+        // X as the kernels take it: borrowed where it is f32 rows already, else a copy
+        // (widened, scaled as read).
+        let mut copy = Vec::new();
+        let x: &[f32] = match (v.x, pb.scale_on_read.as_ref()) {
+            (crate::backend::Matrix::Dense(Features::F32(x)), None) if x.len() == v.n * v.d => x,
+            _ => {
+                copy.reserve(v.n.saturating_mul(v.d));
+                let (mut buf, mut scaled) = (Vec::new(), Vec::new());
+                for i in 0..v.n {
+                    let mut row = v.x.row(i, v.d, &mut buf);
+                    if let Some(sc) = pb.scale_on_read.as_ref() {
+                        row = sc.scale_row(row, &mut scaled, i, &pb.ds.source)?;
+                    }
+                    match row {
+                        Row::Dense(r) => copy.extend_from_slice(r),
+                        Row::Sparse { .. } => return Ok(Err(Some("sparse rows".into()))),
+                    }
+                }
+                &copy
             }
-            match row {
-                Row::Dense(r) => x.extend_from_slice(r),
-                Row::Sparse { .. } => return Ok(Err(Some("sparse rows".into()))),
-            }
-        }
+        };
         let setup = StepsSetup {
             rule: pb.rule,
             tau: params.margin_threshold,
@@ -445,7 +455,7 @@ impl<'a> DeviceSteps<'a> {
         let weights: Option<Vec<RowWeight>> =
             weighted.then(|| (0..v.n).map(|i| v.row_weight(i)).collect());
         let rows = StepRows {
-            x: &x,
+            x,
             y: v.y,
             weights: weights.as_deref(),
             d: v.d,
@@ -566,7 +576,7 @@ impl Streams {
 
     /// The first row position (in the epoch's order) of stream `s`.
     fn start(&self, s: usize) -> usize {
-        s * self.n / self.rules.len()
+        stream_part(s, self.n, self.rules.len()).0
     }
 
     /// The mean of the streams' models (weights or averages) on this process.
