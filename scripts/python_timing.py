@@ -50,17 +50,17 @@ rows = [
     ("scikit-learn `Perceptron(max_iter=20, tol=None)` (online)",
      lambda: SkPerceptron(max_iter=epochs, tol=None, random_state=0)),
     ("rosenblatt `Perceptron(\"online\", max_iter=20, tol=None, scale=None)` (scikit-learn's rule)",
-     lambda: R("online", max_iter=epochs, tol=None, scale=None, backend="cpu")),
+     lambda: R(algo="online", max_iter=epochs, tol=None, scale=None, backend="cpu")),
     ("rosenblatt `Perceptron(\"online\", max_iter=20, tol=None)` (max-abs scaled)",
-     lambda: R("online", max_iter=epochs, tol=None, backend="cpu")),
+     lambda: R(algo="online", max_iter=epochs, tol=None, backend="cpu")),
     ("rosenblatt `Perceptron(max_iter=20, tol=None)` (averaged)",
      lambda: R(max_iter=epochs, tol=None, backend="cpu")),
     ("rosenblatt `Perceptron(\"batch\", max_iter=20, tol=None)`",
-     lambda: R("batch", max_iter=epochs, tol=None, backend="cpu")),
+     lambda: R(algo="batch", max_iter=epochs, tol=None, backend="cpu")),
 ]
 if any(t != "Cpu" for _, _, t in rosenblatt.adapters()):
     rows.append(("rosenblatt `Perceptron(\"batch\", max_iter=20, tol=None, backend=\"gpu\")`",
-                 lambda: R("batch", max_iter=epochs, tol=None, backend="gpu")))
+                 lambda: R(algo="batch", max_iter=epochs, tol=None, backend="gpu")))
 rows += [
     ("scikit-learn `Perceptron()` (defaults)", lambda: SkPerceptron()),
     ("rosenblatt `Perceptron()` (defaults)", lambda: R(backend="cpu")),

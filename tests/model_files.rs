@@ -555,3 +555,100 @@ fn a_scaled_model_scores_block_by_block_as_one_scaled_copy() {
         .zip(&copy)
         .all(|(a, b)| a.to_bits() == b.to_bits()));
 }
+
+#[test]
+fn rows_in_memory_score_as_the_data_set_does_bit_for_bit() {
+    // `Model::scores_of_rows` (what Python's predict calls: rows widened and scaled a block
+    // at a time, never a data set) against `raw_scores` on the CPU backend, for binary,
+    // multiclass and one-vs-rest models, unscaled and with each scaling, f32 and f64 rows,
+    // 1 row, a block's worth and more than one thread's share (257 features, 700 rows).
+    use rosenblatt::model::DenseRows;
+    use rosenblatt::params::{Algo, MulticlassStrategy, Scale, TrainParams};
+    let (n, d) = (700, 257);
+    let x: Vec<f32> = (0..n * d)
+        .map(|i| ((i * 7919 % 13) as f32 - 6.0) * 0.37 * (1 + i % d % 5) as f32)
+        .collect();
+    let wide: Vec<f64> = x.iter().map(|&v| v as f64 * (1.0 + 1e-12)).collect(); // rounds back to x
+    let cpu = CpuBackend::new();
+    for (k, strategy) in [
+        (2, MulticlassStrategy::Direct),
+        (4, MulticlassStrategy::Direct),
+        (4, MulticlassStrategy::Ovr),
+    ] {
+        let names: Vec<String> = (0..n)
+            .map(|i| ((x[i * d] + x[i * d + 1] > 0.0) as usize + 2 * (i % (k / 2))).to_string())
+            .collect();
+        let ds = rosenblatt::data::Dataset::new(
+            x.clone(),
+            n,
+            d,
+            Some(rosenblatt::data::Labels::from_names(&names)),
+            "rows",
+        );
+        for scale in [Scale::None, Scale::Maxabs, Scale::Standard, Scale::Minmax] {
+            let params = TrainParams::default()
+                .algo(Algo::Averaged)
+                .multiclass(strategy)
+                .scale(scale)
+                .epochs(3)
+                .validate()
+                .unwrap();
+            let t = rosenblatt::algo::train(&ds, &params, &cpu, None, &mut ()).unwrap();
+            let m = &t.model;
+            for rows in [1, 63, n] {
+                let part = rosenblatt::data::Dataset::new(
+                    x[..rows * d].to_vec(),
+                    rows,
+                    d,
+                    None,
+                    "rows",
+                );
+                let want = m.raw_scores(&part, &cpu).unwrap();
+                let got = m
+                    .scores_of_rows(DenseRows::F32(&x[..rows * d]), rows, Path::new("rows"))
+                    .unwrap()
+                    .expect("a linear model scores rows in memory");
+                let same = |a: &[f32], b: &[f32]| {
+                    a.len() == b.len() && a.iter().zip(b).all(|(p, q)| p.to_bits() == q.to_bits())
+                };
+                assert!(same(&got, &want), "{k} classes, {strategy:?}, {scale:?}, {rows} rows");
+                // f64 rows are rounded to f32 first: the scores of the rounded rows.
+                let got = m
+                    .scores_of_rows(DenseRows::F64(&wide[..rows * d]), rows, Path::new("rows"))
+                    .unwrap()
+                    .unwrap();
+                assert!(same(&got, &want), "f64: {k} classes, {scale:?}, {rows} rows");
+            }
+        }
+    }
+    // A value that is not finite is an error naming its row and column (from 0); so is an
+    // f64 past f32's range; a row count that disagrees with the values is refused.
+    let t = rosenblatt::algo::train(
+        &common::separable(50, 3, 0.1, 1).data,
+        &TrainParams::default().validate().unwrap(),
+        &cpu,
+        None,
+        &mut (),
+    )
+    .unwrap();
+    let mut bad = vec![1.0f32; 3 * 40];
+    bad[3 * 17 + 2] = f32::NAN;
+    let e = t
+        .model
+        .scores_of_rows(DenseRows::F32(&bad), 40, Path::new("X"))
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("X holds NaN at row 17, column 2"), "{e}");
+    let mut far = vec![1.0f64; 3 * 40];
+    far[3 * 39] = 1e300;
+    let e = t
+        .model
+        .scores_of_rows(DenseRows::F64(&far), 40, Path::new("X"))
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("X holds 1e300 at row 39, column 0"), "{e}");
+    assert!(t
+        .model
+        .scores_of_rows(DenseRows::F32(&bad), 39, Path::new("X"))
+        .is_err());
+}

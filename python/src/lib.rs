@@ -22,7 +22,7 @@ use rosenblatt::backend::Storage;
 use rosenblatt::backend::{self, BackendChoice, CsrBuf, MappedF32, MatrixBuf};
 use rosenblatt::data::{Dataset, LabelType, Labels};
 use rosenblatt::error::Param;
-use rosenblatt::model::Model;
+use rosenblatt::model::{DenseRows, Model};
 use rosenblatt::params::{ClassWeight, PassiveAggressive, TrainParams};
 use rosenblatt::Error;
 
@@ -360,8 +360,8 @@ impl Progress for Bar {
 
 /// Trains on X (dense `x`, or `csr` = (indptr, indices, data, n_features)) with class index
 /// `y` into `classes`, the training parameters as the model file's JSON (`params`), optional
-/// per-row weights and a model to continue from (its JSON). Returns the model file's JSON and
-/// the training report's.
+/// per-row weights and a model to continue from (its JSON). Returns the fitted model and the
+/// training report's JSON.
 #[pyfunction]
 #[pyo3(signature = (x, csr, y, classes, params, sample_weight=None, start=None, backend="auto", adapter=None, progress=false, threads=None, storage=None, label_type=None, feature_names=None))]
 #[allow(clippy::too_many_arguments)]
@@ -381,7 +381,7 @@ fn fit<'py>(
     storage: Option<&str>,
     label_type: Option<&str>,
     feature_names: Option<Vec<String>>,
-) -> PyResult<(String, String)> {
+) -> PyResult<(PyModel, String)> {
     let choice = backend_choice(backend)?;
     let ty = match label_type {
         None => None,
@@ -442,7 +442,7 @@ fn fit<'py>(
     let labels = Labels { classes, index, ty };
     let ds = feats.dataset(Some(labels), weights).map_err(py_err)?;
     let values = (ds.n as u64).saturating_mul(ds.d as u64);
-    let result = py.detach(move || -> Result<(String, String), Error> {
+    let result = py.detach(move || -> Result<(PyModel, String), Error> {
         let params = tp.validate()?;
         with_threads(threads, move || {
             let sel = open_backend(choice, adapter, values)?;
@@ -467,128 +467,294 @@ fn fit<'py>(
                 .model
                 .with_feature_names(feature_names)
                 .map_err(|m| Error::data(Path::new("<model>"), m))?;
-            let mut buf = Vec::new();
-            model
-                .write(&mut buf)
-                .map_err(|e| Error::data(Path::new("<model>"), e.to_string()))?;
-            let text = String::from_utf8(buf)
-                .map_err(|e| Error::data(Path::new("<model>"), e.to_string()))?;
             let report = serde_json::to_string(&trained.report)
                 .map_err(|e| Error::data(Path::new("<model>"), e.to_string()))?;
             drop(ds);
-            Ok((text, report))
+            Ok((PyModel::of(model)?, report))
         })?
     });
     result.map_err(py_err)
 }
 
-/// Scores X with a model (its JSON): (raw scores, n x outputs: one decision value per row for
-/// a binary model, one per class otherwise; predicted class indices).
-#[pyfunction]
-#[pyo3(signature = (model, x, csr, backend="auto", adapter=None, threads=None))]
-#[allow(clippy::type_complexity)]
-fn decide<'py>(
-    py: Python<'py>,
-    model: &str,
-    x: Option<PyReadonlyArray2<'py, f32>>,
-    csr: Option<CsrParts<'py>>,
-    backend: &str,
-    adapter: Option<String>,
-    threads: Option<usize>,
-) -> PyResult<(Bound<'py, PyArray2<f32>>, Bound<'py, PyArray1<i64>>)> {
-    let choice = backend_choice(backend)?;
-    let feats = features(x, csr)?;
-    let model = Model::from_json(Path::new("<model>"), model).map_err(py_err)?;
-    let ds = feats.dataset(None, None).map_err(py_err)?;
-    let n_values = (ds.n as u64).saturating_mul(ds.d as u64);
-    let (values, pred, width) = py
-        .detach(move || -> Result<_, Error> {
-            model.check_features(&ds)?;
-            let raw = with_threads(threads, || {
-                let sel = open_backend(choice, adapter, n_values)?;
-                model.raw_scores(&ds, &*sel.backend)
-            })??;
-            let pred: Vec<i64> = model.predict(&raw).iter().map(|&p| p as i64).collect();
-            let width = model.outputs();
-            let values = if model.is_binary() {
-                model.decision_values(&raw)
-            } else {
-                raw
-            };
-            drop(ds);
-            Ok((values, pred, width))
-        })
-        .map_err(py_err)?;
-    let n = pred.len();
-    let values = PyArray1::from_vec(py, values)
-        .reshape([n, width])
-        .map_err(|e| PyRuntimeError::new_err(e.to_string()))?;
-    Ok((values, PyArray1::from_vec(py, pred)))
+/// Dense rows as Python gives them to score: float32 or float64, C-contiguous.
+enum DenseIn<'py> {
+    F32(PyReadonlyArray2<'py, f32>),
+    F64(PyReadonlyArray2<'py, f64>),
 }
 
-/// What the estimators read from a model (its JSON): kind, class names, number of features,
-/// the weight rows and biases in the input's coordinates (scaling folded in; none for voted
-/// and kernel models) and the training report's JSON.
-#[pyfunction]
-#[allow(clippy::type_complexity)]
-fn describe(
-    model: &str,
-) -> PyResult<(
+impl DenseIn<'_> {
+    fn shape(&self) -> (usize, usize) {
+        let s = match self {
+            DenseIn::F32(a) => a.shape(),
+            DenseIn::F64(a) => a.shape(),
+        };
+        (s[0], s[1])
+    }
+
+    fn rows(&self) -> Option<DenseRows<'_>> {
+        match self {
+            DenseIn::F32(a) => a.as_slice().ok().map(DenseRows::F32),
+            DenseIn::F64(a) => a.as_slice().ok().map(DenseRows::F64),
+        }
+    }
+}
+
+/// A fitted model, parsed and validated once (from the model file's JSON, or as training
+/// made it) and held natively: scoring reads nothing again. Pickles as the model file's
+/// text.
+#[pyclass(frozen, module = "rosenblatt._rosenblatt", name = "Model")]
+struct PyModel {
+    model: Model,
+    json: String,
+}
+
+impl PyModel {
+    fn of(model: Model) -> Result<PyModel, Error> {
+        let mut buf = Vec::new();
+        model
+            .write(&mut buf)
+            .map_err(|e| Error::data(Path::new("<model>"), e.to_string()))?;
+        let json =
+            String::from_utf8(buf).map_err(|e| Error::data(Path::new("<model>"), e.to_string()))?;
+        Ok(PyModel { model, json })
+    }
+
+    fn parse(json: &str) -> PyResult<PyModel> {
+        let model = Model::from_json(Path::new("<model>"), json).map_err(py_err)?;
+        Ok(PyModel {
+            model,
+            json: json.to_string(),
+        })
+    }
+
+    /// Raw scores of X on the backend asked for: the model's own CPU path for dense rows
+    /// where the CPU runs (`cpu`, or `auto` with no adapter named and too few values to gain
+    /// from a GPU), else a data set through the backend (float64 rows converted first), a
+    /// GPU one opened once by this thread and kept.
+    fn scores<'py>(
+        &self,
+        py: Python<'py>,
+        dense: Option<DenseIn<'py>>,
+        csr: Option<CsrParts<'py>>,
+        choice: BackendChoice,
+        adapter: Option<String>,
+        threads: Option<usize>,
+    ) -> PyResult<Vec<f32>> {
+        let (n, d) = match (&dense, &csr) {
+            (Some(x), _) => x.shape(),
+            (None, Some((indptr, _, _, d))) => (indptr.len().saturating_sub(1), *d),
+            (None, None) => (0, 0),
+        };
+        let source = Path::new("<array>");
+        if (dense.is_some() || csr.is_some()) && d != self.model.n_features() {
+            return Err(py_err(Error::Mismatch {
+                path: source.to_path_buf(),
+                msg: format!(
+                    "the model expects {} features, the data has {d}",
+                    self.model.n_features()
+                ),
+            }));
+        }
+        let values = (n as u64).saturating_mul(d as u64);
+        let on_cpu = choice == BackendChoice::Cpu
+            || (choice == BackendChoice::Auto
+                && adapter.is_none()
+                && values < backend::AUTO_GPU_MIN_VALUES);
+        if let (true, Some(rows), None) = (on_cpu, dense.as_ref().and_then(DenseIn::rows), &csr) {
+            let fast = py
+                .detach(|| with_threads(threads, || self.model.scores_of_rows(rows, n, source)))
+                .and_then(|r| r)
+                .map_err(py_err)?;
+            if let Some(raw) = fast {
+                return Ok(raw);
+            }
+        }
+        // The data set path takes float32: a float64 X is converted.
+        let f32_x = match dense {
+            Some(DenseIn::F32(a)) => Some(a),
+            Some(DenseIn::F64(a)) => {
+                let a = a.as_array().mapv(|v| v as f32);
+                Some(PyArray2::from_owned_array(py, a).readonly())
+            }
+            None => None,
+        };
+        let feats = features(f32_x, csr)?;
+        let ds = feats.dataset(None, None).map_err(py_err)?;
+        py.detach(|| {
+            if on_cpu {
+                with_threads(threads, || {
+                    self.model
+                        .raw_scores(&ds, &backend::cpu::CpuBackend::new())
+                })?
+            } else {
+                with_backend(choice, adapter, values, |b| self.model.raw_scores(&ds, b))
+            }
+        })
+        .map_err(py_err)
+    }
+
+    fn describe_model(&self) -> PyResult<Description> {
+        let m = &self.model;
+        let d = m.n_features();
+        let linear = match m.body() {
+            rosenblatt::model::Body::Binary(_)
+            | rosenblatt::model::Body::Multiclass(_)
+            | rosenblatt::model::Body::Ovr(_) => {
+                let aug = m.augmented();
+                let mut rows = Vec::new();
+                let mut bias = Vec::new();
+                for r in aug.chunks_exact(d + 1) {
+                    let (mut w, mut b) = (r[..d].to_vec(), r[d]);
+                    if let Some(s) = m.scaling() {
+                        // w.((x - o) f) + b = (w f).x + b - sum w f o
+                        for (j, wj) in w.iter_mut().enumerate() {
+                            *wj *= s.factor[j];
+                            b -= *wj * s.offset[j];
+                        }
+                    }
+                    rows.push(w);
+                    bias.push(b);
+                }
+                Some((rows, bias))
+            }
+            _ => None,
+        };
+        let report = match m.training() {
+            Some(r) => Some(
+                serde_json::to_string(r).map_err(|e| PyRuntimeError::new_err(e.to_string()))?,
+            ),
+            None => None,
+        };
+        Ok((
+            m.kind().name().to_string(),
+            m.classes().to_vec(),
+            d,
+            linear,
+            report,
+        ))
+    }
+}
+
+/// What the estimators read from a model: kind, class names, number of features, the weight
+/// rows and biases in the input's coordinates (scaling folded in; none for voted and kernel
+/// models) and the training report's JSON.
+type Description = (
     String,
     Vec<String>,
     usize,
     Option<(Vec<Vec<f32>>, Vec<f32>)>,
     Option<String>,
-)> {
-    let m = Model::from_json(Path::new("<model>"), model).map_err(py_err)?;
-    let d = m.n_features();
-    let linear = match m.body() {
-        rosenblatt::model::Body::Binary(_)
-        | rosenblatt::model::Body::Multiclass(_)
-        | rosenblatt::model::Body::Ovr(_) => {
-            let aug = m.augmented();
-            let mut rows = Vec::new();
-            let mut bias = Vec::new();
-            for r in aug.chunks_exact(d + 1) {
-                let (mut w, mut b) = (r[..d].to_vec(), r[d]);
-                if let Some(s) = m.scaling() {
-                    // w.((x - o) f) + b = (w f).x + b - sum w f o
-                    for (j, wj) in w.iter_mut().enumerate() {
-                        *wj *= s.factor[j];
-                        b -= *wj * s.offset[j];
-                    }
-                }
-                rows.push(w);
-                bias.push(b);
-            }
-            Some((rows, bias))
-        }
-        _ => None,
-    };
-    let report = match m.training() {
-        Some(r) => {
-            Some(serde_json::to_string(r).map_err(|e| PyRuntimeError::new_err(e.to_string()))?)
-        }
-        None => None,
-    };
-    Ok((
-        m.kind().name().to_string(),
-        m.classes().to_vec(),
-        d,
-        linear,
-        report,
-    ))
+);
+
+/// The GPU backend this thread opened last, kept for the next call that asks for the same:
+/// choosing and opening an adapter costs tens of milliseconds (the software ones too), more
+/// than scoring most batches. Dropped when a call on it fails, so the next call opens afresh.
+type Kept = Option<((BackendChoice, Option<String>), backend::Selected)>;
+thread_local! {
+    static BACKEND: std::cell::RefCell<Kept> = const { std::cell::RefCell::new(None) };
 }
 
-/// The model (its JSON) as an ONNX graph's bytes (`rosenblatt export`'s).
-#[pyfunction]
-fn to_onnx<'py>(py: Python<'py>, model: &str) -> PyResult<Bound<'py, pyo3::types::PyBytes>> {
-    let m = Model::from_json(Path::new("<model>"), model).map_err(py_err)?;
-    let bytes = rosenblatt::model::onnx::to_onnx(&m).map_err(|e| match e {
-        Error::Model { msg, .. } => PyValueError::new_err(msg),
-        e => py_err(e),
-    })?;
-    Ok(pyo3::types::PyBytes::new(py, &bytes))
+/// Runs `f` on the backend for `choice` (see [`open_backend`]), kept per thread.
+fn with_backend<T>(
+    choice: BackendChoice,
+    adapter: Option<String>,
+    values: u64,
+    f: impl FnOnce(&dyn backend::Backend) -> Result<T, Error>,
+) -> Result<T, Error> {
+    let key = (choice, adapter);
+    let kept = BACKEND.with(|b| b.borrow_mut().take());
+    let sel = match kept {
+        Some((k, sel)) if k == key => sel,
+        _ => open_backend(key.0, key.1.clone(), values)?,
+    };
+    let out = f(&*sel.backend);
+    if out.is_ok() {
+        BACKEND.with(|b| *b.borrow_mut() = Some((key, sel)));
+    }
+    out
+}
+
+#[pymethods]
+impl PyModel {
+    /// Reads and validates a model from the model file's JSON text.
+    #[new]
+    fn new(json: &str) -> PyResult<Self> {
+        PyModel::parse(json)
+    }
+
+    /// Reads and validates the model file at `path`.
+    #[staticmethod]
+    fn load(path: &str) -> PyResult<Self> {
+        let m = Model::load(Path::new(path)).map_err(py_err)?;
+        PyModel::of(m).map_err(py_err)
+    }
+
+    /// The model file's JSON text.
+    #[getter]
+    fn json(&self) -> &str {
+        &self.json
+    }
+
+    /// Scores X: (raw scores, n x outputs: one decision value per row for a binary model,
+    /// one per class otherwise; predicted class indices). Dense X is float32 or float64,
+    /// C-contiguous (float64 rounded to float32 as NumPy's astype); `csr` the parts of a CSR
+    /// matrix.
+    #[pyo3(signature = (x, csr=None, *, backend="auto", adapter=None, threads=None))]
+    #[allow(clippy::type_complexity)]
+    fn decide<'py>(
+        &self,
+        py: Python<'py>,
+        x: Option<&Bound<'py, PyAny>>,
+        csr: Option<CsrParts<'py>>,
+        backend: &str,
+        adapter: Option<String>,
+        threads: Option<usize>,
+    ) -> PyResult<(Bound<'py, PyArray2<f32>>, Bound<'py, PyArray1<i64>>)> {
+        let choice = backend_choice(backend)?;
+        let dense = match x {
+            None => None,
+            Some(a) => Some(if let Ok(a) = a.extract::<PyReadonlyArray2<'py, f32>>() {
+                DenseIn::F32(a)
+            } else {
+                DenseIn::F64(a.extract::<PyReadonlyArray2<'py, f64>>().map_err(|_| {
+                    PyValueError::new_err("X must be a 2-d float32 or float64 NumPy array")
+                })?)
+            }),
+        };
+        let raw = self.scores(py, dense, csr, choice, adapter, threads)?;
+        let pred: Vec<i64> = self.model.predict(&raw).iter().map(|&p| p as i64).collect();
+        let width = self.model.outputs();
+        let values = if self.model.is_binary() {
+            self.model.decision_values(&raw)
+        } else {
+            raw
+        };
+        let n = pred.len();
+        let values = PyArray1::from_vec(py, values)
+            .reshape([n, width])
+            .map_err(|e| PyRuntimeError::new_err(e.to_string()))?;
+        Ok((values, PyArray1::from_vec(py, pred)))
+    }
+
+    /// Kind, class names, number of features, the weight rows and biases in the input's
+    /// coordinates (linear models), the training report's JSON.
+    fn describe(&self) -> PyResult<Description> {
+        self.describe_model()
+    }
+
+    /// The model as an ONNX graph's bytes (`rosenblatt export`'s).
+    fn to_onnx<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, pyo3::types::PyBytes>> {
+        let bytes = rosenblatt::model::onnx::to_onnx(&self.model).map_err(|e| match e {
+            Error::Model { msg, .. } => PyValueError::new_err(msg),
+            e => py_err(e),
+        })?;
+        Ok(pyo3::types::PyBytes::new(py, &bytes))
+    }
+
+    /// Pickled as the model file's text, read and validated again when unpickled.
+    fn __reduce__<'py>(slf: &Bound<'py, Self>) -> PyResult<(Bound<'py, PyAny>, (String,))> {
+        Ok((slf.get_type().into_any(), (slf.get().json.clone(),)))
+    }
 }
 
 /// The prefix of this process's temporaries (`.rosenblatt-MACHINE-PID-`), as the CLI names its.
@@ -602,16 +768,6 @@ fn temp_prefix() -> String {
 #[pyfunction]
 fn remove_stale_temps(dir: &str) -> usize {
     rosenblatt::output::remove_stale_temps(Path::new(dir))
-}
-
-/// Reads and validates a model file; returns its JSON.
-#[pyfunction]
-fn load_model(path: &str) -> PyResult<String> {
-    let m = Model::load(Path::new(path)).map_err(py_err)?;
-    let mut buf = Vec::new();
-    m.write(&mut buf)
-        .map_err(|e| PyRuntimeError::new_err(e.to_string()))?;
-    String::from_utf8(buf).map_err(|e| PyRuntimeError::new_err(e.to_string()))
 }
 
 /// The GPU adapters wgpu finds here: (name, API, type) of each.
@@ -632,10 +788,7 @@ static ALLOC: rosenblatt::alloc::CacheLines = rosenblatt::alloc::CacheLines;
 #[pymodule]
 fn _rosenblatt(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(fit, m)?)?;
-    m.add_function(wrap_pyfunction!(decide, m)?)?;
-    m.add_function(wrap_pyfunction!(describe, m)?)?;
-    m.add_function(wrap_pyfunction!(load_model, m)?)?;
-    m.add_function(wrap_pyfunction!(to_onnx, m)?)?;
+    m.add_class::<PyModel>()?;
     m.add_function(wrap_pyfunction!(temp_prefix, m)?)?;
     m.add_function(wrap_pyfunction!(remove_stale_temps, m)?)?;
     m.add_function(wrap_pyfunction!(adapters, m)?)?;

@@ -238,7 +238,7 @@ HOSTILE = st.one_of(
 def test_any_parameter_value_fits_or_raises_invalid_parameter_error(name, value):
     X, y = blobs(60)
     algo = "voted" if name == "max_vectors" else "batch" if name == "update_tol" else "averaged"
-    clf = Perceptron(algo, backend="cpu", **{name: value})
+    clf = Perceptron(algo=algo, backend="cpu", **{name: value})
     if name == "max_iter" and isinstance(value, int) and value > 5:
         clf.set_params(tol=0.5, n_iter_no_change=1)
     try:

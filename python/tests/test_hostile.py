@@ -182,7 +182,7 @@ def test_any_input_fits_or_raises_a_python_error(data):
 @given(data=st.data())
 def test_partial_fit_sequences_fit_or_raise_a_python_error(data):
     classes = np.array([0, 1, 2])
-    clf = Perceptron("online", backend="cpu")
+    clf = Perceptron(algo="online", backend="cpu")
     calls = data.draw(st.integers(1, 5))
     for i in range(calls):
         n = data.draw(st.integers(0, 12))
@@ -208,7 +208,7 @@ def test_a_successful_fit_predicts_what_the_cli_predicts(tmp_path_factory, seed,
     y = rng.integers(0, int(rng.integers(2, 4)), size=n)
     # (A draw of one class only is a refused fit, not this test's subject.)
     hypothesis.assume(len(np.unique(y)) >= 2)
-    clf = Perceptron(algo, backend="cpu", max_iter=int(rng.integers(1, 20))).fit(X, y)
+    clf = Perceptron(algo=algo, backend="cpu", max_iter=int(rng.integers(1, 20))).fit(X, y)
     tmp = tmp_path_factory.mktemp("cli")
     clf.save(tmp / "m.json")
     cols = [f"f{j}" for j in range(d)]
@@ -236,7 +236,7 @@ def test_thousands_of_fits_keep_memory_flat():
     Xs = sp.csr_matrix(X)
 
     def one(i):
-        clf = (Perceptron("averaged", backend="cpu", max_iter=3) if i % 3 else
+        clf = (Perceptron(algo="averaged", backend="cpu", max_iter=3) if i % 3 else
                PassiveAggressiveClassifier(backend="cpu", max_iter=3))
         clf.fit(Xs if i % 2 else X, y)
         clf.predict(X)
@@ -265,7 +265,7 @@ def test_fits_from_four_threads_at_once_equal_the_serial_fits():
     rng = np.random.default_rng(1)
     sets = [(rng.integers(-3, 4, size=(400, 8)).astype(np.float32), rng.integers(0, 3, size=400))
             for _ in range(4)]
-    want = [Perceptron("batch", backend="cpu", max_iter=20).fit(X, y).coef_ for X, y in sets]
+    want = [Perceptron(algo="batch", backend="cpu", max_iter=20).fit(X, y).coef_ for X, y in sets]
     got = [None] * 4
     errors = []
 
@@ -273,7 +273,7 @@ def test_fits_from_four_threads_at_once_equal_the_serial_fits():
         try:
             for _ in range(10):
                 X, y = sets[k]
-                got[k] = Perceptron("batch", backend="cpu", max_iter=20).fit(X, y).coef_
+                got[k] = Perceptron(algo="batch", backend="cpu", max_iter=20).fit(X, y).coef_
         except Exception as e:  # noqa: BLE001
             errors.append(e)
 
@@ -291,7 +291,7 @@ SAVER = """
 import sys, numpy as np
 from rosenblatt import Perceptron
 X = np.random.default_rng(0).integers(-3, 4, size=(3000, 50)).astype(np.float32)
-clf = Perceptron("voted", backend="cpu", max_iter=5).fit(X, np.arange(3000) % 2)
+clf = Perceptron(algo="voted", backend="cpu", max_iter=5).fit(X, np.arange(3000) % 2)
 print("ready", flush=True)
 while True:
     clf.save(sys.argv[1])

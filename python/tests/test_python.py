@@ -77,7 +77,7 @@ def test_coef_equals_the_cli_model_on_digits(tmp_path):
 
 def test_the_saved_model_is_the_cli_format(tmp_path):
     X, y = digits()
-    clf = Perceptron("pocket", backend="cpu", max_iter=20).fit(X, y)
+    clf = Perceptron(algo="pocket", backend="cpu", max_iter=20).fit(X, y)
     path = tmp_path / "model.json"
     clf.save(path)
     r = subprocess.run(
@@ -104,8 +104,8 @@ def test_gpu_equals_cpu_on_integer_data():
     X, y = digits()
     for algo in ("batch", "pocket"):
         # Unscaled: integer features, so both backends' sums are exact.
-        c = Perceptron(algo, backend="cpu", max_iter=30, scale=None).fit(X, y)
-        g = Perceptron(algo, backend="gpu", max_iter=30, scale=None).fit(X, y)
+        c = Perceptron(algo=algo, backend="cpu", max_iter=30, scale=None).fit(X, y)
+        g = Perceptron(algo=algo, backend="gpu", max_iter=30, scale=None).fit(X, y)
         assert g.report_["backend"] == "gpu"
         np.testing.assert_array_equal(g.coef_, c.coef_)
         np.testing.assert_array_equal(g.intercept_, c.intercept_)
@@ -135,7 +135,7 @@ def test_the_online_rule_in_steps_and_streams_on_both_backends(tmp_path):
         with pytest.raises(ValueError, match=next(iter(bad))):
             Perceptron(**bad).fit(X, y)
     with pytest.raises(ValueError, match="minibatch"):
-        Perceptron("voted", minibatch=2).fit(X, y)
+        Perceptron(algo="voted", minibatch=2).fit(X, y)
     if gpu_present():
         # Integer pixels and two streams: the GPU's kernels give the CPU's model exactly.
         g = Perceptron(backend="gpu", minibatch=4, streams=2, **kw).fit(X, y)
@@ -167,7 +167,7 @@ def test_partial_fit_runs_one_batch_epoch_per_call():
     X, y = digits()
     X, y = X.astype(np.float64), (y >= 5).astype(int)
     half = len(y) // 2
-    clf = Perceptron("batch", backend="cpu", scale=None)
+    clf = Perceptron(algo="batch", backend="cpu", scale=None)
     clf.partial_fit(X[:half], y[:half], classes=[0, 1])
     clf.partial_fit(X[half:], y[half:])
     w, b = batch_epoch(np.zeros(X.shape[1]), 0.0, X[:half], y[:half])
@@ -180,7 +180,7 @@ def test_partial_fit_runs_one_batch_epoch_per_call():
     with pytest.raises(ValueError, match="not in classes"):
         clf.partial_fit(X[:3], [0, 1, 7])
     # The online rule: one pass per call, from the weights so far.
-    o = Perceptron("online", backend="cpu", shuffle=False, scale=None)
+    o = Perceptron(algo="online", backend="cpu", shuffle=False, scale=None)
     o.partial_fit(X[:half], y[:half], classes=[0, 1])
     o.partial_fit(X[half:], y[half:])
     assert o.n_iter_ == 1 and o.score(X, y) > 0.8
@@ -205,7 +205,7 @@ def test_the_report_and_novikoff():
     m = X @ w
     keep = np.abs(m) > 0.5
     X, y = X[keep], (m[keep] > 0).astype(int)
-    clf = Perceptron("batch", backend="cpu").fit(X, y)
+    clf = Perceptron(algo="batch", backend="cpu").fit(X, y)
     r = clf.report_
     assert r["converged"] and r["train_accuracy"] == 1.0
     assert r["margin"] > 0
@@ -217,13 +217,13 @@ def test_class_weight_and_sample_weight():
     rng = np.random.default_rng(1)
     X = rng.normal(size=(600, 2))
     y = (X[:, 0] + 0.8 * rng.normal(size=600) > 0).astype(int)
-    base = Perceptron("pocket", backend="cpu", max_iter=50).fit(X, y)
-    heavy = Perceptron("pocket", backend="cpu", max_iter=50, class_weight={1: 50.0}).fit(X, y)
+    base = Perceptron(algo="pocket", backend="cpu", max_iter=50).fit(X, y)
+    heavy = Perceptron(algo="pocket", backend="cpu", max_iter=50, class_weight={1: 50.0}).fit(X, y)
     # The heavy class is missed less.
     missed = lambda c: np.mean(c.predict(X)[y == 1] != 1)  # noqa: E731
     assert missed(heavy) < missed(base)
     sw = np.where(y == 1, 50.0, 1.0)
-    weighted = Perceptron("pocket", backend="cpu", max_iter=50).fit(X, y, sample_weight=sw)
+    weighted = Perceptron(algo="pocket", backend="cpu", max_iter=50).fit(X, y, sample_weight=sw)
     np.testing.assert_array_equal(weighted.coef_, heavy.coef_)
     with pytest.raises(ValueError):
         Perceptron().fit(X, y, sample_weight=-sw)
@@ -244,7 +244,7 @@ def test_errors_are_python_exceptions():
     with pytest.raises(ValueError, match="binary"):
         KernelPerceptron(backend="cpu").fit(X, y)
     with pytest.raises(ValueError, match="algo"):
-        Perceptron("kernel").fit(X, y)
+        Perceptron(algo="kernel").fit(X, y)
 
 
 def test_training_releases_the_gil():
@@ -272,7 +272,7 @@ def test_training_releases_the_gil():
 def test_two_classes_with_a_row_per_class_look_binary(tmp_path):
     X, y = digits()
     b = y < 2
-    m = Perceptron("multiclass", backend="cpu", max_iter=20).fit(X[b], y[b])
+    m = Perceptron(algo="multiclass", backend="cpu", max_iter=20).fit(X[b], y[b])
     assert m.coef_.shape == (1, X.shape[1]) and m.intercept_.shape == (1,)
     d = m.decision_function(X[b])
     assert d.shape == (b.sum(),)

@@ -47,14 +47,14 @@ def test_scikit_learns_names_reach_the_crate():
     assert p["min_improvement"] == pytest.approx(0.05)
     assert "validation_fraction" not in p
     # tol=None: no early stop by improvement (scikit-learn's meaning), max_iter epochs.
-    m = Perceptron("batch", max_iter=12, tol=None, backend="cpu").fit(X, y)
+    m = Perceptron(algo="batch", max_iter=12, tol=None, backend="cpu").fit(X, y)
     assert params_of(m)["patience"] == 0 and m.n_iter_ == 12
     # early_stopping holds validation_fraction of the rows out.
     m = Perceptron(early_stopping=True, validation_fraction=0.25, backend="cpu").fit(X, y)
     assert params_of(m)["validation_fraction"] == 0.25
     # None: the algorithm's default patience (10 for the averaged perceptron, else 30).
     assert params_of(Perceptron(backend="cpu").fit(X, y))["patience"] == 10
-    assert params_of(Perceptron("pocket", backend="cpu").fit(X, y))["patience"] == 30
+    assert params_of(Perceptron(algo="pocket", backend="cpu").fit(X, y))["patience"] == 30
     # random_state=None draws a seed from NumPy's generator.
     np.random.seed(5)
     a = params_of(Perceptron(random_state=None, max_iter=2, backend="cpu").fit(X, y))["seed"]
@@ -92,7 +92,7 @@ def test_the_old_names_still_work_with_a_future_warning(old, new, value, expecte
 def test_patience_zero_meant_tol_none():
     X, y = digits()
     with pytest.warns(FutureWarning, match="tol=None"):
-        a = Perceptron("batch", patience=0, max_iter=9, backend="cpu").fit(X, y)
+        a = Perceptron(algo="batch", patience=0, max_iter=9, backend="cpu").fit(X, y)
     assert a.n_iter_ == 9 and params_of(a)["patience"] == 0
 
 
@@ -140,26 +140,26 @@ def test_every_parameter_round_trips_get_set_params_and_clone(cls):
 
 def test_warm_start_goes_on_from_the_fitted_weights():
     X, y = digits()
-    a = Perceptron("batch", max_iter=3, tol=None, warm_start=True, backend="cpu")
+    a = Perceptron(algo="batch", max_iter=3, tol=None, warm_start=True, backend="cpu")
     a.fit(X, y).fit(X, y)
-    b = Perceptron("batch", max_iter=6, tol=None, backend="cpu").fit(X, y)
+    b = Perceptron(algo="batch", max_iter=6, tol=None, backend="cpu").fit(X, y)
     np.testing.assert_array_equal(a.coef_, b.coef_)
     np.testing.assert_array_equal(a.intercept_, b.intercept_)
     # Without warm_start a second fit starts afresh.
-    c = Perceptron("batch", max_iter=3, tol=None, backend="cpu")
+    c = Perceptron(algo="batch", max_iter=3, tol=None, backend="cpu")
     c.fit(X, y).fit(X, y)
     assert not np.array_equal(c.coef_, a.coef_)
     with pytest.raises(ValueError, match="warm_start"):
         a.fit(X[y < 5], y[y < 5])
     with pytest.raises(InvalidParameterError, match="warm_start must be False for algo='voted'"):
-        Perceptron("voted", warm_start=True).fit(X, y)
+        Perceptron(algo="voted", warm_start=True).fit(X, y)
 
 
 def test_n_jobs_changes_threads_not_results():
     X, y = digits()
-    a = Perceptron("batch", n_jobs=1, backend="cpu").fit(X, y)
-    b = Perceptron("batch", n_jobs=None, backend="cpu").fit(X, y)
-    c = Perceptron("batch", n_jobs=-1, backend="cpu").fit(X, y)
+    a = Perceptron(algo="batch", n_jobs=1, backend="cpu").fit(X, y)
+    b = Perceptron(algo="batch", n_jobs=None, backend="cpu").fit(X, y)
+    c = Perceptron(algo="batch", n_jobs=-1, backend="cpu").fit(X, y)
     assert a.model_ != "" and a.report_["device"] == "CPU (1 thread)"
     np.testing.assert_array_equal(a.coef_, b.coef_)
     np.testing.assert_array_equal(a.coef_, c.coef_)
@@ -221,7 +221,7 @@ def test_other_estimators_name_their_parameters():
 
 def test_the_extension_refuses_unknown_keys():
     X, y = digits()
-    m = Perceptron("batch", max_iter=2, backend="cpu").fit(X, y)
+    m = Perceptron(algo="batch", max_iter=2, backend="cpu").fit(X, y)
     params = params_of(m)
     params["epohcs"] = 5
     with pytest.raises(ValueError, match='unknown training parameter "epohcs"'):
@@ -330,7 +330,7 @@ def test_class_weights_step_as_scikit_learns_perceptron():
         np.testing.assert_array_equal(ours.coef_, theirs.coef_.astype(np.float32))
         np.testing.assert_array_equal(ours.intercept_, theirs.intercept_.astype(np.float32))
     # The direct multiclass rule weighs a row's whole update by its class weight instead.
-    direct = Perceptron("online", scale=None, backend="cpu", **kw).fit(X[b], y[b])
+    direct = Perceptron(algo="online", scale=None, backend="cpu", **kw).fit(X[b], y[b])
     assert not np.array_equal(direct.coef_, ours.coef_)
 
 
@@ -353,15 +353,15 @@ def test_onnx_export_predicts_as_predict(tmp_path):
     # with string labels, and Winnow.
     for est in (
         Perceptron(backend="cpu"),
-        Perceptron("batch", multiclass="ovr", backend="cpu"),
-        Perceptron("online", scale=None, backend="cpu"),
-        Perceptron("pocket", scale="standard", backend="cpu"),
+        Perceptron(algo="batch", multiclass="ovr", backend="cpu"),
+        Perceptron(algo="online", scale=None, backend="cpu"),
+        Perceptron(algo="pocket", scale="standard", backend="cpu"),
         PassiveAggressiveClassifier(scale="minmax", backend="cpu"),
     ):
         check_onnx(est.fit(X, y), X, X)
     b = y < 2
     s = np.where(y[b] == 1, "one", "zero")
-    for est in (Perceptron(backend="cpu"), Perceptron("winnow", backend="cpu")):
+    for est in (Perceptron(backend="cpu"), Perceptron(algo="winnow", backend="cpu")):
         check_onnx(est.fit(X[b], s), X[b], X[b])
     # A sparse set: fitted on CSR, the graph fed the same rows dense.
     Xs, ys = make_classification(600, 300, n_informative=20, random_state=0)
@@ -385,7 +385,7 @@ def test_onnx_export_predicts_as_predict(tmp_path):
 def test_onnx_refuses_voted_and_kernel_models():
     X, y = digits()
     b = y < 2
-    for est in (Perceptron("voted", backend="cpu"), KernelPerceptron(backend="cpu")):
+    for est in (Perceptron(algo="voted", backend="cpu"), KernelPerceptron(backend="cpu")):
         est.fit(X[b], y[b])
         with pytest.raises(ValueError, match="no ONNX form"):
             est.to_onnx()
@@ -394,7 +394,7 @@ def test_onnx_refuses_voted_and_kernel_models():
 def test_old_names_together_and_old_defaults():
     X, y = digits()
     with pytest.warns(FutureWarning):
-        m = Perceptron("batch", patience=0, min_improvement=0.05, max_iter=7, backend="cpu")
+        m = Perceptron(algo="batch", patience=0, min_improvement=0.05, max_iter=7, backend="cpu")
         m.fit(X, y)
     assert m.n_iter_ == 7 and params_of(m)["patience"] == 0
     with pytest.warns(FutureWarning, match="progress was renamed verbose"):
@@ -415,26 +415,26 @@ def test_a_patience_given_keeps_the_algorithms_floor():
     # perceptron, 1% for the others.
     X, y = digits()
     for algo, floor in (("averaged", 0.0), ("batch", 0.01)):
-        a = params_of(Perceptron(algo, max_iter=3, backend="cpu").fit(X, y))
-        b = params_of(Perceptron(algo, max_iter=3, n_iter_no_change=7, backend="cpu").fit(X, y))
+        a = params_of(Perceptron(algo=algo, max_iter=3, backend="cpu").fit(X, y))
+        b = params_of(Perceptron(algo=algo, max_iter=3, n_iter_no_change=7, backend="cpu").fit(X, y))
         assert a["patience_floor"] == b["patience_floor"] == pytest.approx(floor)
 
 
 def test_load_gives_back_class_weights_and_kernels(tmp_path):
     X, y = digits()
-    m = Perceptron("pocket", class_weight={3: 2.5, 7: 0.5}, max_iter=5, backend="cpu").fit(X, y)
+    m = Perceptron(algo="pocket", class_weight={3: 2.5, 7: 0.5}, max_iter=5, backend="cpu").fit(X, y)
     m.save(tmp_path / "m.json")
     back = rosenblatt.load(tmp_path / "m.json")
     assert back.class_weight == {3: 2.5, 7: 0.5}
     refit = clone(back).fit(X, y)
     np.testing.assert_array_equal(refit.coef_, m.coef_)
     b = y < 2
-    k = KernelPerceptron("poly", degree=2, gamma=0.5, coef0=2.0, max_iter=3, backend="cpu")
+    k = KernelPerceptron(kernel="poly", degree=2, gamma=0.5, coef0=2.0, max_iter=3, backend="cpu")
     k.fit(X[b], y[b]).save(tmp_path / "k.json")
     kb = rosenblatt.load(tmp_path / "k.json")
     assert (kb.kernel, kb.degree, kb.gamma, kb.coef0) == ("poly", 2, 0.5, 2.0)
     with pytest.raises(InvalidParameterError, match=r"degree must be an integer in \[1, 16\]"):
-        KernelPerceptron("poly", degree=17).fit(X[b], y[b])
+        KernelPerceptron(kernel="poly", degree=17).fit(X[b], y[b])
 
 
 def test_weights_equal_scikit_learns_exactly_where_the_docs_say():
@@ -451,16 +451,105 @@ def test_weights_equal_scikit_learns_exactly_where_the_docs_say():
     for classes in (2, 4):
         b = y < classes
         theirs = SkPerceptron(**kw).fit(X32[b], y[b])
-        ours = Perceptron("online", multiclass="ovr", scale=None, backend="cpu", **kw)
+        ours = Perceptron(algo="online", multiclass="ovr", scale=None, backend="cpu", **kw)
         ours.fit(X32[b], y[b])
         np.testing.assert_array_equal(ours.coef_, theirs.coef_.astype(np.float32))
         np.testing.assert_array_equal(ours.intercept_, theirs.intercept_.astype(np.float32))
         # float64 input: rounded to float32, then the same run.
         X64 = X32[b].astype(np.float64) * (1 + 1e-9)
-        ours64 = Perceptron("online", multiclass="ovr", scale=None, backend="cpu", **kw)
+        ours64 = Perceptron(algo="online", multiclass="ovr", scale=None, backend="cpu", **kw)
         ours64.fit(X64, y[b])
-        rounded = Perceptron("online", multiclass="ovr", scale=None, backend="cpu", **kw)
+        rounded = Perceptron(algo="online", multiclass="ovr", scale=None, backend="cpu", **kw)
         rounded.fit(X64.astype(np.float32), y[b])
         np.testing.assert_array_equal(ours64.coef_, rounded.coef_)
-    direct = Perceptron("online", scale=None, backend="cpu", **kw).fit(X32[y < 4], y[y < 4])
+    direct = Perceptron(algo="online", scale=None, backend="cpu", **kw).fit(X32[y < 4], y[y < 4])
     assert not np.array_equal(direct.coef_, ours.coef_)
+
+
+ESTIMATORS = (Perceptron, PassiveAggressiveClassifier, KernelPerceptron)
+
+
+@pytest.mark.parametrize("cls", ESTIMATORS)
+def test_every_parameter_is_keyword_only_and_documented_with_its_default(cls):
+    import inspect
+
+    sig = inspect.signature(cls.__init__)
+    params = [p for p in sig.parameters.values() if p.name != "self"]
+    assert params and all(p.kind is inspect.Parameter.KEYWORD_ONLY for p in params)
+    doc = cls.__doc__
+    for p in params:
+        if p.default == rosenblatt._params.DEPRECATED:
+            continue
+        want = "None" if p.default is None else repr(p.default).replace("'", '"')
+        line = re.search(rf"^    {p.name} : (.*)$", doc, re.M)
+        assert line, f"{cls.__name__}.{p.name} is not documented"
+        assert line.group(1).endswith(f"default={want}"), (cls.__name__, line.group(0), want)
+
+
+def test_the_one_positional_parameter_of_01_warns_and_means_the_same():
+    X, y = digits()
+    with pytest.warns(FutureWarning, match='pass algo="pocket" by keyword|pass algo=\'pocket\''):
+        old = Perceptron("pocket", max_iter=3, backend="cpu")
+    assert old.get_params() == Perceptron(algo="pocket", max_iter=3, backend="cpu").get_params()
+    with pytest.warns(FutureWarning, match="C=0.5"):
+        assert PassiveAggressiveClassifier(0.5).C == 0.5
+    with pytest.warns(FutureWarning, match="kernel="):
+        assert KernelPerceptron("poly").kernel == "poly"
+    with pytest.raises(TypeError, match="keyword only"):
+        Perceptron("pocket", "online")
+    with pytest.raises(TypeError, match="keyword only"):
+        Perceptron("pocket", algo="online")
+    np.testing.assert_array_equal(old.fit(X, y).coef_, clone(old).fit(X, y).coef_)
+
+
+def test_the_fitted_model_is_held_natively_and_pickles_as_its_text():
+    import pickle
+
+    X, y = digits()
+    m = Perceptron(max_iter=5, backend="cpu").fit(X, y)
+    native = m._native[1]
+    assert isinstance(native, _rosenblatt.Model) and native.json == m.model_
+    m.predict(X[:10])
+    m.decision_function(X)
+    assert m._native[1] is native, "predict read the model again"
+    state = m.__getstate__()
+    assert "_native" not in state and state["model_"] == m.model_
+    back = pickle.loads(pickle.dumps(m))
+    np.testing.assert_array_equal(back.decision_function(X), m.decision_function(X))
+    # The handle pickles on its own as the model file's text.
+    again = pickle.loads(pickle.dumps(native))
+    assert again.json == native.json
+    # A model_ replaced by hand (or an estimator pickled before 0.2's handle) is read anew.
+    other = Perceptron(algo="batch", max_iter=2, backend="cpu").fit(X, y)
+    m.model_ = other.model_
+    np.testing.assert_array_equal(m.decision_function(X), other.decision_function(X))
+    with pytest.raises(ValueError, match="model"):
+        _rosenblatt.Model('{"format": "rosenblatt-model", "version": 99}')
+
+
+def test_plain_arrays_score_as_scikit_learns_checks_would_have_them():
+    """float64 and float32 C-contiguous arrays of the fitted width are scored as they are;
+    float64 as its float32 rounding; every other X through scikit-learn's checks, which
+    also word the errors of the fast path's X (NaN, infinity, the wrong width)."""
+    X, y = digits()
+    for algo, multiclass in (("averaged", "direct"), ("batch", "ovr")):
+        m = Perceptron(algo=algo, multiclass=multiclass, max_iter=5, backend="cpu").fit(X, y)
+        wide = X.astype(np.float64) * (1 + 1e-12)  # rounds back to X
+        for same in (wide, np.asfortranarray(X), X.tolist(), X[::1]):
+            np.testing.assert_array_equal(m.decision_function(same), m.decision_function(X))
+        # Sparse rows sum their non-zeros only, in another order.
+        np.testing.assert_allclose(
+            m.decision_function(sp.csr_matrix(X)), m.decision_function(X), rtol=1e-5, atol=1e-4
+        )
+        two = (y < 2)
+        b = Perceptron(max_iter=5, backend="cpu").fit(X[two], y[two])
+        np.testing.assert_array_equal(b.predict(wide[two]), b.predict(X[two]))
+        bad = X.copy()
+        bad[3, 5] = np.nan
+        with pytest.raises(ValueError, match="Input X contains NaN"):
+            m.predict(bad)
+        bad[3, 5] = np.inf
+        with pytest.raises(ValueError, match="Input X contains infinity"):
+            m.predict(bad.astype(np.float64))
+        with pytest.raises(ValueError, match="X has 63 features, but Perceptron is expecting 64"):
+            m.predict(X[:, :63])

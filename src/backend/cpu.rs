@@ -288,6 +288,14 @@ simd_dispatch! {
     fn chunk_scores_simd<E: Elem>(x: &[E], d: usize, bias: f32, w: &[f32], start: usize, out: &mut [f32]) => chunk_scores
 }
 
+/// Decision values of the dense rows in `x` (`d` features each) against the augmented weight
+/// rows `w`, `w.len() / (d + 1)` a row, into `out`: the dot product [`CpuBackend`]'s `scores`
+/// uses, for callers that prepare rows a block at a time (scaled, or widened from f64) and
+/// want the same values bit for bit.
+pub fn score_rows(x: &[f32], d: usize, bias: f32, w: &[f32], out: &mut [f32]) {
+    chunk_scores_simd(x, d, bias, w, 0, out);
+}
+
 /// One chunk's share of an epoch.
 #[derive(Debug, Clone)]
 struct Partial {

@@ -21,6 +21,63 @@ use crate::metrics::{self, ClassMetrics};
 use crate::params::{Algo, TrainParams};
 use crate::report::TrainReport;
 
+/// Dense rows in a caller's memory, row-major: what [`Model::scores_of_rows`] scores.
+#[derive(Debug, Clone, Copy)]
+pub enum DenseRows<'a> {
+    /// Single precision, scored as they are.
+    F32(&'a [f32]),
+    /// Double precision, rounded to the nearest f32 (as NumPy's `astype(float32)`) first.
+    F64(&'a [f64]),
+}
+
+impl DenseRows<'_> {
+    /// The number of values.
+    pub fn len(&self) -> usize {
+        match self {
+            DenseRows::F32(v) => v.len(),
+            DenseRows::F64(v) => v.len(),
+        }
+    }
+
+    /// True when there are no values.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Value `i` as f32.
+    fn get(&self, i: usize) -> f32 {
+        match self {
+            DenseRows::F32(v) => v[i],
+            DenseRows::F64(v) => v[i] as f32,
+        }
+    }
+
+    /// Value `i` as given.
+    fn get_f64(&self, i: usize) -> f64 {
+        match self {
+            DenseRows::F32(v) => v[i] as f64,
+            DenseRows::F64(v) => v[i],
+        }
+    }
+
+    /// Appends values `start..start + len` as f32 to `buf`; false when one is not finite
+    /// (after the rounding).
+    fn widen_into(&self, start: usize, len: usize, buf: &mut Vec<f32>) -> bool {
+        let finite = |c: &[f32]| c.iter().fold(true, |ok, v| ok & v.is_finite());
+        match self {
+            DenseRows::F32(v) => {
+                let part = &v[start..start + len];
+                buf.extend_from_slice(part);
+                finite(part)
+            }
+            DenseRows::F64(v) => {
+                buf.extend(v[start..start + len].iter().map(|&a| a as f32));
+                finite(buf)
+            }
+        }
+    }
+}
+
 /// What a model computes, as named in model files (`"kind"`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "lowercase")]
@@ -482,6 +539,90 @@ impl Model {
             Ok(())
         })?;
         Ok(out)
+    }
+
+    /// [`Model::raw_scores`] of dense rows held in memory (`n` rows of
+    /// [`Model::n_features`] values, row-major, f32 or f64), on the CPU without building a
+    /// data set: each block of rows is widened to f32 and scaled as the model scales (with
+    /// the same saturation) into a buffer of 64 KiB, then scored by the CPU backend's dot
+    /// product, so the values equal `raw_scores` on the CPU backend bit for bit. A value that
+    /// is not finite (or an f64 outside f32's range) is an error naming its row and column
+    /// (from 0), as the data set built from an array reports it; `source` names the data.
+    /// `None` for models that are not one weight row per output (voted, kernel) or that hold
+    /// more than [`MAX_HEADS`] rows: those score through `raw_scores`.
+    ///
+    /// Many rows are scored on rayon's pool (the current one, so a caller's `install` bounds
+    /// the threads); a few on the calling thread, with nothing started.
+    pub fn scores_of_rows(
+        &self,
+        x: DenseRows<'_>,
+        n: usize,
+        source: &std::path::Path,
+    ) -> Result<Option<Vec<f32>>> {
+        use rayon::prelude::*;
+        if !matches!(self.body, Body::Binary(_) | Body::Multiclass(_) | Body::Ovr(_)) {
+            return Ok(None);
+        }
+        let d = self.n_features;
+        let w = self.augmented();
+        let heads = w.len() / (d + 1);
+        if heads == 0 || heads > MAX_HEADS {
+            return Ok(None);
+        }
+        if x.len() != n.saturating_mul(d) {
+            return Err(Error::Mismatch {
+                path: source.to_path_buf(),
+                msg: format!(
+                    "the model expects {d} features, the data has {} values for {n} rows",
+                    x.len()
+                ),
+            });
+        }
+        let mut out: Vec<f32> = crate::limits::zeros(
+            || format!("{}: scores of {n} rows x {heads} outputs", source.display()),
+            n.saturating_mul(heads),
+        )?;
+        if n == 0 {
+            return Ok(Some(out));
+        }
+        // Rows a block: 64 KiB of f32 (one row at least), scaled into a buffer and scored.
+        let block = ((1usize << 14) / d.max(1)).max(1);
+        let scaling = self.scaling.as_ref();
+        let score_block = |buf: &mut Vec<f32>, b: usize, o: &mut [f32]| -> bool {
+            let r0 = b * block;
+            let rows = o.len() / heads;
+            buf.clear();
+            let finite = x.widen_into(r0 * d, rows * d, buf);
+            if let Some(s) = scaling {
+                s.apply_saturating(buf);
+            }
+            crate::backend::cpu::score_rows(buf, d, 1.0, &w, o);
+            finite
+        };
+        let all_finite = if n.saturating_mul(d) < (1 << 16) {
+            let mut buf = Vec::new();
+            out.chunks_mut(block * heads)
+                .enumerate()
+                .fold(true, |ok, (b, o)| score_block(&mut buf, b, o) & ok)
+        } else {
+            out.par_chunks_mut(block * heads)
+                .enumerate()
+                .map_init(Vec::new, |buf, (b, o)| score_block(buf, b, o))
+                .reduce(|| true, |a, b| a & b)
+        };
+        if !all_finite {
+            let i = (0..x.len()).find(|&i| !x.get(i).is_finite()).unwrap_or(0);
+            return Err(Error::data(
+                source,
+                format!(
+                    "X holds {:?} at row {}, column {}",
+                    x.get_f64(i),
+                    i / d.max(1),
+                    i % d.max(1)
+                ),
+            ));
+        }
+        Ok(Some(out))
     }
 
     /// [`Model::raw_scores`] of data already scaled as the model scales it (training data).

@@ -50,6 +50,9 @@ _CsrParts = tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.f
 
 _F = TypeVar("_F", bound=Callable[..., Any])
 
+# Dense X of these types is scored as it is (float64 rounded to float32 as it is read).
+_FAST_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
+
 
 def _available_if(check: Callable[[Any], bool]) -> Callable[[_F], _F]:
     """scikit-learn's ``available_if`` (the method exists only when ``check`` holds), typed."""
@@ -123,6 +126,7 @@ class _Estimator(ClassifierMixin, BaseEstimator):  # type: ignore[misc]
     class_weight: Any
     warm_start: bool
     model_: str
+    _native: tuple[str, _rosenblatt.Model]
     classes_: np.ndarray
     report_: dict[str, Any]
     n_iter_: int
@@ -178,7 +182,7 @@ class _Estimator(ClassifierMixin, BaseEstimator):  # type: ignore[misc]
         x, csr = _features(X)
         label_type, names = _label_names(classes)
         feature_names = getattr(self, "feature_names_in_", None)
-        model, report = _rosenblatt.fit(
+        native, report = _rosenblatt.fit(
             x,
             csr,
             np.ascontiguousarray(index, dtype=np.int64),
@@ -194,14 +198,16 @@ class _Estimator(ClassifierMixin, BaseEstimator):  # type: ignore[misc]
             label_type=label_type,
             feature_names=None if feature_names is None else [str(f) for f in feature_names],
         )
-        self._set_model(model, classes)
+        self._set_model(native, classes)
         self.report_ = json.loads(report)
         self.n_iter_ = int(self.report_["epochs"])
         return self
 
-    def _set_model(self, model: str, classes: np.ndarray) -> None:
-        kind, names, d, linear, _ = _rosenblatt.describe(model)
-        self.model_ = model
+    def _set_model(self, model: Union[str, _rosenblatt.Model], classes: np.ndarray) -> None:
+        native = model if isinstance(model, _rosenblatt.Model) else _rosenblatt.Model(model)
+        kind, names, d, linear, _ = native.describe()
+        self.model_ = native.json
+        self._native = (self.model_, native)
         self.kind_ = kind
         self.classes_ = classes
         if linear is not None:
@@ -262,20 +268,48 @@ class _Estimator(ClassifierMixin, BaseEstimator):  # type: ignore[misc]
         tags.classifier_tags.poor_score = getattr(self, "algo", None) == "winnow"
         return tags
 
+    def _native_model(self) -> _rosenblatt.Model:
+        """The fitted model held natively (parsed once; again only when ``model_`` was
+        replaced, or after unpickling, which keeps the text alone)."""
+        kept = self.__dict__.get("_native")
+        if kept is None or kept[0] is not self.model_:
+            kept = (self.model_, _rosenblatt.Model(self.model_))
+            self._native = kept
+        return cast(_rosenblatt.Model, kept[1])
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(super().__getstate__())
+        state.pop("_native", None)
+        return state
+
     def _decide(self, X: Any) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.int64]]:
         check_is_fitted(self, "model_")
+        native = self._native_model()
+        backend = _params.backend(self.backend)
+        adapter = _params.adapter(self.adapter)
+        threads = _params.n_jobs(self.n_jobs)
+        if (
+            type(X) is np.ndarray
+            and X.ndim == 2
+            and X.dtype in _FAST_DTYPES
+            and X.flags.c_contiguous
+            and X.flags.aligned
+            and X.shape[0] > 0
+            and X.shape[1] == self.n_features_in_
+            and "feature_names_in_" not in self.__dict__
+        ):
+            # A plain float32/float64 array of the fitted width: scored as it is, its values
+            # checked (finite) while scaled; scikit-learn's checks below would only repeat
+            # that, and they name a bad value in their words, so they run when one is found.
+            try:
+                return native.decide(X, backend=backend, adapter=adapter, threads=threads)
+            except ValueError:
+                pass
         X = validate_data(
             self, X, accept_sparse=["csr", "csc"], dtype=np.float32, order="C", reset=False
         )
         x, csr = _features(X)
-        return _rosenblatt.decide(
-            self.model_,
-            x,
-            csr,
-            backend=_params.backend(self.backend),
-            adapter=_params.adapter(self.adapter),
-            threads=_params.n_jobs(self.n_jobs),
-        )
+        return native.decide(x, csr, backend=backend, adapter=adapter, threads=threads)
 
     def decision_function(self, X: Any) -> npt.NDArray[np.float64]:
         """Decision values, float64 as scikit-learn's (computed in float32 and widened): one
@@ -305,7 +339,7 @@ class _Estimator(ClassifierMixin, BaseEstimator):  # type: ignore[misc]
         the original classes, and ``scores``, the decision values), written to ``path`` when
         given, and returned. Linear models only: voted and kernel models are refused."""
         check_is_fitted(self, "model_")
-        data = _rosenblatt.to_onnx(self.model_)
+        data = self._native_model().to_onnx()
         if path is not None:
             _write_atomic(path, data)
         return data
@@ -339,50 +373,53 @@ def _sample_weight(sample_weight: Any, n: int) -> npt.NDArray[np.float32]:
 class Perceptron(_Estimator):
     """The linear perceptron family on the GPU or the CPU.
 
-    Parameters (scikit-learn's names where scikit-learn's Perceptron has them)
-    ----------------------------------------------------------------------------
-    algo : {"averaged", "batch", "online", "pocket", "voted", "winnow", "multiclass"}
+    Every parameter is keyword-only; the names are scikit-learn's where scikit-learn's
+    Perceptron has them.
+
+    Parameters
+    ----------
+    algo : {"averaged", "batch", "online", "pocket", "voted", "winnow", "multiclass"}, default="averaged"
         The rule (see the README's "The perceptron family"); the default, the online averaged
         perceptron, generalised best on the public sets of the README's defaults table. More
         than two classes train one weight row per class (``multiclass``: argmax or
         one-vs-rest).
-    mode : {None, "online", "batch"}
+    mode : {None, "online", "batch"}, default=None
         For ``averaged`` and ``winnow``: update per row (online, the default) or per epoch.
-    max_iter : int
+    max_iter : int, default=1000
         Most passes over the data (epochs).
-    tol : float in [0, 1) or None
+    tol : float in [0, 1) or None, default=0.01
         The relative fall of the watched mistakes (training mistakes, weighted with the rows'
         weights, or held-out ones with ``early_stopping``) that counts as an improvement;
         training stops after ``n_iter_no_change`` epochs without one. None: no such stop (run
         ``max_iter`` epochs or until an epoch makes no mistake), as in scikit-learn.
-    eta0 : float in (0, 1]
+    eta0 : float in (0, 1], default=1.0
         The learning rate.
-    n_iter_no_change : int or None
+    n_iter_no_change : int or None, default=None
         Epochs without improvement before stopping; None: the algorithm's default (10 for the
         online averaged perceptron, else 30, as the command line's).
-    early_stopping : bool
+    early_stopping : bool, default=False
         Hold out ``validation_fraction`` of the rows (stratified, seeded), watch their
         mistakes and keep the model of the best epoch.
-    validation_fraction : float in (0, 1)
+    validation_fraction : float in (0, 1), default=0.1
         The share held out with ``early_stopping``.
-    scale : {"maxabs", None, "standard", "minmax"}
+    scale : {"maxabs", None, "standard", "minmax"}, default="maxabs"
         Feature scaling fitted on the training rows and kept in the model (and in its ONNX
         graph). The default, ``"maxabs"``, divides each feature by its largest magnitude (zeros
         stay zeros, sparse rows stay sparse), so the bias coordinate 1 of [x, 1] and the
         features move at the same rate; ``None`` trains on the features as given (the CLI's
         default). Measured on the README's six public splits: mean test accuracy 0.917
         against 0.857 unscaled for the averaged rule, 0.861 against 0.775 for the batch rule.
-    class_weight : None, "balanced" or dict
+    class_weight : None, "balanced" or dict, default=None
         Per-class weights on the updates: a row of class c steps ``class_weight[c]`` times as
         far and counts as many mistakes. With ``multiclass="ovr"`` as in scikit-learn: in
         class c's own head only (the other heads step its rows by their sample weight).
-    margin_threshold : float
+    margin_threshold : float, default=0.0
         A row is a mistake when y w.x <= this (0: the classic rule).
-    multiclass : {"direct", "ovr"}
+    multiclass : {"direct", "ovr"}, default="direct"
         More than two classes: one argmax model, or one binary model per class.
-    multiclass_update : {"argmax", "all"}
+    multiclass_update : {"argmax", "all"}, default="argmax"
         The direct multiclass update: against the highest wrong class, or every class above.
-    max_vectors : int
+    max_vectors : int, default=100000
         ``voted``: most vectors kept.
     minibatch : int, default=1
         ``online`` and ``averaged`` (online form): rows per step; a step's rows are scored by
@@ -392,29 +429,29 @@ class Perceptron(_Estimator):
         ``online`` and ``averaged`` (online form): each epoch's rows split into this many
         streams trained from the same weights and mixed by their mean after the epoch
         (at most 4096).
-    fit_intercept : bool
+    fit_intercept : bool, default=True
         Learn a bias (the augmented input [x, 1]).
-    shuffle : bool
+    shuffle : bool, default=True
         Online forms: shuffle the rows each epoch (seeded).
-    random_state : int, RandomState, Generator or None
+    random_state : int, RandomState, Generator or None, default=0
         Seed of the shuffles and the validation split (None: drawn from NumPy's generator).
-    verbose : int
+    verbose : int, default=0
         > 0: a progress bar on stderr while training.
-    warm_start : bool
+    warm_start : bool, default=False
         ``fit`` goes on from the fitted weights (not for ``voted``).
-    n_jobs : int or None
+    n_jobs : int or None, default=None
         CPU threads, joblib's convention (None or -1: every core, -2: all but one); never more
         than the cores (a larger value runs as -1); results do not depend on it.
-    update_tol : float or None
+    update_tol : float or None, default=None
         Batch forms: also stop when an epoch's update is shorter than this.
-    storage : {None, "f32", "f16", "u8", "i8"}
+    storage : {None, "f32", "f16", "u8", "i8"}, default=None
         How the batch epochs store X (None: the narrowest exact one; results do not depend
         on it).
-    backend : {"auto", "cpu", "gpu"}
+    backend : {"auto", "cpu", "gpu"}, default="auto"
         "auto": a hardware GPU when one is present and X has at least 4,194,304 values, else
         the CPU without opening any adapter (a GPU failure finishes on the CPU); "gpu": any
         adapter, software ones included.
-    adapter : str or None
+    adapter : str or None, default=None
         Part of the adapter's name (see ``rosenblatt.adapters()``).
     epochs, lr, seed, patience, min_improvement, progress :
         rosenblatt 0.1's names of ``max_iter``, ``eta0``, ``random_state``,
@@ -439,10 +476,11 @@ class Perceptron(_Estimator):
         The model file's text.
     """
 
+    @_params.keyword_only
     def __init__(
         self,
-        algo: str = "averaged",
         *,
+        algo: str = "averaged",
         mode: Optional[str] = None,
         max_iter: int = 1000,
         tol: Optional[float] = 0.01,
@@ -585,15 +623,46 @@ class PassiveAggressiveClassifier(Perceptron):
 
     Parameters
     ----------
-    C : float
+    C : float, default=1.0
         Aggressiveness (> 0) of PA-I and PA-II.
-    loss : {"hinge", "squared_hinge", "unbounded"}
-    multiclass : {"direct", "ovr"}
-    max_iter, tol, eta0, n_iter_no_change, early_stopping, validation_fraction, scale,
-    class_weight, fit_intercept, shuffle, random_state, verbose, warm_start, n_jobs, backend,
-    adapter, and the deprecated epochs, lr, seed, patience, min_improvement, progress :
-        As for :class:`Perceptron` (``eta0`` scales every step; 1 is the rule itself;
-        ``n_iter_no_change`` None: 30).
+    loss : {"hinge", "squared_hinge", "unbounded"}, default="hinge"
+        PA-I, PA-II or the unbounded rule.
+    multiclass : {"direct", "ovr"}, default="direct"
+        More than two classes: one joint model, or one binary model per class.
+    max_iter : int, default=1000
+        As for :class:`Perceptron`.
+    tol : float in [0, 1) or None, default=0.01
+        As for :class:`Perceptron`.
+    eta0 : float in (0, 1], default=1.0
+        As for :class:`Perceptron` (it scales every step; 1 is the rule itself).
+    n_iter_no_change : int or None, default=None
+        As for :class:`Perceptron` (None: 30).
+    early_stopping : bool, default=False
+        As for :class:`Perceptron`.
+    validation_fraction : float in (0, 1), default=0.1
+        As for :class:`Perceptron`.
+    scale : {"maxabs", None, "standard", "minmax"}, default="maxabs"
+        As for :class:`Perceptron`.
+    class_weight : None, "balanced" or dict, default=None
+        As for :class:`Perceptron`.
+    fit_intercept : bool, default=True
+        As for :class:`Perceptron`.
+    shuffle : bool, default=True
+        As for :class:`Perceptron`.
+    random_state : int, RandomState, Generator or None, default=0
+        As for :class:`Perceptron`.
+    verbose : int, default=0
+        As for :class:`Perceptron`.
+    warm_start : bool, default=False
+        As for :class:`Perceptron`.
+    n_jobs : int or None, default=None
+        As for :class:`Perceptron`.
+    backend : {"auto", "cpu", "gpu"}, default="auto"
+        As for :class:`Perceptron`.
+    adapter : str or None, default=None
+        As for :class:`Perceptron`.
+    epochs, lr, seed, patience, min_improvement, progress :
+        Deprecated, as for :class:`Perceptron`.
 
     Attributes
     ----------
@@ -604,10 +673,11 @@ class PassiveAggressiveClassifier(Perceptron):
 
     algo = "pa"
 
+    @_params.keyword_only
     def __init__(  # noqa: PLR0913
         self,
-        C: float = 1.0,
         *,
+        C: float = 1.0,
         loss: str = "hinge",
         multiclass: str = "direct",
         max_iter: int = 1000,
@@ -686,21 +756,50 @@ class KernelPerceptron(_Estimator):
 
     Parameters
     ----------
-    kernel : {"rbf", "poly", "linear"}
-    gamma : float
+    kernel : {"rbf", "poly", "linear"}, default="rbf"
+        The kernel function K(x, z).
+    gamma : float, default=1.0
         RBF width, or the polynomial's scale of x.z.
-    degree : int
+    degree : int, default=3
         Polynomial degree.
-    coef0 : float
+    coef0 : float, default=1.0
         Polynomial constant.
-    max_iter : int
-        Most epochs (default 100).
-    tol, eta0, n_iter_no_change, early_stopping, validation_fraction, scale, class_weight,
-    margin_threshold, fit_intercept, shuffle, random_state, verbose, n_jobs, backend, adapter,
-    and the deprecated epochs, lr, seed, patience, min_improvement, progress :
-        As for :class:`Perceptron` (but ``scale`` defaults to None: ``gamma`` sets the
-        kernel's scale; there is no warm start: the dual form's support vectors
-        are the model).
+    max_iter : int, default=100
+        As for :class:`Perceptron` (here at most 100 epochs by default).
+    tol : float in [0, 1) or None, default=0.01
+        As for :class:`Perceptron`.
+    eta0 : float in (0, 1], default=1.0
+        As for :class:`Perceptron`.
+    n_iter_no_change : int or None, default=None
+        As for :class:`Perceptron`.
+    early_stopping : bool, default=False
+        As for :class:`Perceptron`.
+    validation_fraction : float in (0, 1), default=0.1
+        As for :class:`Perceptron`.
+    scale : {"maxabs", None, "standard", "minmax"}, default=None
+        As for :class:`Perceptron` (but None by default: ``gamma`` sets the kernel's scale).
+    class_weight : None, "balanced" or dict, default=None
+        As for :class:`Perceptron`.
+    margin_threshold : float, default=0.0
+        As for :class:`Perceptron`.
+    fit_intercept : bool, default=True
+        As for :class:`Perceptron`.
+    shuffle : bool, default=True
+        As for :class:`Perceptron`.
+    random_state : int, RandomState, Generator or None, default=0
+        As for :class:`Perceptron`.
+    verbose : int, default=0
+        As for :class:`Perceptron`.
+    n_jobs : int or None, default=None
+        As for :class:`Perceptron`.
+    backend : {"auto", "cpu", "gpu"}, default="auto"
+        As for :class:`Perceptron`.
+    adapter : str or None, default=None
+        As for :class:`Perceptron`.
+    epochs, lr, seed, patience, min_improvement, progress :
+        Deprecated, as for :class:`Perceptron`.
+
+    There is no warm start: the dual form's support vectors are the model.
 
     Attributes
     ----------
@@ -708,10 +807,11 @@ class KernelPerceptron(_Estimator):
     :class:`Perceptron`.
     """
 
+    @_params.keyword_only
     def __init__(  # noqa: PLR0913
         self,
-        kernel: str = "rbf",
         *,
+        kernel: str = "rbf",
         gamma: float = 1.0,
         degree: int = 3,
         coef0: float = 1.0,
@@ -845,8 +945,9 @@ def load(path: PathLike, cls: Optional[type] = None) -> Any:
     """The estimator holding the model file at ``path``: a :class:`KernelPerceptron` for a
     kernel model, a :class:`PassiveAggressiveClassifier` for a passive-aggressive one, else a
     :class:`Perceptron` (or ``cls`` when given), with the parameters it was trained with."""
-    model = _rosenblatt.load_model(os.fspath(path))
-    kind, names, d, _, report = _rosenblatt.describe(model)
+    native = _rosenblatt.Model.load(os.fspath(path))
+    model = native.json
+    kind, names, d, _, report = native.describe()
     wire = json.loads(model)
     params = wire.get("params", {})
     if cls is None:
@@ -910,7 +1011,7 @@ def load(path: PathLike, cls: Optional[type] = None) -> Any:
     est.set_params(
         **{k: v for k, v in mapped.items() if k in settable and (v is not None or k in keep_none)}
     )
-    est._set_model(model, classes)
+    est._set_model(native, classes)
     est.n_features_in_ = d
     if wire.get("feature_names") is not None:
         est.feature_names_in_ = np.asarray(wire["feature_names"], dtype=object)

@@ -4,11 +4,13 @@ parameters (TrainParams, the model file's ``params``)."""
 
 from __future__ import annotations
 
+import functools
+import inspect
 import math
 import numbers
 import os
 import warnings
-from typing import Any, Mapping, Optional, Sequence
+from typing import Any, Callable, Mapping, Optional, Sequence, TypeVar
 
 import numpy as np
 from sklearn.utils import check_random_state
@@ -32,6 +34,47 @@ RENAMED = {
     "min_improvement": "tol",
     "progress": "verbose",
 }
+
+_Init = TypeVar("_Init", bound=Callable[..., None])
+
+
+def keyword_only(init: _Init) -> _Init:
+    """Every parameter of ``init`` is keyword-only, as in scikit-learn; the one positional
+    parameter 0.1 took (Perceptron's ``algo``, PassiveAggressiveClassifier's ``C``,
+    KernelPerceptron's ``kernel``: the first keyword) is still taken by position, with a
+    FutureWarning, until 0.3. The signature seen by ``get_params`` (``inspect.signature``,
+    through ``__wrapped__``) is ``init``'s own."""
+    first = next(
+        p.name
+        for p in inspect.signature(init).parameters.values()
+        if p.kind is inspect.Parameter.KEYWORD_ONLY
+    )
+
+    @functools.wraps(init)
+    def wrapper(self: Any, *args: Any, **kwargs: Any) -> None:
+        if args:
+            if len(args) > 1 or first in kwargs:
+                raise TypeError(
+                    f"{type(self).__name__}() takes its parameters by keyword only "
+                    f"(got {len(args)} positional)"
+                )
+            warnings.warn(
+                f"pass {first}={args[0]!r} by keyword: {type(self).__name__}'s parameters "
+                "are keyword-only as in scikit-learn (positional taken until 0.3)",
+                FutureWarning,
+                stacklevel=2,
+            )
+            kwargs[first] = args[0]
+        init(self, **kwargs)
+
+    return cast_init(wrapper, init)
+
+
+def cast_init(wrapper: Callable[..., None], init: _Init) -> _Init:
+    """``wrapper`` typed as the ``init`` it wraps (so type checkers see the keyword-only
+    signature)."""
+    return wrapper  # type: ignore[return-value]
+
 
 LINEAR_ALGOS = ("averaged", "batch", "online", "pocket", "voted", "winnow", "multiclass")
 PA_LOSSES = {"hinge": "pa1", "squared_hinge": "pa2", "unbounded": "pa"}
