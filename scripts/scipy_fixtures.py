@@ -1,7 +1,7 @@
 """Writes the scipy sparse fixtures of tests/fixtures/scipy (run from the repository root):
 a 60 x 500 CSR matrix with integer values saved by scipy.sparse.save_npz (compressed, int32
 indices, float64 data), the same matrix as CSC (uncompressed, float32 data, int64 indices),
-its labels as a .npy, and the same rows as a dense CSV. tests/npy.rs checks that the three
+its labels as a .npy, and the same rows as a dense CSV. tests/it/npy.rs checks that the three
 load as the same rows."""
 import numpy as np
 import scipy.sparse as sp

@@ -24,7 +24,7 @@ use std::alloc::{GlobalAlloc, Layout, System};
 /// of numbers is) start on a 64-byte boundary.
 pub const LARGE: usize = 4096;
 
-/// The system allocator, with blocks of [`LARGE`] bytes or more on 64-byte boundaries (blocks
+/// The system allocator, with blocks of `LARGE` (4 KiB) bytes or more on 64-byte boundaries (blocks
 /// asked with a larger alignment than 16 go to the system as they are).
 ///
 /// A large block is a system block 64 bytes longer, with the caller's part starting at the

@@ -277,7 +277,7 @@ pub fn process_alive(pid: u32) -> bool {
     }
 }
 
-/// Removes from `dir` the temporaries this machine's processes (same [`machine_tag`]) left and
+/// Removes from `dir` the temporaries this machine's processes (same `machine_tag`) left and
 /// that are no longer running (regular files only; errors ignored: another run may remove
 /// them first). Returns how many were removed.
 pub fn remove_stale_temps(dir: &Path) -> usize {

@@ -436,9 +436,9 @@ pub const AVERAGED_PATIENCE: u32 = 10;
 
 /// The front ends' default stopping rule for `algo` in `mode` (`None`: the algorithm's own
 /// form): (patience, patience floor). The online averaged perceptron stops after
-/// [`AVERAGED_PATIENCE`] epochs without improvement and has no floor (nearly separable data
+/// `AVERAGED_PATIENCE` (10) epochs without improvement and has no floor (nearly separable data
 /// need not run to convergence: the average has settled); every other rule waits
-/// [`DEFAULT_PATIENCE`] epochs with a floor of 1% of the rows.
+/// `DEFAULT_PATIENCE` (30) epochs with a floor of 1% of the rows.
 pub fn default_stopping(algo: Algo, mode: Option<Mode>) -> (u32, f32) {
     match (algo, mode.unwrap_or(algo.default_mode())) {
         (Algo::Averaged, Mode::Online) => (AVERAGED_PATIENCE, 0.0),

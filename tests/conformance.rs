@@ -4,6 +4,7 @@
 //! update and kept extra, at sizes that break assumptions; on float data they agree within
 //! tolerance. Kernel scores likewise.
 
+#[path = "it/common/mod.rs"]
 mod common;
 
 use std::sync::OnceLock;

@@ -7,6 +7,7 @@
 //! Tests that need an adapter print "skipped: no GPU adapter" when there is none, and fail
 //! instead when ROSENBLATT_REQUIRE_GPU=1.
 
+#[path = "it/common/mod.rs"]
 mod common;
 
 use std::io::Write;

@@ -5,6 +5,7 @@
 //! CLI trains, predicts and evaluates a LIBSVM file whose dense form would need terabytes in
 //! a few hundred MB, and generates and times sparse data.
 
+#[path = "it/common/mod.rs"]
 mod common;
 
 use std::sync::OnceLock;

@@ -1,8 +1,10 @@
 //! `rosenblatt._rosenblatt`: the crate's training and scoring for the Python estimators
-//! (python/python/rosenblatt). X arrives as float32 C-contiguous NumPy arrays, borrowed for
-//! the call (not copied), or as the three arrays of a CSR matrix; labels as class indices
-//! with the class names. Models cross as the JSON of the model file (the CLI's format), so a
-//! fitted estimator pickles as text. The GIL is released while the crate works.
+//! (python/python/rosenblatt), built on the crate root's API alone (the crate's modules are
+//! private without its `internals` feature). X arrives as C-contiguous NumPy arrays, borrowed
+//! for the call (not copied), or as the three arrays of a CSR matrix; labels as class indices
+//! with the class names. A fitted model is a native handle (`Model`), parsed and validated
+//! once; it pickles as the model file's text (the CLI's format). The GIL is released while
+//! the crate works.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -15,16 +17,11 @@ use pyo3::exceptions::{
 };
 use pyo3::prelude::*;
 
-use rosenblatt::algo::{self, Holdout, Problem, Progress};
-use rosenblatt::backend::gpu::context::AdapterQuery;
-use rosenblatt::backend::gpu::GpuOptions;
-use rosenblatt::backend::Storage;
-use rosenblatt::backend::{self, BackendChoice, CsrBuf, MappedF32, MatrixBuf};
-use rosenblatt::data::{Dataset, LabelType, Labels};
-use rosenblatt::error::Param;
-use rosenblatt::model::{DenseRows, Model};
-use rosenblatt::params::{ClassWeight, PassiveAggressive, TrainParams};
-use rosenblatt::Error;
+use rosenblatt::{
+    default_stopping, AdapterQuery, BackendChoice, Body, ClassWeight, CpuBackend, CsrBuf, Dataset,
+    DenseRows, Error, Fallback, GpuOptions, Kernel, LabelType, Labels, MappedF32, MatrixBuf, Model,
+    Param, PassiveAggressive, Progress, Selected, Storage, TrainParams, Trainer,
+};
 
 /// The crate's errors as Python exceptions, with the crate's messages: GPU and MPI failures
 /// are RuntimeError, memory that is not there MemoryError, files that cannot be read OSError
@@ -82,7 +79,7 @@ fn python_name(p: Param) -> &'static str {
 /// a key the crate does not know is refused, not ignored.
 fn known_keys() -> Vec<String> {
     let full = TrainParams {
-        kernel: Some(rosenblatt::backend::Kernel::Linear),
+        kernel: Some(Kernel::Linear),
         passive_aggressive: Some(PassiveAggressive {
             variant: Default::default(),
             c: 1.0,
@@ -123,7 +120,7 @@ fn read_params(text: &str) -> PyResult<TrainParams> {
     }
     let floor_given = value.get("patience_floor").is_some();
     let mut tp: TrainParams = serde_json::from_value(value).map_err(|e| internal(e.to_string()))?;
-    let (patience, floor) = rosenblatt::params::default_stopping(tp.algo, tp.mode);
+    let (patience, floor) = default_stopping(tp.algo, tp.mode);
     if tp.patience.is_none() {
         tp.patience = Some(patience);
     }
@@ -321,16 +318,20 @@ fn open_backend(
     choice: BackendChoice,
     adapter: Option<String>,
     values: u64,
-) -> Result<backend::Selected, Error> {
-    let opts = GpuOptions {
+) -> Result<Selected, Error> {
+    rosenblatt::select_backend(choice, &gpu_options(adapter), values)
+}
+
+/// The GPU options for an adapter named (part of its name) or not.
+fn gpu_options(adapter: Option<String>) -> GpuOptions {
+    GpuOptions {
         adapter: AdapterQuery {
             name: adapter,
             hardware_only: false,
             nth: None,
         },
         ..Default::default()
-    };
-    backend::select_for(choice, &opts, values)
+    }
 }
 
 /// The backend asked for, by name.
@@ -441,15 +442,9 @@ fn fit<'py>(
     };
     let labels = Labels { classes, index, ty };
     let ds = feats.dataset(Some(labels), weights).map_err(py_err)?;
-    let values = (ds.n as u64).saturating_mul(ds.d as u64);
     let result = py.detach(move || -> Result<(PyModel, String), Error> {
         let params = tp.validate()?;
         with_threads(threads, move || {
-            let sel = open_backend(choice, adapter, values)?;
-            let cpu = backend::cpu::CpuBackend::new();
-            // Under auto, a GPU failure mid-training finishes on the CPU, as in the CLI.
-            let fallback: Option<&dyn backend::Backend> =
-                (choice == BackendChoice::Auto).then_some(&cpu);
             let mut bar = Bar(progress.then(|| {
                 let b = indicatif::ProgressBar::new(params.epochs as u64);
                 b.set_style(
@@ -458,8 +453,16 @@ fn fit<'py>(
                 );
                 b
             }));
-            let pb = Problem::build(&ds, &params, Holdout::FromParams, start.as_ref())?;
-            let trained = algo::fit(pb, &params, &*sel.backend, fallback, &mut bar)?;
+            // Under auto, a GPU failure mid-training finishes on the CPU, as in the CLI.
+            let mut trainer = Trainer::with_params(params)
+                .backend(choice)
+                .gpu(gpu_options(adapter))
+                .fallback(Fallback::CpuUnderAuto)
+                .progress(&mut bar);
+            if let Some(m) = &start {
+                trainer = trainer.warm_start(m);
+            }
+            let trained = trainer.fit(&ds)?;
             if let Some(b) = &bar.0 {
                 b.finish_and_clear();
             }
@@ -559,7 +562,7 @@ impl PyModel {
         let on_cpu = choice == BackendChoice::Cpu
             || (choice == BackendChoice::Auto
                 && adapter.is_none()
-                && values < backend::AUTO_GPU_MIN_VALUES);
+                && values < rosenblatt::AUTO_GPU_MIN_VALUES);
         if let (true, Some(rows), None) = (on_cpu, dense.as_ref().and_then(DenseIn::rows), &csr) {
             let fast = py
                 .detach(|| with_threads(threads, || self.model.scores_of_rows(rows, n, source)))
@@ -582,10 +585,7 @@ impl PyModel {
         let ds = feats.dataset(None, None).map_err(py_err)?;
         py.detach(|| {
             if on_cpu {
-                with_threads(threads, || {
-                    self.model
-                        .raw_scores(&ds, &backend::cpu::CpuBackend::new())
-                })?
+                with_threads(threads, || self.model.raw_scores(&ds, &CpuBackend::new()))?
             } else {
                 with_backend(choice, adapter, values, |b| self.model.raw_scores(&ds, b))
             }
@@ -597,9 +597,7 @@ impl PyModel {
         let m = &self.model;
         let d = m.n_features();
         let linear = match m.body() {
-            rosenblatt::model::Body::Binary(_)
-            | rosenblatt::model::Body::Multiclass(_)
-            | rosenblatt::model::Body::Ovr(_) => {
+            Body::Binary(_) | Body::Multiclass(_) | Body::Ovr(_) => {
                 let aug = m.augmented();
                 let mut rows = Vec::new();
                 let mut bias = Vec::new();
@@ -620,9 +618,9 @@ impl PyModel {
             _ => None,
         };
         let report = match m.training() {
-            Some(r) => Some(
-                serde_json::to_string(r).map_err(|e| PyRuntimeError::new_err(e.to_string()))?,
-            ),
+            Some(r) => {
+                Some(serde_json::to_string(r).map_err(|e| PyRuntimeError::new_err(e.to_string()))?)
+            }
             None => None,
         };
         Ok((
@@ -649,7 +647,7 @@ type Description = (
 /// The GPU backend this thread opened last, kept for the next call that asks for the same:
 /// choosing and opening an adapter costs tens of milliseconds (the software ones too), more
 /// than scoring most batches. Dropped when a call on it fails, so the next call opens afresh.
-type Kept = Option<((BackendChoice, Option<String>), backend::Selected)>;
+type Kept = Option<((BackendChoice, Option<String>), Selected)>;
 thread_local! {
     static BACKEND: std::cell::RefCell<Kept> = const { std::cell::RefCell::new(None) };
 }
@@ -659,7 +657,7 @@ fn with_backend<T>(
     choice: BackendChoice,
     adapter: Option<String>,
     values: u64,
-    f: impl FnOnce(&dyn backend::Backend) -> Result<T, Error>,
+    f: impl FnOnce(&dyn rosenblatt::Backend) -> Result<T, Error>,
 ) -> Result<T, Error> {
     let key = (choice, adapter);
     let kept = BACKEND.with(|b| b.borrow_mut().take());
@@ -744,7 +742,7 @@ impl PyModel {
 
     /// The model as an ONNX graph's bytes (`rosenblatt export`'s).
     fn to_onnx<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, pyo3::types::PyBytes>> {
-        let bytes = rosenblatt::model::onnx::to_onnx(&self.model).map_err(|e| match e {
+        let bytes = self.model.to_onnx().map_err(|e| match e {
             Error::Model { msg, .. } => PyValueError::new_err(msg),
             e => py_err(e),
         })?;
@@ -760,20 +758,20 @@ impl PyModel {
 /// The prefix of this process's temporaries (`.rosenblatt-MACHINE-PID-`), as the CLI names its.
 #[pyfunction]
 fn temp_prefix() -> String {
-    rosenblatt::output::temp_prefix()
+    rosenblatt::temp_prefix()
 }
 
 /// Removes the temporaries that this machine's finished processes left in `dir` (the CLI's rule);
 /// returns how many.
 #[pyfunction]
 fn remove_stale_temps(dir: &str) -> usize {
-    rosenblatt::output::remove_stale_temps(Path::new(dir))
+    rosenblatt::remove_stale_temps(Path::new(dir))
 }
 
 /// The GPU adapters wgpu finds here: (name, API, type) of each.
 #[pyfunction]
 fn adapters() -> Vec<(String, String, String)> {
-    rosenblatt::backend::gpu::list_adapters()
+    rosenblatt::list_adapters()
         .0
         .into_iter()
         .map(|a| (a.name, a.backend, a.device_type))
@@ -781,9 +779,9 @@ fn adapters() -> Vec<(String, String, String)> {
 }
 
 /// Large blocks this module allocates (compact copies of X, the weights) on cache-line
-/// boundaries: see `rosenblatt::alloc`. NumPy's arrays keep their own alignment.
+/// boundaries: see `rosenblatt::CacheLines`. NumPy's arrays keep their own alignment.
 #[global_allocator]
-static ALLOC: rosenblatt::alloc::CacheLines = rosenblatt::alloc::CacheLines;
+static ALLOC: rosenblatt::CacheLines = rosenblatt::CacheLines;
 
 #[pymodule]
 fn _rosenblatt(m: &Bound<'_, PyModule>) -> PyResult<()> {

@@ -1,4 +1,4 @@
-"""The README's Python examples run as written (tests/docs.rs runs the shell examples; the
+"""The README's Python examples run as written (tests/it/docs.rs runs the shell examples; the
 Python guide's example, which asks for the GPU, runs in test_python.py)."""
 
 import pathlib

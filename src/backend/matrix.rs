@@ -262,8 +262,8 @@ impl<'a> Matrix<'a> {
     }
 
     /// The rows as dense row-major f32 (`n * d` values; borrowed for dense f32).
-    pub fn to_dense(&self, n: usize, d: usize) -> Cow<'a, [f32]> {
-        match *self {
+    pub fn to_dense(self, n: usize, d: usize) -> Cow<'a, [f32]> {
+        match self {
             Matrix::Dense(f) => f.to_f32(),
             Matrix::Csr(c) => {
                 let mut out = vec![0f32; n * d];
@@ -279,8 +279,8 @@ impl<'a> Matrix<'a> {
 
     /// The rows in CSR form with f32 values (row starts from 0; a dense row keeps its
     /// non-zero values).
-    pub fn to_csr(&self, n: usize, d: usize) -> CsrBuf {
-        match *self {
+    pub fn to_csr(self, n: usize, d: usize) -> CsrBuf {
+        match self {
             Matrix::Dense(f) => CsrBuf::from_dense(&f.to_f32(), d),
             Matrix::Csr(c) => {
                 let base = c.indptr.first().copied().unwrap_or(0);

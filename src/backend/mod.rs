@@ -67,7 +67,7 @@ pub trait Backend {
     /// same stop decision. Processes may run different backends: each epoch makes the same
     /// calls, in this order: the update sums (`sum_f32`, `heads * (d + 1)`), the counts
     /// (`sum_f64` of mistakes, criterion, weighted mistakes), with held-out rows their
-    /// mistakes (`sum_f64` of one), then the stop ([`agreed_stop`]).
+    /// mistakes (`sum_f64` of one), then the stop (`agreed_stop`).
     fn bind_reduced<'a>(
         &'a self,
         _data: TrainView<'a>,
@@ -95,7 +95,7 @@ pub trait Backend {
         eval: DataView<'a>,
         sv: Option<DataView<'a>>,
     ) -> Result<Box<dyn DualBound + 'a>>;
-    /// Dual decision values f_i = sum over s of coef[s] * (K(sv[idx[s]], x_i) + bias^2) for
+    /// Dual decision values f_i = sum over s of coef_s * (K(sv_idx_s, x_i) + bias^2) for
     /// every row of `eval`, computed on the fly (no Gram matrix), `idx` in ascending order.
     /// `eval.bias` is the bias column's value.
     fn kernel_scores(
@@ -109,7 +109,7 @@ pub trait Backend {
         self.bind_dual(eval, Some(sv))?.kscores(idx, coef, kernel)
     }
     /// Binds `rows` for the online perceptron in steps and streams (`setup`). By default the
-    /// CPU twin of the GPU's kernels, [`steps::CpuSteps`].
+    /// CPU twin of the GPU's kernels, `CpuSteps`.
     fn bind_steps<'a>(
         &'a self,
         rows: steps::StepRows<'_>,

@@ -65,7 +65,7 @@ pub struct Selected {
 /// without a GPU costs 0.27 s and 62 MB).
 pub const AUTO_GPU_MIN_VALUES: u64 = 1 << 22;
 
-/// [`select`] for a job of `values` values of X: under `Auto` with no adapter named, fewer
+/// `select` for a job of `values` values of X: under `Auto` with no adapter named, fewer
 /// than [`AUTO_GPU_MIN_VALUES`] take the CPU at once, no adapter opened.
 pub fn select_for(choice: BackendChoice, gpu: &gpu::GpuOptions, values: u64) -> Result<Selected> {
     if choice == BackendChoice::Auto && gpu.adapter.name.is_none() && values < AUTO_GPU_MIN_VALUES {

@@ -217,10 +217,10 @@ impl<'a> Features<'a> {
     }
 
     /// All values as f32 (borrowed for f32, widened otherwise).
-    pub fn to_f32(&self) -> Cow<'a, [f32]> {
-        match *self {
+    pub fn to_f32(self) -> Cow<'a, [f32]> {
+        match self {
             Features::F32(x) => Cow::Borrowed(x),
-            _ => Cow::Owned(with_features!(*self, x => x.iter().map(|v| v.widen()).collect())),
+            _ => Cow::Owned(with_features!(self, x => x.iter().map(|v| v.widen()).collect())),
         }
     }
 }

@@ -1,5 +1,5 @@
-//! The model file: versioned JSON ("format": "rosenblatt-model", "version": 1), one flat object
-//! whose `kind` says which fields it has. [`Wire`] is that layout exactly; a file becomes a
+//! The model file: versioned JSON ("format": "rosenblatt-model", "version" 1 to 4), one flat
+//! object whose `kind` says which fields it has. [`Wire`] is that layout exactly; a file becomes a
 //! [`Model`] only after [`check`] has validated it whole: the fields of its kind and no other,
 //! lengths against `n_features` and the class count, finite numbers, kernel parameters in
 //! range, positive counts, distinct class names and valid training parameters.
@@ -426,6 +426,36 @@ impl Model {
     pub fn write(&self, out: &mut (impl Write + ?Sized)) -> std::io::Result<()> {
         serde_json::to_writer_pretty(&mut *out, &Wire::of(self))?;
         out.write_all(b"\n")
+    }
+
+    /// Writes the model file at `path` whole or not at all: through a temporary beside it,
+    /// renamed over it when written (the file the CLI's `train -o` writes).
+    ///
+    /// ```
+    /// # use rosenblatt::{synth, SynthSpec, TrainParams, Trainer, BackendChoice, Model};
+    /// # let data = synth::generate(&SynthSpec { n: 50, d: 2, ..Default::default() })?.data;
+    /// # let model = Trainer::new(TrainParams::default())?.backend(BackendChoice::Cpu).fit(&data)?.model;
+    /// let dir = tempfile::tempdir().unwrap();
+    /// let path = dir.path().join("model.json");
+    /// model.save(&path)?;
+    /// let back = Model::load(&path)?;
+    /// assert_eq!(back.classes(), model.classes());
+    /// # Ok::<(), rosenblatt::Error>(())
+    /// ```
+    pub fn save(&self, path: &Path) -> Result<()> {
+        let io = |e| Error::io(path, e);
+        let mut tmp = crate::output::temp_beside(path, ".json").map_err(io)?;
+        let mut out = std::io::BufWriter::new(tmp.as_file_mut());
+        self.write(&mut out).map_err(io)?;
+        out.flush().map_err(io)?;
+        drop(out);
+        tmp.persist().map_err(io)
+    }
+
+    /// The model as an ONNX graph's bytes (linear models; voted and kernel models are an
+    /// error): input `X` (float32, n x features), outputs `label` and `scores`.
+    pub fn to_onnx(&self) -> Result<Vec<u8>> {
+        super::onnx::to_onnx(self)
     }
 
     /// Reads a model file and validates it whole (streamed: the text is never held whole).

@@ -352,7 +352,7 @@ impl Model {
     }
 
     /// As [`Model::new`], with class labels of the type `label_type` (compared as that type:
-    /// see [`crate::data::same_class_as`]).
+    /// see `data::same_class_as`).
     pub fn typed(
         algorithm: Algo,
         classes: Vec<String>,
@@ -524,7 +524,7 @@ impl Model {
 
     /// Raw scores of every data row (`n * outputs`, row-major), after the model's scaling:
     /// w_k.x + b_k for each class row (computed on `backend` in blocks of at most
-    /// [`MAX_HEADS`] rows of weights), the kernel decision value, or a voted model's votes
+    /// `MAX_HEADS` (64) rows of weights), the kernel decision value, or a voted model's votes
     /// (two classes: the sum of count * sgn(w_k.x + b_k); more: each class's counts).
     pub fn raw_scores(&self, ds: &Dataset, backend: &dyn Backend) -> Result<Vec<f32>> {
         self.check_features(ds)?;
@@ -549,7 +549,7 @@ impl Model {
     /// is not finite (or an f64 outside f32's range) is an error naming its row and column
     /// (from 0), as the data set built from an array reports it; `source` names the data.
     /// `None` for models that are not one weight row per output (voted, kernel) or that hold
-    /// more than [`MAX_HEADS`] rows: those score through `raw_scores`.
+    /// more than `MAX_HEADS` (64) rows: those score through `raw_scores`.
     ///
     /// Many rows are scored on rayon's pool (the current one, so a caller's `install` bounds
     /// the threads); a few on the calling thread, with nothing started.
@@ -560,7 +560,10 @@ impl Model {
         source: &std::path::Path,
     ) -> Result<Option<Vec<f32>>> {
         use rayon::prelude::*;
-        if !matches!(self.body, Body::Binary(_) | Body::Multiclass(_) | Body::Ovr(_)) {
+        if !matches!(
+            self.body,
+            Body::Binary(_) | Body::Multiclass(_) | Body::Ovr(_)
+        ) {
             return Ok(None);
         }
         let d = self.n_features;

@@ -346,12 +346,23 @@ pub struct BatchPipelines {
     checks: ShaderChecks,
 }
 
-pub(crate) fn storage(binding: u32, read_only: bool) -> wgpu::BindGroupLayoutEntry {
+/// How a shader uses a storage buffer binding.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Access {
+    /// Loads only (`var<storage, read>`).
+    Read,
+    /// Loads and stores (`var<storage, read_write>`).
+    ReadWrite,
+}
+
+pub(crate) fn storage(binding: u32, access: Access) -> wgpu::BindGroupLayoutEntry {
     wgpu::BindGroupLayoutEntry {
         binding,
         visibility: wgpu::ShaderStages::COMPUTE,
         ty: wgpu::BindingType::Buffer {
-            ty: wgpu::BufferBindingType::Storage { read_only },
+            ty: wgpu::BufferBindingType::Storage {
+                read_only: access == Access::Read,
+            },
             has_dynamic_offset: false,
             min_binding_size: None,
         },
@@ -382,13 +393,13 @@ impl BatchPipelines {
                         label: Some("rosenblatt.global_layout"),
                         entries: &[
                             uniform(0),
-                            storage(1, false),
-                            storage(2, false),
-                            storage(3, false),
-                            storage(4, false),
-                            storage(5, false),
-                            storage(6, false),
-                            storage(7, false),
+                            storage(1, Access::ReadWrite),
+                            storage(2, Access::ReadWrite),
+                            storage(3, Access::ReadWrite),
+                            storage(4, Access::ReadWrite),
+                            storage(5, Access::ReadWrite),
+                            storage(6, Access::ReadWrite),
+                            storage(7, Access::ReadWrite),
                         ],
                     });
             let segment_layout =
@@ -397,14 +408,14 @@ impl BatchPipelines {
                         label: Some("rosenblatt.segment_layout"),
                         entries: &[
                             uniform(0),
-                            storage(1, true),
-                            storage(2, true),
-                            storage(3, false),
-                            storage(4, true),
-                            storage(5, true),
-                            storage(6, true),
-                            storage(7, true),
-                            storage(8, true),
+                            storage(1, Access::Read),
+                            storage(2, Access::Read),
+                            storage(3, Access::ReadWrite),
+                            storage(4, Access::Read),
+                            storage(5, Access::Read),
+                            storage(6, Access::Read),
+                            storage(7, Access::Read),
+                            storage(8, Access::Read),
                         ],
                     });
             let pipeline_layout =

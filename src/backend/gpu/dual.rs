@@ -4,7 +4,7 @@
 //! once; a call writes only the support indices, their coefficients and the kernel, then
 //! dispatches and reads back. Its CPU twin is `reference::kscores`.
 
-use super::batch::{storage, uniform};
+use super::batch::{storage, uniform, Access};
 use super::buffers::{entire, init_buf, read_back, storage_buf};
 use super::context::GpuContext;
 use super::mirror::{KParams, KERNEL_TILE_BYTES};
@@ -50,12 +50,12 @@ impl DualPipelines {
                     label: Some("rosenblatt.kernel_layout"),
                     entries: &[
                         uniform(0),
-                        storage(1, true),
-                        storage(2, true),
-                        storage(3, true),
-                        storage(4, true),
-                        storage(5, true),
-                        storage(6, false),
+                        storage(1, Access::Read),
+                        storage(2, Access::Read),
+                        storage(3, Access::Read),
+                        storage(4, Access::Read),
+                        storage(5, Access::Read),
+                        storage(6, Access::ReadWrite),
                     ],
                 });
             let pl = ctx

@@ -4,7 +4,7 @@
 //! workgroup a stream, then `mix`, and reads back the streams' counts. CPU twin:
 //! `backend::steps::CpuSteps`.
 
-use super::batch::{storage, uniform};
+use super::batch::{storage, uniform, Access};
 use super::buffers::{entire, init_buf, read_back, storage_buf};
 use super::context::GpuContext;
 use super::mirror::{StepParams, StreamStat};
@@ -60,15 +60,15 @@ impl StepsPipelines {
                     label: Some("rosenblatt.steps_layout"),
                     entries: &[
                         uniform(0),
-                        storage(1, true),
-                        storage(2, true),
-                        storage(3, true),
-                        storage(4, false),
-                        storage(5, false),
-                        storage(6, false),
-                        storage(7, true),
-                        storage(8, true),
-                        storage(9, true),
+                        storage(1, Access::Read),
+                        storage(2, Access::Read),
+                        storage(3, Access::Read),
+                        storage(4, Access::ReadWrite),
+                        storage(5, Access::ReadWrite),
+                        storage(6, Access::ReadWrite),
+                        storage(7, Access::Read),
+                        storage(8, Access::Read),
+                        storage(9, Access::Read),
                     ],
                 });
             let pl = ctx

@@ -10,11 +10,9 @@
 //!   is a model that loads, and predict prints one line per row.
 //!
 //! `cargo test` runs a short round (seconds). The long round is
-//! `cargo test --release --test fuzz -- --ignored`, with `ROSENBLATT_FUZZ_CASES` (default
+//! `cargo test --release --test it fuzz:: -- --ignored`, with `ROSENBLATT_FUZZ_CASES` (default
 //! 100,000 in-process) and `ROSENBLATT_FUZZ_CLI_CASES` (default 5,000 cases on the binary).
 //! Failing inputs are saved under target/fuzz-failures/ with what went wrong.
-
-mod common;
 
 use std::io::{Cursor, Write};
 use std::panic::AssertUnwindSafe;
@@ -674,13 +672,13 @@ fn fuzz_short_binary() {
 }
 
 #[test]
-#[ignore = "long: cargo test --release --test fuzz -- --ignored"]
+#[ignore = "long: cargo test --release --test it fuzz:: -- --ignored"]
 fn fuzz_long_loaders_and_models() {
     in_process(env_count("ROSENBLATT_FUZZ_CASES", 100_000), 11);
 }
 
 #[test]
-#[ignore = "long: cargo test --release --test fuzz -- --ignored"]
+#[ignore = "long: cargo test --release --test it fuzz:: -- --ignored"]
 fn fuzz_long_binary() {
     cli(env_count("ROSENBLATT_FUZZ_CLI_CASES", 5_000), 12);
 }

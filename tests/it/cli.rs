@@ -1,7 +1,7 @@
 //! The command line as a user meets it: gen -> train -o -> predict -> eval, the `--json`
 //! keys, exit codes (0, 1, 2), and no partial output files on failure.
 
-mod common;
+use crate::common;
 
 use common::{run, stderr, stdout, write};
 use serde_json::Value;

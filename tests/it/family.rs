@@ -3,7 +3,7 @@
 //! least as well as the last iterate, a margin threshold widens the margin, Winnow beats the
 //! perceptron on committees with many experts, and every model kind survives save and load.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 

@@ -155,3 +155,30 @@ fn a_circle_is_found() {
     g.insert("b".to_string(), BTreeSet::from(["a".to_string()]));
     assert_eq!(circle(&g).unwrap(), vec!["a", "b", "a"]);
 }
+
+/// The Python crate builds on the crate root's API alone: it takes the library without its
+/// default features and without `internals`, where every module is private, so a path into
+/// a module fails to compile there.
+#[test]
+fn the_python_crate_sees_only_the_root_api() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let manifest = std::fs::read_to_string(root.join("python/Cargo.toml")).unwrap();
+    let dep = manifest
+        .lines()
+        .find(|l| l.trim_start().starts_with("rosenblatt ="))
+        .expect("python/Cargo.toml depends on rosenblatt");
+    assert!(dep.contains("default-features = false"), "{dep}");
+    assert!(
+        !dep.contains("internals") && !dep.contains("\"cli\""),
+        "{dep}"
+    );
+    // And the library's own manifest keeps the modules behind `internals`.
+    let lib = std::fs::read_to_string(root.join("src/lib.rs")).unwrap();
+    let public = lib.lines().filter(|l| l.starts_with("pub mod ")).count();
+    let hidden = lib.lines().filter(|l| l.trim() == "#[doc(hidden)]").count();
+    assert!(
+        public > 10 && public == hidden,
+        "{public} pub mods, {hidden} hidden"
+    );
+    assert!(lib.contains("#![warn(missing_docs)]"));
+}

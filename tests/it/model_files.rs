@@ -5,7 +5,7 @@
 //! valid model of its kind is refused whole, with a message naming what is wrong, never a
 //! panic or a wrong number of predictions.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 
@@ -596,13 +596,8 @@ fn rows_in_memory_score_as_the_data_set_does_bit_for_bit() {
             let t = rosenblatt::algo::train(&ds, &params, &cpu, None, &mut ()).unwrap();
             let m = &t.model;
             for rows in [1, 63, n] {
-                let part = rosenblatt::data::Dataset::new(
-                    x[..rows * d].to_vec(),
-                    rows,
-                    d,
-                    None,
-                    "rows",
-                );
+                let part =
+                    rosenblatt::data::Dataset::new(x[..rows * d].to_vec(), rows, d, None, "rows");
                 let want = m.raw_scores(&part, &cpu).unwrap();
                 let got = m
                     .scores_of_rows(DenseRows::F32(&x[..rows * d]), rows, Path::new("rows"))
@@ -611,13 +606,19 @@ fn rows_in_memory_score_as_the_data_set_does_bit_for_bit() {
                 let same = |a: &[f32], b: &[f32]| {
                     a.len() == b.len() && a.iter().zip(b).all(|(p, q)| p.to_bits() == q.to_bits())
                 };
-                assert!(same(&got, &want), "{k} classes, {strategy:?}, {scale:?}, {rows} rows");
+                assert!(
+                    same(&got, &want),
+                    "{k} classes, {strategy:?}, {scale:?}, {rows} rows"
+                );
                 // f64 rows are rounded to f32 first: the scores of the rounded rows.
                 let got = m
                     .scores_of_rows(DenseRows::F64(&wide[..rows * d]), rows, Path::new("rows"))
                     .unwrap()
                     .unwrap();
-                assert!(same(&got, &want), "f64: {k} classes, {scale:?}, {rows} rows");
+                assert!(
+                    same(&got, &want),
+                    "f64: {k} classes, {scale:?}, {rows} rows"
+                );
             }
         }
     }

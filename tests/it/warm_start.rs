@@ -2,7 +2,7 @@
 //! model, equal N + M epochs in one run for the batch forms on integer data, on the CPU and the
 //! GPU; a model of another kind, feature count or class set is refused with the reason.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 

@@ -3,7 +3,7 @@
 //! anonymous memory stays far below the size of X. (One test in this binary: the budget is
 //! process-wide.)
 
-mod common;
+use crate::common;
 
 use std::io::Write;
 use std::path::Path;

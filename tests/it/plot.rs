@@ -1,7 +1,7 @@
 //! Plot commands write valid PNG, SVG and GIF files of the requested size on generated 2-D
 //! data, with the expected elements; bad requests exit 2 and leave no file.
 
-mod common;
+use crate::common;
 
 use common::{run, stderr};
 

@@ -1,7 +1,7 @@
 //! The `bench` command and module report what they promise (behaviour only: no timing is
 //! asserted), and the AVX2 and baseline CPU code paths give bit-identical models.
 
-mod common;
+use crate::common;
 
 use rosenblatt::backend::Storage;
 use rosenblatt::bench::{self, known_peak, BenchSpec};

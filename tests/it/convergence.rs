@@ -2,7 +2,7 @@
 //! never makes more mistakes than Novikoff's bound, the hand-computed update rules, and the
 //! CPU batch epoch gives the same bits on any number of threads.
 
-mod common;
+use crate::common;
 
 use rosenblatt::algo;
 use rosenblatt::backend::cpu::CpuBackend;

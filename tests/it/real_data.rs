@@ -4,7 +4,7 @@
 //! weights move the decision the expected way, the voted perceptron handles more than two
 //! classes, and the GPU equals the CPU for every new rule (integer data).
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 

@@ -1,7 +1,7 @@
 //! NumPy input: .npy features (float32/float64, C and Fortran order) with labels from a second
 //! .npy, and .npz archives with X and y, written here byte by byte; and every bad case.
 
-mod common;
+use crate::common;
 
 use std::io::Write;
 use std::path::Path;

@@ -8,7 +8,7 @@
 //! train yet is refused.
 #![cfg(feature = "mpi")]
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::process::{Command, Output};

@@ -2,7 +2,7 @@
 //! by hand, binary and multiclass; they learn separable data and digits; the CLI trains,
 //! saves and predicts with them and refuses what they do not take.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 

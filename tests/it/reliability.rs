@@ -2,7 +2,7 @@
 //! a test here. The promise: exit code 0, 1 or 2 with a sentence, never a panic, an abort, a
 //! hang or silently lost data; no partial or misplaced output files.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
