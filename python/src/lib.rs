@@ -522,14 +522,6 @@ impl PyModel {
         Ok(PyModel { model, json })
     }
 
-    fn parse(json: &str) -> PyResult<PyModel> {
-        let model = Model::from_json(Path::new("<model>"), json).map_err(py_err)?;
-        Ok(PyModel {
-            model,
-            json: json.to_string(),
-        })
-    }
-
     /// Raw scores of X on the backend asked for: the model's own CPU path for dense rows
     /// where the CPU runs (`cpu`, or `auto` with no adapter named and too few values to gain
     /// from a GPU), else a data set through the backend (float64 rows converted first), a
@@ -592,45 +584,6 @@ impl PyModel {
         })
         .map_err(py_err)
     }
-
-    fn describe_model(&self) -> PyResult<Description> {
-        let m = &self.model;
-        let d = m.n_features();
-        let linear = match m.body() {
-            Body::Binary(_) | Body::Multiclass(_) | Body::Ovr(_) => {
-                let aug = m.augmented();
-                let mut rows = Vec::new();
-                let mut bias = Vec::new();
-                for r in aug.chunks_exact(d + 1) {
-                    let (mut w, mut b) = (r[..d].to_vec(), r[d]);
-                    if let Some(s) = m.scaling() {
-                        // w.((x - o) f) + b = (w f).x + b - sum w f o
-                        for (j, wj) in w.iter_mut().enumerate() {
-                            *wj *= s.factor[j];
-                            b -= *wj * s.offset[j];
-                        }
-                    }
-                    rows.push(w);
-                    bias.push(b);
-                }
-                Some((rows, bias))
-            }
-            _ => None,
-        };
-        let report = match m.training() {
-            Some(r) => {
-                Some(serde_json::to_string(r).map_err(|e| PyRuntimeError::new_err(e.to_string()))?)
-            }
-            None => None,
-        };
-        Ok((
-            m.kind().name().to_string(),
-            m.classes().to_vec(),
-            d,
-            linear,
-            report,
-        ))
-    }
 }
 
 /// What the estimators read from a model: kind, class names, number of features, the weight
@@ -677,7 +630,11 @@ impl PyModel {
     /// Reads and validates a model from the model file's JSON text.
     #[new]
     fn new(json: &str) -> PyResult<Self> {
-        PyModel::parse(json)
+        let model = Model::from_json(Path::new("<model>"), json).map_err(py_err)?;
+        Ok(PyModel {
+            model,
+            json: json.to_string(),
+        })
     }
 
     /// Reads and validates the model file at `path`.
@@ -737,7 +694,42 @@ impl PyModel {
     /// Kind, class names, number of features, the weight rows and biases in the input's
     /// coordinates (linear models), the training report's JSON.
     fn describe(&self) -> PyResult<Description> {
-        self.describe_model()
+        let m = &self.model;
+        let d = m.n_features();
+        let linear = match m.body() {
+            Body::Binary(_) | Body::Multiclass(_) | Body::Ovr(_) => {
+                let aug = m.augmented();
+                let mut rows = Vec::new();
+                let mut bias = Vec::new();
+                for r in aug.chunks_exact(d + 1) {
+                    let (mut w, mut b) = (r[..d].to_vec(), r[d]);
+                    if let Some(s) = m.scaling() {
+                        // w.((x - o) f) + b = (w f).x + b - sum w f o
+                        for (j, wj) in w.iter_mut().enumerate() {
+                            *wj *= s.factor[j];
+                            b -= *wj * s.offset[j];
+                        }
+                    }
+                    rows.push(w);
+                    bias.push(b);
+                }
+                Some((rows, bias))
+            }
+            _ => None,
+        };
+        let report = match m.training() {
+            Some(r) => {
+                Some(serde_json::to_string(r).map_err(|e| PyRuntimeError::new_err(e.to_string()))?)
+            }
+            None => None,
+        };
+        Ok((
+            m.kind().name().to_string(),
+            m.classes().to_vec(),
+            d,
+            linear,
+            report,
+        ))
     }
 
     /// The model as an ONNX graph's bytes (`rosenblatt export`'s).
