@@ -39,7 +39,7 @@ def params_of(est):
 def test_scikit_learns_names_reach_the_crate():
     X, y = digits()
     m = Perceptron(
-        "batch", max_iter=7, eta0=0.5, tol=0.05, n_iter_no_change=3, random_state=11,
+        algo="batch", max_iter=7, eta0=0.5, tol=0.05, n_iter_no_change=3, random_state=11,
         backend="cpu",
     ).fit(X, y)
     p = params_of(m)
@@ -325,7 +325,7 @@ def test_class_weights_step_as_scikit_learns_perceptron():
         kw = dict(class_weight=cw, shuffle=False, tol=None, max_iter=5)
         theirs = SkPerceptron(**kw).fit(X[b], y[b])
         ours = Perceptron(
-            "online", multiclass="ovr", scale=None, backend="cpu", **kw
+            algo="online", multiclass="ovr", scale=None, backend="cpu", **kw
         ).fit(X[b], y[b])
         np.testing.assert_array_equal(ours.coef_, theirs.coef_.astype(np.float32))
         np.testing.assert_array_equal(ours.intercept_, theirs.intercept_.astype(np.float32))
@@ -476,12 +476,14 @@ def test_every_parameter_is_keyword_only_and_documented_with_its_default(cls):
     sig = inspect.signature(cls.__init__)
     params = [p for p in sig.parameters.values() if p.name != "self"]
     assert params and all(p.kind is inspect.Parameter.KEYWORD_ONLY for p in params)
-    doc = cls.__doc__
+    # Python 3.13 strips a docstring's indentation when it compiles it; cleandoc makes every
+    # version's text the same.
+    doc = inspect.cleandoc(cls.__doc__)
     for p in params:
         if p.default == rosenblatt._params.DEPRECATED:
             continue
         want = "None" if p.default is None else repr(p.default).replace("'", '"')
-        line = re.search(rf"^    {p.name} : (.*)$", doc, re.M)
+        line = re.search(rf"^{p.name} : (.*)$", doc, re.M)
         assert line, f"{cls.__name__}.{p.name} is not documented"
         assert line.group(1).endswith(f"default={want}"), (cls.__name__, line.group(0), want)
 
