@@ -15,7 +15,8 @@
 # averaged perceptron on the GPU against the CPU (time an epoch, time to the model, test
 # accuracy, on scripts/fashion_like.py's set); final: the defaults side
 # by side with the baseline, what the per-row cost depends on, PyTorch; rows: rows in flight
-# 1, 2, 4 a thread; checks: naga's runtime checks full / no-loop-counters / none.
+# 1, 2, 4 a thread; checks: naga's runtime checks full / no-loop-counters / none; tiles:
+# tiles of rows (K = 10 and 4 at 60,000 x 784) against the previous build, PyTorch, the CPU.
 # Prints one line a run (name, ms an epoch, GB/s for one read of X, each kernel's ms, the
 # chain model) and packs every JSON report into $OUT/runs.tgz (the device tool brings back 8
 # files). Nothing is asserted: it measures. Figures so measured: docs/performance.md, "GPU".
@@ -122,6 +123,52 @@ EOF
   timeout 300 $N experiment time-to-accuracy "$D/X_train.npy" "$D/X_test.npy" \
     --labels "$D/y_train.npy" --test-labels "$D/y_test.npy" --backend gpu --epochs 1,2,4,8,16 \
     --plot "$OUT/time_to_accuracy.png" | tee -a "$OUT/online.txt"
+  exit 0
+fi
+if [ "${1:-}" = tiles2 ]; then
+  # Tiles with the rule on every lane (.gpu/rb-tile1) against the rule once a row between a
+  # third barrier (the current build), at K = 10 and K = 4; the GPU conformance of tiles.
+  if [ -x .gpu/conformance ]; then
+    ROSENBLATT_REQUIRE_GPU=1 timeout 100 .gpu/conformance tiles_of_rows 2>&1 \
+      | grep -E "panicked|left|right|test result" | head -8 | tee "$OUT/conformance.txt"
+  fi
+  T1=.gpu/rb-tile1; chmod +x $T1
+  for tt in 4 8; do
+    bench "tile1.k10.f32.tt$tt" $T1 $K10 --tile-rows $tt
+    bench "new.k10.f32.tt$tt" $N $K10 --tile-rows $tt
+  done
+  bench new.k10.f32.tt16 $N $K10 --tile-rows 16
+  bench new.k10.u8.tt4 $N $K10 --storage u8 --tile-rows 4
+  bench new.k10.u8.tt8 $N $K10 --storage u8 --tile-rows 8
+  for tt in 0 4 8; do bench "new.k4.f32.tt$tt" $N $K4 --tile-rows $tt; done
+  bench new.k10.f32.tt8.g512 $N $K10 --tile-rows 8 --workgroups 512
+  exit 0
+fi
+if [ "${1:-}" = tiles ]; then
+  # Tiles of rows for rows wider than a subgroup (K = 10 and 4 at 60,000 x 784): the
+  # previous build against tiles of 4, 8 (the default) and 16 rows and the loop by steps;
+  # naga's checks off; the grid; the GPU conformance test of tiles (release test binary
+  # carried as .gpu/conformance, if there); PyTorch and the CPU at K = 10.
+  bench base.k10.f32 $B $K10
+  for tt in 8 4 16 0; do bench "new.k10.f32.tt$tt" $N $K10 --tile-rows $tt; done
+  bench new.k10.f32.tt8.unchecked $N $K10 --shader-checks none
+  bench new.k10.f32.tt8.g1024 $N $K10 --workgroups 1024
+  bench new.k10.f32.tt8.g132 $N $K10 --workgroups 132
+  bench base.k10.u8 $B $K10 --storage u8
+  bench new.k10.u8 $N $K10 --storage u8
+  bench base.k4.f32 $B $K4
+  bench new.k4.f32 $N $K4
+  bench new.k4.f32.tt16 $N $K4 --tile-rows 16
+  bench new.bin28.f32 $N $BIN1
+  if [ -x .gpu/conformance ]; then
+    ROSENBLATT_REQUIRE_GPU=1 timeout 120 .gpu/conformance tiles_of_rows rows_in_flight \
+      batch_epochs_equal every_storage 2>&1 | tail -5 | tee "$OUT/conformance.txt"
+  fi
+  timeout 60 $N bench --backend cpu --no-converge --json $K10 --epochs 10 >"$RUNS/cpu.k10.json" 2>/dev/null \
+    && python3 -c "import json,sys; r=json.load(open(sys.argv[1])); print('cpu k10', r.get('cpu', r).get('ms_per_epoch'))" "$RUNS/cpu.k10.json"
+  for c in "" "--compile"; do
+    echo "torch k10 f32 $c: $(timeout 100 python3 scripts/torch_batch.py --n 60000 --d 784 --classes 10 --device cuda --epochs 30 $c 2>&1 | tail -1)"
+  done | tee "$OUT/torch.txt"
   exit 0
 fi
 if [ "${1:-}" = rows ]; then

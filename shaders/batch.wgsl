@@ -26,9 +26,12 @@
 // subgroup, the subgroup module runs the row loop without workgroup memory or barriers
 // (`rows_in_flight` in batch_subgroup.wgsl, RT = 1, 2 or 4 rows loaded a thread before the
 // first is used): the lanes' sums are a butterfly of shuffles, so every lane holds the row's
-// scores and applies the rule itself (`decide_regs`). Elsewhere (no subgroups, head blocks,
-// rows wider than a subgroup) the loop goes by steps (`rows_by_step`): the rule on one lane a
-// row, through workgroup memory, between two barriers.
+// scores and applies the rule itself (`decide_regs`). Tiles: where one head block holds a row
+// that spans several subgroups (K = 10 at d = 784), the subgroup module takes TT rows a row
+// group at a time (`rows_by_tile`, TT = 4, 8 or 16): three barriers a tile instead of two a
+// row. Elsewhere (no subgroups, head blocks, several units a thread by default) the loop goes
+// by steps (`rows_by_step`): the rule on one lane a row, through workgroup memory, between two
+// barriers.
 //
 // Loops: every loop here runs to a bound that is a constant, an override, a size the host
 // set in P or S, or a CSR offset the host validated, all below 2^31, by a positive step of
@@ -76,6 +79,7 @@ override KT: u32 = 1u;      // register pass: heads per thread (1..=KT_MAX, KT *
 override XS: u32 = 1u;      // register pass: units staged in `xs` (WG / 2 * V when HB > 1, else 1)
 override COUNT: u32 = 0u;   // 1: the instrumented variant (counts words loaded and stored)
 override RT: u32 = 0u;      // register pass with subgroups: rows a thread loads before it uses the first (1, 2, 4; 0: off)
+override TT: u32 = 0u;      // register pass with subgroups, rows wider than a subgroup: rows a tile per row group (4, 8, 16; 0: off)
 
 const V_MAX: u32 = 8u;
 const KT_MAX: u32 = 12u;
@@ -863,8 +867,10 @@ fn pass_rows(lid: u32, wid: u32, mode: u32, sgs: u32) {
     let r0 = wid * S.chunk_rows;
     let r1 = min(r0 + S.chunk_rows, S.n);
     // Rows in flight and the rule on every lane where the shape and the subgroups allow it;
-    // else a step of rgs rows at a time, the rule on one lane a row between two barriers.
-    if (!rows_in_flight(lid, r0, r1, mode, sgs)) {
+    // rows wider than a subgroup by tiles of rows (three barriers a tile, the rule on one
+    // lane a row for the tile's rows at once); else a step of rgs rows at a time, the rule on
+    // one lane a row between two barriers.
+    if (!rows_in_flight(lid, r0, r1, mode, sgs) && !rows_by_tile(lid, r0, r1, mode, sgs)) {
         rows_by_step(lid, r0, r1, mode, sgs);
     }
     if (mode == MODE_SCORES) {

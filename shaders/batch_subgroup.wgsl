@@ -216,6 +216,305 @@ fn in_flight_row(q: ptr<function, array<vec4<u32>, V_MAX>>, r: u32, r1: u32, lan
     }
 }
 
+// The register pass's row loop by tiles (TT > 0, planned where one head block holds a row
+// that spans several subgroups, as K = 10 at d = 784 with one unit a thread and 256 threads a
+// row): each thread loads its units of the TT rows of its row group's share of a tile (the
+// rows are separate variables, as in `rows_in_flight`) before it uses the first; each row's
+// KT partial dot products are summed over each subgroup by recursive halving (`tile_partials`:
+// a lane ends with one head's sum, P2 - 1 + log2(sgs / P2) shuffles a row where subgroupAdd
+// takes KT log2(sgs)) into workgroup memory. Barrier. One thread per (row, head) of the tile
+// adds the row's subgroup sums in a fixed order and the bias, and the tile's labels and row
+// weights are loaded (one word of labels per four rows). Barrier. One thread a row applies
+// the rule (`decide_regs`, the tile's rows at once) and writes the coefficients over the
+// scores with a flag for rows that change nothing. Barrier (training). Every lane adds
+// coefficient x its units, still in registers, for the rows that change something. Three
+// barriers a tile where `rows_by_step` takes two a row, and X is read once. The rule on every
+// lane instead (no third barrier) measured 2x slower on an H200 (0.72 against 0.43 ms an
+// epoch at K = 10, 4 rows a tile: each lane's copy of the rule is a chain of ~100 dependent
+// instructions a row; docs/performance.md). Workgroup memory: the subgroup sums at the start
+// of `redk`, the scores (then coefficients) after them, labels in `red`, row weights in
+// `red2`, the flags in `redu`, the bias weights in `sc`. Returns false, having done nothing,
+// where the shape or this workgroup's subgroups do not allow it (uniform). CPU twin:
+// reference::epoch, reference::scores (the rule: backend::row_rule).
+fn rows_by_tile(lid: u32, r0: u32, r1: u32, mode: u32, sgs: u32) -> bool {
+    let K = P.heads;
+    if (TT == 0u || sgs == 0u || TPR <= sgs || K > KT || TT * (WG / sgs + WG / TPR) > WG) {
+        return false;
+    }
+    let lane = lid % TPR;
+    let rg = lid / TPR;
+    let rgs = WG / TPR;
+    let nsub = TPR / sgs;
+    let sub = lane / sgs;
+    let sl = lid % sgs;
+    let tile = rgs * TT;
+    // The subgroup sums take (rgs TT rows) x (nsub subgroups) x KT words of `redk`, the
+    // scores the next tile x KT.
+    let scores_at = (WG / sgs) * TT * KT;
+    if (lid == 0u) {
+        for (var kt = 0u; kt < KT; kt++) {
+            sc[kt] = wb[kt];
+        }
+    }
+    let weighted = mode == MODE_TRAIN && (P.flags & FLAG_WEIGHTS) != 0u;
+    for (var base = r0; base < r1; base += tile) {
+        let rb = base + rg * TT;
+        var q0: array<vec4<u32>, V_MAX>;
+        var q1: array<vec4<u32>, V_MAX>;
+        var q2: array<vec4<u32>, V_MAX>;
+        var q3: array<vec4<u32>, V_MAX>;
+        var q4: array<vec4<u32>, V_MAX>;
+        var q5: array<vec4<u32>, V_MAX>;
+        var q6: array<vec4<u32>, V_MAX>;
+        var q7: array<vec4<u32>, V_MAX>;
+        var q8: array<vec4<u32>, V_MAX>;
+        var q9: array<vec4<u32>, V_MAX>;
+        var q10: array<vec4<u32>, V_MAX>;
+        var q11: array<vec4<u32>, V_MAX>;
+        var q12: array<vec4<u32>, V_MAX>;
+        var q13: array<vec4<u32>, V_MAX>;
+        var q14: array<vec4<u32>, V_MAX>;
+        var q15: array<vec4<u32>, V_MAX>;
+        load_row(&q0, rb + 0u, r1, lane);
+        load_row(&q1, rb + 1u, r1, lane);
+        load_row(&q2, rb + 2u, r1, lane);
+        load_row(&q3, rb + 3u, r1, lane);
+        if (TT > 4u) {
+            load_row(&q4, rb + 4u, r1, lane);
+            load_row(&q5, rb + 5u, r1, lane);
+            load_row(&q6, rb + 6u, r1, lane);
+            load_row(&q7, rb + 7u, r1, lane);
+        }
+        if (TT > 8u) {
+            load_row(&q8, rb + 8u, r1, lane);
+            load_row(&q9, rb + 9u, r1, lane);
+            load_row(&q10, rb + 10u, r1, lane);
+            load_row(&q11, rb + 11u, r1, lane);
+            load_row(&q12, rb + 12u, r1, lane);
+            load_row(&q13, rb + 13u, r1, lane);
+            load_row(&q14, rb + 14u, r1, lane);
+            load_row(&q15, rb + 15u, r1, lane);
+        }
+        tile_partials(&q0, (rg * TT + 0u) * nsub + sub, sl, sgs);
+        tile_partials(&q1, (rg * TT + 1u) * nsub + sub, sl, sgs);
+        tile_partials(&q2, (rg * TT + 2u) * nsub + sub, sl, sgs);
+        tile_partials(&q3, (rg * TT + 3u) * nsub + sub, sl, sgs);
+        if (TT > 4u) {
+            tile_partials(&q4, (rg * TT + 4u) * nsub + sub, sl, sgs);
+            tile_partials(&q5, (rg * TT + 5u) * nsub + sub, sl, sgs);
+            tile_partials(&q6, (rg * TT + 6u) * nsub + sub, sl, sgs);
+            tile_partials(&q7, (rg * TT + 7u) * nsub + sub, sl, sgs);
+        }
+        if (TT > 8u) {
+            tile_partials(&q8, (rg * TT + 8u) * nsub + sub, sl, sgs);
+            tile_partials(&q9, (rg * TT + 9u) * nsub + sub, sl, sgs);
+            tile_partials(&q10, (rg * TT + 10u) * nsub + sub, sl, sgs);
+            tile_partials(&q11, (rg * TT + 11u) * nsub + sub, sl, sgs);
+            tile_partials(&q12, (rg * TT + 12u) * nsub + sub, sl, sgs);
+            tile_partials(&q13, (rg * TT + 13u) * nsub + sub, sl, sgs);
+            tile_partials(&q14, (rg * TT + 14u) * nsub + sub, sl, sgs);
+            tile_partials(&q15, (rg * TT + 15u) * nsub + sub, sl, sgs);
+        }
+        workgroupBarrier();
+        // The tile's scores: the subgroups' sums of a row in a fixed order, plus the bias.
+        for (var e = lid; e < tile * KT; e += WG) {
+            let slot = e / KT;
+            let k = e % KT;
+            var a = 0.0;
+            for (var g = 0u; g < nsub; g++) {
+                a += redk[(slot * nsub + g) * KT + k];
+            }
+            a += sc[k] * P.bias;
+            let r = base + slot;
+            if (mode == MODE_SCORES) {
+                if (r < r1 && k < K) {
+                    set_coef(r * K + k, a);
+                }
+            } else {
+                redk[scores_at + e] = a;
+            }
+        }
+        if (mode != MODE_SCORES) {
+            // Labels: the tile starts at a multiple of 4 rows and holds whole words.
+            for (var e = lid; e < tile / 4u; e += WG) {
+                let r = base + 4u * e;
+                if (r < r1) {
+                    let q = get_yword(r >> 2u);
+                    for (var i = 0u; i < 4u; i++) {
+                        red[4u * e + i] = label(q, i);
+                    }
+                }
+            }
+            if (weighted) {
+                for (var e = lid; e < tile; e += WG) {
+                    if (base + e < r1) {
+                        red2[e] = get_sw(base + e);
+                    }
+                }
+            }
+        }
+        workgroupBarrier();
+        if (mode == MODE_SCORES) {
+            continue;
+        }
+        // The rule, one thread a row of the tile: the coefficients replace the scores, and a
+        // flag says whether the row changes anything.
+        for (var e = lid; e < tile; e += WG) {
+            var s: array<f32, KT_MAX>;
+            for (var kt = 0u; kt < KT; kt++) {
+                s[kt] = redk[scores_at + e * KT + kt];
+            }
+            var wr = 1.0;
+            if (weighted) {
+                wr = red2[e];
+            }
+            let live = base + e < r1;
+            let c = decide_regs(s, red[e], wr, mode, live);
+            if (mode == MODE_TRAIN) {
+                var any = false;
+                for (var kt = 0u; kt < KT; kt++) {
+                    redk[scores_at + e * KT + kt] = c[kt];
+                    any = any || c[kt] != 0.0;
+                }
+                redu[e] = select(0u, 1u, live && any);
+            }
+        }
+        if (mode == MODE_TRAIN) {
+            workgroupBarrier();
+            tile_row(&q0, rg * TT + 0u, scores_at, lane);
+            tile_row(&q1, rg * TT + 1u, scores_at, lane);
+            tile_row(&q2, rg * TT + 2u, scores_at, lane);
+            tile_row(&q3, rg * TT + 3u, scores_at, lane);
+            if (TT > 4u) {
+                tile_row(&q4, rg * TT + 4u, scores_at, lane);
+                tile_row(&q5, rg * TT + 5u, scores_at, lane);
+                tile_row(&q6, rg * TT + 6u, scores_at, lane);
+                tile_row(&q7, rg * TT + 7u, scores_at, lane);
+            }
+            if (TT > 8u) {
+                tile_row(&q8, rg * TT + 8u, scores_at, lane);
+                tile_row(&q9, rg * TT + 9u, scores_at, lane);
+                tile_row(&q10, rg * TT + 10u, scores_at, lane);
+                tile_row(&q11, rg * TT + 11u, scores_at, lane);
+                tile_row(&q12, rg * TT + 12u, scores_at, lane);
+                tile_row(&q13, rg * TT + 13u, scores_at, lane);
+                tile_row(&q14, rg * TT + 14u, scores_at, lane);
+                tile_row(&q15, rg * TT + 15u, scores_at, lane);
+            }
+        }
+    }
+    // Every lane has read the last tile's scores, labels and weights before the sums after
+    // the loop (write_wg_stat, the row groups' accumulators) reuse that memory.
+    workgroupBarrier();
+    return true;
+}
+
+// Element j of a halving step: keep the lower or upper half's value (`upper`), send the other
+// half's to the partner lane `off` away, add what it sent.
+fn halve(p: ptr<function, array<f32, 16>>, j: u32, half: u32, off: u32, upper: bool) {
+    let lo = (*p)[j];
+    let hi = (*p)[j + half];
+    (*p)[j] = select(lo, hi, upper) + subgroupShuffleXor(select(hi, lo, upper), off);
+}
+
+// The KT partial dot products of this thread's units of one row (loaded as `q`), summed over
+// the subgroup into redk[o KT + k] (o: the row's slot and this subgroup). Recursive halving
+// (P2 = KT rounded up to a power of two, at most the subgroup): at each of log2 P2 steps a
+// lane keeps half of its values and adds its partner's copy of that half, so that after them
+// a lane holds one head's sum over the lanes that differ in those bits; a butterfly over the
+// remaining low bits completes it. P2 - 1 + log2(sgs / P2) shuffles a row where subgroupAdd
+// takes KT log2(sgs) (16 against 50 for K = 10 on 32 lanes). The steps are written out, without loops, so that the
+// array indices are constants. Where P2 exceeds the subgroup, subgroupAdd per head.
+fn tile_partials(q: ptr<function, array<vec4<u32>, V_MAX>>, o: u32, sl: u32, sgs: u32) {
+    var p: array<f32, 16>;
+    var xr: array<vec4<f32>, V_MAX>;
+    for (var v = 0u; v < V; v++) {
+        xr[v] = widen((*q)[v]);
+    }
+    for (var kt = 0u; kt < KT; kt++) {
+        var a = 0.0;
+        for (var v = 0u; v < V; v++) {
+            a += dot(xr[v], wv[kt * V + v]);
+        }
+        p[kt] = a;
+    }
+    let p2 = 1u << (32u - countLeadingZeros(KT - 1u));
+    if (p2 > sgs) {
+        for (var kt = 0u; kt < KT; kt++) {
+            p[kt] = subgroupAdd(p[kt]);
+        }
+        if (sl == 0u) {
+            for (var kt = 0u; kt < KT; kt++) {
+                redk[o * KT + kt] = p[kt];
+            }
+        }
+        return;
+    }
+    var off = sgs / 2u;
+    var h = 0u;
+    if (p2 >= 16u) {
+        let up = (sl & off) != 0u;
+        halve(&p, 0u, 8u, off, up);
+        halve(&p, 1u, 8u, off, up);
+        halve(&p, 2u, 8u, off, up);
+        halve(&p, 3u, 8u, off, up);
+        halve(&p, 4u, 8u, off, up);
+        halve(&p, 5u, 8u, off, up);
+        halve(&p, 6u, 8u, off, up);
+        halve(&p, 7u, 8u, off, up);
+        h += select(0u, 8u, up);
+        off >>= 1u;
+    }
+    if (p2 >= 8u) {
+        let up = (sl & off) != 0u;
+        halve(&p, 0u, 4u, off, up);
+        halve(&p, 1u, 4u, off, up);
+        halve(&p, 2u, 4u, off, up);
+        halve(&p, 3u, 4u, off, up);
+        h += select(0u, 4u, up);
+        off >>= 1u;
+    }
+    if (p2 >= 4u) {
+        let up = (sl & off) != 0u;
+        halve(&p, 0u, 2u, off, up);
+        halve(&p, 1u, 2u, off, up);
+        h += select(0u, 2u, up);
+        off >>= 1u;
+    }
+    if (p2 >= 2u) {
+        let up = (sl & off) != 0u;
+        halve(&p, 0u, 1u, off, up);
+        h += select(0u, 1u, up);
+        off >>= 1u;
+    }
+    // The lanes that share a head: a butterfly over the low log2(sgs / P2) bits.
+    var s = p[0];
+    for (; off > 0u; off >>= 1u) {
+        s += subgroupShuffleXor(s, off);
+    }
+    if ((sl & (sgs / p2 - 1u)) == 0u && h < KT) {
+        redk[o * KT + h] = s;
+    }
+}
+
+// One row of a tile on every lane of its row group, after its coefficients are in workgroup
+// memory (from `scores_at` on, at `slot`) and its flag in `redu`: coefficient x this thread's
+// units into its accumulators, nothing for a row that changes nothing.
+fn tile_row(q: ptr<function, array<vec4<u32>, V_MAX>>, slot: u32, scores_at: u32, lane: u32) {
+    if (redu[slot] == 0u) {
+        return;
+    }
+    for (var kt = 0u; kt < KT; kt++) {
+        let c = redk[scores_at + slot * KT + kt];
+        for (var v = 0u; v < V; v++) {
+            acc[kt * V + v] += c * widen((*q)[v]);
+        }
+        if (lane == 0u) {
+            accb[kt] += c * P.bias;
+        }
+    }
+}
+
 @compute @workgroup_size(WG)
 fn epoch(
     @builtin(local_invocation_index) lid: u32,

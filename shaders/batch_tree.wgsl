@@ -12,6 +12,11 @@ fn rows_in_flight(lid: u32, r0: u32, r1: u32, mode: u32, sgs: u32) -> bool {
     return false;
 }
 
+// So do tiles of rows (their partial sums are reduced by subgroup shuffles).
+fn rows_by_tile(lid: u32, r0: u32, r1: u32, mode: u32, sgs: u32) -> bool {
+    return false;
+}
+
 @compute @workgroup_size(WG)
 fn epoch(
     @builtin(local_invocation_index) lid: u32,

@@ -863,6 +863,114 @@ fn rows_in_flight_equal_the_reference_with_one_two_and_four_rows_a_thread() {
     }
 }
 
+/// The register pass by tiles of rows (`rows_by_tile`: rows wider than a subgroup with one
+/// head block, the rule on every lane, two barriers a tile) equals the reference bit for bit
+/// on integer data: every additive rule, row weights and held-out rows, one row group a
+/// workgroup (K = 10) and several (K = 4, binary); runs that end inside a tile. The plan must
+/// say the epoch runs by tiles. On a software adapter (8-lane subgroups) the planner takes 4
+/// rows a tile whatever is asked (more need TT (WG / 8 + WG / TPR) words of sums a head, more
+/// than the WG of `redk`), so only that runs there; a GPU with 32-lane subgroups also runs 8
+/// and 16, and without naga's loop counters.
+#[test]
+fn tiles_of_rows_equal_the_reference() {
+    use rosenblatt::backend::gpu::{GpuOptions, ResidentOptions, ShaderChecks};
+    use rosenblatt::backend::ValView;
+    let Some(base) = gpu() else {
+        return;
+    };
+    if !base.context().features.contains(wgpu::Features::SUBGROUP) {
+        eprintln!("skipped: {} has no subgroups", base.device());
+        return;
+    }
+    // (n, d, K, held-out rows): a row of d features spans several subgroups of 8 or 32 lanes.
+    // (Rows of a 32-lane GPU's plan must span more than 32 threads too: K = 6 from d = 257,
+    // binary from d = 1,025.)
+    let all = [
+        (401, 200, 10, 37),
+        (150, 300, 6, 11),
+        (258, 300, 4, 63),
+        (77, 1200, 1, 9),
+        (61, 2100, 1, 5),
+    ];
+    let mut configs = vec![(ShaderChecks::Full, 4)];
+    if base.context().info.device_type != wgpu::DeviceType::Cpu {
+        // (A software adapter plans 4 rows a tile whatever is asked.)
+        configs.extend([
+            (ShaderChecks::Full, 8),
+            (ShaderChecks::NoLoopCounters, 8),
+            (ShaderChecks::NoLoopCounters, 16),
+        ]);
+    }
+    for (checks, tt) in configs {
+        let g = GpuBackend::new(&GpuOptions {
+            resident: ResidentOptions {
+                subgroups: Some(true),
+                tile_rows: Some(tt),
+                workgroups: Some(3),
+                ..Default::default()
+            },
+            shader_checks: Some(checks),
+            ..Default::default()
+        })
+        .unwrap();
+        for (n, d, heads, nv) in all {
+            let (x, y) = integer_set(n, d, heads, (n * 13 + d) as u64);
+            let (xv, yv) = integer_set(nv, d, heads, (nv * 7 + d) as u64);
+            let mut rng = ChaCha8Rng::seed_from_u64(n as u64 + 3);
+            let sw: Vec<f32> = (0..n).map(|_| rng.random_range(0..4) as f32).collect();
+            // Row weights with several heads (binary rows take them the same way).
+            let weightings: &[bool] = if heads > 1 { &[false, true] } else { &[false] };
+            for &weighted in weightings {
+                let v = TrainView {
+                    sw: weighted.then_some(&sw[..]),
+                    val: Some(ValView {
+                        x: (&xv).into(),
+                        y: &yv,
+                        n: nv,
+                    }),
+                    ..TrainView::new(&x, &y, n, d, 1.0, heads)
+                };
+                for rule in rules(heads) {
+                    if rule.update != Update::Additive {
+                        continue;
+                    }
+                    let what = format!(
+                        "{checks:?}, {tt} rows a tile, n={n} d={d} K={heads} weighted={weighted} \
+                         {rule:?}"
+                    );
+                    let want = run(&ReferenceBackend, v, &rule);
+                    let got = run(&g, v, &rule);
+                    let m = |r: &Run| {
+                        r.0.iter()
+                            .map(|e| (e.mistakes, e.wrong_rows))
+                            .collect::<Vec<_>>()
+                    };
+                    assert_eq!(m(&got), m(&want), "{what}: mistakes");
+                    assert_eq!(got.1, want.1, "{what}: weights");
+                    assert_eq!(got.2, want.2, "{what}: scores");
+                    assert_eq!(got.3, want.3, "{what}: pocket/average");
+                }
+            }
+            let v = TrainView::new(&x, &y, n, d, 1.0, heads);
+            let mut bound = g.bind(v).unwrap();
+            let mut w = vec![0f32; heads * (d + 1)];
+            let plan = bound
+                .profile(&mut w, &rules(heads)[0], 1)
+                .unwrap()
+                .map(|p| p.plan)
+                .unwrap_or_default();
+            // The planner takes fewer rows a tile where the device's smallest subgroup leaves
+            // too little workgroup memory for more (8 lanes: 4 rows).
+            assert!(
+                plan.contains("tiles of ")
+                    && (tt != 4 || plan.contains("tiles of 4 rows"))
+                    && (tt == 16 || !plan.contains("tiles of 16 rows")),
+                "{tt} rows a tile, n={n} d={d} K={heads}: {plan}"
+            );
+        }
+    }
+}
+
 /// The stepped perceptron's kernels (`steps`, `mix`) equal their CPU twin bit for bit on
 /// integer data (with streams a power of two, so that their mean stays exact): every rule, one and several streams, steps of one row to more than a
 /// workgroup's threads, averaged or not, over shuffled epochs; counts, weights and model.

@@ -340,6 +340,10 @@ pub(crate) struct BenchArgs {
     /// where rows can be in flight (default: the planner's, 64 bytes a thread; 0: off).
     #[arg(long, value_name = "N")]
     pub(crate) rows_per_thread: Option<u32>,
+    /// GPU tuning: rows a tile per row group where a row spans several subgroups (4, 8 or
+    /// 16; default: the planner's, 8 on 32-lane subgroups; 0: off, the loop by steps).
+    #[arg(long, value_name = "N")]
+    pub(crate) tile_rows: Option<u32>,
     /// GPU tuning: the two-kernel path (scores, then the update's sums: X read twice) even
     /// where the register pass fits.
     #[arg(long)]

@@ -125,6 +125,7 @@ fn bench_spec(a: &BenchArgs) -> BenchSpec {
                 workgroups: a.workgroups.filter(|&g| g > 0),
                 heads_per_thread: a.heads_per_thread.filter(|&k| k > 0),
                 rows_per_thread: a.rows_per_thread,
+                tile_rows: a.tile_rows,
                 two_kernels: a.two_kernels,
                 ..Default::default()
             },

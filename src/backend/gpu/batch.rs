@@ -40,6 +40,9 @@ pub const KV_MAX: u32 = 12;
 /// 1, 2 or 4, so that a thread's rows of a step share one word of labels.
 pub const RT_MAX: u32 = 4;
 
+/// Rows a tile per row group that `rows_by_tile` (batch_subgroup.wgsl) is written for.
+pub const TT_CHOICES: [u32; 3] = [4, 8, 16];
+
 /// The batch shader's entry points.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Entry {
@@ -132,6 +135,9 @@ pub struct Shape {
     /// Register pass with subgroups: rows each thread loads before it uses the first, the
     /// rule on every lane, no barrier in the row loop (`rows_in_flight`); 0: by steps.
     pub rt: u32,
+    /// Register pass with subgroups where a row spans several of them: rows a tile per row
+    /// group, the rule on every lane, two barriers a tile (`rows_by_tile`); 0: off.
+    pub tt: u32,
 }
 
 impl Shape {
@@ -156,6 +162,7 @@ impl Shape {
             count: false,
             subgroups: false,
             rt: 0,
+            tt: 0,
         }
     }
 
@@ -202,7 +209,7 @@ impl Shape {
     }
 
     /// The override constants, as wgpu and naga take them.
-    pub fn constants(&self) -> [(&'static str, f64); 11] {
+    pub fn constants(&self) -> [(&'static str, f64); 12] {
         [
             ("WG", self.wg as f64),
             ("TPR", self.tpr as f64),
@@ -215,6 +222,7 @@ impl Shape {
             ("XS", self.xs as f64),
             ("COUNT", u32::from(self.count) as f64),
             ("RT", self.rt as f64),
+            ("TT", self.tt as f64),
         ]
     }
 
@@ -233,6 +241,12 @@ impl Shape {
             && (self.rt == 0
                 || (self.rt.is_power_of_two()
                     && self.rt <= RT_MAX
+                    && self.v > 0
+                    && self.xs == 1
+                    && self.subgroups))
+            && (self.tt == 0
+                || (TT_CHOICES.contains(&self.tt)
+                    && self.rt == 0
                     && self.v > 0
                     && self.xs == 1
                     && self.subgroups))

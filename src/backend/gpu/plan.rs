@@ -3,7 +3,7 @@
 //! storage binding, and the persistent grid (workgroups per segment, rows per workgroup).
 //! Everything here is arithmetic on sizes and limits, tested without a GPU.
 
-use super::batch::{workgroup_size, Shape, KT_MAX, KV_MAX, RT_MAX, V_MAX};
+use super::batch::{workgroup_size, Shape, KT_MAX, KV_MAX, RT_MAX, TT_CHOICES, V_MAX};
 use crate::backend::{Chain, CsrView, Storage, CHAIN_WORKGROUPS_PER_CU, MAX_HEADS};
 use crate::error::{Error, Result};
 
@@ -204,15 +204,18 @@ pub fn reachable_shapes() -> Vec<Shape> {
             s.xs,
             s.subgroups,
             s.rt,
+            s.tt,
         )
     };
-    // Rows in flight (marked rt = 1 below): RT by the storage.
+    // Rows in flight (marked rt = 1 below): RT by the storage; tiles (marked with the most
+    // rows that fit) the storage's default within that.
     let with_rt = |s: Shape, st: Storage| Shape {
         rt: if s.rt > 0 {
             rows_per_thread(s.v, st)
         } else {
             0
         },
+        tt: s.tt.min(tile_default(s.v, st.code())),
         ..s
     };
     let mut shapes = Vec::new();
@@ -244,6 +247,16 @@ pub fn reachable_shapes() -> Vec<Shape> {
                                 rt: 1,
                                 ..shape
                             });
+                        }
+                        let sub = Shape {
+                            subgroups: true,
+                            ..shape
+                        };
+                        // Tiles: marked with the most rows that fit (each storage's own
+                        // default is taken below).
+                        if tile_rows(&sub, heads, target, target as u32, None) > 0 {
+                            let tt = tile_rows(&sub, heads, target, target as u32, Some(16));
+                            add(Shape { tt, ..sub });
                         }
                     }
                 }
@@ -328,6 +341,59 @@ pub fn rows_in_flight(
     }
 }
 
+/// Rows a tile for a register-pass `shape` whose lane sums use subgroups and whose rows span
+/// several subgroups (one head block, more than `tpr_target` threads a row, as K = 10 at
+/// d = 784: 256 threads a row, one unit each): `requested` (0: off; else the largest of
+/// TT_CHOICES at or below it, at least 4), else, with one unit a thread, 16 rows for X in f32,
+/// 8 in f16 and 4 in bytes; 0 (the loop by steps) with more units a thread. Measured on an
+/// H200 at 60,000 x 784 (docs/performance.md): K = 10 f32 4 / 8 / 16 rows 0.427 / 0.407 /
+/// 0.325 ms an epoch, by steps 1.59; u8 4 / 8 / 16 rows 0.634 / 0.660 / 1.118; K = 4 (two
+/// units a thread) 0.946 / 0.923 by tiles against 0.484 by steps. The shader needs
+/// TT (WG / sgs + WG / TPR) <= WG words a head of `redk`: fewer rows where the adapter's
+/// smallest subgroup, `subgroup_min`, leaves less, none where even 4 do not fit. 0 too where
+/// tiles do not apply (rows in flight, or no subgroups).
+pub fn tile_rows(
+    shape: &Shape,
+    heads: usize,
+    tpr_target: usize,
+    subgroup_min: u32,
+    requested: Option<u32>,
+) -> u32 {
+    let applies = shape.subgroups
+        && shape.v > 0
+        && shape.xs == 1
+        && shape.rt == 0
+        && shape.kt as usize >= heads.max(1)
+        && shape.tpr as usize > tpr_target.min(TARGET_TPR);
+    if !applies {
+        return 0;
+    }
+    let default = tile_default(shape.v, shape.storage);
+    let (wg, tpr, sgs) = (shape.wg, shape.tpr, subgroup_min.max(1));
+    let fits = |t: u32| tpr > sgs && t * (wg / sgs + wg / tpr) <= wg;
+    match requested.unwrap_or(default) {
+        0 => 0,
+        t => TT_CHOICES
+            .iter()
+            .rev()
+            .copied()
+            .find(|&c| c <= t.max(TT_CHOICES[0]) && fits(c))
+            .unwrap_or(0),
+    }
+}
+
+/// The rows a tile [`tile_rows`] takes by default with `v` units a thread and X stored as
+/// `storage` ([`Storage::code`]), before the workgroup-memory fit: 16 f32, 8 f16, 4 bytes
+/// with one unit; 0 with more.
+pub fn tile_default(v: u32, storage: u32) -> u32 {
+    match v {
+        1 if storage == Storage::F32.code() => 16,
+        1 if storage == Storage::F16.code() => 8,
+        1 => 4,
+        _ => 0,
+    }
+}
+
 /// The threads-a-row targets the planner can aim for ([`tpr_target`]): [`TARGET_TPR`] where
 /// the adapter's subgroups have 32 lanes or more, else 8 (lavapipe, Intel GPUs; rows of a
 /// 4-lane subgroup, as on WARP, then take the loop by steps at run time). Few targets keep
@@ -335,11 +401,12 @@ pub fn rows_in_flight(
 pub const TPR_TARGETS: [usize; 2] = [8, 32];
 
 /// Rows per step of the register pass with `shape` and `heads` heads: the largest power of
-/// two <= WG / (HB TPR) (the shader's `rgs`), times the rows each thread has in flight (RT).
+/// two <= WG / (HB TPR) (the shader's `rgs`), times the rows each thread has in flight (RT)
+/// or the rows a tile per row group (TT).
 pub fn rows_per_step(shape: &Shape, heads: usize) -> usize {
     let hb = heads.max(1).div_ceil(shape.kt.max(1) as usize);
     let rg = (shape.wg as usize / (hb * shape.tpr.max(1) as usize)).max(1);
-    (1 << rg.ilog2()) * shape.rt.max(1) as usize
+    (1 << rg.ilog2()) * shape.rt.max(shape.tt).max(1) as usize
 }
 
 /// The register pass's chain of dependent steps ([`Chain`]) for `shape` with `heads` heads
@@ -379,6 +446,17 @@ pub fn chain(
     let (per_thread, per_barrier, idle, one_lane) = if in_flight {
         let per_thread = shape.rt as usize * v * unit_bytes;
         (per_thread, run_rows * row_bytes / fixed.max(1), 0.0, 0)
+    } else if shape.tt > 0 {
+        // Tiles: every thread holds its units of TT rows; three barriers a tile of `step`
+        // rows (sums, scores, coefficients); the rule on one thread a row, the tile's rows at
+        // once (the K heads' loop on one lane, once a tile on the workgroup's path).
+        let per_thread = shape.tt as usize * v * unit_bytes;
+        (
+            per_thread,
+            step * row_bytes / 3,
+            1.0 - step as f64 / wg as f64,
+            heads,
+        )
     } else {
         // Per step: the scores' barrier and the coefficients' (train), two more when head
         // blocks share the row through workgroup memory, and the lane sums' tree where a row
@@ -749,7 +827,14 @@ mod tests {
 
     /// The plan of `n` x `d` rows with `heads` heads on a GPU with 32-lane subgroups and the
     /// default grid (as chosen for an H200), its run of rows per workgroup, and its chain.
-    fn gpu_chain(n: usize, d: usize, heads: usize, st: Storage, rt: Option<u32>) -> (Shape, Chain) {
+    fn gpu_chain(
+        n: usize,
+        d: usize,
+        heads: usize,
+        st: Storage,
+        rt: Option<u32>,
+        tt: Option<u32>,
+    ) -> (Shape, Chain) {
         let l = wgpu::Limits {
             max_compute_workgroup_storage_size: 48 << 10,
             max_storage_buffer_binding_size: (2u64 << 30) - 1,
@@ -763,6 +848,7 @@ mod tests {
         let mut shape = plan(n, d, heads, st, &l, opts).unwrap().shape;
         shape.subgroups = true;
         shape.rt = rows_in_flight(&shape, heads, 32, st, rt);
+        shape.tt = tile_rows(&shape, heads, 32, 32, tt);
         let words = (n * padded(d) * st.bytes() / 4) as u64;
         let step = rows_per_step(&shape, heads);
         let (_, run) = segment_grid(n, words, Some(heads * (d + 1)), (512, 256), step, None);
@@ -776,12 +862,12 @@ mod tests {
         // lanes idle while one applies the rule: what the issue read off the kernel (1.47 ms
         // an epoch there). Rows in flight (4 a thread, 0.61 ms): 64 KiB, no barrier in the
         // loop, the rule on every lane.
-        let (_, by_steps) = gpu_chain(4_194_304, 64, 1, Storage::F32, Some(0));
+        let (_, by_steps) = gpu_chain(4_194_304, 64, 1, Storage::F32, Some(0), None);
         assert_eq!(by_steps.x_bytes_in_flight_per_cu, 16 << 10);
         assert!(by_steps.x_bytes_per_barrier < 32 << 10, "{by_steps:?}");
         assert_eq!(by_steps.one_lane_work_per_row, 1);
         assert!(by_steps.idle_lanes_in_rule > 0.9);
-        let (s, c) = gpu_chain(4_194_304, 64, 1, Storage::F32, None);
+        let (s, c) = gpu_chain(4_194_304, 64, 1, Storage::F32, None, None);
         assert_eq!((s.tpr, s.v, s.rt), (16, 1, 4), "{s:?}");
         assert!(c.x_bytes_in_flight_per_cu >= 32 << 10, "{c:?}");
         assert!(c.x_bytes_per_barrier >= 32 << 10, "{c:?}");
@@ -789,18 +875,45 @@ mod tests {
         assert_eq!(c.steps_per_workgroup, 128);
         // u8: the rule on every lane and no barrier in the loop, but 4 rows of 16 bytes a
         // thread are 16 KiB a compute unit (RT_MAX = 4: one word of labels a step).
-        let (_, c) = gpu_chain(4_194_304, 64, 1, Storage::U8, None);
+        let (_, c) = gpu_chain(4_194_304, 64, 1, Storage::U8, None, None);
         assert!(
             c.x_bytes_per_barrier >= 8 << 10 && c.one_lane_work_per_row == 0,
             "{c:?}"
         );
         assert_eq!(c.x_bytes_in_flight_per_cu, 16 << 10);
-        // K = 10 at 60,000 x 784 (a row across the workgroup, one row a step): the model
-        // flags it (one lane runs the ten heads' rule while 255 wait), still open.
-        let (s, c) = gpu_chain(60_000, 784, 10, Storage::F32, None);
-        assert_eq!((s.tpr, s.rt), (256, 0));
+        // K = 10 at 60,000 x 784 (a row across the workgroup). By steps, one row a step: the
+        // model flags it (one lane runs the ten heads' rule while 255 wait; 1.64 ms an
+        // epoch on an H200).
+        let (s, c) = gpu_chain(60_000, 784, 10, Storage::F32, None, Some(0));
+        assert_eq!((s.tpr, s.rt, s.tt), (256, 0, 0));
         assert_eq!(c.one_lane_work_per_row, 10);
         assert!(c.x_bytes_per_barrier < 1 << 10 && c.x_bytes_in_flight_per_cu < 32 << 10);
+        // By tiles of 16 rows (the default for f32 with one unit a thread; 0.325 ms on the
+        // H200): 256 B of X a thread in flight, 16 x 3,136 bytes of X per three barriers, the
+        // rule on one lane a row but for the tile's 16 rows at once (240 of 256 lanes idle
+        // meanwhile, once a tile). The issue's "no one-lane loop over the heads" is not met:
+        // the rule on every lane measured 2x slower (0.72-0.84 ms, docs/performance.md).
+        let (s, c) = gpu_chain(60_000, 784, 10, Storage::F32, None, None);
+        assert_eq!((s.tpr, s.v, s.rt, s.tt), (256, 1, 0, 16));
+        assert_eq!(c.one_lane_work_per_row, 10);
+        assert_eq!(c.idle_lanes_in_rule, 1.0 - 16.0 / 256.0);
+        assert_eq!(c.x_bytes_in_flight_per_thread, 256);
+        assert!(c.x_bytes_in_flight_per_cu >= 32 << 10, "{c:?}");
+        assert_eq!(c.x_bytes_per_barrier, 16 * 3136 / 3);
+        assert_eq!(c.steps_per_workgroup, 15);
+        // Bytes: 4 rows a tile (u8 16 rows: 1.12 ms against 0.63).
+        let (s, c) = gpu_chain(60_000, 784, 10, Storage::U8, None, None);
+        assert_eq!(s.tt, 4);
+        assert_eq!(c.x_bytes_per_barrier, 4 * 784 / 3);
+        // K = 4 (two units and 128 threads a row): by steps, tiles measured 2x slower.
+        let (s, _) = gpu_chain(60_000, 784, 4, Storage::F32, None, None);
+        assert_eq!((s.tpr, s.v, s.tt), (128, 2, 0));
+        let (s, c) = gpu_chain(60_000, 784, 4, Storage::F32, None, Some(8));
+        assert_eq!((s.tt, c.one_lane_work_per_row), (8, 4));
+        // Tiles only where a row spans subgroups with one head block; never with rows in
+        // flight.
+        let (s, _) = gpu_chain(4_194_304, 64, 1, Storage::F32, None, Some(8));
+        assert_eq!((s.rt, s.tt), (4, 0));
     }
 
     #[test]

@@ -276,6 +276,12 @@ impl<'c> Resident<'c> {
                 rows_per_step(s, self.heads),
                 if s.rt > 0 {
                     format!(" ({} in flight a thread, the rule on every lane)", s.rt)
+                } else if s.tt > 0 {
+                    format!(
+                        " (tiles of {} rows a row group, the rule on every lane, two barriers \
+                         a tile)",
+                        s.tt
+                    )
                 } else {
                     String::new()
                 },

@@ -8,8 +8,8 @@ use super::context::GpuContext;
 use super::mirror::{Control, EpochOut, Params, Segment, WgStat, ROLE_HELD_OUT, ROLE_TRAIN};
 use super::plan::{
     binding_limit, device_workgroups, grid_floor, padded, plan, plan_sparse, rows_in_flight,
-    rows_per_step, segment_grid, software_steps, sparse_segments, tpr_target, Plan, PlanOptions,
-    GL_KT_CAP, TARGET_TPR,
+    rows_per_step, segment_grid, software_steps, sparse_segments, tile_rows, tpr_target, Plan,
+    PlanOptions, GL_KT_CAP, TARGET_TPR,
 };
 use crate::backend::{
     CsrView, DataView, Features, Matrix, MatrixBuf, Storage, MAX_HEADS, TRAFFIC_CATEGORIES,
@@ -101,6 +101,10 @@ pub struct ResidentOptions {
     /// [`rows_per_thread`] (64 bytes a thread), `Some(0)` never (the loop by steps); other
     /// values are rounded to a power of two, at most RT_MAX (`bench` sweeps it).
     pub rows_per_thread: Option<u32>,
+    /// Rows a tile per row group where one head block holds a row that spans several
+    /// subgroups (`rows_by_tile`): `None` for [`tile_rows`]'s choice, `Some(0)` never (the
+    /// loop by steps); other values are rounded to one of TT_CHOICES (`bench` sweeps it).
+    pub tile_rows: Option<u32>,
     /// Lane sums by subgroup operations: `None` on a GPU that has them (software adapters
     /// run the workgroup tree, faster there), `Some(false)` never, `Some(true)` always (an
     /// error without them).
@@ -1175,11 +1179,19 @@ fn plan_for(
         s.x.storage(),
         opts.rows_per_thread,
     );
+    plan.shape.tt = tile_rows(
+        &plan.shape,
+        s.heads,
+        tpr_target,
+        ctx.info.subgroup_min_size,
+        opts.tile_rows,
+    );
     if ctx.info.device_type == wgpu::DeviceType::Cpu {
-        // Mesa's loop limit counts iterations per row whatever the step: steps of RT times
-        // the rows, RT times fewer of them.
+        // Mesa's loop limit counts iterations per row whatever the step: steps of RT (or TT)
+        // times the rows, RT (TT) times fewer of them.
         let steps = opts.software_steps.unwrap_or(software_steps(s.heads));
-        plan.max_steps = Some((steps / plan.shape.rt.max(1) as usize).max(1));
+        let per_step = plan.shape.rt.max(plan.shape.tt).max(1) as usize;
+        plan.max_steps = Some((steps / per_step).max(1));
     }
     if let (Some(budget), Matrix::Dense(_)) = (stream_budget, s.x) {
         let row_bytes = (padded(s.d) * s.x.storage().bytes()) as u64;
