@@ -676,3 +676,53 @@ fn csr_streamed_by_host_writes_equals_the_reference() {
         assert_same(&run_epochs(g, v, &rule, 5), &want, "streamed by writes");
     }
 }
+
+/// Resident set size of this process in bytes (Linux; 0 elsewhere).
+fn rss() -> u64 {
+    std::fs::read_to_string("/proc/self/statm")
+        .ok()
+        .and_then(|s| s.split_whitespace().nth(1)?.parse::<u64>().ok())
+        .map_or(0, |pages| pages * 4096)
+}
+
+/// A measurement, not a check (run with `--ignored --nocapture`): the process's growth an
+/// epoch with dense and CSR rows on the GPU, one bind each, 40 epochs, in one segment and in
+/// many (`max_binding`). On lavapipe (Mesa 22.3.6) the CSR epochs grow the process by ~330 KB
+/// a dispatch of `margins`/`gather` (heaptrack: inside lavapipe's queue thread and its
+/// compiled shaders, no frame of rosenblatt or wgpu); dense epochs stay flat. See
+/// CONTRIBUTING.md, "Test memory".
+#[test]
+#[ignore]
+fn rss_an_epoch_dense_and_csr() {
+    if gpu().is_none() {
+        return;
+    }
+    let (n, d, heads) = (150, 23, 1);
+    let (x, y) = sparse_set(n, d, heads, 0.3, 7);
+    let cx = CsrBuf::from_dense(&x, d);
+    let rule = &rules(heads)[0];
+    for max_binding in [None, Some(1024)] {
+        let g = GpuBackend::new(&GpuOptions {
+            resident: ResidentOptions {
+                max_binding,
+                ..Default::default()
+            },
+            ..Default::default()
+        })
+        .unwrap();
+        for (form, m) in [("dense", Matrix::from(&x)), ("csr", Matrix::Csr(cx.view()))] {
+            let v = TrainView::new(m, &y, n, d, 1.0, heads);
+            let mut bound = g.bind(v).unwrap();
+            let mut w = vec![0f32; heads * (d + 1)];
+            bound.batch_epochs(&mut w, rule, 1).unwrap();
+            let before = rss();
+            for _ in 0..40 {
+                bound.batch_epochs(&mut w, rule, 1).unwrap();
+            }
+            eprintln!(
+                "{form}, max_binding {max_binding:?}: {} KB an epoch",
+                rss().saturating_sub(before) / 40 / 1024
+            );
+        }
+    }
+}
