@@ -164,7 +164,7 @@ if [ "${1:-}" = tiles ]; then
     ROSENBLATT_REQUIRE_GPU=1 timeout 120 .gpu/conformance tiles_of_rows rows_in_flight \
       batch_epochs_equal every_storage 2>&1 | tail -5 | tee "$OUT/conformance.txt"
   fi
-  timeout 60 $N bench --backend cpu --no-converge --json $K10 --epochs 10 >"$RUNS/cpu.k10.json" 2>/dev/null \
+  timeout 90 $N bench --backend cpu --no-converge --json $K10 >"$RUNS/cpu.k10.json" 2>/dev/null \
     && python3 -c "import json,sys; r=json.load(open(sys.argv[1])); print('cpu k10', r.get('cpu', r).get('ms_per_epoch'))" "$RUNS/cpu.k10.json"
   for c in "" "--compile"; do
     echo "torch k10 f32 $c: $(timeout 100 python3 scripts/torch_batch.py --n 60000 --d 784 --classes 10 --device cuda --epochs 30 $c 2>&1 | tail -1)"
