@@ -185,6 +185,20 @@ fn integer_set(n: usize, d: usize, heads: usize, seed: u64) -> (Vec<f32>, Vec<f3
 
 type Run = (Vec<EpochStats>, Vec<f32>, Vec<f32>, Extras);
 
+/// Two runs equal in every epoch's mistakes and wrongly predicted rows, the weights, the
+/// scores, and the pocket and average.
+fn assert_same_run(got: &Run, want: &Run, what: &str) {
+    let m = |r: &Run| {
+        r.0.iter()
+            .map(|e| (e.mistakes, e.wrong_rows))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(m(got), m(want), "{what}: mistakes");
+    assert_eq!(got.1, want.1, "{what}: weights");
+    assert_eq!(got.2, want.2, "{what}: scores");
+    assert_eq!(got.3, want.3, "{what}: pocket/average");
+}
+
 /// 6 epochs in two calls, then the scores and the extras.
 fn run(b: &dyn Backend, v: TrainView<'_>, rule: &BatchRule) -> Run {
     run_for(b, v, rule, [4, 2])
@@ -837,15 +851,7 @@ fn rows_in_flight_equal_the_reference_with_one_two_and_four_rows_a_thread() {
                         format!("{checks:?}, {rt} rows a thread, n={n} d={d} K={heads} {rule:?}");
                     let want = run(&ReferenceBackend, v, &rule);
                     let got = run(&g, v, &rule);
-                    let m = |r: &Run| {
-                        r.0.iter()
-                            .map(|e| (e.mistakes, e.wrong_rows))
-                            .collect::<Vec<_>>()
-                    };
-                    assert_eq!(m(&got), m(&want), "{what}: mistakes");
-                    assert_eq!(got.1, want.1, "{what}: weights");
-                    assert_eq!(got.2, want.2, "{what}: scores");
-                    assert_eq!(got.3, want.3, "{what}: pocket/average");
+                    assert_same_run(&got, &want, &what);
                 }
                 let mut bound = g.bind(v).unwrap();
                 let mut w = vec![0f32; heads * (d + 1)];
@@ -940,15 +946,7 @@ fn tiles_of_rows_equal_the_reference() {
                     );
                     let want = run(&ReferenceBackend, v, &rule);
                     let got = run(&g, v, &rule);
-                    let m = |r: &Run| {
-                        r.0.iter()
-                            .map(|e| (e.mistakes, e.wrong_rows))
-                            .collect::<Vec<_>>()
-                    };
-                    assert_eq!(m(&got), m(&want), "{what}: mistakes");
-                    assert_eq!(got.1, want.1, "{what}: weights");
-                    assert_eq!(got.2, want.2, "{what}: scores");
-                    assert_eq!(got.3, want.3, "{what}: pocket/average");
+                    assert_same_run(&got, &want, &what);
                 }
             }
             let v = TrainView::new(&x, &y, n, d, 1.0, heads);

@@ -677,14 +677,6 @@ fn csr_streamed_by_host_writes_equals_the_reference() {
     }
 }
 
-/// Resident set size of this process in bytes (Linux; 0 elsewhere).
-fn rss() -> u64 {
-    std::fs::read_to_string("/proc/self/statm")
-        .ok()
-        .and_then(|s| s.split_whitespace().nth(1)?.parse::<u64>().ok())
-        .map_or(0, |pages| pages * 4096)
-}
-
 /// A measurement, not a check (run with `--ignored --nocapture`): the process's growth an
 /// epoch with dense and CSR rows on the GPU, one bind each, 40 epochs, in one segment and in
 /// many (`max_binding`). On lavapipe (Mesa 22.3.6) the CSR epochs grow the process by ~330 KB
@@ -715,13 +707,13 @@ fn rss_an_epoch_dense_and_csr() {
             let mut bound = g.bind(v).unwrap();
             let mut w = vec![0f32; heads * (d + 1)];
             bound.batch_epochs(&mut w, rule, 1).unwrap();
-            let before = rss();
+            let before = common::rss_anon().unwrap_or(0);
             for _ in 0..40 {
                 bound.batch_epochs(&mut w, rule, 1).unwrap();
             }
             eprintln!(
                 "{form}, max_binding {max_binding:?}: {} KB an epoch",
-                rss().saturating_sub(before) / 40 / 1024
+                common::rss_anon().unwrap_or(0).saturating_sub(before) / 40 / 1024
             );
         }
     }

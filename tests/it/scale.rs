@@ -15,14 +15,6 @@ use rosenblatt::backend::cpu::CpuBackend;
 use rosenblatt::data::{self, npy, LoadOptions};
 use rosenblatt::params::TrainParams;
 
-/// The process's anonymous resident memory in bytes (Linux), or `None`.
-fn rss_anon() -> Option<u64> {
-    let s = std::fs::read_to_string("/proc/self/status").ok()?;
-    let line = s.lines().find(|l| l.starts_with("RssAnon:"))?;
-    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    Some(kib * 1024)
-}
-
 /// Writes `n` x `d` integer features in -3..=3 (row by row, never all in memory) and labels
 /// from a fixed integer hyperplane with 5% flipped.
 fn write_set(dir: &Path, n: usize, d: usize) {
@@ -72,12 +64,12 @@ fn a_mapped_npy_larger_than_the_budget_trains_like_in_memory() {
     let params = TrainParams::default().epochs(8).validate().unwrap();
     let cpu = CpuBackend::new();
     rosenblatt::limits::set_budget(16 << 20);
-    let before = rss_anon();
+    let before = common::rss_anon();
     let mapped = data::load(&p.join("x.npy"), &opts).unwrap();
     assert!(mapped.x.is_mapped(), "a float32 C-order .npy is mapped");
     assert_eq!((mapped.n, mapped.d), (n, d));
     let t = algo::train(&mapped, &params, &cpu, None, &mut ()).unwrap();
-    let after = rss_anon();
+    let after = common::rss_anon();
     if let (Some(a), Some(b)) = (before, after) {
         let grown = b.saturating_sub(a);
         assert!(
@@ -87,11 +79,11 @@ fn a_mapped_npy_larger_than_the_budget_trains_like_in_memory() {
     }
     // The int8 file (24 MB, also more than the budget) is mapped too and read as int8 in
     // place: the same model, anonymous memory as small.
-    let before = rss_anon();
+    let before = common::rss_anon();
     let m8 = data::load(&p.join("x8.npy"), &opts).unwrap();
     assert!(m8.x.is_mapped() && m8.view().storage() == rosenblatt::backend::Storage::I8);
     let t8 = algo::train(&m8, &params, &cpu, None, &mut ()).unwrap();
-    if let (Some(a), Some(b)) = (before, rss_anon()) {
+    if let (Some(a), Some(b)) = (before, common::rss_anon()) {
         let grown = b.saturating_sub(a);
         assert!(
             grown < 24 << 20,

@@ -110,3 +110,11 @@ pub fn run_limited(dir: &Path, kib: u64, args: &[&str]) -> Output {
         .output()
         .unwrap()
 }
+
+/// The process's anonymous resident memory in bytes (Linux), or `None`.
+pub fn rss_anon() -> Option<u64> {
+    let s = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = s.lines().find(|l| l.starts_with("RssAnon:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib * 1024)
+}
