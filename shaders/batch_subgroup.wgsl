@@ -229,9 +229,8 @@ fn in_flight_row(q: ptr<function, array<vec4<u32>, V_MAX>>, r: u32, r1: u32, lan
 // scores with a flag for rows that change nothing. Barrier (training). Every lane adds
 // coefficient x its units, still in registers, for the rows that change something. Three
 // barriers a tile where `rows_by_step` takes two a row, and X is read once. The rule on every
-// lane instead (no third barrier) measured 2x slower on an H200 (0.72 against 0.43 ms an
-// epoch at K = 10, 4 rows a tile: each lane's copy of the rule is a chain of ~100 dependent
-// instructions a row; docs/performance.md). Workgroup memory: the subgroup sums at the start
+// lane instead (no third barrier) measured 2x slower on an H200: each lane's copy of the rule
+// is a long chain of dependent instructions a row (docs/performance.md, "Tiles of rows"). Workgroup memory: the subgroup sums at the start
 // of `redk`, the scores (then coefficients) after them, labels in `red`, row weights in
 // `red2`, the flags in `redu`, the bias weights in `sc`. Returns false, having done nothing,
 // where the shape or this workgroup's subgroups do not allow it (uniform). CPU twin:

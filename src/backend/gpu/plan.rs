@@ -345,13 +345,12 @@ pub fn rows_in_flight(
 /// several subgroups (one head block, more than `tpr_target` threads a row, as K = 10 at
 /// d = 784: 256 threads a row, one unit each): `requested` (0: off; else the largest of
 /// TT_CHOICES at or below it, at least 4), else, with one unit a thread, 16 rows for X in f32,
-/// 8 in f16 and 4 in bytes; 0 (the loop by steps) with more units a thread. Measured on an
-/// H200 at 60,000 x 784 (docs/performance.md): K = 10 f32 4 / 8 / 16 rows 0.427 / 0.407 /
-/// 0.325 ms an epoch, by steps 1.59; u8 4 / 8 / 16 rows 0.634 / 0.660 / 1.118; K = 4 (two
-/// units a thread) 0.946 / 0.923 by tiles against 0.484 by steps. The shader needs
-/// TT (WG / sgs + WG / TPR) <= WG words a head of `redk`: fewer rows where the adapter's
-/// smallest subgroup, `subgroup_min`, leaves less, none where even 4 do not fit. 0 too where
-/// tiles do not apply (rows in flight, or no subgroups).
+/// 8 in f16 and 4 in bytes; 0 (the loop by steps) with more units a thread: what measured
+/// fastest on an H200 (docs/performance.md, "Tiles of rows"; K = 4's two units a thread ran
+/// 2x slower by tiles than by steps). The shader needs TT (WG / sgs + WG / TPR) <= WG words
+/// a head of `redk`: fewer rows where the adapter's smallest subgroup, `subgroup_min`, leaves
+/// less, none where even 4 do not fit. 0 too where tiles do not apply (rows in flight, or no
+/// subgroups).
 pub fn tile_rows(
     shape: &Shape,
     heads: usize,
@@ -882,17 +881,16 @@ mod tests {
         );
         assert_eq!(c.x_bytes_in_flight_per_cu, 16 << 10);
         // K = 10 at 60,000 x 784 (a row across the workgroup). By steps, one row a step: the
-        // model flags it (one lane runs the ten heads' rule while 255 wait; 1.64 ms an
-        // epoch on an H200).
+        // model flags it (one lane runs the ten heads' rule while 255 wait).
         let (s, c) = gpu_chain(60_000, 784, 10, Storage::F32, None, Some(0));
         assert_eq!((s.tpr, s.rt, s.tt), (256, 0, 0));
         assert_eq!(c.one_lane_work_per_row, 10);
         assert!(c.x_bytes_per_barrier < 1 << 10 && c.x_bytes_in_flight_per_cu < 32 << 10);
-        // By tiles of 16 rows (the default for f32 with one unit a thread; 0.325 ms on the
-        // H200): 256 B of X a thread in flight, 16 x 3,136 bytes of X per three barriers, the
-        // rule on one lane a row but for the tile's 16 rows at once (240 of 256 lanes idle
-        // meanwhile, once a tile). The "no one-lane loop over the heads" is not met:
-        // the rule on every lane measured 2x slower (0.72-0.84 ms, docs/performance.md).
+        // By tiles of 16 rows (the default for f32 with one unit a thread): 256 B of X a
+        // thread in flight, 16 x 3,136 bytes of X per three barriers, the rule on one lane a
+        // row but for the tile's 16 rows at once (240 of 256 lanes idle meanwhile, once a
+        // tile). The "no one-lane loop over the heads" is not met:
+        // the rule on every lane measured 2x slower (docs/performance.md).
         let (s, c) = gpu_chain(60_000, 784, 10, Storage::F32, None, None);
         assert_eq!((s.tpr, s.v, s.rt, s.tt), (256, 1, 0, 16));
         assert_eq!(c.one_lane_work_per_row, 10);
@@ -901,7 +899,7 @@ mod tests {
         assert!(c.x_bytes_in_flight_per_cu >= 32 << 10, "{c:?}");
         assert_eq!(c.x_bytes_per_barrier, 16 * 3136 / 3);
         assert_eq!(c.steps_per_workgroup, 15);
-        // Bytes: 4 rows a tile (u8 16 rows: 1.12 ms against 0.63).
+        // Bytes: 4 rows a tile (16 measured slower).
         let (s, c) = gpu_chain(60_000, 784, 10, Storage::U8, None, None);
         assert_eq!(s.tt, 4);
         assert_eq!(c.x_bytes_per_barrier, 4 * 784 / 3);
