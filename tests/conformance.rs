@@ -185,6 +185,16 @@ fn integer_set(n: usize, d: usize, heads: usize, seed: u64) -> (Vec<f32>, Vec<f3
 
 type Run = (Vec<EpochStats>, Vec<f32>, Vec<f32>, Extras);
 
+/// The GPU when it has subgroups (says "skipped" where it has none).
+fn gpu_with_subgroups() -> Option<&'static GpuBackend> {
+    let g = gpu()?;
+    if !g.context().features.contains(wgpu::Features::SUBGROUP) {
+        eprintln!("skipped: {} has no subgroups", g.device());
+        return None;
+    }
+    Some(g)
+}
+
 /// Two runs equal in every epoch's mistakes and wrongly predicted rows, the weights, the
 /// scores, and the pocket and average.
 fn assert_same_run(got: &Run, want: &Run, what: &str) {
@@ -798,11 +808,7 @@ fn rows_in_flight_equal_the_reference_with_one_two_and_four_rows_a_thread() {
     // GPU's). Row weights and held-out rows included; the plan must say rows are in flight.
     use rosenblatt::backend::gpu::{GpuOptions, ResidentOptions, ShaderChecks};
     use rosenblatt::backend::ValView;
-    let Some(base) = gpu() else {
-        return;
-    };
-    if !base.context().features.contains(wgpu::Features::SUBGROUP) {
-        eprintln!("skipped: {} has no subgroups", base.device());
+    if gpu_with_subgroups().is_none() {
         return;
     }
     let all = [
@@ -881,13 +887,9 @@ fn rows_in_flight_equal_the_reference_with_one_two_and_four_rows_a_thread() {
 fn tiles_of_rows_equal_the_reference() {
     use rosenblatt::backend::gpu::{GpuOptions, ResidentOptions, ShaderChecks};
     use rosenblatt::backend::ValView;
-    let Some(base) = gpu() else {
+    let Some(base) = gpu_with_subgroups() else {
         return;
     };
-    if !base.context().features.contains(wgpu::Features::SUBGROUP) {
-        eprintln!("skipped: {} has no subgroups", base.device());
-        return;
-    }
     // (n, d, K, held-out rows): a row of d features spans several subgroups of 8 or 32 lanes.
     // (Rows of a 32-lane GPU's plan must span more than 32 threads too: K = 6 from d = 257,
     // binary from d = 1,025.)
