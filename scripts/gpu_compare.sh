@@ -13,7 +13,8 @@
 # PHASE: (none) the issue's shapes, baseline and current, the checks, PyTorch, the sweeps;
 # quick: without PyTorch and the sweeps; torch: without the sweeps; online: issue 43's online
 # averaged perceptron on the GPU against the CPU (time an epoch, time to the model, test
-# accuracy, on scripts/fashion_like.py's set); final: the defaults side
+# accuracy, on scripts/fashion_like.py's set), and the baseline's steps against the current
+# build's, more streams; final: the defaults side
 # by side with the baseline, what the per-row cost depends on, PyTorch; rows: rows in flight
 # 1, 2, 4 a thread; checks: naga's runtime checks full / no-loop-counters / none; tiles:
 # tiles of rows (K = 10 and 4 at 60,000 x 784) against the previous build, PyTorch, the CPU.
@@ -117,6 +118,16 @@ print(f"online {be:3s} B {full.get('minibatch', 1)} S {full.get('streams', 1)}: 
       f"{1000 * five['seconds'] / five['epochs']:.2f} ms an epoch (5 epochs, upload included), "
       f"{full['epochs']} epochs in {full['seconds']:.3f} s to test accuracy {acc:.4f}")
 EOF
+  done
+  # The steps by subgroup lanes (current build) against by threads (the baseline, built
+  # before them), and more streams, 5 epochs each: ms an epoch, upload included.
+  for run in "$B gpu" "$N gpu" "$N gpu --streams 64" "$N gpu --minibatch 4 --streams 64"; do
+    set -- $run
+    bin=$1; shift
+    timeout 200 $bin train "$D/X_train.npy" --labels "$D/y_train.npy" --backend "$@" \
+      --epochs 5 --patience 0 --json >"$RUNS/steps.json" 2>/dev/null
+    python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); ms=1000*r["seconds"]/r["epochs"]; print(sys.argv[2], "B", r.get("minibatch"), "S", r.get("streams"), "%.2f ms an epoch (5 epochs, upload included)" % ms)' \
+      "$RUNS/steps.json" "$run" 2>&1 | tee -a "$OUT/online.txt"
   done
   # Test accuracy against wall time for the CPU default, the GPU batch rule and the GPU's
   # online rule, each trained from scratch for each budget: a table and a picture.

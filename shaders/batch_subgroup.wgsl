@@ -5,30 +5,7 @@
 // aligned run of local_invocation_index of one power-of-two size (checked per workgroup at
 // the start; WGSL does not promise it), else the workgroup tree of batch.wgsl.
 // CPU twins: reference::epoch and reference::scores (src/backend/reference.rs).
-
-var<workgroup> sg_bad: atomic<u32>;
-var<workgroup> sg_size: u32;
-
-// The subgroup size when every invocation's subgroup lane is lid % size for one power-of-two
-// size <= WG, else 0 (use the tree); uniform across the workgroup.
-fn subgroup_layout(lid: u32, sgl: u32, sgs: u32) -> u32 {
-    if (lid == 0u) {
-        atomicStore(&sg_bad, 0u);
-        sg_size = sgs;
-    }
-    workgroupBarrier();
-    let pow2 = sgs != 0u && (sgs & (sgs - 1u)) == 0u && sgs <= WG;
-    if (!pow2 || sgs != sg_size || sgl != lid % sgs) {
-        atomicOr(&sg_bad, 1u);
-    }
-    workgroupBarrier();
-    if (lid == 0u) {
-        if (atomicLoad(&sg_bad) != 0u) {
-            sg_size = 0u;
-        }
-    }
-    return workgroupUniformLoad(&sg_size);
-}
+// subgroup_layout and subgroup_sums: shaders/subgroups.wgsl, appended after this file.
 
 // The KT values of each thread summed over the TPR threads of its row group (valid in lane 0):
 // a butterfly over TPR lanes when a subgroup holds several rows, else each subgroup's sum
@@ -408,22 +385,9 @@ fn rows_by_tile(lid: u32, r0: u32, r1: u32, mode: u32, sgs: u32) -> bool {
     return true;
 }
 
-// Element j of a halving step: keep the lower or upper half's value (`upper`), send the other
-// half's to the partner lane `off` away, add what it sent.
-fn halve(p: ptr<function, array<f32, 16>>, j: u32, half: u32, off: u32, upper: bool) {
-    let lo = (*p)[j];
-    let hi = (*p)[j + half];
-    (*p)[j] = select(lo, hi, upper) + subgroupShuffleXor(select(hi, lo, upper), off);
-}
-
 // The KT partial dot products of this thread's units of one row (loaded as `q`), summed over
-// the subgroup into redk[o KT + k] (o: the row's slot and this subgroup). Recursive halving
-// (P2 = KT rounded up to a power of two, at most the subgroup): at each of log2 P2 steps a
-// lane keeps half of its values and adds its partner's copy of that half, so that after them
-// a lane holds one head's sum over the lanes that differ in those bits; a butterfly over the
-// remaining low bits completes it. P2 - 1 + log2(sgs / P2) shuffles a row where subgroupAdd
-// takes KT log2(sgs) (16 against 50 for K = 10 on 32 lanes). The steps are written out, without loops, so that the
-// array indices are constants. Where P2 exceeds the subgroup, subgroupAdd per head.
+// the subgroup into redk[o KT + k] (o: the row's slot and this subgroup) by recursive halving
+// (`subgroup_sums`, shaders/subgroups.wgsl).
 fn tile_partials(q: ptr<function, array<vec4<u32>, V_MAX>>, o: u32, sl: u32, sgs: u32) {
     var p: array<f32, 16>;
     var xr: array<vec4<f32>, V_MAX>;
@@ -437,62 +401,15 @@ fn tile_partials(q: ptr<function, array<vec4<u32>, V_MAX>>, o: u32, sl: u32, sgs
         }
         p[kt] = a;
     }
-    let p2 = 1u << (32u - countLeadingZeros(KT - 1u));
-    if (p2 > sgs) {
-        for (var kt = 0u; kt < KT; kt++) {
-            p[kt] = subgroupAdd(p[kt]);
-        }
-        if (sl == 0u) {
+    let hs = subgroup_sums(&p, KT, sl, sgs);
+    if (hs.head == ALL_HEADS) {
+        if (hs.lead) {
             for (var kt = 0u; kt < KT; kt++) {
                 redk[o * KT + kt] = p[kt];
             }
         }
-        return;
-    }
-    var off = sgs / 2u;
-    var h = 0u;
-    if (p2 >= 16u) {
-        let up = (sl & off) != 0u;
-        halve(&p, 0u, 8u, off, up);
-        halve(&p, 1u, 8u, off, up);
-        halve(&p, 2u, 8u, off, up);
-        halve(&p, 3u, 8u, off, up);
-        halve(&p, 4u, 8u, off, up);
-        halve(&p, 5u, 8u, off, up);
-        halve(&p, 6u, 8u, off, up);
-        halve(&p, 7u, 8u, off, up);
-        h += select(0u, 8u, up);
-        off >>= 1u;
-    }
-    if (p2 >= 8u) {
-        let up = (sl & off) != 0u;
-        halve(&p, 0u, 4u, off, up);
-        halve(&p, 1u, 4u, off, up);
-        halve(&p, 2u, 4u, off, up);
-        halve(&p, 3u, 4u, off, up);
-        h += select(0u, 4u, up);
-        off >>= 1u;
-    }
-    if (p2 >= 4u) {
-        let up = (sl & off) != 0u;
-        halve(&p, 0u, 2u, off, up);
-        halve(&p, 1u, 2u, off, up);
-        h += select(0u, 2u, up);
-        off >>= 1u;
-    }
-    if (p2 >= 2u) {
-        let up = (sl & off) != 0u;
-        halve(&p, 0u, 1u, off, up);
-        h += select(0u, 1u, up);
-        off >>= 1u;
-    }
-    // The lanes that share a head: a butterfly over the low log2(sgs / P2) bits.
-    var s = p[0];
-    for (; off > 0u; off >>= 1u) {
-        s += subgroupShuffleXor(s, off);
-    }
-    if ((sl & (sgs / p2 - 1u)) == 0u && h < KT) {
-        redk[o * KT + h] = s;
+    } else if (hs.lead) {
+        redk[o * KT + hs.head] = hs.sum;
     }
 }
 

@@ -8,6 +8,12 @@
 // stream's sums. `mix` then sets every stream's weights to their mean (summed in stream
 // order). The model is the mean over the streams of sums / steps (the host divides).
 //
+// The module is this file with steps_tree.wgsl (a workgroup's threads share out the step's
+// dot products and columns: any adapter), or with steps_subgroup.wgsl and subgroups.wgsl
+// (where the device has subgroups: each thread holds its columns of the stream's weights in
+// registers and the lanes' sums meet by shuffles), appended by the host; either file holds
+// the `steps` entry point.
+//
 // CPU twins of the same names: backend::steps::{steps, mix} (src/backend/steps.rs); tests
 // keep them equal bit for bit on integer data. Dense f32 rows, row-major, d a row, in up to
 // four bindings of P.part_rows rows; the bias column's value is P.bias (1, or 0 without a
@@ -50,7 +56,7 @@ struct StreamStat {
     steps: u32,      // steps taken since binding
     criterion: f32,  // this epoch's criterion (weighted), summed over the stream's rows
     weighted: f32,   // this epoch's mistakes' weights, summed
-    _pad1: u32,
+    lanes: u32,      // 1: the last dispatch ran this stream by subgroup lanes
 }
 
 @group(0) @binding(0) var<uniform> P: StepParams;
@@ -65,10 +71,8 @@ struct StreamStat {
 @group(0) @binding(8) var<storage, read> x2: array<f32>;
 @group(0) @binding(9) var<storage, read> x3: array<f32>;
 
-// Value j of row `row`.
-fn xat(row: u32, j: u32) -> f32 {
-    let part = row / P.part_rows;
-    let i = (row - part * P.part_rows) * P.d + j;
+// Value i of X's binding `part`.
+fn x_in(part: u32, i: u32) -> f32 {
     switch part {
         case 0u: {
             return x0[i];
@@ -83,6 +87,12 @@ fn xat(row: u32, j: u32) -> f32 {
             return x3[i];
         }
     }
+}
+
+// Value j of row `row`.
+fn xat(row: u32, j: u32) -> f32 {
+    let part = row / P.part_rows;
+    return x_in(part, (row - part * P.part_rows) * P.d + j);
 }
 
 var<workgroup> sc: array<f32, MAX_STEP>;
@@ -184,23 +194,63 @@ fn decide(o: u32, row: u32) {
     }
 }
 
-// Up to P.max_steps steps of stream `wid.x` over its part of `order`, from stat.lo on; the
-// host dispatches until every stream reaches its hi (software adapters cut loops that run
-// long, so there a dispatch takes a few steps). CPU twin: backend::steps::steps.
-@compute @workgroup_size(WG)
-fn steps(@builtin(local_invocation_id) lid3: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>) {
-    let lid = lid3.x;
-    let s = wid.x;
-    let K = P.heads;
-    let d = P.d;
-    let da = d + 1u;
-    let base = s * K * da;
+// Up to P.max_steps steps of stream `s` over its part of `order`, from stat.lo on; the host
+// dispatches until every stream reaches its hi (software adapters cut loops that run long, so
+// there a dispatch takes a few steps). `sgs`: the subgroup size where the workgroup's
+// subgroups allow lane sums by shuffles (subgroup_layout), else 0. By subgroup lanes where
+// the variant and the shape allow (`steps_by_lanes`), else by the workgroup's threads.
+// CPU twin: backend::steps::steps.
+fn steps_main(lid: u32, s: u32, sgs: u32) {
     let lo = stat[s].lo;
     let hi = min(stat[s].hi, lo + P.max_steps * P.step_rows);
     n_miss = 0u;
     n_wrong = 0u;
     crit = 0.0;
     n_weighted = 0.0;
+    var taken = steps_by_lanes(lid, s, lo, hi, sgs);
+    let lanes = taken != NOT_TAKEN;
+    if (!lanes) {
+        taken = steps_by_threads(lid, s, lo, hi);
+    }
+    // The stream's counts, summed over its threads in a fixed tree (row r of a step is
+    // decided by thread r mod WG).
+    red_u[lid] = n_miss;
+    red_v[lid] = n_wrong;
+    red_f[lid] = crit;
+    red_g[lid] = n_weighted;
+    workgroupBarrier();
+    for (var h = WG / 2u; h > 0u; h >>= 1u) {
+        if (lid < h) {
+            red_u[lid] += red_u[lid + h];
+            red_v[lid] += red_v[lid + h];
+            red_f[lid] += red_f[lid + h];
+            red_g[lid] += red_g[lid + h];
+        }
+        workgroupBarrier();
+    }
+    if (lid == 0u) {
+        stat[s].lo = hi;
+        stat[s].mistakes += red_u[0];
+        stat[s].wrong_rows += red_v[0];
+        stat[s].criterion += red_f[0];
+        stat[s].weighted += red_g[0];
+        stat[s].steps += taken;
+        stat[s].lanes = select(0u, 1u, lanes);
+    }
+}
+
+// `steps_by_lanes` did not run the stream.
+const NOT_TAKEN: u32 = 0xffffffffu;
+
+// The steps of stream `s` over positions [lo, hi) of `order` by the workgroup's threads, the
+// weights in storage: each (row, head) score of a step a thread's dot product, the rule a
+// thread a row, then each column's updates on one thread, rows in order. Returns the steps
+// taken.
+fn steps_by_threads(lid: u32, s: u32, lo: u32, hi: u32) -> u32 {
+    let K = P.heads;
+    let d = P.d;
+    let da = d + 1u;
+    let base = s * K * da;
     var taken = 0u;
     for (var start = lo; start < hi; start += P.step_rows) {
         let b = min(P.step_rows, hi - start);
@@ -245,30 +295,7 @@ fn steps(@builtin(local_invocation_id) lid3: vec3<u32>, @builtin(workgroup_id) w
         workgroupBarrier();
         taken += 1u;
     }
-    // The stream's counts, summed over its threads in a fixed tree (row r of a step is
-    // decided by thread r mod WG).
-    red_u[lid] = n_miss;
-    red_v[lid] = n_wrong;
-    red_f[lid] = crit;
-    red_g[lid] = n_weighted;
-    workgroupBarrier();
-    for (var h = WG / 2u; h > 0u; h >>= 1u) {
-        if (lid < h) {
-            red_u[lid] += red_u[lid + h];
-            red_v[lid] += red_v[lid + h];
-            red_f[lid] += red_f[lid + h];
-            red_g[lid] += red_g[lid + h];
-        }
-        workgroupBarrier();
-    }
-    if (lid == 0u) {
-        stat[s].lo = hi;
-        stat[s].mistakes += red_u[0];
-        stat[s].wrong_rows += red_v[0];
-        stat[s].criterion += red_f[0];
-        stat[s].weighted += red_g[0];
-        stat[s].steps += taken;
-    }
+    return taken;
 }
 
 // Every stream's weights become their mean, summed in stream order. CPU twin:

@@ -972,14 +972,28 @@ fn tiles_of_rows_equal_the_reference() {
 }
 
 /// The stepped perceptron's kernels (`steps`, `mix`) equal their CPU twin bit for bit on
-/// integer data (with streams a power of two, so that their mean stays exact): every rule, one and several streams, steps of one row to more than a
-/// workgroup's threads, averaged or not, over shuffled epochs; counts, weights and model.
+/// integer data (with streams a power of two, so that their mean stays exact): every rule, one
+/// and several streams, steps of one row to more than a workgroup's threads, averaged or not,
+/// over shuffled epochs; counts, weights and model. Both forms of `steps`: by subgroup lanes
+/// (where the adapter has subgroups and the shape fits; the test checks it ran so) and by the
+/// workgroup's threads.
 #[test]
 fn stepped_kernels_equal_their_cpu_twin_bit_for_bit_on_integer_data() {
+    use rosenblatt::backend::gpu::steps::LanesShape;
+    use rosenblatt::backend::gpu::{GpuOptions, ResidentOptions};
     use rosenblatt::backend::steps::StepsSetup;
     use rosenblatt::backend::HeadRule;
     let Some(g) = gpu() else { return };
-    let g: &dyn Backend = g;
+    let ctx = g.context();
+    let subgroups = ctx.features.contains(wgpu::Features::SUBGROUP);
+    let by_threads = GpuBackend::new(&GpuOptions {
+        resident: ResidentOptions {
+            subgroups: Some(false),
+            ..Default::default()
+        },
+        ..Default::default()
+    })
+    .unwrap();
     let cpu = CpuBackend::new();
     let mut rng = ChaCha8Rng::seed_from_u64(43);
     for (case, &(n, d, k, rule, b, s, average)) in [
@@ -993,6 +1007,11 @@ fn stepped_kernels_equal_their_cpu_twin_bit_for_bit_on_integer_data() {
         // Streams of 1,000 one-row steps at d = 64: past what a software adapter runs in one
         // dispatch (its loops end after 65,535 iterations an invocation), so taken in runs.
         (2000, 64, 10, HeadRule::MulticlassArgmax, 1, 2, true),
+        // Steps of more than 16 rows (by lanes: loaded again for the updates), two and four
+        // columns a thread.
+        (400, 40, 3, HeadRule::OneVsRest, 20, 2, true),
+        (500, 300, 10, HeadRule::MulticlassArgmax, 14, 4, true),
+        (200, 1000, 4, HeadRule::MulticlassAll, 6, 2, false),
     ]
     .iter()
     .enumerate()
@@ -1038,22 +1057,30 @@ fn stepped_kernels_equal_their_cpu_twin_bit_for_bit_on_integer_data() {
             weights: weighted.then_some(&weights[..]),
             ..rows(&x, &y, d)
         };
-        let mut want = cpu.bind_steps(rows, setup.clone()).unwrap();
-        let mut got = g.bind_steps(rows, setup).unwrap();
-        let mut order: Vec<u32> = (0..n as u32).collect();
-        for epoch in 0..3 {
-            for i in (1..n).rev() {
-                order.swap(i, rng.random_range(0..=i));
+        let lanes = subgroups
+            && LanesShape::plan(d, k, b, ctx.info.subgroup_min_size, &ctx.limits).is_some();
+        let backends: [(&dyn Backend, bool); 2] = [(g, lanes), (&by_threads, false)];
+        for (gb, lanes) in backends {
+            let what = format!("{what}, by lanes {lanes}");
+            let mut want = cpu.bind_steps(rows, setup.clone()).unwrap();
+            let mut got = gb.bind_steps(rows, setup.clone()).unwrap();
+            let mut order: Vec<u32> = (0..n as u32).collect();
+            for epoch in 0..3 {
+                for i in (1..n).rev() {
+                    order.swap(i, rng.random_range(0..=i));
+                }
+                let (a, e) = (got.epoch(&order).unwrap(), want.epoch(&order).unwrap());
+                assert_eq!(
+                    (a.mistakes, a.wrong_rows, a.criterion, a.weighted),
+                    (e.mistakes, e.wrong_rows, e.criterion, e.weighted),
+                    "{what}: epoch {epoch} counts"
+                );
+                assert!(e.mistakes > 0, "{what}: epoch {epoch} has no mistake");
+                assert_eq!(got.weights().unwrap(), want.weights().unwrap(), "{what}");
+                assert_eq!(got.model().unwrap(), want.model().unwrap(), "{what}");
             }
-            let (a, e) = (got.epoch(&order).unwrap(), want.epoch(&order).unwrap());
-            assert_eq!(
-                (a.mistakes, a.wrong_rows, a.criterion, a.weighted),
-                (e.mistakes, e.wrong_rows, e.criterion, e.weighted),
-                "{what}: epoch {epoch} counts"
-            );
-            assert!(e.mistakes > 0, "{what}: epoch {epoch} has no mistake");
-            assert_eq!(got.weights().unwrap(), want.weights().unwrap(), "{what}");
-            assert_eq!(got.model().unwrap(), want.model().unwrap(), "{what}");
+            let plan = got.plan();
+            assert_eq!(plan.contains("by subgroup lanes"), lanes, "{what}: {plan}");
         }
     }
 }

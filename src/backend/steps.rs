@@ -63,6 +63,10 @@ pub trait StepsBound {
     /// The model: with averaging the mean over the streams of their weights' average over
     /// their steps (a stream without a step counts its weights), else the weights.
     fn model(&mut self) -> Result<Vec<f32>>;
+    /// How the backend runs the steps, in words (for reports and tests).
+    fn plan(&self) -> String {
+        "row by row on the CPU".into()
+    }
 }
 
 /// Stream `s`'s part [lo, hi) of an epoch of `n` rows in `streams` streams.

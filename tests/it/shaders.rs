@@ -41,8 +41,11 @@ fn all_shaders_parse_and_validate() {
     for entry in std::fs::read_dir(&dir).unwrap() {
         let path = entry.unwrap().path();
         let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
-        // The batch module's parts are checked whole below.
-        if !name.ends_with(".wgsl") || name.starts_with("batch") {
+        // The batch and stepped modules' parts are checked whole below.
+        let part = ["batch", "steps", "subgroups"]
+            .iter()
+            .any(|p| name.starts_with(p));
+        if !name.ends_with(".wgsl") || part {
             continue;
         }
         let src = std::fs::read_to_string(&path).unwrap();
@@ -51,7 +54,9 @@ fn all_shaders_parse_and_validate() {
     }
     for subgroups in [false, true] {
         module(&batch_source(subgroups), subgroups, "batch module");
-        checked += 1;
+        let steps = rosenblatt::backend::gpu::steps::steps_source(subgroups);
+        module(&steps, subgroups, "stepped module");
+        checked += 2;
     }
     assert!(checked >= 3, "no shaders found in {}", dir.display());
 }
@@ -101,19 +106,17 @@ fn spirv_val() -> Option<std::path::PathBuf> {
     None
 }
 
-/// The module specialised to `shape` (its override values), with its info.
+/// The module specialised to override values `constants` (`what` names them in panics),
+/// with its info.
 fn specialise(
     m: &naga::Module,
     info: &naga::valid::ModuleInfo,
-    shape: &Shape,
+    constants: &[(&str, f64)],
+    what: &str,
 ) -> (naga::Module, naga::valid::ModuleInfo) {
-    let constants = shape
-        .constants()
-        .iter()
-        .map(|&(k, v)| (k.to_string(), v))
-        .collect();
+    let constants = constants.iter().map(|&(k, v)| (k.to_string(), v)).collect();
     let (m, info) = naga::back::pipeline_constants::process_overrides(m, info, None, &constants)
-        .unwrap_or_else(|e| panic!("{shape:?}: {e}"));
+        .unwrap_or_else(|e| panic!("{what}: {e}"));
     (m.into_owned(), info.into_owned())
 }
 
@@ -131,17 +134,33 @@ fn workgroup_bytes(m: &naga::Module) -> u32 {
 /// SPIR-V, MSL and HLSL of the batch module specialised to `shape` (panics naming the shape
 /// on any failure); returns the SPIR-V words.
 fn translate(m: &naga::Module, info: &naga::valid::ModuleInfo, shape: &Shape) -> Vec<u32> {
-    use naga::back::{hlsl, msl, spv};
-    let (m, info) = specialise(m, info, shape);
+    let what = format!("{shape:?}");
+    let (m, info) = specialise(m, info, &shape.constants(), &what);
     assert_eq!(
         workgroup_bytes(&m),
         shape.workgroup_bytes(),
         "the host's workgroup memory for {shape:?}"
     );
+    let words = translate_specialised(&m, &info, shape.subgroups, &what);
+    if !shape.subgroups && shape.kt <= GL_KT_CAP {
+        glsl(&m, &info, shape);
+    }
+    words
+}
+
+/// SPIR-V, MSL and HLSL of a specialised module (panics naming `what` on any failure);
+/// returns the SPIR-V words.
+fn translate_specialised(
+    m: &naga::Module,
+    info: &naga::valid::ModuleInfo,
+    subgroups: bool,
+    what: &str,
+) -> Vec<u32> {
+    use naga::back::{hlsl, msl, spv};
     // SPIR-V: 1.0 for Vulkan 1.0 (the tree), 1.3 for subgroups (Vulkan 1.1), with the bounds
     // checks wgpu's Vulkan backend adds without robust buffer access.
     let opts = spv::Options {
-        lang_version: if shape.subgroups { (1, 3) } else { (1, 0) },
+        lang_version: if subgroups { (1, 3) } else { (1, 0) },
         bounds_check_policies: naga::proc::BoundsCheckPolicies {
             index: naga::proc::BoundsCheckPolicy::Restrict,
             buffer: naga::proc::BoundsCheckPolicy::Restrict,
@@ -150,8 +169,8 @@ fn translate(m: &naga::Module, info: &naga::valid::ModuleInfo, shape: &Shape) ->
         zero_initialize_workgroup_memory: spv::ZeroInitializeWorkgroupMemoryMode::Polyfill,
         ..Default::default()
     };
-    let words = spv::write_vec(&m, &info, &opts, None)
-        .unwrap_or_else(|e| panic!("SPIR-V for {shape:?}: {e}"));
+    let words =
+        spv::write_vec(m, info, &opts, None).unwrap_or_else(|e| panic!("SPIR-V for {what}: {e}"));
     // MSL 2.1 (subgroup operations need it) and HLSL shader model 6.0 (wave operations).
     let msl_opts = msl::Options {
         lang_version: (2, 1),
@@ -159,8 +178,8 @@ fn translate(m: &naga::Module, info: &naga::valid::ModuleInfo, shape: &Shape) ->
         zero_initialize_workgroup_memory: true,
         ..Default::default()
     };
-    msl::write_string(&m, &info, &msl_opts, &msl::PipelineOptions::default())
-        .unwrap_or_else(|e| panic!("MSL for {shape:?}: {e}"));
+    msl::write_string(m, info, &msl_opts, &msl::PipelineOptions::default())
+        .unwrap_or_else(|e| panic!("MSL for {what}: {e}"));
     let hlsl_opts = hlsl::Options {
         shader_model: hlsl::ShaderModel::V6_0,
         fake_missing_bindings: true,
@@ -168,11 +187,8 @@ fn translate(m: &naga::Module, info: &naga::valid::ModuleInfo, shape: &Shape) ->
     };
     let mut out = String::new();
     hlsl::Writer::new(&mut out, &hlsl_opts, &hlsl::PipelineOptions::default())
-        .write(&m, &info, None)
-        .unwrap_or_else(|e| panic!("HLSL for {shape:?}: {e}"));
-    if !shape.subgroups && shape.kt <= GL_KT_CAP {
-        glsl(&m, &info, shape);
-    }
+        .write(m, info, None)
+        .unwrap_or_else(|e| panic!("HLSL for {what}: {e}"));
     words
 }
 
@@ -219,27 +235,105 @@ fn every_specialisation_translates_to_spirv_msl_hlsl_and_glsl() {
     shapes.par_iter().enumerate().for_each(|(i, shape)| {
         let (m, info) = &modules[usize::from(shape.subgroups)];
         let words = translate(m, info, shape);
-        let Some(val) = &val else {
-            return;
-        };
-        let file = dir.path().join(format!("{i}.spv"));
-        std::fs::write(&file, bytemuck::cast_slice::<u32, u8>(&words)).unwrap();
-        let env = if shape.subgroups {
-            "vulkan1.1"
-        } else {
-            "vulkan1.0"
-        };
-        let o = std::process::Command::new(val)
-            .args(["--target-env", env])
-            .arg(&file)
-            .output()
-            .unwrap();
-        assert!(
-            o.status.success(),
-            "spirv-val {env} for {shape:?}: {}{}",
-            String::from_utf8_lossy(&o.stdout),
-            String::from_utf8_lossy(&o.stderr)
-        );
-        let _ = std::fs::remove_file(&file);
+        if let Some(val) = &val {
+            let file = dir.path().join(format!("{i}.spv"));
+            spirv_validate(val, &file, &words, shape.subgroups, &format!("{shape:?}"));
+        }
     });
+}
+
+/// `spirv-val` on `words` (written to `file`, then removed), for Vulkan 1.1 with subgroups
+/// else 1.0; panics naming `what` with its output.
+fn spirv_validate(
+    val: &std::path::Path,
+    file: &std::path::Path,
+    words: &[u32],
+    subgroups: bool,
+    what: &str,
+) {
+    std::fs::write(file, bytemuck::cast_slice::<u32, u8>(words)).unwrap();
+    let env = if subgroups { "vulkan1.1" } else { "vulkan1.0" };
+    let o = std::process::Command::new(val)
+        .args(["--target-env", env])
+        .arg(file)
+        .output()
+        .unwrap();
+    assert!(
+        o.status.success(),
+        "spirv-val {env} for {what}: {}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let _ = std::fs::remove_file(file);
+}
+
+/// The stepped module by lanes, specialised to every kind of shape the host plans
+/// (`LanesShape::plan` over features, heads and step rows, on a device with 8- and 32-lane
+/// subgroups), translates to SPIR-V (valid for Vulkan 1.1), MSL and HLSL, with the workgroup
+/// memory the host counts; the module by threads translates too.
+#[test]
+fn stepped_specialisations_translate() {
+    use rosenblatt::backend::gpu::steps::{steps_source, LanesShape};
+    let val = spirv_val();
+    let dir = tempfile::tempdir().unwrap();
+    let (m, info) = module(&steps_source(true), true, "stepped module by lanes");
+    let limits = wgpu::Limits {
+        max_compute_workgroup_storage_size: 32768,
+        ..wgpu::Limits::default()
+    };
+    let mut shapes = Vec::new();
+    for d in [1, 63, 64, 300, 784, 1023] {
+        for heads in [1, 3, 10, 16] {
+            for rows in [1, 14, 32] {
+                for sgs in [8, 32] {
+                    if let Some(l) = LanesShape::plan(d, heads, rows, sgs, &limits) {
+                        if !shapes.contains(&l) {
+                            shapes.push(l);
+                        }
+                    }
+                }
+            }
+        }
+    }
+    assert!(shapes.len() > 30, "{shapes:?}");
+    assert!(
+        LanesShape::plan(1024, 3, 4, 32, &limits).is_none(),
+        "1,025 columns"
+    );
+    assert!(
+        LanesShape::plan(10, 17, 4, 32, &limits).is_none(),
+        "17 heads"
+    );
+    for (i, l) in shapes.iter().enumerate() {
+        let what = format!("{l:?}");
+        let constants = [
+            ("WG", l.wg as f64),
+            ("LANES", 1.0),
+            ("U", l.u as f64),
+            ("KH", l.heads as f64),
+            ("PART", l.part as f64),
+        ];
+        let (m, info) = specialise(&m, &info, &constants, &what);
+        assert_eq!(
+            u64::from(workgroup_bytes(&m)),
+            l.workgroup_bytes(),
+            "the host's workgroup memory for {what}"
+        );
+        let words = translate_specialised(&m, &info, true, &what);
+        if let Some(val) = &val {
+            spirv_validate(
+                val,
+                &dir.path().join(format!("s{i}.spv")),
+                &words,
+                true,
+                &what,
+            );
+        }
+    }
+    let (m, info) = module(&steps_source(false), false, "stepped module by threads");
+    let (m, info) = specialise(&m, &info, &[("WG", 256.0)], "by threads");
+    let words = translate_specialised(&m, &info, false, "by threads");
+    if let Some(val) = &val {
+        spirv_validate(val, &dir.path().join("t.spv"), &words, false, "by threads");
+    }
 }

@@ -18,15 +18,17 @@ pub const BATCH_WGSL: &str = include_str!("../../../shaders/batch.wgsl");
 pub const BATCH_TREE_WGSL: &str = include_str!("../../../shaders/batch_tree.wgsl");
 /// The entry points and lane sums for adapters with subgroups.
 pub const BATCH_SUBGROUP_WGSL: &str = include_str!("../../../shaders/batch_subgroup.wgsl");
+/// Subgroup helpers shared by the modules that sum lanes by shuffles (the layout check and
+/// the recursive halving).
+pub const SUBGROUPS_WGSL: &str = include_str!("../../../shaders/subgroups.wgsl");
 
-/// The batch module's source: the common part and the lane-sum variant.
+/// The batch module's source: the common part and the lane-sum variant (with the shared
+/// subgroup helpers).
 pub fn batch_source(subgroups: bool) -> String {
-    let variant = if subgroups {
-        BATCH_SUBGROUP_WGSL
-    } else {
-        BATCH_TREE_WGSL
-    };
-    format!("{BATCH_WGSL}\n{variant}")
+    match subgroups {
+        true => format!("{BATCH_WGSL}\n{BATCH_SUBGROUP_WGSL}\n{SUBGROUPS_WGSL}"),
+        false => format!("{BATCH_WGSL}\n{BATCH_TREE_WGSL}"),
+    }
 }
 
 /// Most units (4 values) of a row one thread holds in the register pass (WGSL `V_MAX`).

@@ -175,7 +175,7 @@ pub struct StreamStat {
     pub steps: u32,
     pub criterion: f32,
     pub weighted: f32,
-    pub _pad1: u32,
+    pub lanes: u32,
 }
 
 /// Mirrors `KParams` in kernel.wgsl.
@@ -327,7 +327,7 @@ mod tests {
 
     #[test]
     fn steps_structs_and_codes_have_the_wgsl_values() {
-        let module = parse(super::super::steps::STEPS_WGSL);
+        let module = parse(&super::super::steps::steps_source(false));
         check_layouts(
             &module,
             &[
@@ -357,7 +357,7 @@ mod tests {
                     steps,
                     criterion,
                     weighted,
-                    _pad1
+                    lanes
                 }),
             ],
         );

@@ -11,7 +11,7 @@ pub(crate) mod mirror;
 pub mod plan;
 mod profile;
 pub(crate) mod resident;
-pub(crate) mod steps;
+pub mod steps;
 mod upload;
 
 use super::{Backend, BackendKind, BatchRule, Bound, DataView, DualBound, Epochs, Extras};
@@ -224,6 +224,7 @@ impl Backend for GpuBackend {
             &self.ctx,
             self.steps()?,
             self.opts.max_binding,
+            self.opts.subgroups,
             rows,
             setup,
         )?))

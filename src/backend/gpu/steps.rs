@@ -1,33 +1,126 @@
-//! The online perceptron in steps and streams on the GPU (shaders/steps.wgsl): the `steps`
-//! and `mix` pipelines, built once per context, and [`GpuSteps`], rows made resident for a
-//! stepped run. An epoch writes the row order and the streams' parts, dispatches one
-//! workgroup a stream, then `mix`, and reads back the streams' counts. CPU twin:
-//! `backend::steps::CpuSteps`.
+//! The online perceptron in steps and streams on the GPU (shaders/steps.wgsl with
+//! steps_tree.wgsl, or steps_subgroup.wgsl and subgroups.wgsl): the `steps` and `mix`
+//! pipelines, and [`GpuSteps`], rows made resident for a stepped run. An epoch writes the row
+//! order and the streams' parts, dispatches one workgroup a stream, then `mix`, and reads back
+//! the streams' counts. Where the device has subgroups and the shape fits ([`LanesShape`]),
+//! `steps` runs by subgroup lanes, the stream's weights in registers; else by the workgroup's
+//! threads. CPU twin: `backend::steps::CpuSteps`.
 
-use super::batch::{storage, uniform, Access};
+use std::collections::HashMap;
+use std::sync::{Mutex, OnceLock};
+
+use super::batch::{storage, uniform, Access, SUBGROUPS_WGSL};
 use super::buffers::{entire, init_buf, read_back, storage_buf};
 use super::context::GpuContext;
 use super::mirror::{StepParams, StreamStat};
-use crate::backend::steps::{model_of, stream_part, StepRows, StepsBound, StepsSetup};
+use crate::backend::steps::{model_of, stream_part, StepRows, StepsBound, StepsSetup, MAX_STEP};
 use crate::backend::RowOutcome;
 use crate::error::{Error, Result};
 
 /// Most storage bindings X takes (`x0` .. `x3` in shaders/steps.wgsl).
 const X_PARTS: usize = 4;
 
-/// The stepped perceptron's WGSL source.
+/// The stepped perceptron's common WGSL source.
 pub const STEPS_WGSL: &str = include_str!("../../../shaders/steps.wgsl");
+/// Its `steps` entry point by the workgroup's threads (any adapter).
+pub const STEPS_TREE_WGSL: &str = include_str!("../../../shaders/steps_tree.wgsl");
+/// Its `steps` entry point by subgroup lanes where planned (adapters with subgroups).
+pub const STEPS_SUBGROUP_WGSL: &str = include_str!("../../../shaders/steps_subgroup.wgsl");
 
-/// The `steps` and `mix` pipelines and their layout, built once.
+/// The stepped module's source: the common part and the entry point's variant.
+pub fn steps_source(subgroups: bool) -> String {
+    match subgroups {
+        true => format!("{STEPS_WGSL}\n{STEPS_SUBGROUP_WGSL}\n{SUBGROUPS_WGSL}"),
+        false => format!("{STEPS_WGSL}\n{STEPS_TREE_WGSL}"),
+    }
+}
+
+/// Most columns one thread holds by lanes (WGSL `U_MAX`).
+pub const LANES_U_MAX: usize = 4;
+/// Most heads by lanes (WGSL `KH_MAX`).
+pub const LANES_K_MAX: usize = 16;
+/// Most threads of a stream's workgroup by lanes: with U_MAX columns and K_MAX heads a
+/// thread holds up to 128 floats of weights and sums in registers.
+pub const LANES_WG_MAX: u32 = 256;
+
+/// The workgroup of the `steps` pipeline by subgroup lanes (WGSL overrides WG, U, KH, PART):
+/// `wg` threads, thread t holding columns t + u wg (u < `u`) of all `heads` heads, and `part`
+/// words of workgroup memory for a step's rows' subgroup sums.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct LanesShape {
+    /// Threads of a stream's workgroup.
+    pub wg: u32,
+    /// Columns a thread.
+    pub u: u32,
+    /// Heads, K.
+    pub heads: u32,
+    /// Words of `part`: rows a step x subgroups of the smallest size x K.
+    pub part: u32,
+}
+
+impl LanesShape {
+    /// The shape for `d` features, `heads` heads and steps of `step_rows` rows on a device
+    /// whose subgroups have at least `subgroup_min` lanes and whose workgroups take `limits`;
+    /// `None` where lanes do not fit (more than 16 heads, more than 1,024 columns, or too
+    /// little workgroup memory). The fewest columns a thread: u = ceil((d + 1) / 256), then
+    /// the threads those columns need, a power of two from 64 (so whole subgroups of up to 64
+    /// lanes, and the counts' tree halves evenly).
+    pub fn plan(
+        d: usize,
+        heads: usize,
+        step_rows: usize,
+        subgroup_min: u32,
+        limits: &wgpu::Limits,
+    ) -> Option<Self> {
+        let da = d.checked_add(1)?;
+        let wg_max = LANES_WG_MAX
+            .min(limits.max_compute_invocations_per_workgroup)
+            .min(limits.max_compute_workgroup_size_x) as usize;
+        if heads == 0 || heads > LANES_K_MAX || wg_max < 64 {
+            return None;
+        }
+        let u = da.div_ceil(wg_max).max(1);
+        if u > LANES_U_MAX {
+            return None;
+        }
+        let wg = da.div_ceil(u).next_power_of_two().clamp(64, wg_max);
+        if !wg.is_power_of_two() {
+            return None;
+        }
+        let sgs = subgroup_min.clamp(4, 64) as usize;
+        let part = step_rows.checked_mul(wg / sgs)?.checked_mul(heads)?.max(1);
+        let shape = LanesShape {
+            wg: wg as u32,
+            u: u as u32,
+            heads: heads as u32,
+            part: u32::try_from(part).ok()?,
+        };
+        (shape.workgroup_bytes() <= u64::from(limits.max_compute_workgroup_storage_size))
+            .then_some(shape)
+    }
+
+    /// Workgroup memory of the pipeline, each variable rounded up to 16 bytes: `sc`, the four
+    /// count trees, `part` and the subgroup layout's two words.
+    pub fn workgroup_bytes(&self) -> u64 {
+        let words = |n: u64| (n * 4).next_multiple_of(16);
+        words(MAX_STEP as u64) + 4 * words(u64::from(self.wg)) + words(u64::from(self.part)) + 32
+    }
+}
+
+/// The stepped pipelines and their layout: `mix` and `steps` by threads built once, `steps`
+/// by lanes per [`LanesShape`] on first use.
 pub struct StepsPipelines {
     layout: wgpu::BindGroupLayout,
+    pipeline_layout: wgpu::PipelineLayout,
     steps: wgpu::ComputePipeline,
     mix: wgpu::ComputePipeline,
     wg: u32,
+    lanes_module: OnceLock<wgpu::ShaderModule>,
+    lanes: Mutex<HashMap<LanesShape, wgpu::ComputePipeline>>,
 }
 
 impl StepsPipelines {
-    /// Compiles shaders/steps.wgsl for the device's limits.
+    /// Compiles shaders/steps.wgsl (with steps_tree.wgsl) for the device's limits.
     pub fn new(ctx: &GpuContext) -> Result<Self> {
         let l = &ctx.limits;
         if l.max_storage_buffers_per_shader_stage < 9 {
@@ -40,19 +133,19 @@ impl StepsPipelines {
             .min(l.max_compute_invocations_per_workgroup)
             .min(l.max_compute_workgroup_size_x);
         // sc (MAX_STEP f32) and four WG-long reduction arrays.
-        let bytes = (crate::backend::steps::MAX_STEP as u32 + 4 * wg) * 4;
+        let bytes = (MAX_STEP as u32 + 4 * wg) * 4;
         if bytes > l.max_compute_workgroup_storage_size {
             return Err(Error::Gpu(format!(
                 "the stepped perceptron needs {bytes} bytes of workgroup memory; the device has {}",
                 l.max_compute_workgroup_storage_size
             )));
         }
-        ctx.scoped("compiling shaders/steps.wgsl", || {
+        ctx.scoped("compiling shaders/steps.wgsl + steps_tree.wgsl", || {
             let module = ctx
                 .device
                 .create_shader_module(wgpu::ShaderModuleDescriptor {
-                    label: Some("rosenblatt.steps"),
-                    source: wgpu::ShaderSource::Wgsl(STEPS_WGSL.into()),
+                    label: Some("rosenblatt.steps_tree"),
+                    source: wgpu::ShaderSource::Wgsl(steps_source(false).into()),
                 });
             let layout = ctx
                 .device
@@ -71,36 +164,89 @@ impl StepsPipelines {
                         storage(9, Access::Read),
                     ],
                 });
-            let pl = ctx
-                .device
-                .create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
-                    label: Some("rosenblatt.steps_pipeline_layout"),
-                    bind_group_layouts: &[Some(&layout)],
-                    immediate_size: 0,
-                });
-            let constants = [("WG", wg as f64)];
-            let pipeline = |entry: &str| {
+            let pipeline_layout =
                 ctx.device
-                    .create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
-                        label: Some(entry),
-                        layout: Some(&pl),
-                        module: &module,
-                        entry_point: Some(entry),
-                        compilation_options: wgpu::PipelineCompilationOptions {
-                            constants: &constants,
-                            ..Default::default()
-                        },
-                        cache: None,
-                    })
-            };
+                    .create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
+                        label: Some("rosenblatt.steps_pipeline_layout"),
+                        bind_group_layouts: &[Some(&layout)],
+                        immediate_size: 0,
+                    });
+            let constants = [("WG", wg as f64)];
+            let pipeline =
+                |entry: &str| compute_pipeline(ctx, &pipeline_layout, &module, entry, &constants);
             StepsPipelines {
                 steps: pipeline("steps"),
                 mix: pipeline("mix"),
                 layout,
+                pipeline_layout,
                 wg,
+                lanes_module: OnceLock::new(),
+                lanes: Mutex::new(HashMap::new()),
             }
         })
     }
+
+    /// The `steps` pipeline by lanes for `shape` (compiled once per shape).
+    fn lanes(&self, ctx: &GpuContext, shape: LanesShape) -> Result<wgpu::ComputePipeline> {
+        if let Some(p) = self
+            .lanes
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&shape)
+        {
+            return Ok(p.clone());
+        }
+        if !ctx.features.contains(wgpu::Features::SUBGROUP) {
+            return Err(Error::Gpu(format!(
+                "{} has no subgroup operations",
+                ctx.describe()
+            )));
+        }
+        let what = format!("compiling shaders/steps.wgsl + steps_subgroup.wgsl for {shape:?}");
+        let p = ctx.scoped(&what, || {
+            let module = self.lanes_module.get_or_init(|| {
+                ctx.device
+                    .create_shader_module(wgpu::ShaderModuleDescriptor {
+                        label: Some("rosenblatt.steps_subgroup"),
+                        source: wgpu::ShaderSource::Wgsl(steps_source(true).into()),
+                    })
+            });
+            let constants = [
+                ("WG", shape.wg as f64),
+                ("LANES", 1.0),
+                ("U", shape.u as f64),
+                ("KH", shape.heads as f64),
+                ("PART", shape.part as f64),
+            ];
+            compute_pipeline(ctx, &self.pipeline_layout, module, "steps", &constants)
+        })?;
+        self.lanes
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(shape, p.clone());
+        Ok(p)
+    }
+}
+
+fn compute_pipeline(
+    ctx: &GpuContext,
+    layout: &wgpu::PipelineLayout,
+    module: &wgpu::ShaderModule,
+    entry: &str,
+    constants: &[(&str, f64)],
+) -> wgpu::ComputePipeline {
+    ctx.device
+        .create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+            label: Some(entry),
+            layout: Some(layout),
+            module,
+            entry_point: Some(entry),
+            compilation_options: wgpu::PipelineCompilationOptions {
+                constants,
+                ..Default::default()
+            },
+            cache: None,
+        })
 }
 
 /// Rows resident on the GPU for a stepped online run.
@@ -116,6 +262,11 @@ pub struct GpuSteps<'c> {
     stat: wgpu::Buffer,
     staging: wgpu::Buffer,
     bind: wgpu::BindGroup,
+    /// The `steps` pipeline this run dispatches (by lanes where planned) and the shape.
+    steps_pipe: wgpu::ComputePipeline,
+    lanes: Option<LanesShape>,
+    /// Whether the last epoch's streams all ran by lanes (the shader says).
+    ran_by_lanes: bool,
     /// Each stream's steps so far (kept on the device too).
     steps: Vec<u64>,
     /// Dispatches of `steps` an epoch takes (each stream's steps in runs of `max_steps`).
@@ -125,19 +276,36 @@ pub struct GpuSteps<'c> {
 /// Steps a stream takes in one dispatch: all of them on a hardware adapter; on a software
 /// adapter few enough that no invocation runs more than about 45,000 loop iterations
 /// (Mesa's llvmpipe and lavapipe end every loop, silently, once an invocation has run 65,535
-/// in all: gallivm's loop limiter, see `plan::software_steps`). A step costs a thread its
-/// dot products (d + 1 each), the rule (2K a row) and its columns' updates (B (K + 1) + K
-/// each). At least one step; below 2^31 / B, so that positions stay within u32.
-fn max_steps(ctx: &GpuContext, st: &StepsSetup, d: usize, wg: u32) -> usize {
+/// in all: gallivm's loop limiter, see `plan::software_steps`). By threads a step costs a
+/// thread its dot products (d + 1 each), the rule (2K a row) and its columns' updates
+/// (B (K + 1) + K each); by lanes its loads, partial sums and updates (2 U + 2 U K + K + 8
+/// per row, rows in chunks of 16, twice where a step has more than 16) and the rule (K S +
+/// 3 K a row, S subgroups of at least 4 lanes). At least one step; below 2^31 / B, so that
+/// positions stay within u32.
+fn max_steps(
+    ctx: &GpuContext,
+    st: &StepsSetup,
+    d: usize,
+    wg: u32,
+    lanes: Option<LanesShape>,
+) -> usize {
     let cap = (1usize << 31) / st.step_rows.max(1);
     if ctx.info.device_type != wgpu::DeviceType::Cpu {
         return cap;
     }
     let (wg, b, k) = (wg.max(1) as usize, st.step_rows, st.heads);
-    let cost = (b * k).div_ceil(wg) * (d + 1)
-        + b.div_ceil(wg) * 2 * k
-        + (d + 1).div_ceil(wg) * (b * (k + 1) + k)
-        + 4;
+    let cost = match lanes {
+        None => {
+            (b * k).div_ceil(wg) * (d + 1)
+                + b.div_ceil(wg) * 2 * k
+                + (d + 1).div_ceil(wg) * (b * (k + 1) + k)
+        }
+        Some(l) => {
+            let u = l.u as usize;
+            let chunks = b.div_ceil(16) * 16 * if b > 16 { 2 } else { 1 };
+            chunks * (2 * u + 2 * u * k + k + 8) + b.div_ceil(wg) * (k * wg / 4 + 3 * k) + 2 * u * k
+        }
+    } + 4;
     (45_000 / cost).clamp(1, cap)
 }
 
@@ -145,10 +313,13 @@ impl<'c> GpuSteps<'c> {
     /// Uploads `rows` (features, labels with the rows' weights) and the starting weights to
     /// every stream; X goes in bindings of at most `max_binding` bytes (default: the device's
     /// limit).
+    /// `subgroups`: `None` by lanes where the device has subgroups and the shape fits,
+    /// `Some(false)` by threads, `Some(true)` by lanes or an error.
     pub fn new(
         ctx: &'c GpuContext,
         pipes: &'c StepsPipelines,
         max_binding: Option<u64>,
+        subgroups: Option<bool>,
         rows: StepRows<'_>,
         setup: StepsSetup,
     ) -> Result<Self> {
@@ -184,6 +355,30 @@ impl<'c> GpuSteps<'c> {
                 ctx.limits.max_compute_workgroups_per_dimension
             )));
         }
+        let has_subgroups = ctx.features.contains(wgpu::Features::SUBGROUP);
+        let lanes = match subgroups {
+            Some(false) => None,
+            _ if !has_subgroups && subgroups.is_none() => None,
+            _ => LanesShape::plan(
+                d,
+                setup.heads,
+                setup.step_rows,
+                ctx.info.subgroup_min_size,
+                &ctx.limits,
+            ),
+        };
+        if subgroups == Some(true) && lanes.is_none() {
+            return Err(Error::Gpu(format!(
+                "steps of {} rows, {} heads and {d} features do not fit subgroup lanes on {}",
+                setup.step_rows,
+                setup.heads,
+                ctx.describe()
+            )));
+        }
+        let (steps_pipe, wg) = match lanes {
+            Some(l) => (pipes.lanes(ctx, l)?, l.wg),
+            None => (pipes.steps.clone(), pipes.wg),
+        };
         let sp = StepParams {
             n: n as u32,
             d: d as u32,
@@ -196,7 +391,7 @@ impl<'c> GpuSteps<'c> {
             tau: setup.tau,
             eta: setup.eta,
             bias,
-            max_steps: max_steps(ctx, &setup, d, pipes.wg) as u32,
+            max_steps: max_steps(ctx, &setup, d, wg, lanes) as u32,
             weighted: weights.is_some() as u32,
             _pad0: 0,
             _pad1: 0,
@@ -282,6 +477,9 @@ impl<'c> GpuSteps<'c> {
                 stat,
                 staging,
                 bind,
+                steps_pipe,
+                lanes,
+                ran_by_lanes: false,
                 steps: vec![0; s],
                 dispatches: {
                     let per_dispatch = sp.max_steps as usize * setup.step_rows;
@@ -367,7 +565,7 @@ impl StepsBound for GpuSteps<'_> {
                 self.len.div_ceil(self.pipes.wg as usize),
             );
             let runs =
-                std::iter::repeat_n(("rosenblatt.steps", &self.pipes.steps, s), self.dispatches);
+                std::iter::repeat_n(("rosenblatt.steps", &self.steps_pipe, s), self.dispatches);
             for (label, pipe, groups) in runs.chain([mix]) {
                 let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor {
                     label: Some(label),
@@ -384,6 +582,7 @@ impl StepsBound for GpuSteps<'_> {
         ctx.check("running a stepped epoch")?;
         let got: Vec<StreamStat> = bytemuck::pod_collect_to_vec(&bytes[..stat_bytes as usize]);
         let mut total = RowOutcome::default();
+        self.ran_by_lanes = !got.is_empty() && got.iter().all(|g| g.lanes != 0);
         for (k, g) in got.iter().enumerate() {
             total += RowOutcome {
                 mistakes: g.mistakes as u64,
@@ -399,6 +598,20 @@ impl StepsBound for GpuSteps<'_> {
     fn weights(&mut self) -> Result<Vec<f32>> {
         let bytes = self.read(&self.w, (self.len * 4) as u64)?;
         Ok(bytemuck::pod_collect_to_vec(&bytes))
+    }
+
+    fn plan(&self) -> String {
+        match (self.lanes, self.ran_by_lanes) {
+            (Some(l), true) => format!(
+                "by subgroup lanes: {} threads a stream, {} columns of {} heads a thread in \
+                 registers",
+                l.wg, l.u, l.heads
+            ),
+            (Some(_), false) => {
+                "by the workgroup's threads (its subgroups did not allow lanes)".into()
+            }
+            (None, _) => "by the workgroup's threads, the weights in memory".into(),
+        }
     }
 
     fn model(&mut self) -> Result<Vec<f32>> {
