@@ -126,6 +126,10 @@ fn steps_by_lanes(lid: u32, s: u32, lo: u32, hi: u32, sgs: u32) -> u32 {
     var taken = 0u;
     for (var start = lo; start < hi; start += P.step_rows) {
         let b = min(P.step_rows, hi - start);
+        // The step's rows as separate variables, loaded by the same 16 lines twice where a
+        // step has more than 16 rows: as members of one struct passed by pointer, naga 30's
+        // SPIR-V writer panicked; as an array indexed by a loop over rows, NVIDIA's compiler
+        // put the batch tiles' rows in local memory (batch_subgroup.wgsl).
         var q0: array<f32, U_MAX>;
         var q1: array<f32, U_MAX>;
         var q2: array<f32, U_MAX>;

@@ -306,14 +306,7 @@ fn stepped_specialisations_translate() {
     );
     for (i, l) in shapes.iter().enumerate() {
         let what = format!("{l:?}");
-        let constants = [
-            ("WG", l.wg as f64),
-            ("LANES", 1.0),
-            ("U", l.u as f64),
-            ("KH", l.heads as f64),
-            ("PART", l.part as f64),
-        ];
-        let (m, info) = specialise(&m, &info, &constants, &what);
+        let (m, info) = specialise(&m, &info, &l.constants(), &what);
         assert_eq!(
             u64::from(workgroup_bytes(&m)),
             l.workgroup_bytes(),

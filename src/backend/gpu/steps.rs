@@ -99,6 +99,17 @@ impl LanesShape {
             .then_some(shape)
     }
 
+    /// The WGSL override values of the pipeline by lanes.
+    pub fn constants(&self) -> [(&'static str, f64); 5] {
+        [
+            ("WG", self.wg as f64),
+            ("LANES", 1.0),
+            ("U", self.u as f64),
+            ("KH", self.heads as f64),
+            ("PART", self.part as f64),
+        ]
+    }
+
     /// Workgroup memory of the pipeline, each variable rounded up to 16 bytes: `sc`, the four
     /// count trees, `part` and the subgroup layout's two words.
     pub fn workgroup_bytes(&self) -> u64 {
@@ -211,13 +222,7 @@ impl StepsPipelines {
                         source: wgpu::ShaderSource::Wgsl(steps_source(true).into()),
                     })
             });
-            let constants = [
-                ("WG", shape.wg as f64),
-                ("LANES", 1.0),
-                ("U", shape.u as f64),
-                ("KH", shape.heads as f64),
-                ("PART", shape.part as f64),
-            ];
+            let constants = shape.constants();
             compute_pipeline(ctx, &self.pipeline_layout, module, "steps", &constants)
         })?;
         self.lanes
