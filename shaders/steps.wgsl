@@ -8,16 +8,17 @@
 // stream's sums. `mix` then sets every stream's weights to their mean (summed in stream
 // order). The model is the mean over the streams of sums / steps (the host divides).
 //
-// The module is this file with steps_tree.wgsl (a workgroup's threads share out the step's
-// dot products and columns: any adapter), or with steps_subgroup.wgsl and subgroups.wgsl
-// (where the device has subgroups: each thread holds its columns of the stream's weights in
-// registers and the lanes' sums meet by shuffles), appended by the host; either file holds
-// the `steps` entry point.
+// The module is this file with the rows' form, steps_dense.wgsl (f32 rows, row-major, d a row,
+// in up to four bindings of P.part_rows rows) or steps_csr.wgsl (compressed sparse rows),
+// and the `steps` entry point's variant: steps_tree.wgsl (a workgroup's threads share out the
+// step's dot products and columns: any adapter), or for dense rows steps_subgroup.wgsl and
+// subgroups.wgsl (where the device has subgroups: each thread holds its columns of the
+// stream's weights in registers and the lanes' sums meet by shuffles), appended by the host.
+// Each rows' file holds `steps_by_threads` and `catch_up`.
 //
 // CPU twins of the same names: backend::steps::{steps, mix} (src/backend/steps.rs); tests
-// keep them equal bit for bit on integer data. Dense f32 rows, row-major, d a row, in up to
-// four bindings of P.part_rows rows; the bias column's value is P.bias (1, or 0 without a
-// bias); rows' weights (sample weight, and class weights) ride with the labels.
+// keep them equal bit for bit on integer data. The bias column's value is P.bias (1, or 0
+// without a bias); rows' weights (sample weight, and class weights) ride with the labels.
 //
 // Loops run to bounds the host set in P or in `stat` (below 2^31), by positive steps.
 
@@ -60,41 +61,11 @@ struct StreamStat {
 }
 
 @group(0) @binding(0) var<uniform> P: StepParams;
-@group(0) @binding(1) var<storage, read> x0: array<f32>;
 @group(0) @binding(2) var<storage, read> y: array<f32>; // labels (with weights: see P)
 @group(0) @binding(3) var<storage, read> order: array<u32>;
 @group(0) @binding(4) var<storage, read_write> w: array<f32>;    // streams x K (d + 1)
 @group(0) @binding(5) var<storage, read_write> sums: array<f32>; // streams x K (d + 1)
 @group(0) @binding(6) var<storage, read_write> stat: array<StreamStat>;
-// X past one storage binding goes on in these (unused ones are bound to x0).
-@group(0) @binding(7) var<storage, read> x1: array<f32>;
-@group(0) @binding(8) var<storage, read> x2: array<f32>;
-@group(0) @binding(9) var<storage, read> x3: array<f32>;
-
-// Value i of X's binding `part`.
-fn x_in(part: u32, i: u32) -> f32 {
-    switch part {
-        case 0u: {
-            return x0[i];
-        }
-        case 1u: {
-            return x1[i];
-        }
-        case 2u: {
-            return x2[i];
-        }
-        default: {
-            return x3[i];
-        }
-    }
-}
-
-// Value j of row `row`.
-fn xat(row: u32, j: u32) -> f32 {
-    let part = row / P.part_rows;
-    return x_in(part, (row - part * P.part_rows) * P.d + j);
-}
-
 var<workgroup> sc: array<f32, MAX_STEP>;
 var<workgroup> red_u: array<u32, WG>;
 var<workgroup> red_v: array<u32, WG>;
@@ -242,64 +213,9 @@ fn steps_main(lid: u32, s: u32, sgs: u32) {
 // `steps_by_lanes` did not run the stream.
 const NOT_TAKEN: u32 = 0xffffffffu;
 
-// The steps of stream `s` over positions [lo, hi) of `order` by the workgroup's threads, the
-// weights in storage: each (row, head) score of a step a thread's dot product, the rule a
-// thread a row, then each column's updates on one thread, rows in order. Returns the steps
-// taken.
-fn steps_by_threads(lid: u32, s: u32, lo: u32, hi: u32) -> u32 {
-    let K = P.heads;
-    let d = P.d;
-    let da = d + 1u;
-    let base = s * K * da;
-    var taken = 0u;
-    for (var start = lo; start < hi; start += P.step_rows) {
-        let b = min(P.step_rows, hi - start);
-        // The step's scores by the weights it started with.
-        for (var p = lid; p < b * K; p += WG) {
-            let r = p / K;
-            let k = p % K;
-            let row = order[start + r];
-            let wo = base + k * da;
-            var acc = 0.0;
-            for (var j = 0u; j < d; j++) {
-                acc += w[wo + j] * xat(row, j);
-            }
-            sc[p] = acc + w[wo + d] * P.bias;
-        }
-        workgroupBarrier();
-        for (var r = lid; r < b; r += WG) {
-            decide(r * K, order[start + r]);
-        }
-        workgroupBarrier();
-        // The updates, a thread a column, rows in order.
-        for (var j = lid; j < da; j += WG) {
-            for (var r = 0u; r < b; r++) {
-                var xv = P.bias;
-                if (j < d) {
-                    xv = xat(order[start + r], j);
-                }
-                for (var k = 0u; k < K; k++) {
-                    let c = sc[r * K + k];
-                    if (c != 0.0) {
-                        w[base + k * da + j] += (P.eta * c) * xv;
-                    }
-                }
-            }
-            if (P.average != 0u) {
-                for (var k = 0u; k < K; k++) {
-                    sums[base + k * da + j] += w[base + k * da + j];
-                }
-            }
-        }
-        storageBarrier();
-        workgroupBarrier();
-        taken += 1u;
-    }
-    return taken;
-}
-
-// Every stream's weights become their mean, summed in stream order. CPU twin:
-// backend::steps::mix.
+// Every stream's weights become their mean, summed in stream order, once each weight's
+// average is complete (`catch_up`: lazily kept sums, sparse rows). CPU twins:
+// backend::steps::{catch_up, mix}.
 @compute @workgroup_size(WG)
 fn mix(@builtin(global_invocation_id) gid: vec3<u32>) {
     let len = P.heads * (P.d + 1u);
@@ -309,6 +225,7 @@ fn mix(@builtin(global_invocation_id) gid: vec3<u32>) {
     }
     var acc = 0.0;
     for (var s = 0u; s < P.streams; s++) {
+        catch_up(s, i);
         acc += w[s * len + i];
     }
     let m = acc / f32(P.streams);

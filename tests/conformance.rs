@@ -1082,6 +1082,61 @@ fn stepped_kernels_equal_their_cpu_twin_bit_for_bit_on_integer_data() {
             let plan = got.plan();
             assert_eq!(plan.contains("by subgroup lanes"), lanes, "{what}: {plan}");
         }
+        // The same rule on sparse rows (about a third of the values kept, so some rows are
+        // empty; every other case's row starts not from 0): the GPU equals its CPU twin, and
+        // the twin (lazily kept sums) equals the dense twin on the same rows.
+        let xs: Vec<f32> = x
+            .iter()
+            .map(|&v| if rng.random_range(0..3) == 0 { v } else { 0.0 })
+            .collect();
+        let skip = 5 * (case % 2);
+        let mut csr = rosenblatt::backend::CsrBuf {
+            indptr: vec![skip],
+            indices: vec![0; skip],
+            values: vec![7.0; skip],
+        };
+        for row in xs.chunks(d) {
+            csr.push_row(
+                (0..d as u32)
+                    .zip(row.iter().copied())
+                    .filter(|e| e.1 != 0.0),
+            );
+        }
+        let sparse = rosenblatt::backend::steps::StepRows {
+            x: (&csr).into(),
+            ..rows
+        };
+        let dense = rosenblatt::backend::steps::StepRows {
+            x: (&xs).into(),
+            ..rows
+        };
+        let what = format!("{what}, sparse rows");
+        let mut plain = cpu.bind_steps(dense, setup.clone()).unwrap();
+        let mut want = cpu.bind_steps(sparse, setup.clone()).unwrap();
+        let mut got = g.bind_steps(sparse, setup.clone()).unwrap();
+        let mut order: Vec<u32> = (0..n as u32).collect();
+        for epoch in 0..3 {
+            for i in (1..n).rev() {
+                order.swap(i, rng.random_range(0..=i));
+            }
+            let e = want.epoch(&order).unwrap();
+            let outcomes = [got.epoch(&order).unwrap(), plain.epoch(&order).unwrap()];
+            for a in outcomes {
+                assert_eq!(
+                    (a.mistakes, a.wrong_rows, a.criterion, a.weighted),
+                    (e.mistakes, e.wrong_rows, e.criterion, e.weighted),
+                    "{what}: epoch {epoch} counts"
+                );
+            }
+            assert!(e.mistakes > 0, "{what}: epoch {epoch} has no mistake");
+            let w = want.weights().unwrap();
+            assert_eq!(got.weights().unwrap(), w, "{what}");
+            assert_eq!(plain.weights().unwrap(), w, "{what}");
+            let m = want.model().unwrap();
+            assert_eq!(got.model().unwrap(), m, "{what}");
+            assert_eq!(plain.model().unwrap(), m, "{what}");
+        }
+        assert!(got.plan().contains("sparse rows"), "{what}: {}", got.plan());
     }
 }
 
@@ -1138,7 +1193,7 @@ fn stepped_kernels_read_x_across_bindings() {
 /// Unweighted rows with a bias column of 1 for the stepped kernels.
 fn rows<'a>(x: &'a [f32], y: &'a [f32], d: usize) -> rosenblatt::backend::steps::StepRows<'a> {
     rosenblatt::backend::steps::StepRows {
-        x,
+        x: x.into(),
         y,
         weights: None,
         d,

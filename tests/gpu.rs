@@ -949,21 +949,27 @@ fn streamed_x_gives_the_resident_results_with(mapped: bool, in_place: Option<boo
 }
 
 /// `train --backend gpu` with steps or streams runs them on the GPU and gives the CPU's
-/// model (the row-by-row rule with the same steps and streams) bit for bit on integer data.
+/// model (the row-by-row rule with the same steps and streams) bit for bit on integer data,
+/// on dense and on sparse rows.
 #[test]
 fn stepped_training_on_the_gpu_equals_the_cpu() {
     let Some(g) = gpu() else { return };
     let cpu = CpuBackend::new();
-    let ds = integer_data(600, 6, 5);
-    let classes = ds.labels.as_ref().unwrap().classes.clone();
-    for (b, s, held, weighed) in [
-        (4, 1, false, false),
-        (1, 4, false, false),
-        (8, 2, false, true),
-        (4, 2, true, false),
+    let dense = integer_data(600, 6, 5);
+    let csr = rosenblatt::backend::CsrBuf::from_dense(&dense.x.values(), dense.d);
+    let sparse = Dataset::from_matrix(csr.into(), dense.n, dense.d, dense.labels.clone(), "s");
+    let classes = dense.labels.as_ref().unwrap().classes.clone();
+    for (ds, b, s, held, weighed) in [
+        (&dense, 4, 1, false, false),
+        (&dense, 1, 4, false, false),
+        (&dense, 8, 2, false, true),
+        (&dense, 4, 2, true, false),
+        (&sparse, 4, 1, false, false),
+        (&sparse, 2, 4, true, true),
     ] {
         // (With held-out rows: the best validation epoch's model, read back to score them.
         // Weighed: one class's rows step three times as far.)
+        let what = format!("B {b} S {s}, sparse {}", ds.x.is_sparse());
         let cw = weighed
             .then(|| rosenblatt::params::ClassWeight::Given(vec![(classes[0].clone(), 3.0)]));
         let p = TrainParams::default()
@@ -976,25 +982,26 @@ fn stepped_training_on_the_gpu_equals_the_cpu() {
             .streams(s)
             .validate()
             .unwrap();
-        let on_gpu = algo::train(&ds, &p, g, None, &mut ()).unwrap();
-        let on_cpu = algo::train(&ds, &p, &cpu, None, &mut ()).unwrap();
-        assert_eq!(on_gpu.report.backend, "gpu", "B {b} S {s}");
+        let on_gpu = algo::train(ds, &p, g, None, &mut ()).unwrap();
+        let on_cpu = algo::train(ds, &p, &cpu, None, &mut ()).unwrap();
+        assert_eq!(on_gpu.report.backend, "gpu", "{what}");
         assert_eq!(
             on_gpu.report.mistakes_per_epoch, on_cpu.report.mistakes_per_epoch,
-            "B {b} S {s}"
+            "{what}"
         );
         assert_eq!(
             on_gpu.model.hyperplane(),
             on_cpu.model.hyperplane(),
-            "B {b} S {s}"
+            "{what}"
         );
     }
 }
 
-/// Where the GPU's online perceptron cannot take the run (sparse rows here), the CPU runs
-/// the sequential rule and the report says why.
+/// `train --backend gpu` on sparse rows runs the online perceptron on the GPU (the report
+/// says the steps and the kernels), and where the GPU's rule cannot take the run (an
+/// animation of every step here) the CPU runs the sequential rule and the report says why.
 #[test]
-fn the_online_rule_on_sparse_rows_says_the_cpu_ran_it() {
+fn the_online_rule_on_sparse_rows_runs_on_the_gpu() {
     if gpu().is_none() {
         return;
     }
@@ -1023,11 +1030,55 @@ fn the_online_rule_on_sparse_rows_says_the_cpu_ran_it() {
     );
     assert!(o.status.success(), "{}", common::stderr(&o));
     let v: serde_json::Value = serde_json::from_str(common::stdout(&o).trim()).unwrap();
+    assert_eq!(v["backend"], "gpu", "{v}");
+    assert!(v.get("fallback").is_none(), "{v}");
+    assert!(v["streams"].as_u64().unwrap_or(0) > 1, "{v}");
+    let kernels = v["kernels"].as_str().unwrap_or_default();
+    assert!(kernels.contains("sparse rows"), "{v}");
+    let o = common::run(
+        p,
+        &[
+            "train",
+            "s.svm",
+            "--sparse",
+            "--backend",
+            "gpu",
+            "--epochs",
+            "2",
+        ],
+    );
+    assert!(o.status.success(), "{}", common::stderr(&o));
+    let text = common::stdout(&o);
+    assert!(
+        text.contains("kernels:") && text.contains("sparse rows"),
+        "{text}"
+    );
+    let o = common::run(p, &["gen", "--n", "1500", "--d", "2", "-o", "p.csv"]);
+    assert!(o.status.success(), "{}", common::stderr(&o));
+    let o = common::run(
+        p,
+        &[
+            "train",
+            "p.csv",
+            "--backend",
+            "gpu",
+            "--epochs",
+            "2",
+            "--animate",
+            "a.gif",
+            "--json",
+        ],
+    );
+    assert!(o.status.success(), "{}", common::stderr(&o));
+    let v: serde_json::Value = serde_json::from_str(common::stdout(&o).trim()).unwrap();
     assert_eq!(v["backend"], "cpu", "{v}");
     let why = v["fallback"].as_str().unwrap_or_default();
     assert!(
-        why.contains("sparse rows") && why.contains("sequential rule"),
+        why.contains("animation") && why.contains("sequential rule"),
         "{v}"
     );
-    assert!(v.get("streams").is_none(), "{v}");
+    assert!(
+        v.get("streams").is_none() && v.get("kernels").is_none(),
+        "{v}"
+    );
 }

@@ -16,7 +16,7 @@ use rand_chacha::ChaCha8Rng;
 
 use super::{Backends, Fitted, Problem, Progress, Shard, PREFETCH_ROWS};
 use crate::backend::cpu::{val_mistakes, CpuBackend};
-use crate::backend::steps::{stream_part, StepRows, StepsBound, StepsSetup};
+use crate::backend::steps::{stream_part, StepRows, StepX, StepsBound, StepsSetup};
 use crate::backend::Features;
 use crate::backend::{
     predicted_wrong, row_rule, update_norm, Backend, BackendKind, BatchRule, EpochStats, HeadRule,
@@ -72,6 +72,11 @@ pub(crate) trait OnlineRule {
 
     /// The weights to mix (the default [`OnlineRule::mix`]).
     fn weights_mut(&mut self) -> &mut [f32];
+
+    /// How a backend's kernels ran the rule, in words; `None` on the host.
+    fn kernels(&self) -> Option<String> {
+        None
+    }
 
     /// The held-out rows' mistakes of the model now (summed over the processes).
     fn val_mistakes(&mut self, pb: &Problem<'_>) -> Result<u64> {
@@ -169,6 +174,7 @@ pub(crate) struct Online {
     stop: StopReason,
     model: Snapshot,
     best_epoch: usize,
+    kernels: Option<String>,
 }
 
 /// Runs `rule` over the problem's rows epoch after epoch until a stop rule says so.
@@ -253,6 +259,7 @@ pub(crate) fn run<R: OnlineRule>(
     Ok(Online {
         stats,
         stop,
+        kernels: rule.kernels(),
         model: rule.finish(pb, best)?,
         best_epoch: watch.best_epoch(),
     })
@@ -262,6 +269,7 @@ pub(crate) fn run<R: OnlineRule>(
 /// scores of a linear model, gathered by the caller).
 pub(crate) fn fitted(pb: &Problem<'_>, out: Online) -> Result<Fitted> {
     let mut scores = None;
+    let kernels = out.kernels;
     let body = match out.model {
         Snapshot::Voted {
             start,
@@ -280,10 +288,9 @@ pub(crate) fn fitted(pb: &Problem<'_>, out: Online) -> Result<Fitted> {
             pb.linear_body(&w)
         }
     };
-    Ok(Fitted {
-        scores,
-        ..Fitted::on_cpu(body, out.stats, out.stop, out.best_epoch)
-    })
+    let mut f = Fitted::on_cpu(body, out.stats, out.stop, out.best_epoch);
+    f.ran.kernels = kernels;
+    Ok(Fitted { scores, ..f })
 }
 
 /// The voted steps of training rows `rows`: the distinct rows in order of first use (in the
@@ -346,6 +353,7 @@ pub fn fit(
         f.map(|mut f| {
             f.ran = crate::report::Ran {
                 steps: Some(steps),
+                kernels: f.ran.kernels.take(),
                 ..ran
             };
             f
@@ -410,7 +418,6 @@ impl<'a> DeviceSteps<'a> {
             _ => "the same steps and streams",
         };
         let refused = match () {
-            _ if v.x.is_sparse() => Some("sparse rows"),
             _ if pb.shard.is_some() => Some("a data-parallel run"),
             _ if progress.wants_snapshots() => Some("an animation of every step"),
             _ => None,
@@ -421,25 +428,21 @@ impl<'a> DeviceSteps<'a> {
             ))));
         }
         // X as the kernels take it: borrowed where it is f32 rows already, else a copy
-        // (widened, scaled as read).
-        let mut copy = Vec::new();
-        let x: &[f32] = match (v.x, pb.scale_on_read.as_ref()) {
-            (crate::backend::Matrix::Dense(Features::F32(x)), None) if x.len() == v.n * v.d => x,
-            _ => {
-                copy.reserve(v.n.saturating_mul(v.d));
-                let (mut buf, mut scaled) = (Vec::new(), Vec::new());
-                for i in 0..v.n {
-                    let mut row = v.x.row(i, v.d, &mut buf);
-                    if let Some(sc) = pb.scale_on_read.as_ref() {
-                        row = sc.scale_row(row, &mut scaled, i, &pb.ds.source)?;
-                    }
-                    match row {
-                        Row::Dense(r) => copy.extend_from_slice(r),
-                        Row::Sparse { .. } => return Ok(Err(Some("sparse rows".into()))),
-                    }
-                }
-                &copy
+        // (widened, scaled as read), dense or sparse as given.
+        let (mut dense, mut csr) = (Vec::new(), crate::backend::CsrBuf::new());
+        let x = match (v.x, pb.scale_on_read.as_ref()) {
+            (crate::backend::Matrix::Dense(Features::F32(x)), None) if x.len() == v.n * v.d => {
+                StepX::Dense(x)
             }
+            (crate::backend::Matrix::Csr(c), None) => match c.values {
+                Features::F32(values) => StepX::Csr {
+                    indptr: c.indptr,
+                    indices: c.indices,
+                    values,
+                },
+                _ => copy_rows(pb, &mut dense, &mut csr)?,
+            },
+            _ => copy_rows(pb, &mut dense, &mut csr)?,
         };
         let setup = StepsSetup {
             rule: pb.rule,
@@ -475,6 +478,34 @@ impl<'a> DeviceSteps<'a> {
             Err(e) => Err(e),
         }
     }
+}
+
+/// The training rows as f32, scaled as read, into `dense` or (sparse rows) `csr`.
+fn copy_rows<'x>(
+    pb: &Problem<'_>,
+    dense: &'x mut Vec<f32>,
+    csr: &'x mut crate::backend::CsrBuf,
+) -> Result<StepX<'x>> {
+    let v = pb.view();
+    let sparse = v.x.is_sparse();
+    if !sparse {
+        dense.reserve(v.n.saturating_mul(v.d));
+    }
+    let (mut buf, mut scaled) = (Vec::new(), Vec::new());
+    for i in 0..v.n {
+        let mut row = v.x.row(i, v.d, &mut buf);
+        if let Some(sc) = pb.scale_on_read.as_ref() {
+            row = sc.scale_row(row, &mut scaled, i, &pb.ds.source)?;
+        }
+        match row {
+            Row::Dense(r) => dense.extend_from_slice(r),
+            Row::Sparse { idx, val } => csr.push_row(idx.iter().copied().zip(val.iter().copied())),
+        }
+    }
+    Ok(match sparse {
+        true => StepX::from(&*csr),
+        false => StepX::Dense(dense),
+    })
 }
 
 impl OnlineRule for DeviceSteps<'_> {
@@ -521,6 +552,10 @@ impl OnlineRule for DeviceSteps<'_> {
         self.w = self.bound.weights()?;
         self.model = None;
         Ok(true)
+    }
+
+    fn kernels(&self) -> Option<String> {
+        Some(self.bound.plan())
     }
 
     fn val_mistakes(&mut self, pb: &Problem<'_>) -> Result<u64> {

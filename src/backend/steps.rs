@@ -96,13 +96,97 @@ pub fn model_of(w: &[f32], sums: Option<&[f32]>, steps: &[u64], len: usize) -> V
     out
 }
 
-/// The rows of a stepped run: dense f32 features (`y.len()` rows of `d`, row-major), labels
-/// (±1, or the class index), each row's weight where rows have weights, and the bias
-/// column's value.
+/// The features of a stepped run's rows, as f32.
+#[derive(Debug, Clone, Copy)]
+pub enum StepX<'a> {
+    /// Row-major, `d` values a row.
+    Dense(&'a [f32]),
+    /// Compressed sparse rows.
+    Csr {
+        /// Row starts, n + 1 of them, non-decreasing (need not start at 0).
+        indptr: &'a [usize],
+        /// Column of each stored value, strictly ascending within a row, below d.
+        indices: &'a [u32],
+        /// The stored values.
+        values: &'a [f32],
+    },
+}
+
+impl<'a> From<&'a [f32]> for StepX<'a> {
+    fn from(x: &'a [f32]) -> Self {
+        StepX::Dense(x)
+    }
+}
+
+impl<'a> From<&'a Vec<f32>> for StepX<'a> {
+    fn from(x: &'a Vec<f32>) -> Self {
+        StepX::Dense(x)
+    }
+}
+
+impl<'a> From<&'a super::CsrBuf> for StepX<'a> {
+    fn from(c: &'a super::CsrBuf) -> Self {
+        StepX::Csr {
+            indptr: &c.indptr,
+            indices: &c.indices,
+            values: &c.values,
+        }
+    }
+}
+
+impl StepX<'_> {
+    /// Refuses features that are not `n` rows of `d`: a dense length other than n d, or row
+    /// starts, columns and values that do not agree (every column below d).
+    pub fn check(&self, n: usize, d: usize) -> Result<()> {
+        let ok = match *self {
+            StepX::Dense(x) => x.len() == n.saturating_mul(d),
+            StepX::Csr {
+                indptr,
+                indices,
+                values,
+            } => {
+                indptr.len() == n + 1
+                    && indptr.windows(2).all(|p| p[0] <= p[1])
+                    && indptr[n] <= indices.len()
+                    && indices.len() == values.len()
+                    && indices[indptr[0]..indptr[n]]
+                        .iter()
+                        .all(|&j| (j as usize) < d)
+            }
+        };
+        match ok {
+            true => Ok(()),
+            false => Err(Error::Gpu(format!(
+                "a stepped run's features are not {n} rows of {d}"
+            ))),
+        }
+    }
+
+    /// Row `i`.
+    fn row(&self, i: usize, d: usize) -> super::Row<'_> {
+        match *self {
+            StepX::Dense(x) => super::Row::Dense(&x[i * d..(i + 1) * d]),
+            StepX::Csr {
+                indptr,
+                indices,
+                values,
+            } => {
+                let at = indptr[i]..indptr[i + 1];
+                super::Row::Sparse {
+                    idx: &indices[at.clone()],
+                    val: &values[at],
+                }
+            }
+        }
+    }
+}
+
+/// The rows of a stepped run: f32 features (`y.len()` rows of `d`), labels (±1, or the
+/// class index), each row's weight where rows have weights, and the bias column's value.
 #[derive(Debug, Clone, Copy)]
 pub struct StepRows<'a> {
-    /// Features, row-major.
-    pub x: &'a [f32],
+    /// Features.
+    pub x: StepX<'a>,
     /// Labels.
     pub y: &'a [f32],
     /// Row weights (`y.len()`), or `None`: every row weighs 1.
@@ -118,11 +202,31 @@ impl StepRows<'_> {
     fn weight(&self, i: usize) -> RowWeight {
         self.weights.map_or(RowWeight::ONE, |w| w[i])
     }
+
+    /// Refuses rows whose features, labels and weights do not agree.
+    pub fn check(&self) -> Result<()> {
+        self.x.check(self.y.len(), self.d)?;
+        match self.weights {
+            Some(w) if w.len() != self.y.len() => Err(Error::Gpu(format!(
+                "{} row weights for {} rows",
+                w.len(),
+                self.y.len()
+            ))),
+            _ => Ok(()),
+        }
+    }
 }
 
-/// The CPU twin of shaders/steps.wgsl: the streams' weights and sums in f32.
+/// Owned features of [`StepX`].
+enum OwnedX {
+    Dense(Vec<f32>),
+    Csr(super::CsrBuf),
+}
+
+/// The CPU twin of shaders/steps.wgsl: the streams' weights and sums in f32 (for sparse
+/// rows the sums kept lazily, with each weight's last step).
 pub struct CpuSteps {
-    x: Vec<f32>,
+    x: OwnedX,
     y: Vec<f32>,
     weights: Option<Vec<RowWeight>>,
     d: usize,
@@ -130,6 +234,7 @@ pub struct CpuSteps {
     setup: StepsSetup,
     w: Vec<f32>,
     sums: Vec<f32>,
+    last: Vec<u32>,
     steps: Vec<u64>,
 }
 
@@ -137,13 +242,31 @@ impl CpuSteps {
     /// Binds a copy of `rows` for the run `setup`.
     pub fn new(rows: StepRows<'_>, setup: StepsSetup) -> Result<Self> {
         setup.check(rows.d)?;
+        rows.check()?;
         let len = setup.w0.len();
         let s = setup.streams;
+        let x = match rows.x {
+            StepX::Dense(x) => OwnedX::Dense(x.to_vec()),
+            StepX::Csr {
+                indptr,
+                indices,
+                values,
+            } => {
+                let (a, b) = (indptr[0], indptr[indptr.len() - 1]);
+                OwnedX::Csr(super::CsrBuf {
+                    indptr: indptr.iter().map(|&p| p - a).collect(),
+                    indices: indices[a..b].to_vec(),
+                    values: values[a..b].to_vec(),
+                })
+            }
+        };
+        let lazy = setup.average && matches!(x, OwnedX::Csr(_));
         Ok(CpuSteps {
             w: setup.w0.repeat(s),
             sums: vec![0.0; if setup.average { s * len } else { 0 }],
+            last: vec![0; if lazy { s * len } else { 0 }],
             steps: vec![0; s],
-            x: rows.x.to_vec(),
+            x,
             y: rows.y.to_vec(),
             weights: rows.weights.map(<[RowWeight]>::to_vec),
             d: rows.d,
@@ -153,16 +276,37 @@ impl CpuSteps {
     }
 }
 
+/// A stream's sums of its weights after each step: kept eagerly (`last` empty: every weight
+/// added after every step, as for dense rows), or lazily (sparse rows: `last[i]` the step
+/// through which `sums[i]` is complete; `t0` the stream's steps before this call).
+pub struct StreamSums<'s> {
+    /// The sums, `heads * (d + 1)`.
+    pub sums: &'s mut [f32],
+    /// Lazily: each weight's last step; eagerly: empty.
+    pub last: &'s mut [u32],
+    /// The stream's steps so far.
+    pub t0: u32,
+}
+
+/// Twin of `lazy_sum` (shaders/steps_csr.wgsl): weight `at`'s sum brought up to step `t`.
+fn lazy_sum(sums: &mut [f32], last: &mut [u32], w: &[f32], at: usize, t: u32) {
+    let lag = t.wrapping_sub(last[at]);
+    if lag > 0 {
+        sums[at] += w[at] * lag as f32;
+        last[at] = t;
+    }
+}
+
 /// Twin of `steps`: one stream over its part of `order` (`part`), with its weights `w` and
-/// sums `sums` (`heads * (d + 1)` each); returns its counts and steps taken.
+/// sums (`heads * (d + 1)` each); returns its counts and steps taken.
 pub fn steps(
     st: &StepsSetup,
     rows: StepRows<'_>,
     part: &[u32],
     w: &mut [f32],
-    mut sums: Option<&mut [f32]>,
+    mut sums: Option<StreamSums<'_>>,
 ) -> (RowOutcome, u64) {
-    let (x, y, d, bias) = (rows.x, rows.y, rows.d, rows.bias);
+    let (y, d, bias) = (rows.y, rows.d, rows.bias);
     let k = st.heads;
     let da = d + 1;
     let mut out = RowOutcome::default();
@@ -170,12 +314,16 @@ pub fn steps(
     let mut sc = vec![0f32; st.step_rows * k];
     for step in part.chunks(st.step_rows) {
         for (r, &i) in step.iter().enumerate() {
-            let row = &x[i as usize * d..(i as usize + 1) * d];
+            let row = rows.x.row(i as usize, d);
             for h in 0..k {
                 let wh = &w[h * da..(h + 1) * da];
                 let mut acc = 0f32;
-                for j in 0..d {
-                    acc += wh[j] * row[j];
+                match row {
+                    super::Row::Dense(x) => (0..d).for_each(|j| acc += wh[j] * x[j]),
+                    super::Row::Sparse { idx, val } => idx
+                        .iter()
+                        .zip(val)
+                        .for_each(|(&j, &v)| acc += wh[j as usize] * v),
                 }
                 sc[r * k + h] = acc + wh[d] * bias;
             }
@@ -194,23 +342,58 @@ pub fn steps(
             s.copy_from_slice(&c);
             out += o;
         }
-        for j in 0..da {
-            for (r, &i) in step.iter().enumerate() {
-                let xv = if j < d { x[i as usize * d + j] } else { bias };
-                for h in 0..k {
-                    let c = sc[r * k + h];
-                    if c != 0.0 {
-                        w[h * da + j] += (st.eta * c) * xv;
+        match rows.x {
+            StepX::Dense(x) => {
+                for j in 0..da {
+                    for (r, &i) in step.iter().enumerate() {
+                        let xv = if j < d { x[i as usize * d + j] } else { bias };
+                        for h in 0..k {
+                            let c = sc[r * k + h];
+                            if c != 0.0 {
+                                w[h * da + j] += (st.eta * c) * xv;
+                            }
+                        }
+                    }
+                }
+                if let Some(s) = sums.as_mut() {
+                    s.sums.iter_mut().zip(w.iter()).for_each(|(s, v)| *s += v);
+                }
+            }
+            StepX::Csr { .. } => {
+                // Row by row, the bias column after the row's non-zeros.
+                let t = sums.as_ref().map_or(0, |s| s.t0.wrapping_add(taken as u32));
+                for (r, &i) in step.iter().enumerate() {
+                    let (idx, val) = match rows.x.row(i as usize, d) {
+                        super::Row::Sparse { idx, val } => (idx, val),
+                        super::Row::Dense(_) => unreachable!("CSR rows are sparse"),
+                    };
+                    let cols = idx.iter().map(|&j| j as usize).zip(val.iter().copied());
+                    for (j, xq) in cols.chain([(d, bias)]) {
+                        for h in 0..k {
+                            let c = sc[r * k + h];
+                            if c != 0.0 {
+                                let at = h * da + j;
+                                if let Some(s) = sums.as_mut() {
+                                    lazy_sum(s.sums, s.last, w, at, t);
+                                }
+                                w[at] += (st.eta * c) * xq;
+                            }
+                        }
                     }
                 }
             }
         }
-        if let Some(s) = sums.as_deref_mut() {
-            s.iter_mut().zip(w.iter()).for_each(|(s, v)| *s += v);
-        }
         taken += 1;
     }
     (out, taken)
+}
+
+/// Twin of `catch_up` (shaders/steps_csr.wgsl, called by `mix`): every weight's lazily kept
+/// sum brought up to the stream's `t` steps.
+pub fn catch_up(sums: &mut [f32], last: &mut [u32], w: &[f32], t: u32) {
+    for at in 0..w.len() {
+        lazy_sum(sums, last, w, at, t);
+    }
 }
 
 /// Twin of `mix`: every stream's weights (`len` each) become their mean, summed in stream
@@ -233,15 +416,28 @@ impl StepsBound for CpuSteps {
     fn epoch(&mut self, order: &[u32]) -> Result<RowOutcome> {
         let len = self.setup.w0.len();
         let s_all = self.setup.streams;
+        let lazy = !self.last.is_empty();
         let mut total = RowOutcome::default();
         for s in 0..s_all {
             let (lo, hi) = stream_part(s, order.len(), s_all);
+            let part = s * len..(s + 1) * len;
             let sums = match self.setup.average {
-                true => Some(&mut self.sums[s * len..(s + 1) * len]),
+                true => Some(StreamSums {
+                    sums: &mut self.sums[part.clone()],
+                    last: match lazy {
+                        true => &mut self.last[part.clone()],
+                        false => &mut [],
+                    },
+                    t0: self.steps[s] as u32,
+                }),
                 false => None,
             };
+            let x = match &self.x {
+                OwnedX::Dense(x) => StepX::Dense(x),
+                OwnedX::Csr(c) => c.into(),
+            };
             let rows = StepRows {
-                x: &self.x,
+                x,
                 y: &self.y,
                 weights: self.weights.as_deref(),
                 d: self.d,
@@ -251,11 +447,19 @@ impl StepsBound for CpuSteps {
                 &self.setup,
                 rows,
                 &order[lo..hi],
-                &mut self.w[s * len..(s + 1) * len],
+                &mut self.w[part.clone()],
                 sums,
             );
             total += o;
             self.steps[s] += t;
+            if lazy {
+                catch_up(
+                    &mut self.sums[part.clone()],
+                    &mut self.last[part.clone()],
+                    &self.w[part],
+                    self.steps[s] as u32,
+                );
+            }
         }
         mix(&mut self.w, len);
         Ok(total)

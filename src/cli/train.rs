@@ -531,6 +531,9 @@ pub fn print_report(r: &TrainReport, kind: ModelKind) -> anyhow::Result<()> {
             if s == 1 { "" } else { "s" }
         );
     }
+    if let Some(k) = r.kernels.as_deref() {
+        outln!("  kernels:           {k}");
+    }
     outln!("  training accuracy: {:.2}%", 100.0 * r.train_accuracy);
     if let (Some(nv), Some(acc)) = (r.n_validation, r.validation_accuracy) {
         outln!(

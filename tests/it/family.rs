@@ -981,7 +981,7 @@ fn steps_by_twin(
     };
     let yf: Vec<f32> = y.iter().map(|&c| c as f32).collect();
     let rows = rosenblatt::backend::steps::StepRows {
-        x,
+        x: x.into(),
         y: &yf,
         weights: None,
         d,

@@ -58,6 +58,11 @@ fn all_shaders_parse_and_validate() {
         module(&steps, subgroups, "stepped module");
         checked += 2;
     }
+    {
+        let csr = rosenblatt::backend::gpu::steps::steps_csr_source();
+        module(&csr, false, "stepped module for sparse rows");
+        checked += 1;
+    }
     assert!(checked >= 3, "no shaders found in {}", dir.display());
 }
 
@@ -270,10 +275,10 @@ fn spirv_validate(
 /// The stepped module by lanes, specialised to every kind of shape the host plans
 /// (`LanesShape::plan` over features, heads and step rows, on a device with 8- and 32-lane
 /// subgroups), translates to SPIR-V (valid for Vulkan 1.1), MSL and HLSL, with the workgroup
-/// memory the host counts; the module by threads translates too.
+/// memory the host counts; the modules by threads (dense and sparse rows) translate too.
 #[test]
 fn stepped_specialisations_translate() {
-    use rosenblatt::backend::gpu::steps::{steps_source, LanesShape};
+    use rosenblatt::backend::gpu::steps::{steps_csr_source, steps_source, LanesShape};
     let val = spirv_val();
     let dir = tempfile::tempdir().unwrap();
     let (m, info) = module(&steps_source(true), true, "stepped module by lanes");
@@ -323,10 +328,17 @@ fn stepped_specialisations_translate() {
             );
         }
     }
-    let (m, info) = module(&steps_source(false), false, "stepped module by threads");
-    let (m, info) = specialise(&m, &info, &[("WG", 256.0)], "by threads");
-    let words = translate_specialised(&m, &info, false, "by threads");
-    if let Some(val) = &val {
-        spirv_validate(val, &dir.path().join("t.spv"), &words, false, "by threads");
+    let sources = [
+        (steps_source(false), "stepped module by threads"),
+        (steps_csr_source(), "stepped module for sparse rows"),
+    ];
+    for (i, (src, what)) in sources.iter().enumerate() {
+        let (m, info) = module(src, false, what);
+        let (m, info) = specialise(&m, &info, &[("WG", 256.0)], what);
+        let words = translate_specialised(&m, &info, false, what);
+        if let Some(val) = &val {
+            let file = dir.path().join(format!("t{i}.spv"));
+            spirv_validate(val, &file, &words, false, what);
+        }
     }
 }

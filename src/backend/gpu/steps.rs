@@ -13,7 +13,9 @@ use super::batch::{storage, uniform, Access, SUBGROUPS_WGSL};
 use super::buffers::{entire, init_buf, read_back, storage_buf};
 use super::context::GpuContext;
 use super::mirror::{StepParams, StreamStat};
-use crate::backend::steps::{model_of, stream_part, StepRows, StepsBound, StepsSetup, MAX_STEP};
+use crate::backend::steps::{
+    model_of, stream_part, StepRows, StepX, StepsBound, StepsSetup, MAX_STEP,
+};
 use crate::backend::RowOutcome;
 use crate::error::{Error, Result};
 
@@ -22,17 +24,29 @@ const X_PARTS: usize = 4;
 
 /// The stepped perceptron's common WGSL source.
 pub const STEPS_WGSL: &str = include_str!("../../../shaders/steps.wgsl");
+/// Its dense rows (`steps_by_threads` over them).
+pub const STEPS_DENSE_WGSL: &str = include_str!("../../../shaders/steps_dense.wgsl");
+/// Its compressed sparse rows (`steps_by_threads` over them, lazily kept sums).
+pub const STEPS_CSR_WGSL: &str = include_str!("../../../shaders/steps_csr.wgsl");
 /// Its `steps` entry point by the workgroup's threads (any adapter).
 pub const STEPS_TREE_WGSL: &str = include_str!("../../../shaders/steps_tree.wgsl");
 /// Its `steps` entry point by subgroup lanes where planned (adapters with subgroups).
 pub const STEPS_SUBGROUP_WGSL: &str = include_str!("../../../shaders/steps_subgroup.wgsl");
 
-/// The stepped module's source: the common part and the entry point's variant.
+/// The stepped module's source for dense rows: the common part, the rows' part and the entry
+/// point's variant.
 pub fn steps_source(subgroups: bool) -> String {
     match subgroups {
-        true => format!("{STEPS_WGSL}\n{STEPS_SUBGROUP_WGSL}\n{SUBGROUPS_WGSL}"),
-        false => format!("{STEPS_WGSL}\n{STEPS_TREE_WGSL}"),
+        true => {
+            format!("{STEPS_WGSL}\n{STEPS_DENSE_WGSL}\n{STEPS_SUBGROUP_WGSL}\n{SUBGROUPS_WGSL}")
+        }
+        false => format!("{STEPS_WGSL}\n{STEPS_DENSE_WGSL}\n{STEPS_TREE_WGSL}"),
     }
+}
+
+/// The stepped module's source for compressed sparse rows (by the workgroup's threads).
+pub fn steps_csr_source() -> String {
+    format!("{STEPS_WGSL}\n{STEPS_CSR_WGSL}\n{STEPS_TREE_WGSL}")
 }
 
 /// Most columns one thread holds by lanes (WGSL `U_MAX`).
@@ -118,8 +132,9 @@ impl LanesShape {
     }
 }
 
-/// The stepped pipelines and their layout: `mix` and `steps` by threads built once, `steps`
-/// by lanes per [`LanesShape`] on first use.
+/// The stepped pipelines and their layouts: for dense rows `mix` and `steps` by threads built
+/// once, `steps` by lanes per [`LanesShape`] on first use; for sparse rows [`CsrPipelines`]
+/// on first use.
 pub struct StepsPipelines {
     layout: wgpu::BindGroupLayout,
     pipeline_layout: wgpu::PipelineLayout,
@@ -128,10 +143,55 @@ pub struct StepsPipelines {
     wg: u32,
     lanes_module: OnceLock<wgpu::ShaderModule>,
     lanes: Mutex<HashMap<LanesShape, wgpu::ComputePipeline>>,
+    csr: Mutex<Option<CsrPipelines>>,
+}
+
+/// The stepped pipelines for compressed sparse rows (shaders/steps_csr.wgsl): binding 9 is
+/// the lazily kept sums' steps, written.
+#[derive(Clone)]
+struct CsrPipelines {
+    layout: wgpu::BindGroupLayout,
+    steps: wgpu::ComputePipeline,
+    mix: wgpu::ComputePipeline,
+}
+
+/// The stepped module's bind group layout and pipeline layout: binding 9 read (dense rows'
+/// fourth binding) or read and written (sparse rows' `last`).
+fn layouts(ctx: &GpuContext, csr: bool) -> (wgpu::BindGroupLayout, wgpu::PipelineLayout) {
+    let last = match csr {
+        true => Access::ReadWrite,
+        false => Access::Read,
+    };
+    let layout = ctx
+        .device
+        .create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
+            label: Some("rosenblatt.steps_layout"),
+            entries: &[
+                uniform(0),
+                storage(1, Access::Read),
+                storage(2, Access::Read),
+                storage(3, Access::Read),
+                storage(4, Access::ReadWrite),
+                storage(5, Access::ReadWrite),
+                storage(6, Access::ReadWrite),
+                storage(7, Access::Read),
+                storage(8, Access::Read),
+                storage(9, last),
+            ],
+        });
+    let pipeline_layout = ctx
+        .device
+        .create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
+            label: Some("rosenblatt.steps_pipeline_layout"),
+            bind_group_layouts: &[Some(&layout)],
+            immediate_size: 0,
+        });
+    (layout, pipeline_layout)
 }
 
 impl StepsPipelines {
-    /// Compiles shaders/steps.wgsl (with steps_tree.wgsl) for the device's limits.
+    /// Compiles shaders/steps.wgsl (with steps_dense.wgsl and steps_tree.wgsl) for the
+    /// device's limits.
     pub fn new(ctx: &GpuContext) -> Result<Self> {
         let l = &ctx.limits;
         if l.max_storage_buffers_per_shader_stage < 9 {
@@ -158,30 +218,7 @@ impl StepsPipelines {
                     label: Some("rosenblatt.steps_tree"),
                     source: wgpu::ShaderSource::Wgsl(steps_source(false).into()),
                 });
-            let layout = ctx
-                .device
-                .create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
-                    label: Some("rosenblatt.steps_layout"),
-                    entries: &[
-                        uniform(0),
-                        storage(1, Access::Read),
-                        storage(2, Access::Read),
-                        storage(3, Access::Read),
-                        storage(4, Access::ReadWrite),
-                        storage(5, Access::ReadWrite),
-                        storage(6, Access::ReadWrite),
-                        storage(7, Access::Read),
-                        storage(8, Access::Read),
-                        storage(9, Access::Read),
-                    ],
-                });
-            let pipeline_layout =
-                ctx.device
-                    .create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
-                        label: Some("rosenblatt.steps_pipeline_layout"),
-                        bind_group_layouts: &[Some(&layout)],
-                        immediate_size: 0,
-                    });
+            let (layout, pipeline_layout) = layouts(ctx, false);
             let constants = [("WG", wg as f64)];
             let pipeline =
                 |entry: &str| compute_pipeline(ctx, &pipeline_layout, &module, entry, &constants);
@@ -193,8 +230,36 @@ impl StepsPipelines {
                 wg,
                 lanes_module: OnceLock::new(),
                 lanes: Mutex::new(HashMap::new()),
+                csr: Mutex::new(None),
             }
         })
+    }
+
+    /// The pipelines for sparse rows (compiled on first use).
+    fn csr(&self, ctx: &GpuContext) -> Result<CsrPipelines> {
+        let mut held = self.csr.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(p) = held.as_ref() {
+            return Ok(p.clone());
+        }
+        let p = ctx.scoped("compiling shaders/steps.wgsl + steps_csr.wgsl", || {
+            let module = ctx
+                .device
+                .create_shader_module(wgpu::ShaderModuleDescriptor {
+                    label: Some("rosenblatt.steps_csr"),
+                    source: wgpu::ShaderSource::Wgsl(steps_csr_source().into()),
+                });
+            let (layout, pipeline_layout) = layouts(ctx, true);
+            let constants = [("WG", self.wg as f64)];
+            let pipeline =
+                |entry: &str| compute_pipeline(ctx, &pipeline_layout, &module, entry, &constants);
+            CsrPipelines {
+                steps: pipeline("steps"),
+                mix: pipeline("mix"),
+                layout,
+            }
+        })?;
+        *held = Some(p.clone());
+        Ok(p)
     }
 
     /// The `steps` pipeline by lanes for `shape` (compiled once per shape).
@@ -257,7 +322,6 @@ fn compute_pipeline(
 /// Rows resident on the GPU for a stepped online run.
 pub struct GpuSteps<'c> {
     ctx: &'c GpuContext,
-    pipes: &'c StepsPipelines,
     setup: StepsSetup,
     n: usize,
     len: usize,
@@ -267,9 +331,14 @@ pub struct GpuSteps<'c> {
     stat: wgpu::Buffer,
     staging: wgpu::Buffer,
     bind: wgpu::BindGroup,
-    /// The `steps` pipeline this run dispatches (by lanes where planned) and the shape.
+    /// The `steps` pipeline this run dispatches (by lanes where planned), the shape, and
+    /// `mix` for the rows' form.
     steps_pipe: wgpu::ComputePipeline,
+    mix_pipe: wgpu::ComputePipeline,
+    wg: u32,
     lanes: Option<LanesShape>,
+    /// The rows are sparse (by threads, lazily kept sums).
+    sparse: bool,
     /// Whether the last epoch's streams all ran by lanes (the shader says).
     ran_by_lanes: bool,
     /// Each stream's steps so far (kept on the device too).
@@ -282,15 +351,16 @@ pub struct GpuSteps<'c> {
 /// adapter few enough that no invocation runs more than about 45,000 loop iterations
 /// (Mesa's llvmpipe and lavapipe end every loop, silently, once an invocation has run 65,535
 /// in all: gallivm's loop limiter, see `plan::software_steps`). By threads a step costs a
-/// thread its dot products (d + 1 each), the rule (2K a row) and its columns' updates
-/// (B (K + 1) + K each); by lanes its loads, partial sums and updates (2 U + 2 U K + K + 8
-/// per row, rows in chunks of 16, twice where a step has more than 16) and the rule (K S +
-/// 3 K a row, S subgroups of at least 4 lanes). At least one step; below 2^31 / B, so that
-/// positions stay within u32.
+/// thread its dot products (`row` + 1 terms each, `row` the longest row's stored values:
+/// d for dense rows), the rule (2K a row) and its columns' updates (B (K + 1) + K each;
+/// sparse rows: a row at a time, ceil((row + 1) / wg) (K + 1) + 1 each); by lanes its loads,
+/// partial sums and updates (2 U + 2 U K + K + 8 per row, rows in chunks of 16, twice where a
+/// step has more than 16) and the rule (K S + 3 K a row, S subgroups of at least 4 lanes).
+/// At least one step; below 2^31 / B, so that positions stay within u32.
 fn max_steps(
     ctx: &GpuContext,
     st: &StepsSetup,
-    d: usize,
+    (row, sparse): (usize, bool),
     wg: u32,
     lanes: Option<LanesShape>,
 ) -> usize {
@@ -301,9 +371,11 @@ fn max_steps(
     let (wg, b, k) = (wg.max(1) as usize, st.step_rows, st.heads);
     let cost = match lanes {
         None => {
-            (b * k).div_ceil(wg) * (d + 1)
-                + b.div_ceil(wg) * 2 * k
-                + (d + 1).div_ceil(wg) * (b * (k + 1) + k)
+            let updates = match sparse {
+                false => (row + 1).div_ceil(wg) * (b * (k + 1) + k),
+                true => b * ((row + 1).div_ceil(wg) * (k + 1) + 1),
+            };
+            (b * k).div_ceil(wg) * (row + 1) + b.div_ceil(wg) * 2 * k + updates
         }
         Some(l) => {
             let u = l.u as usize;
@@ -314,12 +386,26 @@ fn max_steps(
     (45_000 / cost).clamp(1, cap)
 }
 
+/// X's buffers bound at 1, 7, 8 and 9, the pipelines that read them, the longest row's
+/// stored values and the threads a stream (for `max_steps`).
+struct BoundX {
+    buffers: [wgpu::Buffer; 4],
+    part_rows: usize,
+    steps: wgpu::ComputePipeline,
+    mix: wgpu::ComputePipeline,
+    layout: wgpu::BindGroupLayout,
+    lanes: Option<LanesShape>,
+    wg: u32,
+    row: usize,
+}
+
 impl<'c> GpuSteps<'c> {
     /// Uploads `rows` (features, labels with the rows' weights) and the starting weights to
     /// every stream; X goes in bindings of at most `max_binding` bytes (default: the device's
-    /// limit).
-    /// `subgroups`: `None` by lanes where the device has subgroups and the shape fits,
-    /// `Some(false)` by threads, `Some(true)` by lanes or an error.
+    /// limit): dense rows in up to four, sparse rows' values, columns and row starts in one
+    /// each.
+    /// `subgroups`: `None` by lanes where the device has subgroups and the shape fits (dense
+    /// rows), `Some(false)` by threads, `Some(true)` by lanes or an error.
     pub fn new(
         ctx: &'c GpuContext,
         pipes: &'c StepsPipelines,
@@ -328,6 +414,8 @@ impl<'c> GpuSteps<'c> {
         rows: StepRows<'_>,
         setup: StepsSetup,
     ) -> Result<Self> {
+        setup.check(rows.d)?;
+        rows.check()?;
         let StepRows {
             x,
             y,
@@ -335,54 +423,66 @@ impl<'c> GpuSteps<'c> {
             d,
             bias,
         } = rows;
-        setup.check(d)?;
         let n = y.len();
         let len = setup.w0.len();
         let s = setup.streams;
         let limit = super::plan::binding_limit(&ctx.limits, max_binding);
-        let xb = (x.len() as u64) * 4;
         let wb = (s as u64) * (len as u64) * 4;
-        // X in at most X_PARTS bindings of part_rows rows each.
-        let part_rows = (limit / ((d.max(1) as u64) * 4)).min(u32::MAX as u64) as usize;
-        let parts = match part_rows {
-            0 => usize::MAX,
-            p => n.div_ceil(p).max(1),
-        };
-        if parts > X_PARTS
-            || wb > limit
+        if wb > limit
             || n >= 1 << 31
             || s > ctx.limits.max_compute_workgroups_per_dimension as usize
         {
             return Err(Error::TooLarge(format!(
-                "a stepped run binds X ({xb} bytes) in at most {X_PARTS} bindings and {s} \
-                 streams' weights ({wb} bytes) in one; the GPU binds at most {limit} bytes a \
-                 binding and runs {} workgroups",
+                "a stepped run binds {n} rows and {s} streams' weights ({wb} bytes) in one \
+                 binding; the GPU binds at most {limit} bytes a binding and runs {} workgroups",
                 ctx.limits.max_compute_workgroups_per_dimension
             )));
         }
-        let has_subgroups = ctx.features.contains(wgpu::Features::SUBGROUP);
-        let lanes = match subgroups {
-            Some(false) => None,
-            _ if !has_subgroups && subgroups.is_none() => None,
-            _ => LanesShape::plan(
-                d,
-                setup.heads,
-                setup.step_rows,
-                ctx.info.subgroup_min_size,
-                &ctx.limits,
-            ),
-        };
-        if subgroups == Some(true) && lanes.is_none() {
-            return Err(Error::Gpu(format!(
-                "steps of {} rows, {} heads and {d} features do not fit subgroup lanes on {}",
-                setup.step_rows,
-                setup.heads,
-                ctx.describe()
-            )));
-        }
-        let (steps_pipe, wg) = match lanes {
-            Some(l) => (pipes.lanes(ctx, l)?, l.wg),
-            None => (pipes.steps.clone(), pipes.wg),
+        let bound = match x {
+            StepX::Dense(x) => Self::dense_x(ctx, pipes, limit, subgroups, x, n, d, &setup)?,
+            StepX::Csr {
+                indptr,
+                indices,
+                values,
+            } => {
+                if subgroups == Some(true) {
+                    return Err(Error::Gpu(
+                        "sparse rows' steps run by the workgroup's threads, not by lanes".into(),
+                    ));
+                }
+                let (a, b) = (indptr[0], indptr[n]);
+                let nnz = b - a;
+                let bytes = (nnz as u64) * 4;
+                if bytes > limit || nnz >= 1 << 31 || (n as u64 + 1) * 4 > limit {
+                    return Err(Error::TooLarge(format!(
+                        "a stepped run binds sparse rows' {nnz} values ({bytes} bytes) in one \
+                         binding; the GPU binds at most {limit} bytes a binding"
+                    )));
+                }
+                let p = pipes.csr(ctx)?;
+                let starts: Vec<u32> = indptr.iter().map(|&i| (i - a) as u32).collect();
+                let st = wgpu::BufferUsages::STORAGE;
+                let last_bytes = if setup.average { s * len * 4 } else { 4 };
+                let buffers =
+                    ctx.scoped("uploading the stepped perceptron's sparse rows", || {
+                        [
+                            init_buf(ctx, "rosenblatt.steps_xv", nonempty(&values[a..b]), st),
+                            init_buf(ctx, "rosenblatt.steps_xj", nonempty(&indices[a..b]), st),
+                            init_buf(ctx, "rosenblatt.steps_xp", nonempty(&starts), st),
+                            storage_buf(ctx, "rosenblatt.steps_last", last_bytes as u64),
+                        ]
+                    })?;
+                BoundX {
+                    buffers,
+                    part_rows: n.max(1),
+                    steps: p.steps,
+                    mix: p.mix,
+                    layout: p.layout,
+                    lanes: None,
+                    wg: pipes.wg,
+                    row: indptr.windows(2).map(|w| w[1] - w[0]).max().unwrap_or(0),
+                }
+            }
         };
         let sp = StepParams {
             n: n as u32,
@@ -392,11 +492,17 @@ impl<'c> GpuSteps<'c> {
             streams: s as u32,
             step_rows: setup.step_rows as u32,
             average: setup.average as u32,
-            part_rows: part_rows.max(1) as u32,
+            part_rows: bound.part_rows.max(1) as u32,
             tau: setup.tau,
             eta: setup.eta,
             bias,
-            max_steps: max_steps(ctx, &setup, d, wg, lanes) as u32,
+            max_steps: max_steps(
+                ctx,
+                &setup,
+                (bound.row, matches!(x, StepX::Csr { .. })),
+                bound.wg,
+                bound.lanes,
+            ) as u32,
             weighted: weights.is_some() as u32,
             _pad0: 0,
             _pad1: 0,
@@ -419,18 +525,6 @@ impl<'c> GpuSteps<'c> {
                 bytemuck::bytes_of(&sp),
                 wgpu::BufferUsages::UNIFORM,
             );
-            let xbufs: Vec<wgpu::Buffer> = (0..parts)
-                .map(|p| {
-                    let at = |p: usize| (p * part_rows * d).min(x.len());
-                    init_buf(
-                        ctx,
-                        "rosenblatt.steps_x",
-                        nonempty(&x[at(p)..at(p + 1)]),
-                        st,
-                    )
-                })
-                .collect();
-            let xpart = |p: usize| xbufs.get(p).unwrap_or(&xbufs[0]);
             let ybuf = init_buf(ctx, "rosenblatt.steps_y", nonempty(&labels), st);
             let order = storage_buf(ctx, "rosenblatt.steps_order", (n.max(1) * 4) as u64);
             let w = init_buf(
@@ -455,25 +549,25 @@ impl<'c> GpuSteps<'c> {
                 usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
                 mapped_at_creation: false,
             });
+            let [x0, x7, x8, x9] = &bound.buffers;
             let bind = ctx.device.create_bind_group(&wgpu::BindGroupDescriptor {
                 label: Some("rosenblatt.steps"),
-                layout: &pipes.layout,
+                layout: &bound.layout,
                 entries: &[
                     entire(0, &params),
-                    entire(1, xpart(0)),
+                    entire(1, x0),
                     entire(2, &ybuf),
                     entire(3, &order),
                     entire(4, &w),
                     entire(5, &sums),
                     entire(6, &stat),
-                    entire(7, xpart(1)),
-                    entire(8, xpart(2)),
-                    entire(9, xpart(3)),
+                    entire(7, x7),
+                    entire(8, x8),
+                    entire(9, x9),
                 ],
             });
             GpuSteps {
                 ctx,
-                pipes,
                 n,
                 len,
                 order,
@@ -482,8 +576,11 @@ impl<'c> GpuSteps<'c> {
                 stat,
                 staging,
                 bind,
-                steps_pipe,
-                lanes,
+                steps_pipe: bound.steps,
+                mix_pipe: bound.mix,
+                wg: pipes.wg,
+                lanes: bound.lanes,
+                sparse: matches!(x, StepX::Csr { .. }),
                 ran_by_lanes: false,
                 steps: vec![0; s],
                 dispatches: {
@@ -493,6 +590,83 @@ impl<'c> GpuSteps<'c> {
                 },
                 setup,
             }
+        })
+    }
+
+    /// Dense X in at most `X_PARTS` bindings of `part_rows` rows each, and the `steps`
+    /// pipeline by lanes or by threads.
+    #[allow(clippy::too_many_arguments)]
+    fn dense_x(
+        ctx: &GpuContext,
+        pipes: &StepsPipelines,
+        limit: u64,
+        subgroups: Option<bool>,
+        x: &[f32],
+        n: usize,
+        d: usize,
+        setup: &StepsSetup,
+    ) -> Result<BoundX> {
+        let xb = (x.len() as u64) * 4;
+        let part_rows = (limit / ((d.max(1) as u64) * 4)).min(u32::MAX as u64) as usize;
+        let parts = match part_rows {
+            0 => usize::MAX,
+            p => n.div_ceil(p).max(1),
+        };
+        if parts > X_PARTS {
+            return Err(Error::TooLarge(format!(
+                "a stepped run binds X ({xb} bytes) in at most {X_PARTS} bindings; the GPU \
+                 binds at most {limit} bytes a binding"
+            )));
+        }
+        let has_subgroups = ctx.features.contains(wgpu::Features::SUBGROUP);
+        let lanes = match subgroups {
+            Some(false) => None,
+            _ if !has_subgroups && subgroups.is_none() => None,
+            _ => LanesShape::plan(
+                d,
+                setup.heads,
+                setup.step_rows,
+                ctx.info.subgroup_min_size,
+                &ctx.limits,
+            ),
+        };
+        if subgroups == Some(true) && lanes.is_none() {
+            return Err(Error::Gpu(format!(
+                "steps of {} rows, {} heads and {d} features do not fit subgroup lanes on {}",
+                setup.step_rows,
+                setup.heads,
+                ctx.describe()
+            )));
+        }
+        let (steps, wg) = match lanes {
+            Some(l) => (pipes.lanes(ctx, l)?, l.wg),
+            None => (pipes.steps.clone(), pipes.wg),
+        };
+        let st = wgpu::BufferUsages::STORAGE;
+        let buffers = ctx.scoped("uploading the stepped perceptron's rows", || {
+            let at = |p: usize| (p * part_rows * d).min(x.len());
+            let part = |p: usize| {
+                init_buf(
+                    ctx,
+                    "rosenblatt.steps_x",
+                    nonempty(&x[at(p)..at(p + 1)]),
+                    st,
+                )
+            };
+            // Bindings past X's parts hold its first.
+            let first = part(0);
+            let [b1, b2, b3] = [1, 2, 3].map(|p| if p < parts { part(p) } else { first.clone() });
+            [first, b1, b2, b3]
+        })?;
+        Ok(BoundX {
+            buffers,
+            part_rows,
+            steps,
+            mix: pipes.mix.clone(),
+            layout: pipes.layout.clone(),
+            lanes,
+            wg,
+            row: d,
         })
     }
 
@@ -519,7 +693,7 @@ impl<'c> GpuSteps<'c> {
 }
 
 /// The bytes of `v`, or four zero bytes for an empty slice (buffers are never empty).
-fn nonempty(v: &[f32]) -> &[u8] {
+fn nonempty<T: bytemuck::Pod>(v: &[T]) -> &[u8] {
     if v.is_empty() {
         &[0; 4]
     } else {
@@ -566,8 +740,8 @@ impl StepsBound for GpuSteps<'_> {
             // `mix` reads every stream's weights once they are all done.
             let mix = (
                 "rosenblatt.mix",
-                &self.pipes.mix,
-                self.len.div_ceil(self.pipes.wg as usize),
+                &self.mix_pipe,
+                self.len.div_ceil(self.wg as usize),
             );
             let runs =
                 std::iter::repeat_n(("rosenblatt.steps", &self.steps_pipe, s), self.dispatches);
@@ -606,6 +780,9 @@ impl StepsBound for GpuSteps<'_> {
     }
 
     fn plan(&self) -> String {
+        if self.sparse {
+            return "by the workgroup's threads, sparse rows' updates a row at a time".into();
+        }
         match (self.lanes, self.ran_by_lanes) {
             (Some(l), true) => format!(
                 "by subgroup lanes: {} threads a stream, {} columns of {} heads a thread in \
