@@ -49,8 +49,9 @@ pub(crate) trait OnlineRule {
 
     /// The end of an epoch in a data-parallel run: every process continues from the mean
     /// of the processes' weights, and the epoch's counts become their sums.
-    fn mix(&mut self, shard: &Shard, e: &mut EpochStats, weighted: bool) {
+    fn mix(&mut self, shard: &Shard, e: &mut EpochStats, weighted: bool) -> Result<()> {
         shard.mix(self.weights_mut(), e, weighted);
+        Ok(())
     }
 
     /// The linear model `predict` would use if training stopped now, on this process (the
@@ -241,7 +242,7 @@ pub(crate) fn run<R: OnlineRule>(
         if let Some(sh) = &pb.shard {
             // Iterative parameter mixing (McDonald, Hall and Mann, 2010): each process ran one
             // online epoch on its rows from the same weights; all continue from their mean.
-            rule.mix(sh, &mut e, v.sw.is_some());
+            rule.mix(sh, &mut e, v.sw.is_some())?;
         }
         e.update_norm = update_norm(rule.weights(), &start);
         if pb.val.is_some() {
@@ -418,7 +419,6 @@ impl<'a> DeviceSteps<'a> {
             _ => "the same steps and streams",
         };
         let refused = match () {
-            _ if pb.shard.is_some() => Some("a data-parallel run"),
             _ if progress.wants_snapshots() => Some("an animation of every step"),
             _ => None,
         };
@@ -508,6 +508,20 @@ fn copy_rows<'x>(
     })
 }
 
+impl DeviceSteps<'_> {
+    /// The model read back; in a data-parallel run the mean of the processes' models (every
+    /// process calls this at the same points).
+    fn mixed_model(&mut self, pb: &Problem<'_>) -> Result<Vec<f32>> {
+        let mut m = self.bound.model()?;
+        if let Some(sh) = &pb.shard {
+            sh.reduce.sum_f32(&mut m);
+            let k = sh.reduce.size() as f32;
+            m.iter_mut().for_each(|v| *v /= k);
+        }
+        Ok(m)
+    }
+}
+
 impl OnlineRule for DeviceSteps<'_> {
     type Best = Vec<f32>;
 
@@ -558,11 +572,24 @@ impl OnlineRule for DeviceSteps<'_> {
         Some(self.bound.plan())
     }
 
+    fn mix(&mut self, shard: &Shard, e: &mut EpochStats, weighted: bool) -> Result<()> {
+        // Every stream of every process continues from the processes' mean.
+        shard.mix(&mut self.w, e, weighted);
+        self.bound.set_weights(&self.w)?;
+        self.model = None;
+        Ok(())
+    }
+
     fn val_mistakes(&mut self, pb: &Problem<'_>) -> Result<u64> {
-        let model = self.bound.model()?;
-        let m = val_mistakes(&pb.view(), &model, pb.rule).unwrap_or(0);
+        let model = self.mixed_model(pb)?;
+        let m = val_mistakes(&pb.view(), &model, pb.rule);
         self.model = Some(model);
-        Ok(m)
+        Ok(match &pb.shard {
+            // Over every process's share of the held-out rows.
+            Some(sh) => sh.total(m),
+            None => m,
+        }
+        .unwrap_or(0))
     }
 
     fn best(&self, _pb: &Problem<'_>) -> Vec<f32> {
@@ -570,10 +597,10 @@ impl OnlineRule for DeviceSteps<'_> {
         self.model_now()
     }
 
-    fn finish(mut self, _pb: &Problem<'_>, best: Option<Vec<f32>>) -> Result<Snapshot> {
+    fn finish(mut self, pb: &Problem<'_>, best: Option<Vec<f32>>) -> Result<Snapshot> {
         Ok(Snapshot::Linear(match best {
             Some(b) => b,
-            None => self.bound.model()?,
+            None => self.mixed_model(pb)?,
         }))
     }
 }
@@ -687,11 +714,12 @@ impl OnlineRule for Streams {
         (self.pos, self.cur) = (0, 0);
     }
 
-    fn mix(&mut self, shard: &Shard, e: &mut EpochStats, weighted: bool) {
+    fn mix(&mut self, shard: &Shard, e: &mut EpochStats, weighted: bool) -> Result<()> {
         let mut w = self.w.clone();
         shard.mix(&mut w, e, weighted);
         self.set_all(&w);
         self.w = w;
+        Ok(())
     }
 
     fn val_mistakes(&mut self, pb: &Problem<'_>) -> Result<u64> {
@@ -1113,7 +1141,7 @@ impl OnlineRule for Perceptron {
         }
     }
 
-    fn mix(&mut self, shard: &Shard, e: &mut EpochStats, weighted: bool) {
+    fn mix(&mut self, shard: &Shard, e: &mut EpochStats, weighted: bool) -> Result<()> {
         let before_mix = self.w.clone();
         shard.mix(&mut self.w, e, weighted);
         if let Some(avg) = self.avg.as_mut() {
@@ -1121,6 +1149,7 @@ impl OnlineRule for Perceptron {
             // average stays that of the weights this process went through.
             avg.jump(&before_mix, &self.w);
         }
+        Ok(())
     }
 
     fn val_mistakes(&mut self, pb: &Problem<'_>) -> Result<u64> {

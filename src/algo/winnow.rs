@@ -91,7 +91,7 @@ impl OnlineRule for Winnow {
         })
     }
 
-    fn mix(&mut self, shard: &Shard, e: &mut EpochStats, weighted: bool) {
+    fn mix(&mut self, shard: &Shard, e: &mut EpochStats, weighted: bool) -> Result<()> {
         // Iterative parameter mixing: the processes' log-weights are averaged (the geometric
         // mean of their weights, Winnow's own scale), the counts summed.
         shard.reduce.sum_f64(&mut self.logb);
@@ -101,6 +101,7 @@ impl OnlineRule for Winnow {
         let d = self.logb.len();
         winnow_weights(&self.logb, &mut self.w[..d]);
         self.top = self.logb.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        Ok(())
     }
 
     fn best(&self, _pb: &Problem<'_>) -> Vec<f32> {

@@ -60,12 +60,26 @@ pub trait StepsBound {
     fn epoch(&mut self, order: &[u32]) -> Result<RowOutcome>;
     /// The streams' (mixed) weights.
     fn weights(&mut self) -> Result<Vec<f32>>;
+    /// Every stream continues from `w` (`heads * (d + 1)`): after the processes of a
+    /// data-parallel run mixed their weights. The sums kept so far stay.
+    fn set_weights(&mut self, w: &[f32]) -> Result<()>;
     /// The model: with averaging the mean over the streams of their weights' average over
     /// their steps (a stream without a step counts its weights), else the weights.
     fn model(&mut self) -> Result<Vec<f32>>;
     /// How the backend runs the steps, in words (for reports and tests).
     fn plan(&self) -> String {
         "row by row on the CPU".into()
+    }
+}
+
+/// Refuses weights of another length than `len`.
+pub(crate) fn check_len(w: &[f32], len: usize) -> Result<()> {
+    match w.len() == len {
+        true => Ok(()),
+        false => Err(Error::Gpu(format!(
+            "{} weights for a stepped run of {len}",
+            w.len()
+        ))),
     }
 }
 
@@ -467,6 +481,12 @@ impl StepsBound for CpuSteps {
 
     fn weights(&mut self) -> Result<Vec<f32>> {
         Ok(self.w[..self.setup.w0.len()].to_vec())
+    }
+
+    fn set_weights(&mut self, w: &[f32]) -> Result<()> {
+        check_len(w, self.setup.w0.len())?;
+        self.w = w.repeat(self.setup.streams);
+        Ok(())
     }
 
     fn model(&mut self) -> Result<Vec<f32>> {

@@ -265,6 +265,82 @@ fn n_processes_on_their_gpus_train_the_single_process_model() {
     );
 }
 
+/// The online averaged perceptron in steps and streams, each process's on its GPU (dense and
+/// sparse rows): the processes mix their GPUs' models as the CPU's, so the model and the
+/// counts equal the same run's on the CPUs, bit for bit on integer data (with processes and
+/// streams powers of two, so that their means stay exact whatever the order of a sum).
+#[test]
+fn stepped_processes_on_their_gpus_equal_the_same_on_cpus() {
+    if common::gpu().is_none() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path();
+    write_sets(p);
+    let cases: [&[&str]; 3] = [
+        &[
+            "x.npy",
+            "--labels",
+            "y2.npy",
+            "--minibatch",
+            "4",
+            "--streams",
+            "2",
+        ],
+        &[
+            "x.npy",
+            "--labels",
+            "y4.npy",
+            "--multiclass",
+            "ovr",
+            "--streams",
+            "4",
+        ],
+        &[
+            "x.svm",
+            "--sparse",
+            "--minibatch",
+            "2",
+            "--streams",
+            "2",
+            "--validation-fraction",
+            "0.2",
+        ],
+    ];
+    for (k, case) in cases.iter().enumerate() {
+        let mut args = vec!["train"];
+        args.extend_from_slice(case);
+        args.extend_from_slice(&["--epochs", "6", "--distributed", "--json", "-o"]);
+        for np in [1, 2] {
+            let run = |backend: &str| {
+                let out = format!("s{k}_{np}_{backend}.json");
+                let all = [&args[..], &[&out, "--backend", backend]].concat();
+                let o = mpirun(p, np, &all);
+                assert!(
+                    o.status.success(),
+                    "{case:?} np={np}: {}",
+                    common::stderr(&o)
+                );
+                let r: serde_json::Value = serde_json::from_str(&common::stdout(&o)).unwrap();
+                (r, model(p, &out))
+            };
+            let ((gr, gm), (cr, cm)) = (run("gpu"), run("cpu"));
+            assert_eq!(gr["backend"], "gpu", "{case:?} np={np}: {gr}");
+            assert!(gr.get("kernels").is_some(), "{case:?} np={np}: {gr}");
+            for key in [
+                "mistakes_per_epoch",
+                "epochs",
+                "train_accuracy",
+                "minibatch",
+                "streams",
+            ] {
+                assert_eq!(gr[key], cr[key], "{case:?} np={np}: {key}");
+            }
+            assert_eq!(gm, cm, "{case:?} np={np}: model");
+        }
+    }
+}
+
 #[test]
 fn float_sums_agree_to_rounding_and_the_unsupported_is_refused() {
     let dir = tempfile::tempdir().unwrap();

@@ -531,7 +531,7 @@ impl<'c> GpuSteps<'c> {
                 ctx,
                 "rosenblatt.steps_w",
                 bytemuck::cast_slice(&setup.w0.repeat(s)),
-                st | wgpu::BufferUsages::COPY_SRC,
+                st | wgpu::BufferUsages::COPY_SRC | wgpu::BufferUsages::COPY_DST,
             );
             let sums = storage_buf(
                 ctx,
@@ -777,6 +777,16 @@ impl StepsBound for GpuSteps<'_> {
     fn weights(&mut self) -> Result<Vec<f32>> {
         let bytes = self.read(&self.w, (self.len * 4) as u64)?;
         Ok(bytemuck::pod_collect_to_vec(&bytes))
+    }
+
+    fn set_weights(&mut self, w: &[f32]) -> Result<()> {
+        crate::backend::steps::check_len(w, self.len)?;
+        let all = w.repeat(self.setup.streams);
+        let ctx = self.ctx;
+        ctx.scoped("writing the stepped perceptron's weights", || {
+            ctx.queue
+                .write_buffer(&self.w, 0, bytemuck::cast_slice(&all));
+        })
     }
 
     fn plan(&self) -> String {
