@@ -43,9 +43,10 @@ struct StepParams {
     eta: f32,        // learning rate
     bias: f32,       // the bias column's value
     max_steps: u32,  // steps a stream takes in one dispatch (the host dispatches again)
-    weighted: u32,   // 1: `y` holds (label, row weight, weight in the own head) a row
-    _pad0: u32,
-    _pad1: u32,
+    weighted: u32,   // 1: `y` holds (label, row weight, weight in the own head) a row; 2: and
+                     // the row's squared norm (bias column counted)
+    pa: u32,         // 0: the perceptron; 1, 2, 3: passive-aggressive PA, PA-I, PA-II
+    pa_c: f32,       // PA-I's and PA-II's C
     _pad2: u32,
 }
 
@@ -78,25 +79,33 @@ var<private> n_wrong: u32;
 var<private> crit: f32;
 var<private> n_weighted: f32;
 
+// Words of `y` a row: the label, then (weighted) its weights, then (passive-aggressive) its
+// squared norm.
+fn y_stride() -> u32 {
+    return select(1u, P.weighted + 2u, P.weighted != 0u);
+}
+
 // Row `row`'s label, and its weight in every head and in its own class's head (one-vs-rest).
 fn label(row: u32) -> f32 {
-    if (P.weighted != 0u) {
-        return y[3u * row];
-    }
-    return y[row];
+    return y[y_stride() * row];
 }
 
 fn row_weights(row: u32) -> vec2<f32> {
     if (P.weighted != 0u) {
-        return vec2(y[3u * row + 1u], y[3u * row + 2u]);
+        let o = y_stride() * row;
+        return vec2(y[o + 1u], y[o + 2u]);
     }
     return vec2(1.0, 1.0);
 }
 
 // The rule on the K scores at sc[o..o + K] of row `row`: the scores become the coefficients
 // of x, times the row's weight in the head (0 where the head is not updated). The twin of
-// backend::row_rule.
+// backend::row_rule (the passive-aggressive rule: `decide_pa`).
 fn decide(o: u32, row: u32) {
+    if (P.pa != 0u) {
+        decide_pa(o, row);
+        return;
+    }
     let K = P.heads;
     let yv = label(row);
     let rw = row_weights(row);
@@ -160,6 +169,112 @@ fn decide(o: u32, row: u32) {
             } else if (P.rule == RULE_MC_ALL || k == best) {
                 c = -rw.x;
             }
+        }
+        sc[o + k] = c;
+    }
+}
+
+// The passive-aggressive step for hinge loss `loss` when a unit step moves the margin by `q`.
+fn pa_size(loss: f32, q: f32) -> f32 {
+    switch P.pa {
+        case 1u: {
+            return loss / q;
+        }
+        case 2u: {
+            return min(loss / q, P.pa_c);
+        }
+        default: {
+            return loss / (q + 0.5 / P.pa_c);
+        }
+    }
+}
+
+// The passive-aggressive rule on the K scores at sc[o..o + K] of row `row`: a head (binary,
+// one-vs-rest) or the row (K classes, jointly: the true class and the highest wrong one, or
+// every wrong one) steps where its margin is below 1, by the step size times the sign times
+// the row's weight in the head. The twin of backend::pa_rule.
+fn decide_pa(o: u32, row: u32) {
+    let K = P.heads;
+    let yv = label(row);
+    let rw = row_weights(row);
+    let sq = y[y_stride() * row + 3u];
+    let t = u32(max(yv, 0.0));
+    if (P.rule == RULE_BINARY || P.rule == RULE_OVR) {
+        var top = 0u;
+        var s_top = sc[o];
+        for (var k = 0u; k < K; k++) {
+            let sk = sc[o + k];
+            if (sk > s_top) {
+                top = k;
+                s_top = sk;
+            }
+            var yk = yv;
+            if (P.rule == RULE_OVR) {
+                yk = select(-1.0, 1.0, k == t);
+            }
+            let m = yk * sk;
+            var c = 0.0;
+            if (m <= 1.0) {
+                let loss = 1.0 - m;
+                if (loss > 0.0) {
+                    var wk = rw.x;
+                    if (P.rule == RULE_OVR && k == t) {
+                        wk = rw.y;
+                    }
+                    n_miss += 1u;
+                    crit += loss * wk;
+                    n_weighted += wk;
+                    if (sq > 0.0) {
+                        c = pa_size(loss, sq) * yk * wk;
+                    }
+                }
+            }
+            sc[o + k] = c;
+        }
+        if (P.rule == RULE_OVR && top != t) {
+            n_wrong += 1u;
+        }
+        return;
+    }
+    var s_true = 0.0;
+    var best = K;
+    var s_best = 0.0;
+    for (var k = 0u; k < K; k++) {
+        let sk = sc[o + k];
+        if (k == t) {
+            s_true = sk;
+        } else if (best == K || sk > s_best) {
+            best = k;
+            s_best = sk;
+        }
+    }
+    var size = 0.0;
+    if (s_true - s_best <= 1.0) {
+        // One loss: 1 - the signed scores of the heads that step, summed in head order.
+        var m = 0.0;
+        for (var k = 0u; k < K; k++) {
+            if (k == t) {
+                m += sc[o + k];
+            } else if (P.rule == RULE_MC_ALL || k == best) {
+                m -= sc[o + k];
+            }
+        }
+        let loss = 1.0 - m;
+        if (loss > 0.0) {
+            n_miss += 1u;
+            crit += loss * rw.x;
+            n_weighted += rw.x;
+            if (sq > 0.0) {
+                size = pa_size(loss, 2.0 * sq);
+            }
+        }
+    }
+    for (var k = 0u; k < K; k++) {
+        var c = 0.0;
+        if (k == t) {
+            c = size * rw.x;
+        } else if (P.rule == RULE_MC_ALL || k == best) {
+            c = -size * rw.x;
         }
         sc[o + k] = c;
     }

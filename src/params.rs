@@ -133,6 +133,17 @@ pub struct PassiveAggressive {
     pub c: f32,
 }
 
+impl PassiveAggressive {
+    /// The step size rule the backends take.
+    pub fn size(self) -> crate::backend::PaSize {
+        match self.variant {
+            PaVariant::Pa => crate::backend::PaSize::Pa,
+            PaVariant::Pa1 => crate::backend::PaSize::Pa1(self.c),
+            PaVariant::Pa2 => crate::backend::PaSize::Pa2(self.c),
+        }
+    }
+}
+
 impl Default for PassiveAggressive {
     fn default() -> Self {
         PassiveAggressive {
@@ -726,21 +737,25 @@ impl TrainParams {
             ));
         }
         let mode = self.effective_mode();
-        let steps = matches!(self.algo, Algo::Online | Algo::Averaged | Algo::Multiclass)
-            && mode == Mode::Online;
+        let steps = matches!(
+            self.algo,
+            Algo::Online | Algo::Averaged | Algo::Multiclass | Algo::PassiveAggressive
+        ) && mode == Mode::Online;
         if self.streams > 1 && !steps {
             return Err(Error::param(
                 Param::Streams,
                 self.streams,
-                "is available for the online perceptron and averaged perceptron only",
+                "is available for the online perceptron, averaged perceptron and \
+                 passive-aggressive only",
             ));
         }
         if self.minibatch > 1 && !steps {
             return Err(Error::param(
                 Param::Minibatch,
                 self.minibatch,
-                "is available for the online perceptron and averaged perceptron only (rows \
-                 per step; 1 is every other rule's sequential form)",
+                "is available for the online perceptron, averaged perceptron and \
+                 passive-aggressive only (rows per step; 1 is every other rule's sequential \
+                 form)",
             ));
         }
         let ok = match self.algo {

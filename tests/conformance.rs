@@ -1041,6 +1041,7 @@ fn stepped_kernels_equal_their_cpu_twin_bit_for_bit_on_integer_data() {
             average,
             w0: vec![0.0; k * (d + 1)],
             heads: k,
+            pa: None,
         };
         // Every other case with integer row weights (and twice that in a one-vs-rest row's
         // own head, as class weights give).
@@ -1152,6 +1153,105 @@ fn stepped_kernels_equal_their_cpu_twin_bit_for_bit_on_integer_data() {
     }
 }
 
+/// The passive-aggressive rule in steps and streams (`decide_pa`) equals its CPU twin: every
+/// variant and rule, dense rows by both forms of `steps` and sparse rows. Its steps divide,
+/// so the weights are fractions and the GPU's sums may round otherwise (by lanes another
+/// order, a GPU's division within 2.5 ulp): the weights agree to rounding; on these rows
+/// (entries in {-1, 0, 1}) every row's squared norm is a small integer and the mistakes and
+/// the losses' sums agree over the epochs tested.
+#[test]
+fn stepped_passive_aggressive_equals_its_cpu_twin() {
+    use rosenblatt::backend::gpu::{GpuOptions, ResidentOptions};
+    use rosenblatt::backend::steps::StepsSetup;
+    use rosenblatt::backend::{HeadRule, PaSize};
+    let Some(g) = gpu() else { return };
+    let by_threads = GpuBackend::new(&GpuOptions {
+        resident: ResidentOptions {
+            subgroups: Some(false),
+            ..Default::default()
+        },
+        ..Default::default()
+    })
+    .unwrap();
+    let cpu = CpuBackend::new();
+    let mut rng = ChaCha8Rng::seed_from_u64(45);
+    for (n, d, k, rule, b, s, size) in [
+        (300, 9, 1, HeadRule::Binary, 4, 2, PaSize::Pa1(1.0)),
+        (300, 9, 1, HeadRule::Binary, 1, 1, PaSize::Pa),
+        (400, 12, 3, HeadRule::OneVsRest, 8, 2, PaSize::Pa2(0.5)),
+        (
+            400,
+            12,
+            4,
+            HeadRule::MulticlassArgmax,
+            2,
+            4,
+            PaSize::Pa1(0.25),
+        ),
+        (400, 12, 4, HeadRule::MulticlassAll, 4, 2, PaSize::Pa),
+    ] {
+        let x: Vec<f32> = (0..n * d)
+            .map(|_| rng.random_range(-1i32..=1) as f32)
+            .collect();
+        let y: Vec<f32> = (0..n)
+            .map(|i| match k {
+                1 => {
+                    let t: f32 = x[i * d..i * d + 3].iter().sum::<f32>() + (i % 5) as f32 - 2.0;
+                    if t >= 0.0 {
+                        1.0
+                    } else {
+                        -1.0
+                    }
+                }
+                _ => ((x[i * d] + 1.0) as usize + i % 2) as f32 % k as f32,
+            })
+            .collect();
+        let setup = StepsSetup {
+            rule,
+            tau: 0.0,
+            eta: 1.0,
+            step_rows: b,
+            streams: s,
+            average: false,
+            w0: vec![0.0; k * (d + 1)],
+            heads: k,
+            pa: Some(size),
+        };
+        let csr = rosenblatt::backend::CsrBuf::from_dense(&x, d);
+        let dense = rows(&x, &y, d);
+        let sparse = rosenblatt::backend::steps::StepRows {
+            x: (&csr).into(),
+            ..dense
+        };
+        let runs: [(&dyn Backend, _, &str); 3] = [
+            (g, dense, "dense"),
+            (&by_threads, dense, "dense by threads"),
+            (g, sparse, "sparse"),
+        ];
+        for (gb, r, form) in runs {
+            let what = format!("{rule:?} {size:?} B {b} S {s} {form}");
+            let mut want = cpu.bind_steps(r, setup.clone()).unwrap();
+            let mut got = gb.bind_steps(r, setup.clone()).unwrap();
+            let order: Vec<u32> = (0..n as u32).rev().collect();
+            for epoch in 0..2 {
+                let (a, e) = (got.epoch(&order).unwrap(), want.epoch(&order).unwrap());
+                assert_eq!(
+                    (a.mistakes, a.wrong_rows),
+                    (e.mistakes, e.wrong_rows),
+                    "{what}: epoch {epoch}"
+                );
+                assert!(e.mistakes > 0, "{what}: epoch {epoch} has no step");
+                let close = |u: f64, v: f64| (u - v).abs() <= 1e-4 * (1.0 + v.abs());
+                assert!(close(a.criterion, e.criterion), "{what}: {a:?} {e:?}");
+                let (gw, cw) = (got.model().unwrap(), want.model().unwrap());
+                for (u, v) in gw.iter().zip(&cw) {
+                    assert!(close(*u as f64, *v as f64), "{what}: {gw:?} {cw:?}");
+                }
+            }
+        }
+    }
+}
+
 /// X past one storage binding goes in up to four bindings: the kernels read across them as
 /// from one; more than four is refused with the sizes.
 #[test]
@@ -1183,6 +1283,7 @@ fn stepped_kernels_read_x_across_bindings() {
         average: true,
         w0: vec![0.0; k * (d + 1)],
         heads: k,
+        pa: None,
     };
     let mut want = cpu.bind_steps(rows(&x, &y, d), setup.clone()).unwrap();
     let mut got = g.bind_steps(rows(&x, &y, d), setup.clone()).unwrap();

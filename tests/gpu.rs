@@ -997,6 +997,61 @@ fn stepped_training_on_the_gpu_equals_the_cpu() {
     }
 }
 
+/// `train --algo pa --backend gpu` runs the passive-aggressive rule in steps and streams on
+/// the GPU: the steps the user named (the CPU runs the same as the kernels' twin) or the
+/// GPU's choice; dense and sparse rows; the model agrees with the CPU's to rounding (its
+/// steps divide).
+#[test]
+fn passive_aggressive_trains_on_the_gpu() {
+    let Some(g) = gpu() else { return };
+    let cpu = CpuBackend::new();
+    let dense = integer_data(900, 6, 8);
+    let csr = rosenblatt::backend::CsrBuf::from_dense(&dense.x.values(), dense.d);
+    let sparse = Dataset::from_matrix(csr.into(), dense.n, dense.d, dense.labels.clone(), "s");
+    for (ds, b, s) in [(&dense, 4, 2), (&sparse, 2, 4), (&dense, 1, 1)] {
+        let what = format!("B {b} S {s}, sparse {}", ds.x.is_sparse());
+        let p = TrainParams {
+            passive_aggressive: Some(rosenblatt::params::PassiveAggressive::default()),
+            ..TrainParams::default().algo(rosenblatt::params::Algo::PassiveAggressive)
+        }
+        .epochs(3)
+        .patience(0)
+        .minibatch(b)
+        .streams(s)
+        .validate()
+        .unwrap();
+        let on_gpu = algo::train(ds, &p, g, None, &mut ()).unwrap();
+        let r = &on_gpu.report;
+        assert_eq!(r.backend, "gpu", "{what}: {:?}", r.fallback);
+        let (mb, st) = (r.minibatch.unwrap(), r.streams.unwrap());
+        assert!(mb * st > 1, "{what}: the GPU's choice is stepped");
+        if (b, s) != (1, 1) {
+            assert_eq!((mb, st), (b, s), "{what}");
+            let on_cpu = algo::train(ds, &p, &cpu, None, &mut ()).unwrap();
+            assert_eq!(on_cpu.report.backend, "cpu", "{what}");
+            assert_eq!(
+                (on_cpu.report.minibatch, on_cpu.report.streams),
+                (Some(b), Some(s))
+            );
+            let (gw, cw) = (
+                on_gpu.model.hyperplane().unwrap(),
+                on_cpu.model.hyperplane().unwrap(),
+            );
+            for (u, v) in gw
+                .weights
+                .iter()
+                .chain([&gw.bias])
+                .zip(cw.weights.iter().chain([&cw.bias]))
+            {
+                assert!(
+                    (u - v).abs() <= 1e-4 * (1.0 + v.abs()),
+                    "{what}: {gw:?} {cw:?}"
+                );
+            }
+        }
+    }
+}
+
 /// `train --backend gpu` on sparse rows runs the online perceptron on the GPU (the report
 /// says the steps and the kernels), and where the GPU's rule cannot take the run (an
 /// animation of every step here) the CPU runs the sequential rule and the report says why.

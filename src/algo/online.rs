@@ -343,13 +343,7 @@ pub fn fit(
         voted: (params.algo == Algo::Voted).then_some(params.max_vectors),
     };
     let w = pb.initial_weights(params);
-    // On a GPU, the steps and streams the user named, or where they named neither the GPU's
-    // choice for the rows (`params::gpu_steps`).
-    let on_gpu = backends.primary.kind() == BackendKind::Gpu;
-    let steps = match (params.minibatch, params.streams) {
-        (1, 1) if on_gpu && keep.voted.is_none() => crate::params::gpu_steps(pb.view().n),
-        given => given,
-    };
+    let steps = steps_for(pb, params, backends.primary, keep.voted.is_none());
     let stepped = |f: Result<Fitted>, ran: crate::report::Ran| {
         f.map(|mut f| {
             f.ran = crate::report::Ran {
@@ -361,11 +355,17 @@ pub fn fit(
         })
     };
     let mut cpu = crate::report::Ran::on(&CpuBackend::new());
-    match DeviceSteps::bind(pb, params, steps, backends.primary, keep, &w, progress)? {
-        Ok(rule) => {
-            let ran = crate::report::Ran::on(backends.primary);
-            return stepped(fitted(pb, run(pb, params, rule, progress)?), ran);
-        }
+    match stepped_on(
+        pb,
+        params,
+        steps,
+        backends.primary,
+        keep,
+        None,
+        &w,
+        progress,
+    )? {
+        Ok(f) => return Ok(f),
         Err(why) => cpu.fallback = why,
     }
     if params.streams > 1 {
@@ -379,6 +379,52 @@ pub fn fit(
             f
         }),
         _ => stepped(fitted(pb, run(pb, params, rule, progress)?), cpu),
+    }
+}
+
+/// The steps and streams of a run: those the user named, or on a GPU where they named neither
+/// (and `gpu_may_pick`) the GPU's choice for the rows (`params::gpu_steps`).
+pub(crate) fn steps_for(
+    pb: &Problem<'_>,
+    params: &Params,
+    backend: &dyn Backend,
+    gpu_may_pick: bool,
+) -> (usize, usize) {
+    match (params.minibatch, params.streams) {
+        (1, 1) if backend.kind() == BackendKind::Gpu && gpu_may_pick => {
+            crate::params::gpu_steps(pb.view().n)
+        }
+        given => given,
+    }
+}
+
+/// The online rule in steps and streams bound to `backend` and run (the perceptron, or with
+/// `pa` the passive-aggressive rule): `Err(None)` where it does not run so (not stepped, or
+/// the perceptron on a CPU, whose row-by-row form runs it), `Err(Some(why))` where the
+/// backend could not take it.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn stepped_on(
+    pb: &Problem<'_>,
+    params: &Params,
+    steps: (usize, usize),
+    backend: &dyn Backend,
+    keep: Keep,
+    pa: Option<crate::backend::PaSize>,
+    w: &[f32],
+    progress: &mut dyn Progress,
+) -> Result<std::result::Result<Fitted, Option<String>>> {
+    match DeviceSteps::bind(pb, params, steps, backend, keep, pa, w, progress)? {
+        Ok(rule) => {
+            let mut f = fitted(pb, run(pb, params, rule, progress)?)?;
+            let on_gpu = backend.kind() == BackendKind::Gpu;
+            f.ran = crate::report::Ran {
+                steps: Some(steps),
+                kernels: f.ran.kernels.take().filter(|_| on_gpu),
+                ..crate::report::Ran::on(backend)
+            };
+            Ok(Ok(f))
+        }
+        Err(why) => Ok(Err(why)),
     }
 }
 
@@ -400,31 +446,39 @@ impl<'a> DeviceSteps<'a> {
     /// perceptron the kernels take (dense rows, one process, no per-step snapshots). Otherwise the CPU runs the rule: `Err(None)` where no GPU
     /// was asked for or the rule is sequential, `Err(Some(why))` where the GPU could not
     /// take the run.
+    #[allow(clippy::too_many_arguments)]
     fn bind(
         pb: &Problem<'_>,
         params: &Params,
         (step_rows, streams): (usize, usize),
         backend: &'a dyn Backend,
         keep: Keep,
+        pa: Option<crate::backend::PaSize>,
         w0: &[f32],
         progress: &dyn Progress,
     ) -> Result<std::result::Result<DeviceSteps<'a>, Option<String>>> {
         let v = pb.view();
         let stepped = step_rows > 1 || streams > 1;
-        if backend.kind() != BackendKind::Gpu || !stepped || keep.voted.is_some() {
+        let on_gpu = backend.kind() == BackendKind::Gpu;
+        if !(on_gpu || pa.is_some()) || !stepped || keep.voted.is_some() {
             return Ok(Err(None));
         }
+        // (The passive-aggressive rule's steps run only as the kernels' twin on a CPU, which
+        // takes no snapshots either.)
+        let snapshots = progress.wants_snapshots();
         let ran_as = match (params.minibatch, params.streams) {
             (1, 1) => "the sequential rule",
+            _ if snapshots && pa.is_some() => "the sequential rule",
             _ => "the same steps and streams",
         };
-        let refused = match () {
-            _ if progress.wants_snapshots() => Some("an animation of every step"),
-            _ => None,
+        let (gpus, rule) = match pa {
+            Some(_) => ("the stepped", "passive-aggressive rule"),
+            None => ("the GPU's", "online perceptron"),
         };
-        if let Some(what) = refused {
+        if snapshots {
             return Ok(Err(Some(format!(
-                "the GPU's online perceptron does not take {what} yet; the CPU ran {ran_as}"
+                "{gpus} {rule} does not take an animation of every step yet; the CPU ran \
+                 {ran_as}"
             ))));
         }
         // X as the kernels take it: borrowed where it is f32 rows already, else a copy
@@ -453,6 +507,7 @@ impl<'a> DeviceSteps<'a> {
             average: keep.average,
             w0: w0.to_vec(),
             heads: pb.heads,
+            pa,
         };
         let weighted = v.sw.is_some() || v.own.is_some();
         let weights: Option<Vec<RowWeight>> =
@@ -473,7 +528,7 @@ impl<'a> DeviceSteps<'a> {
                 order: Vec::with_capacity(v.n),
             })),
             Err(e @ (Error::Gpu(_) | Error::TooLarge(_))) => Ok(Err(Some(format!(
-                "the GPU could not take the online perceptron's rows ({e}); the CPU ran {ran_as}"
+                "the GPU could not take the {rule}'s rows ({e}); the CPU ran {ran_as}"
             )))),
             Err(e) => Err(e),
         }
@@ -749,11 +804,11 @@ impl OnlineRule for Streams {
 
 /// What to keep besides the final weights.
 #[derive(Debug, Clone, Copy, Default)]
-struct Keep {
+pub(crate) struct Keep {
     /// The average of the weights over all steps (Daume's lazy-sum trick).
-    average: bool,
+    pub(crate) average: bool,
     /// Every intermediate weight vector with its survival count, at most this many.
-    voted: Option<usize>,
+    pub(crate) voted: Option<usize>,
 }
 
 /// The vote at some step: the steps taken then and the count of the vector then current.

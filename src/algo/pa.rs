@@ -10,31 +10,55 @@
 //! sum of the hinge losses; an epoch without one changed nothing, so it ends training
 //! (converged, every training margin at least 1).
 
-use super::online::{self, OnlineRule, Snapshot, Step};
+use super::online::{self, Keep, OnlineRule, Snapshot, Step};
 use super::{Backends, Fitted, Problem, Progress};
-use crate::backend::{row_rule, HeadRule, Row, RowWeight};
+use crate::backend::cpu::CpuBackend;
+use crate::backend::{pa_rule, PaSize, Row, RowWeight};
 use crate::error::Result;
-use crate::params::{PaVariant, Params, PassiveAggressive};
+use crate::params::Params;
 
-/// Trains the passive-aggressive rule of `params` on the host CPU (whatever the backends).
+/// Trains the passive-aggressive rule of `params`: in steps and streams on a GPU (the
+/// steps the user named, or the GPU's choice; shaders/steps.wgsl's `decide_pa`) or, where the
+/// user named steps, as the kernels' CPU twin; else row by row on the host CPU.
 pub fn fit(
     pb: &Problem<'_>,
     params: &Params,
-    _backends: &Backends<'_>,
+    backends: &Backends<'_>,
     progress: &mut dyn Progress,
 ) -> Result<Fitted> {
+    let size = params.passive_aggressive.unwrap_or_default().size();
+    let keep = Keep {
+        average: false,
+        voted: None,
+    };
+    let w = pb.initial_weights(params);
+    let steps = online::steps_for(pb, params, backends.primary, true);
+    let cpu = CpuBackend::new();
+    let mut fallback = None;
+    let tries: [&dyn crate::backend::Backend; 2] = [backends.primary, &cpu];
+    for (k, backend) in tries.into_iter().enumerate() {
+        // The twin on the CPU only where the user named the steps.
+        if k == 1 && (fallback.is_none() || (params.minibatch, params.streams) == (1, 1)) {
+            break;
+        }
+        match online::stepped_on(pb, params, steps, backend, keep, Some(size), &w, progress)? {
+            Ok(mut f) => {
+                f.ran.fallback = fallback;
+                return Ok(f);
+            }
+            Err(why) => fallback = fallback.or(why),
+        }
+    }
     let rule = Pa {
-        w: pb.initial_weights(params),
+        w,
         s: vec![0.0; pb.heads],
         steps: Vec::new(),
-        pa: params.passive_aggressive.unwrap_or_default(),
+        size,
         eta: params.lr,
-        joint: matches!(
-            pb.rule,
-            HeadRule::MulticlassArgmax | HeadRule::MulticlassAll
-        ),
     };
-    online::fitted(pb, online::run(pb, params, rule, progress)?)
+    let mut f = online::fitted(pb, online::run(pb, params, rule, progress)?)?;
+    f.ran.fallback = fallback;
+    Ok(f)
 }
 
 struct Pa {
@@ -42,24 +66,10 @@ struct Pa {
     w: Vec<f32>,
     /// The row's scores, one per head.
     s: Vec<f32>,
-    /// The heads with a positive hinge loss and the sign of their step.
+    /// The heads with a margin of at most 1 and the sign of their step (scratch).
     steps: Vec<(usize, f32)>,
-    pa: PassiveAggressive,
+    size: PaSize,
     eta: f32,
-    /// One step for K classes (the true class and the highest wrong one) rather than one
-    /// per head.
-    joint: bool,
-}
-
-impl Pa {
-    /// The step for hinge loss `loss` when a unit step moves the margin by `q`.
-    fn size(&self, loss: f32, q: f32) -> f32 {
-        match self.pa.variant {
-            PaVariant::Pa => loss / q,
-            PaVariant::Pa1 => (loss / q).min(self.pa.c),
-            PaVariant::Pa2 => loss / (q + 0.5 / self.pa.c),
-        }
-    }
 }
 
 impl OnlineRule for Pa {
@@ -87,45 +97,29 @@ impl OnlineRule for Pa {
         for (h, sh) in self.s.iter_mut().enumerate() {
             *sh = row.decision(&self.w[h * da..(h + 1) * da], bias);
         }
-        // The heads to step: those with a margin of at most 1.
-        self.steps.clear();
-        let steps = &mut self.steps;
-        let o = row_rule(pb.rule, 1.0, &self.s, y, RowWeight::ONE, |h, sign| {
-            steps.push((h, sign))
-        });
-        let margin = |&(h, sign): &(usize, f32)| sign * self.s[h];
-        // Each step with its hinge loss: one loss for the joint multiclass step (the true
-        // class and the highest wrong one), one per head otherwise.
-        let losses: Vec<f32> = if self.joint {
-            let m: f32 = self.steps.iter().map(margin).sum();
-            vec![1.0 - m; self.steps.len()]
-        } else {
-            self.steps.iter().map(|st| 1.0 - margin(st)).collect()
-        };
-        let q = (row.sq_norm() + bias * bias) * if self.joint { 2.0 } else { 1.0 };
-        let mut step = Step {
+        let (w, eta) = (&mut self.w, self.eta);
+        let sq = row.sq_norm() + bias * bias;
+        let o = pa_rule(
+            pb.rule,
+            self.size,
+            &self.s,
+            y,
+            wt,
+            sq,
+            &mut self.steps,
+            |h, c| {
+                let a = eta * c;
+                row.axpy(a, &mut w[h * da..h * da + d]);
+                w[h * da + d] += a * bias;
+            },
+        );
+        Ok(Step {
+            mistakes: o.mistakes,
+            criterion: o.criterion,
+            weighted: o.weighted,
             wrong_rows: o.wrong_rows,
             ..Step::default()
-        };
-        for (i, (&(h, sign), &loss)) in self.steps.iter().zip(&losses).enumerate() {
-            if loss <= 0.0 {
-                continue;
-            }
-            // The row's weight in this head (a one-vs-rest row's own head: times its class
-            // weight); the joint multiclass step weighs the row's weight.
-            let wi = wt.head(pb.rule, h, y);
-            if !self.joint || i == 0 {
-                step.mistakes += 1;
-                step.criterion += loss as f64 * wi as f64;
-                step.weighted += wi as f64;
-            }
-            if q > 0.0 {
-                let a = self.eta * self.size(loss, q) * sign * wi;
-                row.axpy(a, &mut self.w[h * da..h * da + d]);
-                self.w[h * da + d] += a * bias;
-            }
-        }
-        Ok(step)
+        })
     }
 
     fn best(&self, _pb: &Problem<'_>) -> Vec<f32> {

@@ -38,8 +38,8 @@ pub use profile::{
 pub(crate) use reduce::agreed_stop;
 pub use reduce::{agree, Disagreement, Distributed, Reduce};
 pub use rule::{
-    predicted_wrong, row_rule, update_norm, winnow_weights, BatchRule, HeadRule, Keep, LogWeight,
-    Patience, RowOutcome, RowWeight, Update,
+    pa_rule, predicted_wrong, row_rule, update_norm, winnow_weights, BatchRule, HeadRule, Keep,
+    LogWeight, PaSize, Patience, RowOutcome, RowWeight, Update,
 };
 pub use select::{select, select_for, BackendChoice, BackendKind, Selected, AUTO_GPU_MIN_VALUES};
 pub use stop::{EpochStats, Epochs, Extras, Pocket, StopReason, StopState};

@@ -306,6 +306,98 @@ pub fn row_rule(
     }
 }
 
+/// How far a passive-aggressive step goes (Crammer et al., JMLR 2006): for hinge loss `l`
+/// when a unit step moves the margin by `q`, l / q (PA), at most C (PA-I), or
+/// l / (q + 1 / (2 C)) (PA-II).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum PaSize {
+    /// l / q.
+    Pa,
+    /// min(l / q, C).
+    Pa1(f32),
+    /// l / (q + 1 / (2 C)).
+    Pa2(f32),
+}
+
+impl PaSize {
+    /// The step for hinge loss `loss` when a unit step moves the margin by `q`.
+    #[inline(always)]
+    pub fn size(self, loss: f32, q: f32) -> f32 {
+        match self {
+            PaSize::Pa => loss / q,
+            PaSize::Pa1(c) => (loss / q).min(c),
+            PaSize::Pa2(c) => loss / (q + 0.5 / c),
+        }
+    }
+
+    /// The code of the variant in shaders/steps.wgsl's parameters (1, 2, 3) and C.
+    pub fn code(self) -> (u32, f32) {
+        match self {
+            PaSize::Pa => (1, 1.0),
+            PaSize::Pa1(c) => (2, c),
+            PaSize::Pa2(c) => (3, c),
+        }
+    }
+}
+
+/// The passive-aggressive rule on one row's scores `s` (one per head) with label `y`, weight
+/// `wt` and `sq` = ||x||^2 counting the bias column: calls `add(head, coefficient)` for every
+/// head it steps (the step size times the sign times the row's weight in the head; the update
+/// is eta times that times x), and returns what the row did. A row steps where its margin is
+/// below 1 (a positive hinge loss); binary and one-vs-rest heads each on their own, K classes
+/// (direct) jointly: the true class up and the highest wrong one (or, with `MulticlassAll`,
+/// every wrong one) down, by one loss, 1 - the sum of the signed scores in head order, and
+/// 2 ||x||^2 in place of ||x||^2. A mistake is a head (or a joint row) that steps, the
+/// criterion the sum of the hinge losses times the weights. `steps` is scratch. The CPU's twin
+/// of `decide_pa` (shaders/steps.wgsl); the sequential rule (algo::pa) uses it too.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+pub fn pa_rule(
+    rule: HeadRule,
+    size: PaSize,
+    s: &[f32],
+    y: f32,
+    wt: RowWeight,
+    sq: f32,
+    steps: &mut Vec<(usize, f32)>,
+    mut add: impl FnMut(usize, f32),
+) -> RowOutcome {
+    let joint = matches!(rule, HeadRule::MulticlassArgmax | HeadRule::MulticlassAll);
+    // The heads to step: those with a margin of at most 1.
+    steps.clear();
+    let o = row_rule(rule, 1.0, s, y, RowWeight::ONE, |h, sign| {
+        steps.push((h, sign))
+    });
+    let joint_loss = match joint {
+        true => 1.0 - steps.iter().map(|&(h, sign)| sign * s[h]).sum::<f32>(),
+        false => 0.0,
+    };
+    let q = sq * if joint { 2.0 } else { 1.0 };
+    let mut out = RowOutcome {
+        wrong_rows: o.wrong_rows,
+        ..RowOutcome::default()
+    };
+    for (i, &(h, sign)) in steps.iter().enumerate() {
+        let loss = match joint {
+            true => joint_loss,
+            false => 1.0 - sign * s[h],
+        };
+        if loss <= 0.0 {
+            continue;
+        }
+        let wi = wt.head(rule, h, y);
+        if !joint || i == 0 {
+            out.mistakes += 1;
+            out.criterion += loss as f64 * wi as f64;
+            out.weighted += wi as f64;
+        }
+        if q > 0.0 {
+            add(h, size.size(loss, q) * sign * wi);
+        }
+    }
+    out
+}
+
 /// The prediction rule on one row's scores, for held-out rows: true when the row is predicted
 /// wrong. Binary: sgn(s) with sgn(0) = +1 against y = ±1; otherwise the first highest score
 /// against the class index. The twin of the held-out branch of `margins` (batch.wgsl).

@@ -29,6 +29,9 @@ pub struct StepsSetup {
     pub w0: Vec<f32>,
     /// Heads, K.
     pub heads: usize,
+    /// The passive-aggressive rule in place of the perceptron's (`tau` then unused: a row
+    /// steps where its margin is below 1), or `None`.
+    pub pa: Option<super::PaSize>,
 }
 
 impl StepsSetup {
@@ -48,6 +51,11 @@ impl StepsSetup {
         }
         if self.w0.len() != self.heads * (d + 1) {
             return Err(Error::Gpu("starting weights of the wrong length".into()));
+        }
+        if let Some(super::PaSize::Pa1(c) | super::PaSize::Pa2(c)) = self.pa {
+            if !(c > 0.0 && c.is_finite()) {
+                return Err(Error::Gpu(format!("passive-aggressive C = {c}")));
+            }
         }
         Ok(())
     }
@@ -217,6 +225,13 @@ impl StepRows<'_> {
         self.weights.map_or(RowWeight::ONE, |w| w[i])
     }
 
+    /// Each row's squared norm, the bias column counted (the passive-aggressive rule's).
+    pub fn sq_norms(&self) -> Vec<f32> {
+        (0..self.y.len())
+            .map(|i| self.x.row(i, self.d).sq_norm() + self.bias * self.bias)
+            .collect()
+    }
+
     /// Refuses rows whose features, labels and weights do not agree.
     pub fn check(&self) -> Result<()> {
         self.x.check(self.y.len(), self.d)?;
@@ -250,6 +265,8 @@ pub struct CpuSteps {
     sums: Vec<f32>,
     last: Vec<u32>,
     steps: Vec<u64>,
+    /// Each row's squared norm (the passive-aggressive rule), else empty.
+    sq: Vec<f32>,
 }
 
 impl CpuSteps {
@@ -276,6 +293,10 @@ impl CpuSteps {
         };
         let lazy = setup.average && matches!(x, OwnedX::Csr(_));
         Ok(CpuSteps {
+            sq: match setup.pa {
+                Some(_) => rows.sq_norms(),
+                None => Vec::new(),
+            },
             w: setup.w0.repeat(s),
             sums: vec![0.0; if setup.average { s * len } else { 0 }],
             last: vec![0; if lazy { s * len } else { 0 }],
@@ -312,10 +333,12 @@ fn lazy_sum(sums: &mut [f32], last: &mut [u32], w: &[f32], at: usize, t: u32) {
 }
 
 /// Twin of `steps`: one stream over its part of `order` (`part`), with its weights `w` and
-/// sums (`heads * (d + 1)` each); returns its counts and steps taken.
+/// sums (`heads * (d + 1)` each); returns its counts and steps taken. `sq`: the rows' squared
+/// norms where the rule is passive-aggressive.
 pub fn steps(
     st: &StepsSetup,
     rows: StepRows<'_>,
+    sq: &[f32],
     part: &[u32],
     w: &mut [f32],
     mut sums: Option<StreamSums<'_>>,
@@ -326,6 +349,7 @@ pub fn steps(
     let mut out = RowOutcome::default();
     let mut taken = 0;
     let mut sc = vec![0f32; st.step_rows * k];
+    let mut scratch = Vec::new();
     for step in part.chunks(st.step_rows) {
         for (r, &i) in step.iter().enumerate() {
             let row = rows.x.row(i as usize, d);
@@ -345,14 +369,14 @@ pub fn steps(
         for (r, &i) in step.iter().enumerate() {
             let s = &mut sc[r * k..(r + 1) * k];
             let mut c = vec![0f32; k];
-            let o = super::row_rule(
-                st.rule,
-                st.tau,
-                s,
-                y[i as usize],
-                rows.weight(i as usize),
-                |h, a| c[h] = a,
-            );
+            let (yi, wi) = (y[i as usize], rows.weight(i as usize));
+            let o = match st.pa {
+                None => super::row_rule(st.rule, st.tau, s, yi, wi, |h, a| c[h] = a),
+                Some(size) => {
+                    let q = sq[i as usize];
+                    super::pa_rule(st.rule, size, s, yi, wi, q, &mut scratch, |h, a| c[h] = a)
+                }
+            };
             s.copy_from_slice(&c);
             out += o;
         }
@@ -460,6 +484,7 @@ impl StepsBound for CpuSteps {
             let (o, t) = steps(
                 &self.setup,
                 rows,
+                &self.sq,
                 &order[lo..hi],
                 &mut self.w[part.clone()],
                 sums,

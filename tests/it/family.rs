@@ -978,6 +978,7 @@ fn steps_by_twin(
         average: true,
         w0: vec![0.0; k * (d + 1)],
         heads: k,
+        pa: None,
     };
     let yf: Vec<f32> = y.iter().map(|&c| c as f32).collect();
     let rows = rosenblatt::backend::steps::StepRows {
@@ -1087,14 +1088,37 @@ fn cli_steps_and_streams_train_and_bad_values_name_the_flag() {
         text.contains("steps:             4 rows a step in 3 streams, mixed by their mean"),
         "{text}"
     );
+    // Passive-aggressive takes them too (on the CPU as the GPU kernels' twin).
+    let o = common::run(
+        p,
+        &[
+            "train",
+            "digits.csv",
+            "--algo",
+            "pa",
+            "--minibatch",
+            "4",
+            "--streams",
+            "3",
+            "--json",
+        ],
+    );
+    assert!(o.status.success(), "{}", common::stderr(&o));
+    let v: serde_json::Value = serde_json::from_str(common::stdout(&o).trim()).unwrap();
+    assert_eq!(
+        (v["minibatch"].as_u64(), v["streams"].as_u64()),
+        (Some(4), Some(3)),
+        "{v}"
+    );
+    assert!(v["train_accuracy"].as_f64().unwrap() > 0.9, "{v}");
     for (args, flag, words) in [
         (&["--minibatch", "0"][..], "--minibatch", "at least 1"),
         (&["--streams", "0"][..], "--streams", "1..=4096"),
         (&["--streams", "5000"][..], "--streams", "1..=4096"),
         (
-            &["--minibatch", "4", "--algo", "pa"][..],
+            &["--minibatch", "4", "--algo", "winnow"][..],
             "--minibatch",
-            "online perceptron",
+            "passive-aggressive only",
         ),
         (
             &["--streams", "2", "--algo", "averaged", "--mode", "batch"][..],

@@ -197,3 +197,71 @@ fn cli_trains_saves_predicts_and_refuses_what_pa_does_not_take() {
     assert_eq!(o.status.code(), Some(2));
     assert!(common::stderr(&o).contains("--multiclass-update"));
 }
+
+/// The passive-aggressive rule's steps of one row in one stream, as the GPU's kernels' CPU
+/// twin runs them (`backend::steps` with `pa`), are the sequential rule (algo::pa) bit for
+/// bit: on sparse rows both sum a score over the non-zeros in column order, and both take
+/// their step from `backend::pa_rule`.
+#[test]
+fn passive_aggressive_in_one_step_of_one_row_is_the_sequential_rule() {
+    use rosenblatt::backend::steps::{CpuSteps, StepRows, StepsBound, StepsSetup};
+    use rosenblatt::backend::{CsrBuf, HeadRule};
+    for (variant, c) in [
+        (PaVariant::Pa, 1.0),
+        (PaVariant::Pa1, 0.5),
+        (PaVariant::Pa2, 2.0),
+    ] {
+        let (n, d) = (120, 6);
+        let dense = common::integer_classes(n, d, 3, 5);
+        let labels = dense.labels.clone().unwrap();
+        let x: Vec<f32> = (0..n)
+            .flat_map(|i| dense.row(i).iter().map(|v| v * 0.37).collect::<Vec<_>>())
+            .collect();
+        let csr = CsrBuf::from_dense(&x, d);
+        let ds = Dataset::from_matrix(csr.clone().into(), n, d, Some(labels.clone()), "s");
+        let t = train(&ds, pa(variant, c).shuffle(false).epochs(4).patience(0));
+        let k = labels.classes.len();
+        let y: Vec<f32> = labels.index.iter().map(|&c| c as f32).collect();
+        let setup = StepsSetup {
+            rule: HeadRule::MulticlassArgmax,
+            tau: 0.0,
+            eta: 1.0,
+            step_rows: 1,
+            streams: 1,
+            average: false,
+            w0: vec![0.0; k * (d + 1)],
+            heads: k,
+            pa: Some(PassiveAggressive { variant, c }.size()),
+        };
+        let rows = StepRows {
+            x: (&csr).into(),
+            y: &y,
+            weights: None,
+            d,
+            bias: 1.0,
+        };
+        let mut twin = CpuSteps::new(rows, setup).unwrap();
+        let order: Vec<u32> = (0..n as u32).collect();
+        let mut mistakes = Vec::new();
+        for _ in 0..t.report.epochs {
+            mistakes.push(twin.epoch(&order).unwrap().mistakes);
+        }
+        assert_eq!(mistakes, t.report.mistakes_per_epoch, "{variant:?}");
+        let want = twin.model().unwrap();
+        let Body::Multiclass(rows) = t.model.body() else {
+            panic!("not a multiclass model")
+        };
+        for h in 0..k {
+            let got: Vec<f32> = rows.weights[h]
+                .iter()
+                .chain([&rows.bias[h]])
+                .copied()
+                .collect();
+            assert_eq!(
+                got,
+                want[h * (d + 1)..(h + 1) * (d + 1)],
+                "{variant:?} head {h}"
+            );
+        }
+    }
+}

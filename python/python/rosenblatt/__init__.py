@@ -422,11 +422,12 @@ class Perceptron(_Estimator):
     max_vectors : int, default=100000
         ``voted``: most vectors kept.
     minibatch : int, default=1
-        ``online`` and ``averaged`` (online form): rows per step; a step's rows are scored by
-        the weights it started with and their updates added together (the form a GPU runs
-        in parallel). With ``streams``, both 1 on a GPU: the GPU's choice for the rows.
+        ``online``, ``averaged`` (online form) and ``pa``: rows per step; a step's rows are
+        scored by the weights it started with and their updates added together (the form a
+        GPU runs in parallel). With ``streams``, both 1 on a GPU: the GPU's choice for the
+        rows.
     streams : int, default=1
-        ``online`` and ``averaged`` (online form): each epoch's rows split into this many
+        ``online``, ``averaged`` (online form) and ``pa``: each epoch's rows split into this many
         streams trained from the same weights and mixed by their mean after the epoch
         (at most 4096).
     fit_intercept : bool, default=True

@@ -159,8 +159,8 @@ pub struct StepParams {
     pub bias: f32,
     pub max_steps: u32,
     pub weighted: u32,
-    pub _pad0: u32,
-    pub _pad1: u32,
+    pub pa: u32,
+    pub pa_c: f32,
     pub _pad2: u32,
 }
 
@@ -345,8 +345,8 @@ mod tests {
                     bias,
                     max_steps,
                     weighted,
-                    _pad0,
-                    _pad1,
+                    pa,
+                    pa_c,
                     _pad2
                 }),
                 rust_layout!(StreamStat {

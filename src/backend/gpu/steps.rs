@@ -16,7 +16,7 @@ use super::mirror::{StepParams, StreamStat};
 use crate::backend::steps::{
     model_of, stream_part, StepRows, StepX, StepsBound, StepsSetup, MAX_STEP,
 };
-use crate::backend::RowOutcome;
+use crate::backend::{RowOutcome, RowWeight};
 use crate::error::{Error, Result};
 
 /// Most storage bindings X takes (`x0` .. `x3` in shaders/steps.wgsl).
@@ -503,19 +503,29 @@ impl<'c> GpuSteps<'c> {
                 bound.wg,
                 bound.lanes,
             ) as u32,
-            weighted: weights.is_some() as u32,
-            _pad0: 0,
-            _pad1: 0,
+            weighted: match (setup.pa, weights) {
+                (Some(_), _) => 2,
+                (None, Some(_)) => 1,
+                (None, None) => 0,
+            },
+            pa: setup.pa.map_or(0, |p| p.code().0),
+            pa_c: setup.pa.map_or(1.0, |p| p.code().1),
             _pad2: 0,
         };
-        // Labels, or with row weights (label, weight, weight in the own head) a row.
-        let labels: Vec<f32> = match weights {
-            None => y.to_vec(),
-            Some(wt) => y
-                .iter()
-                .zip(wt)
-                .flat_map(|(&l, w)| [l, w.row, w.own])
+        // Labels, or with row weights (label, weight, weight in the own head) a row, and for
+        // the passive-aggressive rule the row's squared norm after them.
+        let weight = |i: usize| weights.map_or(RowWeight::ONE, |w| w[i]);
+        let labels: Vec<f32> = match sp.weighted {
+            0 => y.to_vec(),
+            1 => (0..n)
+                .flat_map(|i| [y[i], weight(i).row, weight(i).own])
                 .collect(),
+            _ => {
+                let sq = rows.sq_norms();
+                (0..n)
+                    .flat_map(|i| [y[i], weight(i).row, weight(i).own, sq[i]])
+                    .collect()
+            }
         };
         let st = wgpu::BufferUsages::STORAGE;
         ctx.scoped("uploading the stepped perceptron's rows", || {
