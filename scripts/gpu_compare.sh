@@ -14,7 +14,7 @@
 # quick: without PyTorch and the sweeps; torch: without the sweeps; online: issue 43's online
 # averaged perceptron on the GPU against the CPU (time an epoch, time to the model, test
 # accuracy, on scripts/fashion_like.py's set), and the baseline's steps against the current
-# build's, more streams; final: the defaults side
+# build's, more streams, passive-aggressive and sparse rows; final: the defaults side
 # by side with the baseline, what the per-row cost depends on, PyTorch; rows: rows in flight
 # 1, 2, 4 a thread; checks: naga's runtime checks full / no-loop-counters / none; tiles:
 # tiles of rows (K = 10 and 4 at 60,000 x 784) against the previous build, PyTorch, the CPU.
@@ -121,12 +121,22 @@ EOF
   done
   # The steps by subgroup lanes (current build) against by threads (the baseline, built
   # before them), and more streams, 5 epochs each: ms an epoch, upload included.
-  for run in "$B gpu" "$N gpu" "$N gpu --streams 64" "$N gpu --minibatch 4 --streams 64"; do
+  # Then passive-aggressive in steps (GPU) against its sequential rule (CPU), and sparse rows
+  # (a text-like set: 200,000 x 100,000, 25 non-zeros a row) by the CSR steps against the
+  # CPU's sequential rule.
+  timeout 100 $N gen --n 200000 --d 100000 --density 0.00025 --noise 0.05 --seed 7 \
+    --format libsvm -o "$D/s.svm" >/dev/null 2>&1
+  X="$D/X_train.npy --labels $D/y_train.npy"
+  for run in "$B $X gpu" "$N $X gpu" "$N $X gpu --streams 64" \
+    "$N $X gpu --minibatch 4 --streams 64" "$N $X gpu --algo pa" "$N $X cpu --algo pa" \
+    "$N $D/s.svm gpu" "$N $D/s.svm cpu" "$N $D/s.svm gpu --algo pa"; do
     set -- $run
     bin=$1; shift
-    timeout 200 $bin train "$D/X_train.npy" --labels "$D/y_train.npy" --backend "$@" \
+    args=()
+    while [ "$1" != gpu ] && [ "$1" != cpu ]; do args+=("$1"); shift; done
+    timeout 200 $bin train "${args[@]}" --backend "$@" \
       --epochs 5 --patience 0 --json >"$RUNS/steps.json" 2>/dev/null
-    python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); ms=1000*r["seconds"]/r["epochs"]; print(sys.argv[2], "B", r.get("minibatch"), "S", r.get("streams"), "%.2f ms an epoch (5 epochs, upload included)" % ms)' \
+    python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); ms=1000*r["seconds"]/r["epochs"]; print(sys.argv[2], "B", r.get("minibatch"), "S", r.get("streams"), "%.2f ms an epoch (5 epochs, upload included)" % ms, r.get("kernels", ""))' \
       "$RUNS/steps.json" "$run" 2>&1 | tee -a "$OUT/online.txt"
   done
   # Test accuracy against wall time for the CPU default, the GPU batch rule and the GPU's
