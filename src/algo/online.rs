@@ -355,16 +355,12 @@ pub fn fit(
         })
     };
     let mut cpu = crate::report::Ran::on(&CpuBackend::new());
-    match stepped_on(
-        pb,
-        params,
+    let run_as = Stepped {
         steps,
-        backends.primary,
         keep,
-        None,
-        &w,
-        progress,
-    )? {
+        pa: None,
+    };
+    match stepped_on(pb, params, run_as, backends.primary, &w, progress)? {
         Ok(f) => return Ok(f),
         Err(why) => cpu.fallback = why,
     }
@@ -398,22 +394,30 @@ pub(crate) fn steps_for(
     }
 }
 
-/// The online rule in steps and streams bound to `backend` and run (the perceptron, or with
-/// `pa` the passive-aggressive rule): `Err(None)` where it does not run so (not stepped, or
-/// the perceptron on a CPU, whose row-by-row form runs it), `Err(Some(why))` where the
-/// backend could not take it.
-#[allow(clippy::too_many_arguments)]
+/// What a stepped run keeps and which rule it steps by.
+#[derive(Clone, Copy)]
+pub(crate) struct Stepped {
+    /// Rows a step and streams.
+    pub(crate) steps: (usize, usize),
+    /// The average or the votes.
+    pub(crate) keep: Keep,
+    /// The passive-aggressive rule's step size, or `None`: the perceptron.
+    pub(crate) pa: Option<crate::backend::PaSize>,
+}
+
+/// The online rule in steps and streams (`run`) bound to `backend` and run from the weights
+/// `w`: `Err(None)` where it does not run so (not stepped, or the perceptron on a CPU, whose
+/// row-by-row form runs it), `Err(Some(why))` where the backend could not take it.
 pub(crate) fn stepped_on(
     pb: &Problem<'_>,
     params: &Params,
-    steps: (usize, usize),
+    run_as: Stepped,
     backend: &dyn Backend,
-    keep: Keep,
-    pa: Option<crate::backend::PaSize>,
     w: &[f32],
     progress: &mut dyn Progress,
 ) -> Result<std::result::Result<Fitted, Option<String>>> {
-    match DeviceSteps::bind(pb, params, steps, backend, keep, pa, w, progress)? {
+    let steps = run_as.steps;
+    match DeviceSteps::bind(pb, params, run_as, backend, w, progress)? {
         Ok(rule) => {
             let mut f = fitted(pb, run(pb, params, rule, progress)?)?;
             let on_gpu = backend.kind() == BackendKind::Gpu;
@@ -446,17 +450,19 @@ impl<'a> DeviceSteps<'a> {
     /// perceptron the kernels take (dense rows, one process, no per-step snapshots). Otherwise the CPU runs the rule: `Err(None)` where no GPU
     /// was asked for or the rule is sequential, `Err(Some(why))` where the GPU could not
     /// take the run.
-    #[allow(clippy::too_many_arguments)]
     fn bind(
         pb: &Problem<'_>,
         params: &Params,
-        (step_rows, streams): (usize, usize),
+        run_as: Stepped,
         backend: &'a dyn Backend,
-        keep: Keep,
-        pa: Option<crate::backend::PaSize>,
         w0: &[f32],
         progress: &dyn Progress,
     ) -> Result<std::result::Result<DeviceSteps<'a>, Option<String>>> {
+        let Stepped {
+            steps: (step_rows, streams),
+            keep,
+            pa,
+        } = run_as;
         let v = pb.view();
         let stepped = step_rows > 1 || streams > 1;
         let on_gpu = backend.kind() == BackendKind::Gpu;

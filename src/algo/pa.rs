@@ -10,10 +10,10 @@
 //! sum of the hinge losses; an epoch without one changed nothing, so it ends training
 //! (converged, every training margin at least 1).
 
-use super::online::{self, Keep, OnlineRule, Snapshot, Step};
+use super::online::{self, Keep, OnlineRule, Snapshot, Step, Stepped};
 use super::{Backends, Fitted, Problem, Progress};
 use crate::backend::cpu::CpuBackend;
-use crate::backend::{pa_rule, PaSize, Row, RowWeight};
+use crate::backend::{pa_rule, PaRow, PaSize, Row, RowWeight};
 use crate::error::Result;
 use crate::params::Params;
 
@@ -41,7 +41,12 @@ pub fn fit(
         if k == 1 && (fallback.is_none() || (params.minibatch, params.streams) == (1, 1)) {
             break;
         }
-        match online::stepped_on(pb, params, steps, backend, keep, Some(size), &w, progress)? {
+        let run_as = Stepped {
+            steps,
+            keep,
+            pa: Some(size),
+        };
+        match online::stepped_on(pb, params, run_as, backend, &w, progress)? {
             Ok(mut f) => {
                 f.ran.fallback = fallback;
                 return Ok(f);
@@ -99,13 +104,11 @@ impl OnlineRule for Pa {
         }
         let (w, eta) = (&mut self.w, self.eta);
         let sq = row.sq_norm() + bias * bias;
+        let pa_row = PaRow { y, wt, sq };
         let o = pa_rule(
-            pb.rule,
-            self.size,
+            (pb.rule, self.size),
             &self.s,
-            y,
-            wt,
-            sq,
+            pa_row,
             &mut self.steps,
             |h, c| {
                 let a = eta * c;

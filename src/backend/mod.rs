@@ -39,7 +39,7 @@ pub(crate) use reduce::agreed_stop;
 pub use reduce::{agree, Disagreement, Distributed, Reduce};
 pub use rule::{
     pa_rule, predicted_wrong, row_rule, update_norm, winnow_weights, BatchRule, HeadRule, Keep,
-    LogWeight, PaSize, Patience, RowOutcome, RowWeight, Update,
+    LogWeight, PaRow, PaSize, Patience, RowOutcome, RowWeight, Update,
 };
 pub use select::{select, select_for, BackendChoice, BackendKind, Selected, AUTO_GPU_MIN_VALUES};
 pub use stop::{EpochStats, Epochs, Extras, Pocket, StopReason, StopState};

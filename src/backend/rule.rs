@@ -340,8 +340,19 @@ impl PaSize {
     }
 }
 
-/// The passive-aggressive rule on one row's scores `s` (one per head) with label `y`, weight
-/// `wt` and `sq` = ||x||^2 counting the bias column: calls `add(head, coefficient)` for every
+/// A row as the passive-aggressive rule sees it besides its scores.
+#[derive(Debug, Clone, Copy)]
+pub struct PaRow {
+    /// The label (±1, or the class index).
+    pub y: f32,
+    /// The row's weights.
+    pub wt: RowWeight,
+    /// ||x||^2, the bias column counted.
+    pub sq: f32,
+}
+
+/// The passive-aggressive rule on one row's scores `s` (one per head) and the row's label,
+/// weight and squared norm (`row`): calls `add(head, coefficient)` for every
 /// head it steps (the step size times the sign times the row's weight in the head; the update
 /// is eta times that times x), and returns what the row did. A row steps where its margin is
 /// below 1 (a positive hinge loss); binary and one-vs-rest heads each on their own, K classes
@@ -351,17 +362,14 @@ impl PaSize {
 /// criterion the sum of the hinge losses times the weights. `steps` is scratch. The CPU's twin
 /// of `decide_pa` (shaders/steps.wgsl); the sequential rule (algo::pa) uses it too.
 #[inline(always)]
-#[allow(clippy::too_many_arguments)]
 pub fn pa_rule(
-    rule: HeadRule,
-    size: PaSize,
+    (rule, size): (HeadRule, PaSize),
     s: &[f32],
-    y: f32,
-    wt: RowWeight,
-    sq: f32,
+    row: PaRow,
     steps: &mut Vec<(usize, f32)>,
     mut add: impl FnMut(usize, f32),
 ) -> RowOutcome {
+    let PaRow { y, wt, sq } = row;
     let joint = matches!(rule, HeadRule::MulticlassArgmax | HeadRule::MulticlassAll);
     // The heads to step: those with a margin of at most 1.
     steps.clear();

@@ -373,8 +373,12 @@ pub fn steps(
             let o = match st.pa {
                 None => super::row_rule(st.rule, st.tau, s, yi, wi, |h, a| c[h] = a),
                 Some(size) => {
-                    let q = sq[i as usize];
-                    super::pa_rule(st.rule, size, s, yi, wi, q, &mut scratch, |h, a| c[h] = a)
+                    let row = super::PaRow {
+                        y: yi,
+                        wt: wi,
+                        sq: sq[i as usize],
+                    };
+                    super::pa_rule((st.rule, size), s, row, &mut scratch, |h, a| c[h] = a)
                 }
             };
             s.copy_from_slice(&c);

@@ -439,7 +439,7 @@ impl<'c> GpuSteps<'c> {
             )));
         }
         let bound = match x {
-            StepX::Dense(x) => Self::dense_x(ctx, pipes, limit, subgroups, x, n, d, &setup)?,
+            StepX::Dense(x) => Self::dense_x(ctx, pipes, (limit, subgroups), x, (n, d), &setup)?,
             StepX::Csr {
                 indptr,
                 indices,
@@ -603,17 +603,14 @@ impl<'c> GpuSteps<'c> {
         })
     }
 
-    /// Dense X in at most `X_PARTS` bindings of `part_rows` rows each, and the `steps`
-    /// pipeline by lanes or by threads.
-    #[allow(clippy::too_many_arguments)]
+    /// Dense X (`n` rows of `d`) in at most `X_PARTS` bindings of `part_rows` rows each, and
+    /// the `steps` pipeline by lanes or by threads.
     fn dense_x(
         ctx: &GpuContext,
         pipes: &StepsPipelines,
-        limit: u64,
-        subgroups: Option<bool>,
+        (limit, subgroups): (u64, Option<bool>),
         x: &[f32],
-        n: usize,
-        d: usize,
+        (n, d): (usize, usize),
         setup: &StepsSetup,
     ) -> Result<BoundX> {
         let xb = (x.len() as u64) * 4;
