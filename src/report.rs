@@ -82,10 +82,10 @@ pub struct TrainReport {
     /// The streams of a stepped run, mixed by their mean after every epoch.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub streams: Option<usize>,
-    /// How the GPU's kernels ran a stepped run (by subgroup lanes or by the workgroup's
-    /// threads), when they ran it.
+    /// How the GPU ran a stepped run (by subgroup lanes or by the workgroup's threads), when
+    /// it ran it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub kernels: Option<String>,
+    pub gpu_plan: Option<String>,
     /// How X was stored for the epochs (f32, f16, u8 or i8); absent in earlier reports.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub storage: Option<String>,
@@ -102,8 +102,8 @@ pub struct Ran {
     pub fallback: Option<String>,
     /// The online perceptron in steps and streams: (rows per step, streams).
     pub steps: Option<(usize, usize)>,
-    /// How a backend's kernels ran the steps, in words (`StepsBound::plan`).
-    pub kernels: Option<String>,
+    /// How a GPU ran the steps, in words (`StepsBound::plan`).
+    pub gpu_plan: Option<String>,
 }
 
 impl Ran {
@@ -114,7 +114,7 @@ impl Ran {
             device: backend.device(),
             fallback: None,
             steps: None,
-            kernels: None,
+            gpu_plan: None,
         }
     }
 }

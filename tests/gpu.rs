@@ -1053,7 +1053,7 @@ fn passive_aggressive_trains_on_the_gpu() {
 }
 
 /// `train --backend gpu` on sparse rows runs the online perceptron on the GPU (the report
-/// says the steps and the kernels), and where the GPU's rule cannot take the run (an
+/// says the steps and the GPU's plan), and where the GPU's rule cannot take the run (an
 /// animation of every step here) the CPU runs the sequential rule and the report says why.
 #[test]
 fn the_online_rule_on_sparse_rows_runs_on_the_gpu() {
@@ -1088,8 +1088,8 @@ fn the_online_rule_on_sparse_rows_runs_on_the_gpu() {
     assert_eq!(v["backend"], "gpu", "{v}");
     assert!(v.get("fallback").is_none(), "{v}");
     assert!(v["streams"].as_u64().unwrap_or(0) > 1, "{v}");
-    let kernels = v["kernels"].as_str().unwrap_or_default();
-    assert!(kernels.contains("sparse rows"), "{v}");
+    let plan = v["gpu_plan"].as_str().unwrap_or_default();
+    assert!(plan.contains("sparse rows"), "{v}");
     let o = common::run(
         p,
         &[
@@ -1105,7 +1105,7 @@ fn the_online_rule_on_sparse_rows_runs_on_the_gpu() {
     assert!(o.status.success(), "{}", common::stderr(&o));
     let text = common::stdout(&o);
     assert!(
-        text.contains("kernels:") && text.contains("sparse rows"),
+        text.contains("GPU plan:") && text.contains("sparse rows"),
         "{text}"
     );
     let o = common::run(p, &["gen", "--n", "1500", "--d", "2", "-o", "p.csv"]);
@@ -1133,7 +1133,7 @@ fn the_online_rule_on_sparse_rows_runs_on_the_gpu() {
         "{v}"
     );
     assert!(
-        v.get("streams").is_none() && v.get("kernels").is_none(),
+        v.get("streams").is_none() && v.get("gpu_plan").is_none(),
         "{v}"
     );
 }

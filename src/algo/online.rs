@@ -74,8 +74,8 @@ pub(crate) trait OnlineRule {
     /// The weights to mix (the default [`OnlineRule::mix`]).
     fn weights_mut(&mut self) -> &mut [f32];
 
-    /// How a backend's kernels ran the rule, in words; `None` on the host.
-    fn kernels(&self) -> Option<String> {
+    /// How a backend ran the rule, in words; `None` on the host.
+    fn plan(&self) -> Option<String> {
         None
     }
 
@@ -175,7 +175,7 @@ pub(crate) struct Online {
     stop: StopReason,
     model: Snapshot,
     best_epoch: usize,
-    kernels: Option<String>,
+    plan: Option<String>,
 }
 
 /// Runs `rule` over the problem's rows epoch after epoch until a stop rule says so.
@@ -260,7 +260,7 @@ pub(crate) fn run<R: OnlineRule>(
     Ok(Online {
         stats,
         stop,
-        kernels: rule.kernels(),
+        plan: rule.plan(),
         model: rule.finish(pb, best)?,
         best_epoch: watch.best_epoch(),
     })
@@ -270,7 +270,7 @@ pub(crate) fn run<R: OnlineRule>(
 /// scores of a linear model, gathered by the caller).
 pub(crate) fn fitted(pb: &Problem<'_>, out: Online) -> Result<Fitted> {
     let mut scores = None;
-    let kernels = out.kernels;
+    let plan = out.plan;
     let body = match out.model {
         Snapshot::Voted {
             start,
@@ -290,7 +290,7 @@ pub(crate) fn fitted(pb: &Problem<'_>, out: Online) -> Result<Fitted> {
         }
     };
     let mut f = Fitted::on_cpu(body, out.stats, out.stop, out.best_epoch);
-    f.ran.kernels = kernels;
+    f.ran.gpu_plan = plan;
     Ok(Fitted { scores, ..f })
 }
 
@@ -348,7 +348,7 @@ pub fn fit(
         f.map(|mut f| {
             f.ran = crate::report::Ran {
                 steps: Some(steps),
-                kernels: f.ran.kernels.take(),
+                gpu_plan: f.ran.gpu_plan.take(),
                 ..ran
             };
             f
@@ -423,7 +423,7 @@ pub(crate) fn stepped_on(
             let on_gpu = backend.kind() == BackendKind::Gpu;
             f.ran = crate::report::Ran {
                 steps: Some(steps),
-                kernels: f.ran.kernels.take().filter(|_| on_gpu),
+                gpu_plan: f.ran.gpu_plan.take().filter(|_| on_gpu),
                 ..crate::report::Ran::on(backend)
             };
             Ok(Ok(f))
@@ -432,7 +432,8 @@ pub(crate) fn stepped_on(
     }
 }
 
-/// The perceptron in steps and streams run by a GPU (`backend::steps`, shaders/steps.wgsl):
+/// The perceptron or passive-aggressive rule in steps and streams run by a backend (a GPU:
+/// `backend::steps`, shaders/steps.wgsl; the CPU: their twin):
 /// an epoch is one call, the weights and the model are read back after it.
 struct DeviceSteps<'a> {
     bound: Box<dyn StepsBound + 'a>,
@@ -446,10 +447,11 @@ struct DeviceSteps<'a> {
 }
 
 impl<'a> DeviceSteps<'a> {
-    /// Binds the rows to `backend` when it is a GPU and the run is a stepped or streamed
-    /// perceptron the kernels take (dense rows, one process, no per-step snapshots). Otherwise the CPU runs the rule: `Err(None)` where no GPU
-    /// was asked for or the rule is sequential, `Err(Some(why))` where the GPU could not
-    /// take the run.
+    /// Binds the rows to `backend` when the run is stepped or streamed and `backend` is a GPU
+    /// (or, for the passive-aggressive rule, any backend: on the CPU its kernels' twin), and
+    /// the kernels take it (no per-step snapshots, no voted perceptron). Otherwise the CPU
+    /// runs the rule: `Err(None)` where no GPU was asked for or the rule is sequential,
+    /// `Err(Some(why))` where the GPU could not take the run.
     fn bind(
         pb: &Problem<'_>,
         params: &Params,
@@ -629,7 +631,7 @@ impl OnlineRule for DeviceSteps<'_> {
         Ok(true)
     }
 
-    fn kernels(&self) -> Option<String> {
+    fn plan(&self) -> Option<String> {
         Some(self.bound.plan())
     }
 

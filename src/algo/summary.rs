@@ -56,7 +56,7 @@ pub fn build(
         heads: ovr.then(|| model.classes().len()),
         minibatch: run.ran.steps.map(|s| s.0),
         streams: run.ran.steps.map(|s| s.1),
-        kernels: run.ran.kernels,
+        gpu_plan: run.ran.gpu_plan,
         wrong_rows_per_epoch: ovr
             .then(|| stats.iter().map(|e| e.wrong_rows).collect())
             .flatten(),

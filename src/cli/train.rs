@@ -531,8 +531,8 @@ pub fn print_report(r: &TrainReport, kind: ModelKind) -> anyhow::Result<()> {
             if s == 1 { "" } else { "s" }
         );
     }
-    if let Some(k) = r.kernels.as_deref() {
-        outln!("  kernels:           {k}");
+    if let Some(k) = r.gpu_plan.as_deref() {
+        outln!("  GPU plan:          {k}");
     }
     outln!("  training accuracy: {:.2}%", 100.0 * r.train_accuracy);
     if let (Some(nv), Some(acc)) = (r.n_validation, r.validation_accuracy) {

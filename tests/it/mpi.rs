@@ -326,7 +326,7 @@ fn stepped_processes_on_their_gpus_equal_the_same_on_cpus() {
             };
             let ((gr, gm), (cr, cm)) = (run("gpu"), run("cpu"));
             assert_eq!(gr["backend"], "gpu", "{case:?} np={np}: {gr}");
-            assert!(gr.get("kernels").is_some(), "{case:?} np={np}: {gr}");
+            assert!(gr.get("gpu_plan").is_some(), "{case:?} np={np}: {gr}");
             for key in [
                 "mistakes_per_epoch",
                 "epochs",
