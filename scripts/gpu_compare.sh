@@ -136,7 +136,7 @@ EOF
     while [ "$1" != gpu ] && [ "$1" != cpu ]; do args+=("$1"); shift; done
     timeout 200 $bin train "${args[@]}" --backend "$@" \
       --epochs 5 --patience 0 --json >"$RUNS/steps.json" 2>/dev/null
-    python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); ms=1000*r["seconds"]/r["epochs"]; print(sys.argv[2], "B", r.get("minibatch"), "S", r.get("streams"), "%.2f ms an epoch (5 epochs, upload included)" % ms, r.get("kernels", ""))' \
+    python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); ms=1000*r["seconds"]/r["epochs"]; print(sys.argv[2], "B", r.get("minibatch"), "S", r.get("streams"), "%.2f ms an epoch (5 epochs, upload included)" % ms, r.get("gpu_plan", ""))' \
       "$RUNS/steps.json" "$run" 2>&1 | tee -a "$OUT/online.txt"
   done
   # Test accuracy against wall time for the CPU default, the GPU batch rule and the GPU's

@@ -388,7 +388,14 @@ pub(crate) fn steps_for(
 ) -> (usize, usize) {
     match (params.minibatch, params.streams) {
         (1, 1) if backend.kind() == BackendKind::Gpu && gpu_may_pick => {
-            crate::params::gpu_steps(pb.view().n)
+            // In a data-parallel run every process picks from the same count (the mean share),
+            // so that all run the same rule.
+            let n = pb.view().n;
+            let n = match &pb.shard {
+                Some(sh) => sh.total(Some(n as u64)).unwrap_or(0) as usize / sh.reduce.size(),
+                None => n,
+            };
+            crate::params::gpu_steps(n)
         }
         given => given,
     }
@@ -417,7 +424,19 @@ pub(crate) fn stepped_on(
     progress: &mut dyn Progress,
 ) -> Result<std::result::Result<Fitted, Option<String>>> {
     let steps = run_as.steps;
-    match DeviceSteps::bind(pb, params, run_as, backend, w, progress)? {
+    let mut bound = DeviceSteps::bind(pb, params, run_as, backend, w, progress)?;
+    if let Some(sh) = &pb.shard {
+        // Every process binds, or none: a process whose backend refused makes all fall back.
+        let ok = bound.is_ok() as u64;
+        if sh.total(Some(ok)) != Some(sh.reduce.size() as u64) && ok == 1 {
+            bound = Err(Some(
+                "another process's backend could not take the stepped rule; every process \
+                 ran the CPU's form"
+                    .into(),
+            ));
+        }
+    }
+    match bound {
         Ok(rule) => {
             let mut f = fitted(pb, run(pb, params, rule, progress)?)?;
             let on_gpu = backend.kind() == BackendKind::Gpu;

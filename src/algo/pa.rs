@@ -13,6 +13,7 @@
 use super::online::{self, Keep, OnlineRule, Snapshot, Step, Stepped};
 use super::{Backends, Fitted, Problem, Progress};
 use crate::backend::cpu::CpuBackend;
+use crate::backend::BackendKind;
 use crate::backend::{pa_rule, PaRow, PaSize, Row, RowWeight};
 use crate::error::Result;
 use crate::params::Params;
@@ -38,7 +39,8 @@ pub fn fit(
     let tries: [&dyn crate::backend::Backend; 2] = [backends.primary, &cpu];
     for (k, backend) in tries.into_iter().enumerate() {
         // The twin on the CPU only where the user named the steps.
-        if k == 1 && (fallback.is_none() || (params.minibatch, params.streams) == (1, 1)) {
+        let named = (params.minibatch, params.streams) != (1, 1);
+        if k == 1 && (fallback.is_none() || !named || backends.primary.kind() == BackendKind::Cpu) {
             break;
         }
         let run_as = Stepped {

@@ -35,19 +35,26 @@ pub struct StepsSetup {
 }
 
 impl StepsSetup {
-    /// Refuses a setup the kernels cannot run: no rows per step or stream, or a step's
-    /// scores beyond [`MAX_STEP`].
-    pub fn check(&self, d: usize) -> Result<()> {
-        if self.step_rows == 0 || self.streams == 0 || self.heads == 0 {
-            return Err(Error::Gpu(
-                "a stepped run needs rows, streams and heads".into(),
-            ));
-        }
+    /// [`StepsSetup::check`], and a step's scores within the kernels' [`MAX_STEP`].
+    pub fn check_gpu(&self, d: usize) -> Result<()> {
+        self.check(d)?;
         if self.step_rows.saturating_mul(self.heads) > MAX_STEP {
             return Err(Error::Gpu(format!(
                 "steps of {} rows with {} heads: more than {MAX_STEP} scores a step",
                 self.step_rows, self.heads
             )));
+        }
+        Ok(())
+    }
+
+    /// Refuses a setup no backend can run: no rows per step or stream, starting weights of
+    /// another length, a passive-aggressive C that is not positive. (The GPU also refuses
+    /// steps of more than [`MAX_STEP`] scores: [`StepsSetup::check_gpu`].)
+    pub fn check(&self, d: usize) -> Result<()> {
+        if self.step_rows == 0 || self.streams == 0 || self.heads == 0 {
+            return Err(Error::Gpu(
+                "a stepped run needs rows, streams and heads".into(),
+            ));
         }
         if self.w0.len() != self.heads * (d + 1) {
             return Err(Error::Gpu("starting weights of the wrong length".into()));
@@ -158,7 +165,8 @@ impl<'a> From<&'a super::CsrBuf> for StepX<'a> {
 
 impl StepX<'_> {
     /// Refuses features that are not `n` rows of `d`: a dense length other than n d, or row
-    /// starts, columns and values that do not agree (every column below d).
+    /// starts, columns and values that do not agree (a row's columns strictly ascending,
+    /// below d: the kernels update a row's columns in parallel).
     pub fn check(&self, n: usize, d: usize) -> Result<()> {
         let ok = match *self {
             StepX::Dense(x) => x.len() == n.saturating_mul(d),
@@ -171,9 +179,11 @@ impl StepX<'_> {
                     && indptr.windows(2).all(|p| p[0] <= p[1])
                     && indptr[n] <= indices.len()
                     && indices.len() == values.len()
-                    && indices[indptr[0]..indptr[n]]
-                        .iter()
-                        .all(|&j| (j as usize) < d)
+                    && indptr.windows(2).all(|p| {
+                        let cols = &indices[p[0]..p[1]];
+                        cols.windows(2).all(|c| c[0] < c[1])
+                            && cols.last().is_none_or(|&j| (j as usize) < d)
+                    })
             }
         };
         match ok {

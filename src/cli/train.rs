@@ -20,8 +20,8 @@ use super::args::TrainArgs;
 use super::errors::{flag_error, usage};
 use super::{check_outputs, load_data, load_options, select_backend_nth, stage, world, Bar};
 
-/// What `--distributed` trains: the batch family (on each process's CPU or GPU) and the plain
-/// online perceptron (on the CPU).
+/// What `--distributed` trains: the batch family and the online rules (on each process's CPU,
+/// or GPU where the rule runs there).
 /// (Every process reads the whole data set, so scaling and held-out rows are fitted and drawn
 /// alike everywhere; each process then trains on, and scores, its share.)
 fn check_distributed(a: &TrainArgs, params: &Params) -> anyhow::Result<()> {
@@ -384,12 +384,9 @@ fn choose_backend(
             );
         }
     }
-    // The perceptron and averaged perceptron run on a GPU in steps and streams; the other
-    // online rules run on the CPU.
-    let cpu_only = matches!(
-        params.algo,
-        Algo::Voted | Algo::PassiveAggressive | Algo::Winnow
-    );
+    // The perceptron, averaged perceptron and passive-aggressive run on a GPU in steps and
+    // streams; the other online rules run on the CPU.
+    let cpu_only = matches!(params.algo, Algo::Voted | Algo::Winnow);
     if params.effective_mode() == Mode::Online
         && sel.backend.kind() == BackendKind::Gpu
         && speaks

@@ -265,3 +265,48 @@ fn passive_aggressive_in_one_step_of_one_row_is_the_sequential_rule() {
         }
     }
 }
+
+/// The stepped rows are checked whole: a sparse row whose columns repeat or fall beyond d is
+/// refused (the kernels update a row's columns in parallel); the CPU twin takes steps of any
+/// size (only the GPU's kernels cap a step's scores).
+#[test]
+fn stepped_rows_are_checked_and_the_twin_takes_any_step() {
+    use rosenblatt::backend::steps::{CpuSteps, StepRows, StepX, StepsSetup};
+    use rosenblatt::backend::{HeadRule, PaSize};
+    let setup = StepsSetup {
+        rule: HeadRule::Binary,
+        tau: 0.0,
+        eta: 1.0,
+        step_rows: 4096,
+        streams: 1,
+        average: false,
+        w0: vec![0.0; 4],
+        heads: 1,
+        pa: Some(PaSize::Pa),
+    };
+    let y = [1.0, -1.0];
+    let cases = [
+        ([0u32, 1, 2], true),
+        ([0, 2, 1], false),
+        ([0, 1, 1], false),
+        ([0, 2, 3], false),
+    ];
+    for (indices, ok) in cases {
+        let rows = StepRows {
+            x: StepX::Csr {
+                indptr: &[0, 1, 3],
+                indices: &indices,
+                values: &[1.0, 2.0, 3.0],
+            },
+            y: &y,
+            weights: None,
+            d: 3,
+            bias: 1.0,
+        };
+        assert_eq!(
+            CpuSteps::new(rows, setup.clone()).is_ok(),
+            ok,
+            "{indices:?}"
+        );
+    }
+}

@@ -414,7 +414,7 @@ impl<'c> GpuSteps<'c> {
         rows: StepRows<'_>,
         setup: StepsSetup,
     ) -> Result<Self> {
-        setup.check(rows.d)?;
+        setup.check_gpu(rows.d)?;
         rows.check()?;
         let StepRows {
             x,
@@ -428,14 +428,23 @@ impl<'c> GpuSteps<'c> {
         let s = setup.streams;
         let limit = super::plan::binding_limit(&ctx.limits, max_binding);
         let wb = (s as u64) * (len as u64) * 4;
+        // Labels: with the passive-aggressive rule 4 words a row, with row weights 3.
+        let y_words: u64 = match (setup.pa, rows.weights) {
+            (Some(_), _) => 4,
+            (None, Some(_)) => 3,
+            (None, None) => 1,
+        };
+        let groups = ctx.limits.max_compute_workgroups_per_dimension as usize;
         if wb > limit
             || n >= 1 << 31
-            || s > ctx.limits.max_compute_workgroups_per_dimension as usize
+            || (n as u64) * y_words * 4 > limit
+            || s > groups
+            || len.div_ceil(pipes.wg as usize) > groups
         {
             return Err(Error::TooLarge(format!(
-                "a stepped run binds {n} rows and {s} streams' weights ({wb} bytes) in one \
-                 binding; the GPU binds at most {limit} bytes a binding and runs {} workgroups",
-                ctx.limits.max_compute_workgroups_per_dimension
+                "a stepped run binds {n} rows' labels and {s} streams' weights of {len} \
+                 ({wb} bytes) in one binding each; the GPU binds at most {limit} bytes a \
+                 binding and runs {groups} workgroups a dispatch"
             )));
         }
         let bound = match x {
