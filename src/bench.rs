@@ -529,7 +529,7 @@ fn profile_of(
 /// the origin (no bias: with a few non-zeros per row the bias column would dominate the
 /// batch sums).
 fn converge(ds: &Dataset, backend: &dyn Backend) -> Result<TrainReport> {
-    let p = TrainParams::default()
+    let p = TrainParams::for_algo(crate::params::Algo::Batch)
         .epochs(1000)
         .fit_bias(!ds.is_sparse())
         .validate()?;

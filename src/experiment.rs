@@ -53,7 +53,7 @@ pub fn committee_experiment(
         .map(|&p| {
             let (ds, _) = committee(n, p, k, seed ^ p as u64)?;
             // One pass over the stream in its order: the online setting of the mistake bounds.
-            let base = TrainParams::default().epochs(1).shuffle(false);
+            let base = TrainParams::for_algo(Algo::Batch).epochs(1).shuffle(false);
             let mistakes = |params: TrainParams| -> Result<u64> {
                 let params = params.validate()?;
                 let pb = Problem::new(&ds, &params)?;
@@ -132,8 +132,7 @@ pub fn margin_experiment(
             })?;
             let t = fit_cpu(
                 &syn.data,
-                TrainParams::default()
-                    .algo(Algo::Online)
+                TrainParams::for_algo(Algo::Online)
                     .epochs(max_epochs)
                     .patience(0)
                     .seed(run_seed),
@@ -194,11 +193,7 @@ pub fn averaging_experiment(
     let error = |algo: Algo, e: usize| -> Result<f64> {
         let t = fit_cpu(
             &train,
-            TrainParams::default()
-                .algo(algo)
-                .epochs(e)
-                .patience(0)
-                .seed(seed),
+            TrainParams::for_algo(algo).epochs(e).patience(0).seed(seed),
         )?;
         Ok(1.0 - t.model.evaluate(&test, &CpuBackend::new())?.accuracy)
     };
@@ -268,7 +263,10 @@ pub fn complexity_experiment(
             noise: 0.2,
             seed,
         })?;
-        let params = TrainParams::default().epochs(1).patience(0).validate()?;
+        let params = TrainParams::for_algo(Algo::Batch)
+            .epochs(1)
+            .patience(0)
+            .validate()?;
         let pb = Problem::new(&syn.data, &params)?;
         let mut bound = backend.bind(pb.view())?;
         let rule = crate::algo::batch::rule(&params, &pb);

@@ -87,6 +87,11 @@ pub mod limits;
 mod limits;
 #[cfg(feature = "internals")]
 #[doc(hidden)]
+pub mod matrix;
+#[cfg(not(feature = "internals"))]
+mod matrix;
+#[cfg(feature = "internals")]
+#[doc(hidden)]
 pub mod metrics;
 #[cfg(not(feature = "internals"))]
 mod metrics;
@@ -112,6 +117,11 @@ pub mod plot;
 mod plot;
 #[cfg(feature = "internals")]
 #[doc(hidden)]
+pub mod reduce;
+#[cfg(not(feature = "internals"))]
+mod reduce;
+#[cfg(feature = "internals")]
+#[doc(hidden)]
 pub mod report;
 #[cfg(not(feature = "internals"))]
 mod report;
@@ -125,12 +135,11 @@ mod trainer;
 pub use data::synth::{self, SynthSpec, Synthetic};
 pub use data::{load, Dataset, Format, LabelCol, LabelType, Labels, Layout, LoadOptions};
 // Feature storage a data set is built from.
-pub use backend::{CsrBuf, MappedF32, MatrixBuf, Storage};
+pub use matrix::{CsrBuf, MappedF32, MatrixBuf, Storage};
 // Parameters, validated into `Params`.
-pub use backend::Kernel;
 pub use params::{
-    default_stopping, Algo, ClassWeight, Mode, MulticlassStrategy, MulticlassUpdate, Params,
-    PassiveAggressive, Scale, TrainParams,
+    default_stopping, Algo, ClassWeight, Kernel, Mode, MulticlassStrategy, MulticlassUpdate,
+    Params, PassiveAggressive, Scale, TrainParams,
 };
 // Training.
 pub use algo::{Progress, TrainReport, Trained};
@@ -140,7 +149,11 @@ pub use model::{Body, DenseRows, Model, ModelKind};
 pub use model::{FORMAT as MODEL_FORMAT, VERSION as MODEL_VERSION};
 // Where work runs.
 pub use backend::cpu::CpuBackend;
-pub use backend::gpu::{context::AdapterQuery, list_adapters, AdapterReport, GpuOptions};
+#[cfg(feature = "gpu")]
+pub use backend::gpu::list_adapters;
+#[cfg(not(feature = "gpu"))]
+pub use backend::gpu_options::list_adapters;
+pub use backend::gpu_options::{AdapterQuery, AdapterReport, GpuOptions};
 pub use backend::AUTO_GPU_MIN_VALUES;
 pub use backend::{select_for as select_backend, Backend, BackendChoice, Selected};
 // Errors.

@@ -3,7 +3,7 @@
 //! report of a trained model (its accuracy, margin gamma and Novikoff's bound (R / gamma)^2,
 //! per model kind) is built in `algo::summary`, which knows models.
 
-use crate::backend::simd::Elem;
+use crate::matrix::Elem;
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
@@ -135,7 +135,7 @@ pub struct RunFacts {
     /// Validation rows and the final model's accuracy on them, when there were any.
     pub validation: Option<(usize, f64)>,
     /// How X was stored for the epochs.
-    pub storage: crate::backend::Storage,
+    pub storage: crate::matrix::Storage,
     /// R, when computed already (a data-parallel run: the largest over the processes' rows;
     /// rows scaled as read: R of the scaled rows).
     pub radius: Option<f64>,

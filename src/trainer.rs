@@ -9,7 +9,7 @@ use crate::error::Result;
 use crate::model::Model;
 use crate::params::{Params, TrainParams};
 
-use crate::backend::gpu::GpuOptions;
+use crate::backend::gpu_options::GpuOptions;
 
 /// What a run on a GPU does when the GPU fails part way (a lost device, memory it cannot
 /// get).

@@ -22,7 +22,7 @@ use rosenblatt::backend::gpu::ResidentOptions;
 use rosenblatt::backend::gpu::{GpuBackend, GpuOptions};
 use rosenblatt::backend::{Backend, DataView, StopReason};
 use rosenblatt::data::{Dataset, Labels};
-use rosenblatt::params::TrainParams;
+use rosenblatt::params::{Algo, TrainParams};
 use rosenblatt::Error;
 
 fn required() -> bool {
@@ -91,7 +91,10 @@ fn assert_exact_range(ds: &Dataset, t: &Trained) {
 }
 
 fn train(ds: &Dataset, backend: &dyn Backend, epochs: usize) -> Trained {
-    let p = TrainParams::default().epochs(epochs).validate().unwrap();
+    let p = TrainParams::for_algo(Algo::Batch)
+        .epochs(epochs)
+        .validate()
+        .unwrap();
     algo::train(ds, &p, backend, None, &mut ()).unwrap()
 }
 
@@ -217,7 +220,7 @@ fn data_split_over_many_bindings_matches_cpu() {
     let ds = integer_data(4, 2000, 1);
     let f32_params = TrainParams {
         storage: Some(rosenblatt::backend::Storage::F32),
-        ..TrainParams::default()
+        ..TrainParams::for_algo(Algo::Batch)
     };
     let p = f32_params.validate().unwrap();
     match algo::train(&ds, &p, &g, None, &mut ()) {
@@ -225,7 +228,7 @@ fn data_split_over_many_bindings_matches_cpu() {
         other => panic!("expected TooLarge, got {:?}", other.map(|t| t.report)),
     }
     // Stored as i8 (auto: the values are small integers), the same row is 2000 bytes and fits.
-    let p = TrainParams::default().validate().unwrap();
+    let p = TrainParams::for_algo(Algo::Batch).validate().unwrap();
     let t = algo::train(&ds, &p, &g, None, &mut ()).unwrap();
     assert_eq!(t.report.storage.as_deref(), Some("i8"));
 }
@@ -273,7 +276,10 @@ fn convergence_mid_submit_stops_on_the_gpu() {
 fn tolerance_stop_is_taken_on_the_gpu() {
     let Some(g) = gpu() else { return };
     let ds = integer_data(1000, 10, 3);
-    let p = TrainParams::default().tol(Some(1e9)).validate().unwrap();
+    let p = TrainParams::for_algo(Algo::Batch)
+        .tol(Some(1e9))
+        .validate()
+        .unwrap();
     let t = algo::train(&ds, &p, g, None, &mut ()).unwrap();
     assert_eq!(t.report.epochs, 1);
     assert_eq!(t.report.stop_reason, StopReason::Tolerance);
@@ -346,7 +352,10 @@ fn gpu_failure_mid_training_finishes_on_the_cpu_under_auto() {
     let Some(g) = open(&opts) else { return };
     let cpu = CpuBackend::new();
     let ds = integer_data(2000, 16, 21);
-    let p = TrainParams::default().epochs(12).validate().unwrap();
+    let p = TrainParams::for_algo(Algo::Batch)
+        .epochs(12)
+        .validate()
+        .unwrap();
     let reference = algo::train(&ds, &p, &cpu, None, &mut ()).unwrap();
     assert!(reference.report.epochs > 2);
     let t = algo::train(&ds, &p, &g, Some(&cpu), &mut ()).unwrap();
@@ -671,26 +680,25 @@ fn family_batch_forms_train_the_same_models_on_the_gpu() {
     let digits = rosenblatt::data::load(&path, &Default::default()).unwrap();
     let binary = integer_data(3000, 12, 5);
     let cases: Vec<(&Dataset, TrainParams)> = vec![
-        (&digits, TrainParams::default().algo(Algo::Multiclass)),
+        (&digits, TrainParams::for_algo(Algo::Multiclass)),
         (
             &digits,
-            TrainParams::default()
-                .algo(Algo::Multiclass)
-                .multiclass_update(MulticlassUpdate::All),
+            TrainParams::for_algo(Algo::Multiclass).multiclass_update(MulticlassUpdate::All),
         ),
         (
             &digits,
-            TrainParams::default().multiclass(MulticlassStrategy::Ovr),
+            TrainParams::for_algo(Algo::Batch).multiclass(MulticlassStrategy::Ovr),
         ),
-        (&digits, TrainParams::default().algo(Algo::Pocket)),
-        (&binary, TrainParams::default().algo(Algo::Pocket)),
+        (&digits, TrainParams::for_algo(Algo::Pocket)),
+        (&binary, TrainParams::for_algo(Algo::Pocket)),
         (
             &binary,
-            TrainParams::default()
-                .algo(Algo::Averaged)
-                .mode(Mode::Batch),
+            TrainParams::for_algo(Algo::Averaged).mode(Mode::Batch),
         ),
-        (&binary, TrainParams::default().margin_threshold(3.0)),
+        (
+            &binary,
+            TrainParams::for_algo(Algo::Batch).margin_threshold(3.0),
+        ),
     ];
     for (ds, p) in cases {
         let what = format!(
@@ -717,8 +725,7 @@ fn batch_winnow_on_the_gpu_agrees_with_the_cpu() {
     let Some(g) = gpu() else { return };
     let cpu = CpuBackend::new();
     let (ds, _) = rosenblatt::data::synth::committee(1500, 41, 5, 8).unwrap();
-    let p = TrainParams::default()
-        .algo(Algo::Winnow)
+    let p = TrainParams::for_algo(Algo::Winnow)
         .mode(Mode::Batch)
         .lr(0.005)
         .epochs(40)
@@ -789,7 +796,7 @@ fn kernel_scores_on_the_gpu_match_the_cpu() {
     }
     // End to end: kernel training on the GPU gives the CPU's model on integer data.
     let ds = integer_data(400, 5, 9);
-    let mut p = TrainParams::default().algo(Algo::Kernel).epochs(20);
+    let mut p = TrainParams::for_algo(Algo::Kernel).epochs(20);
     p.kernel = Some(Kernel::Poly {
         degree: 2,
         gamma: 1.0,
@@ -811,8 +818,7 @@ fn voted_models_with_many_vectors_score_on_the_gpu_in_blocks() {
     // Noisy integer data: the voted perceptron keeps one vector per mistake, far more than the
     // GPU's 64 heads per call, so scoring goes in blocks.
     let ds = integer_data(600, 6, 31);
-    let p = TrainParams::default()
-        .algo(Algo::Voted)
+    let p = TrainParams::for_algo(Algo::Voted)
         .epochs(3)
         .validate()
         .unwrap();
@@ -972,8 +978,7 @@ fn stepped_training_on_the_gpu_equals_the_cpu() {
         let what = format!("B {b} S {s}, sparse {}", ds.x.is_sparse());
         let cw = weighed
             .then(|| rosenblatt::params::ClassWeight::Given(vec![(classes[0].clone(), 3.0)]));
-        let p = TrainParams::default()
-            .algo(rosenblatt::params::Algo::Averaged)
+        let p = TrainParams::for_algo(rosenblatt::params::Algo::Averaged)
             .epochs(6)
             .patience(if held { 2 } else { 0 })
             .validation_fraction(held.then_some(0.25))
@@ -1012,7 +1017,7 @@ fn passive_aggressive_trains_on_the_gpu() {
         let what = format!("B {b} S {s}, sparse {}", ds.x.is_sparse());
         let p = TrainParams {
             passive_aggressive: Some(rosenblatt::params::PassiveAggressive::default()),
-            ..TrainParams::default().algo(rosenblatt::params::Algo::PassiveAggressive)
+            ..TrainParams::for_algo(rosenblatt::params::Algo::PassiveAggressive)
         }
         .epochs(3)
         .patience(0)

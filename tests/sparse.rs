@@ -283,47 +283,32 @@ fn twin_datasets(n: usize, d: usize, k: usize, seed: u64) -> (Dataset, Dataset) 
 fn every_algorithm_trains_the_same_model_on_sparse_and_dense_rows() {
     let cpu = CpuBackend::new();
     let mut cases: Vec<(&str, TrainParams, usize)> = vec![
-        ("online", TrainParams::default().algo(Algo::Online), 2),
-        ("batch", TrainParams::default().algo(Algo::Batch), 2),
-        ("pocket", TrainParams::default().algo(Algo::Pocket), 2),
-        ("averaged", TrainParams::default().algo(Algo::Averaged), 2),
+        ("online", TrainParams::for_algo(Algo::Online), 2),
+        ("batch", TrainParams::for_algo(Algo::Batch), 2),
+        ("pocket", TrainParams::for_algo(Algo::Pocket), 2),
+        ("averaged", TrainParams::for_algo(Algo::Averaged), 2),
         (
             "averaged batch",
-            TrainParams::default()
-                .algo(Algo::Averaged)
-                .mode(Mode::Batch),
+            TrainParams::for_algo(Algo::Averaged).mode(Mode::Batch),
             2,
         ),
-        ("voted", TrainParams::default().algo(Algo::Voted), 2),
-        (
-            "voted multiclass",
-            TrainParams::default().algo(Algo::Voted),
-            4,
-        ),
-        ("winnow", TrainParams::default().algo(Algo::Winnow), 2),
-        (
-            "multiclass",
-            TrainParams::default().algo(Algo::Multiclass),
-            4,
-        ),
+        ("voted", TrainParams::for_algo(Algo::Voted), 2),
+        ("voted multiclass", TrainParams::for_algo(Algo::Voted), 4),
+        ("winnow", TrainParams::for_algo(Algo::Winnow), 2),
+        ("multiclass", TrainParams::for_algo(Algo::Multiclass), 4),
         (
             "multiclass online",
-            TrainParams::default()
-                .algo(Algo::Multiclass)
-                .mode(Mode::Online),
+            TrainParams::for_algo(Algo::Multiclass).mode(Mode::Online),
             4,
         ),
         (
             "margin",
-            TrainParams::default()
-                .algo(Algo::Online)
-                .margin_threshold(2.0),
+            TrainParams::for_algo(Algo::Online).margin_threshold(2.0),
             2,
         ),
         (
             "validation and patience",
-            TrainParams::default()
-                .algo(Algo::Pocket)
+            TrainParams::for_algo(Algo::Pocket)
                 .validation_fraction(Some(0.2))
                 .patience(3),
             2,
@@ -338,7 +323,7 @@ fn every_algorithm_trains_the_same_model_on_sparse_and_dense_rows() {
         },
         Kernel::Rbf { gamma: 0.5 },
     ] {
-        let mut p = TrainParams::default().algo(Algo::Kernel);
+        let mut p = TrainParams::for_algo(Algo::Kernel);
         p.kernel = Some(kernel);
         cases.push(("kernel", p, 2));
     }
@@ -385,7 +370,7 @@ fn scaling_keeps_sparse_rows_sparse_and_minmax_is_refused() {
     let (dense, sparse) = twin_datasets(80, 12, 2, 9);
     let cpu = CpuBackend::new();
     for scale in [Scale::Maxabs, Scale::Standard] {
-        let p = TrainParams::default()
+        let p = TrainParams::for_algo(Algo::Batch)
             .scale(scale)
             .epochs(20)
             .validate()
@@ -407,14 +392,14 @@ fn scaling_keeps_sparse_rows_sparse_and_minmax_is_refused() {
             }
         }
     }
-    let p = TrainParams::default()
+    let p = TrainParams::for_algo(Algo::Batch)
         .scale(Scale::Minmax)
         .validate()
         .unwrap();
     let e = algo::Problem::new(&sparse, &p).err().unwrap().to_string();
     assert!(e.contains("minmax") && e.contains("sparse"), "{e}");
     // A model trained with centering scores sparse rows (made dense) like the dense rows.
-    let p = TrainParams::default()
+    let p = TrainParams::for_algo(Algo::Batch)
         .scale(Scale::Standard)
         .validate()
         .unwrap();
@@ -627,8 +612,7 @@ fn a_dense_validation_file_checks_sparse_training_rows_alike() {
     // binds both in one form; every backend gives the all-dense run's model and curve.
     let (dense, sparse) = twin_datasets(120, 15, 2, 31);
     let (val, _) = twin_datasets(40, 15, 2, 32);
-    let p = TrainParams::default()
-        .algo(Algo::Pocket)
+    let p = TrainParams::for_algo(Algo::Pocket)
         .epochs(15)
         .validate()
         .unwrap();

@@ -760,6 +760,19 @@ fn remove_stale_temps(dir: &str) -> usize {
     rosenblatt::remove_stale_temps(Path::new(dir))
 }
 
+/// The library's training defaults for `algo` (`TrainParams::for_algo`, the one place they are
+/// written; None: `TrainParams::default()`, the default algorithm's), as the JSON of a model
+/// file's `params`: the estimators start from them.
+#[pyfunction]
+#[pyo3(signature = (algo=None))]
+fn defaults(algo: Option<&str>) -> PyResult<String> {
+    let params = match algo {
+        None => TrainParams::default(),
+        Some(a) => TrainParams::for_algo(a.parse().map_err(PyValueError::new_err)?),
+    };
+    serde_json::to_string(&params).map_err(|e| PyRuntimeError::new_err(e.to_string()))
+}
+
 /// The GPU adapters wgpu finds here: (name, API, type) of each.
 #[pyfunction]
 fn adapters() -> Vec<(String, String, String)> {
@@ -782,6 +795,7 @@ fn _rosenblatt(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(temp_prefix, m)?)?;
     m.add_function(wrap_pyfunction!(remove_stale_temps, m)?)?;
     m.add_function(wrap_pyfunction!(adapters, m)?)?;
+    m.add_function(wrap_pyfunction!(defaults, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

@@ -36,6 +36,48 @@ def params_of(est):
     return json.loads(est.model_)["params"]
 
 
+# Estimator parameter -> the crate's TrainParams field it sets.
+SHARED_DEFAULTS = {
+    "max_iter": "epochs",
+    "eta0": "lr",
+    "fit_intercept": "fit_bias",
+    "shuffle": "shuffle",
+    "random_state": "seed",
+    "margin_threshold": "margin_threshold",
+    "multiclass": "multiclass",
+    "multiclass_update": "multiclass_update",
+    "max_vectors": "max_vectors",
+    "minibatch": "minibatch",
+    "streams": "streams",
+}
+
+
+@pytest.mark.parametrize("cls", [Perceptron, PassiveAggressiveClassifier])
+def test_the_estimators_defaults_are_the_librarys(cls):
+    """The defaults are written once, in the crate (TrainParams::for_algo): every default
+    an estimator shares with the CLI is the crate's, and Perceptron() trains its algorithm."""
+    est = cls()
+    algo = est.algo
+    if cls is Perceptron:
+        assert algo == json.loads(_rosenblatt.defaults())["algo"]
+    lib = json.loads(_rosenblatt.defaults(algo))
+    shown = est.get_params()
+    checked = [k for k in SHARED_DEFAULTS if k in shown]
+    assert len(checked) >= 5
+    for name in checked:
+        field = SHARED_DEFAULTS[name]
+        # (A model file writes minibatch and streams only when they are not 1.)
+        expected = lib[field] if field in lib or field not in ("minibatch", "streams") else 1
+        assert shown[name] == expected, name
+    # ... and a fit sends them: the model file's parameters are the library's.
+    X, y = make_classification(n_samples=60, n_features=4, random_state=0)
+    sent = params_of(cls(backend="cpu").fit(X, y))
+    for key in ("init", "multiclass", "multiclass_update", "max_vectors", "epochs", "lr"):
+        assert sent[key] == lib[key], key
+    with pytest.raises(ValueError, match="unknown algorithm"):
+        _rosenblatt.defaults("perceptron")
+
+
 def test_scikit_learns_names_reach_the_crate():
     X, y = digits()
     m = Perceptron(

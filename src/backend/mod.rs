@@ -12,31 +12,35 @@
 //! is in shaders/batch.wgsl).
 
 pub mod cpu;
+#[cfg(feature = "gpu")]
 pub mod gpu;
-mod kernel;
-mod matrix;
+pub mod gpu_options;
 mod profile;
 mod reduce;
 pub mod reference;
 mod rule;
 mod select;
-pub mod simd;
 pub mod steps;
 mod stop;
-pub mod storage;
 mod view;
 
-pub use matrix::{CsrBuf, CsrView, MappedF32, Matrix, MatrixBuf, Row, WideMatrix};
-pub(crate) use simd::simd_dispatch;
-pub use simd::{axpy, decision, dot, prefetch_ahead, simd_enabled, sum_simd, Elem, Lanes};
-pub use storage::{FeatureBuf, Features, Storage};
-
-pub use kernel::Kernel;
+// The matrix and storage types and the SIMD kernels live below the backends (crate::matrix);
+// the kernel function is a parameter (crate::params).
+pub(crate) use crate::matrix::simd::simd_dispatch;
+pub use crate::matrix::simd::{
+    axpy, decision, dot, prefetch_ahead, simd_enabled, sum_simd, Elem, Lanes,
+};
+pub use crate::matrix::{simd, storage};
+pub use crate::matrix::{
+    CsrBuf, CsrView, FeatureBuf, Features, MappedF32, Matrix, MatrixBuf, Row, Storage, WideMatrix,
+};
+pub use crate::params::Kernel;
+pub use crate::reduce::{agree, Disagreement, Reduce};
 pub use profile::{
     Chain, KernelProfile, KernelTraffic, CHAIN_WORKGROUPS_PER_CU, TRAFFIC_CATEGORIES,
 };
 pub(crate) use reduce::agreed_stop;
-pub use reduce::{agree, Disagreement, Distributed, Reduce};
+pub use reduce::Distributed;
 pub use rule::{
     pa_rule, predicted_wrong, row_rule, update_norm, winnow_weights, BatchRule, HeadRule, Keep,
     LogWeight, PaRow, PaSize, Patience, RowOutcome, RowWeight, Update,

@@ -2,6 +2,7 @@
 //! `margins`, shaders/batch.wgsl), what the update is, what is kept, and the patience rule's
 //! parameters.
 
+pub use crate::params::PaSize;
 use serde::{Deserialize, Serialize};
 
 /// How a row's K scores decide a mistake and the update of each head.
@@ -302,40 +303,6 @@ pub fn row_rule(
                 weighted: wr as f64,
                 wrong_rows: 0,
             }
-        }
-    }
-}
-
-/// How far a passive-aggressive step goes (Crammer et al., JMLR 2006): for hinge loss `l`
-/// when a unit step moves the margin by `q`, l / q (PA), at most C (PA-I), or
-/// l / (q + 1 / (2 C)) (PA-II).
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub enum PaSize {
-    /// l / q.
-    Pa,
-    /// min(l / q, C).
-    Pa1(f32),
-    /// l / (q + 1 / (2 C)).
-    Pa2(f32),
-}
-
-impl PaSize {
-    /// The step for hinge loss `loss` when a unit step moves the margin by `q`.
-    #[inline(always)]
-    pub fn size(self, loss: f32, q: f32) -> f32 {
-        match self {
-            PaSize::Pa => loss / q,
-            PaSize::Pa1(c) => (loss / q).min(c),
-            PaSize::Pa2(c) => loss / (q + 0.5 / c),
-        }
-    }
-
-    /// The code of the variant in shaders/steps.wgsl's parameters (1, 2, 3) and C.
-    pub fn code(self) -> (u32, f32) {
-        match self {
-            PaSize::Pa => (1, 1.0),
-            PaSize::Pa1(c) => (2, c),
-            PaSize::Pa2(c) => (3, c),
         }
     }
 }

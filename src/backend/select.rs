@@ -3,7 +3,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{cpu, gpu, Backend};
+use super::gpu_options::GpuOptions;
+use super::{cpu, Backend};
 use crate::error::Result;
 
 /// Which kind of hardware a backend drives.
@@ -67,7 +68,7 @@ pub const AUTO_GPU_MIN_VALUES: u64 = 1 << 22;
 
 /// `select` for a job of `values` values of X: under `Auto` with no adapter named, fewer
 /// than [`AUTO_GPU_MIN_VALUES`] take the CPU at once, no adapter opened.
-pub fn select_for(choice: BackendChoice, gpu: &gpu::GpuOptions, values: u64) -> Result<Selected> {
+pub fn select_for(choice: BackendChoice, gpu: &GpuOptions, values: u64) -> Result<Selected> {
     if choice == BackendChoice::Auto && gpu.adapter.name.is_none() && values < AUTO_GPU_MIN_VALUES {
         return Ok(Selected {
             backend: Box::new(cpu::CpuBackend::new()),
@@ -79,7 +80,7 @@ pub fn select_for(choice: BackendChoice, gpu: &gpu::GpuOptions, values: u64) -> 
 
 /// Picks the backend for `choice`. Under `Auto` a software adapter (such as llvmpipe) is
 /// passed over for the CPU, which is faster, unless `gpu.adapter.name` names it.
-pub fn select(choice: BackendChoice, gpu: &gpu::GpuOptions) -> Result<Selected> {
+pub fn select(choice: BackendChoice, gpu: &GpuOptions) -> Result<Selected> {
     let cpu = || Box::new(cpu::CpuBackend::new()) as Box<dyn Backend>;
     match choice {
         BackendChoice::Cpu => Ok(Selected {
@@ -87,26 +88,20 @@ pub fn select(choice: BackendChoice, gpu: &gpu::GpuOptions) -> Result<Selected> 
             note: "backend: cpu (requested)".into(),
         }),
         BackendChoice::Gpu => {
-            let g = gpu::GpuBackend::new(gpu)?;
+            let g = open_gpu(gpu)?;
             let note = format!("backend: gpu, {} (requested)", g.device());
-            Ok(Selected {
-                backend: Box::new(g),
-                note,
-            })
+            Ok(Selected { backend: g, note })
         }
         BackendChoice::Auto => {
             let mut opts = gpu.clone();
             opts.adapter.hardware_only = opts.adapter.name.is_none();
-            match gpu::GpuBackend::new(&opts) {
+            match open_gpu(&opts) {
                 Ok(g) => {
                     let note = format!(
                         "backend: gpu, {} (auto: a GPU adapter is present)",
                         g.device()
                     );
-                    Ok(Selected {
-                        backend: Box::new(g),
-                        note,
-                    })
+                    Ok(Selected { backend: g, note })
                 }
                 Err(e) => Ok(Selected {
                     backend: cpu(),
@@ -114,5 +109,49 @@ pub fn select(choice: BackendChoice, gpu: &gpu::GpuOptions) -> Result<Selected> 
                 }),
             }
         }
+    }
+}
+
+/// The GPU backend on the adapter `opts` asks for.
+#[cfg(feature = "gpu")]
+fn open_gpu(opts: &GpuOptions) -> Result<Box<dyn Backend>> {
+    Ok(Box::new(super::gpu::GpuBackend::new(opts)?))
+}
+
+/// No GPU backend in a build without the `gpu` feature: asking for one is an error that
+/// says so, and `auto` takes the CPU.
+#[cfg(not(feature = "gpu"))]
+fn open_gpu(_: &GpuOptions) -> Result<Box<dyn Backend>> {
+    Err(crate::Error::NoGpu(
+        "this build of rosenblatt has no GPU backend (built without the `gpu` feature)".into(),
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Without the `gpu` feature a GPU asked for is an error naming the build, and `auto`
+    /// trains on the CPU; with it, `auto` on a small job still takes the CPU unopened.
+    #[test]
+    fn a_build_without_a_gpu_backend_says_so_and_auto_takes_the_cpu() {
+        let opts = GpuOptions::default();
+        let small = select_for(BackendChoice::Auto, &opts, 10).unwrap();
+        assert_eq!(small.backend.kind(), BackendKind::Cpu);
+        if cfg!(feature = "gpu") {
+            return;
+        }
+        let e = select(BackendChoice::Gpu, &opts)
+            .err()
+            .expect("no GPU backend");
+        assert!(e.to_string().contains("without the `gpu` feature"), "{e}");
+        let auto = select(BackendChoice::Auto, &opts).unwrap();
+        assert_eq!(auto.backend.kind(), BackendKind::Cpu);
+        assert!(
+            auto.note.contains("without the `gpu` feature"),
+            "{}",
+            auto.note
+        );
+        assert!(crate::list_adapters().0.is_empty());
     }
 }

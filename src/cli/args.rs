@@ -13,6 +13,12 @@ use rosenblatt::params::{
     PassiveAggressive, Scale, TrainParams,
 };
 
+/// The training defaults, written once in the library ([`TrainParams::default`]): the flags'
+/// defaults and `--help` read them here.
+fn defaults() -> TrainParams {
+    TrainParams::default()
+}
+
 /// Train perceptrons on a GPU (wgpu) or the CPU.
 #[derive(Parser, Debug)]
 #[command(name = "rosenblatt", version, about, long_about = None)]
@@ -443,21 +449,21 @@ pub(crate) struct TrainArgs {
     pub(crate) output: Option<PathBuf>,
     /// Algorithm: online, batch, multiclass, pocket, averaged, voted, winnow, kernel or pa
     /// (passive-aggressive).
-    #[arg(long, default_value = "averaged")]
+    #[arg(long, default_value_t = defaults().algo)]
     pub(crate) algo: Algo,
     #[command(flatten)]
     pub(crate) backend: BackendArgs,
     /// Maximum number of epochs.
-    #[arg(long, default_value_t = 1000)]
+    #[arg(long, default_value_t = defaults().epochs)]
     pub(crate) epochs: usize,
     /// Learning rate eta, in (0, 1].
-    #[arg(long, default_value_t = 1.0)]
+    #[arg(long, default_value_t = defaults().lr)]
     pub(crate) lr: f32,
     /// Batch: stop when ||eta * sum|| < TOL (default: off).
     #[arg(long)]
     pub(crate) tol: Option<f32>,
     /// Seed for shuffling and random initialisation.
-    #[arg(long, default_value_t = 0)]
+    #[arg(long, default_value_t = defaults().seed)]
     pub(crate) seed: u64,
     /// Do not append the constant 1 to x (no bias).
     #[arg(long)]
@@ -466,39 +472,39 @@ pub(crate) struct TrainArgs {
     #[arg(long)]
     pub(crate) no_shuffle: bool,
     /// Initial weights: zero or random (small seeded values).
-    #[arg(long, default_value = "zero", value_parser = parse_init)]
+    #[arg(long, default_value_t = defaults().init, value_parser = parse_init)]
     pub(crate) init: Init,
     /// Online or batch form (default: the algorithm's own; see the README's table).
     #[arg(long)]
     pub(crate) mode: Option<Mode>,
     /// A mistake is a margin <= TAU (>= 0), for a larger-margin separator.
-    #[arg(long, value_name = "TAU", default_value_t = 0.0)]
+    #[arg(long, value_name = "TAU", default_value_t = defaults().margin_threshold)]
     pub(crate) margin_threshold: f32,
     /// Multiclass update: argmax (-x to the highest wrong class) or all (-x to every other).
-    #[arg(long, default_value = "argmax")]
+    #[arg(long, default_value_t = defaults().multiclass_update)]
     pub(crate) multiclass_update: MulticlassUpdate,
     /// More than two classes: direct (one joint multiclass perceptron) or ovr (one vs rest).
-    #[arg(long, default_value = "direct")]
+    #[arg(long, default_value_t = defaults().multiclass)]
     pub(crate) multiclass: MulticlassStrategy,
     /// Voted perceptron: most weight vectors kept (one per mistake).
-    #[arg(long, default_value_t = 100_000)]
+    #[arg(long, default_value_t = defaults().max_vectors)]
     pub(crate) max_vectors: usize,
     /// Online perceptron and averaged perceptron: rows per step. A step's rows are scored by
     /// the weights it started with and their updates added together (the form a GPU runs in
     /// parallel); the average is over steps. 1 is the sequential rule.
-    #[arg(long, value_name = "B", default_value_t = 1)]
+    #[arg(long, value_name = "B", default_value_t = defaults().minibatch)]
     pub(crate) minibatch: usize,
     /// Online perceptron and averaged perceptron: split each epoch's rows into S streams
     /// trained from the same weights and mixed by their mean after the epoch (the form a GPU
     /// runs as S workgroups). 1 is the sequential rule.
-    #[arg(long, value_name = "S", default_value_t = 1)]
+    #[arg(long, value_name = "S", default_value_t = defaults().streams)]
     pub(crate) streams: usize,
     /// Passive-aggressive (--algo pa): pa (unbounded steps), pa1 (steps at most C) or pa2
     /// (squared hinge).
-    #[arg(long, default_value = "pa1")]
+    #[arg(long, default_value_t = PassiveAggressive::default().variant)]
     pub(crate) pa_variant: PaVariant,
     /// Passive-aggressive: the aggressiveness C of pa1 and pa2 (> 0).
-    #[arg(long, value_name = "C", default_value_t = 1.0)]
+    #[arg(long, value_name = "C", default_value_t = PassiveAggressive::default().c)]
     pub(crate) aggressiveness: f32,
     /// Kernel perceptron: linear, poly or rbf.
     #[arg(long, default_value = "linear", value_parser = ["linear", "poly", "rbf"])]
@@ -541,7 +547,7 @@ pub(crate) struct TrainArgs {
     pub(crate) patience: Option<u32>,
     /// An epoch improves when its figure is below (1 - F) times the figure at the last
     /// improvement (F in [0, 1)).
-    #[arg(long, value_name = "F", default_value_t = 0.01)]
+    #[arg(long, value_name = "F", default_value_t = defaults().min_improvement)]
     pub(crate) min_improvement: f32,
     /// Training mistakes only: while the fewest mistakes are at most this fraction of the rows
     /// (nearly separable data, which may still converge), patience also waits as many epochs
@@ -567,7 +573,7 @@ pub(crate) struct TrainArgs {
     pub(crate) sample_weights: Option<PathBuf>,
     /// Feature scaling fitted on the training data and kept in the model: none, standard,
     /// minmax or maxabs.
-    #[arg(long, value_name = "S", default_value = "none")]
+    #[arg(long, value_name = "S", default_value_t = defaults().scale)]
     pub(crate) scale: Scale,
     /// How X is stored for training: auto (the narrowest exact storage for batch epochs), f32,
     /// f16, u8 or i8. Results are the same; a compact storage reads fewer bytes per epoch. A

@@ -49,7 +49,7 @@ pub fn run(a: DemoArgs) -> anyhow::Result<()> {
         let r_star = rosenblatt::report::radius(&s.data.x, s.data.d, 1.0);
         let bound_star = (r_star / s.margin_augmented).powi(2);
         for algo in [Algo::Online, Algo::Batch] {
-            let params = TrainParams::default().algo(algo).seed(a.seed).validate()?;
+            let params = TrainParams::for_algo(algo).seed(a.seed).validate()?;
             let mut bar = Bar::new(true);
             let t = algo::train(&s.data, &params, &*sel.backend, Some(&cpu), &mut bar);
             bar.finish();

@@ -153,7 +153,7 @@ mod tests {
 
     #[test]
     fn parameters_are_shown_with_their_flags() {
-        let e = rosenblatt::params::TrainParams::default()
+        let e = rosenblatt::params::TrainParams::for_algo(rosenblatt::Algo::Batch)
             .lr(2.0)
             .validate()
             .unwrap_err();

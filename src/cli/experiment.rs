@@ -12,7 +12,9 @@ use super::errors::{flag_error, usage};
 use super::{check_outputs, select_backend};
 
 pub fn committee(a: CommitteeArgs) -> anyhow::Result<()> {
-    TrainParams::default().lr(a.lr).validate()?;
+    TrainParams::for_algo(rosenblatt::Algo::Batch)
+        .lr(a.lr)
+        .validate()?;
     let rows = rosenblatt::experiment::committee_experiment(&a.p, a.k, a.n, a.lr, a.seed)?;
     if a.json {
         outln!(
@@ -388,7 +390,7 @@ pub fn time_to_accuracy(a: TimeArgs) -> anyhow::Result<()> {
         .as_ref()
         .filter(|s| s.backend.kind() == BackendKind::Gpu)
         .map(|s| &*s.backend);
-    let averaged = TrainParams::default().algo(rosenblatt::params::Algo::Averaged);
+    let averaged = TrainParams::for_algo(rosenblatt::params::Algo::Averaged);
     let mut rules = vec![rosenblatt::experiment::TimedRule {
         name: "CPU: averaged, sequential (train's default)".into(),
         params: averaged.clone(),
@@ -398,7 +400,7 @@ pub fn time_to_accuracy(a: TimeArgs) -> anyhow::Result<()> {
         Some(g) => {
             rules.push(rosenblatt::experiment::TimedRule {
                 name: "GPU: batch".into(),
-                params: TrainParams::default().algo(rosenblatt::params::Algo::Batch),
+                params: TrainParams::for_algo(rosenblatt::params::Algo::Batch),
                 backend: g,
             });
             rules.push(rosenblatt::experiment::TimedRule {

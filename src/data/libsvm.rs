@@ -13,8 +13,8 @@ use std::path::Path;
 
 use super::csv::{parse_value, Parsed, ValueSink};
 use super::{Dataset, LabelBuilder, LoadOptions};
-use crate::backend::{CsrBuf, MatrixBuf};
 use crate::error::{Error, Result};
+use crate::matrix::{CsrBuf, MatrixBuf};
 
 /// Parses LIBSVM bytes from `path` into a dense dataset.
 pub fn parse(path: &Path, bytes: &[u8], opts: &LoadOptions) -> Result<Dataset> {

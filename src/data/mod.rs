@@ -14,8 +14,8 @@ use std::fs::File;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 
-use crate::backend::{Matrix, MatrixBuf};
 use crate::error::{Error, Result};
+use crate::matrix::{Matrix, MatrixBuf};
 
 /// A dataset: `n` rows of `d` features, dense (row-major) or sparse (CSR), with optional
 /// labels.

@@ -7,8 +7,8 @@ use std::io::Read;
 use std::path::Path;
 
 use super::{Dataset, LabelBuilder, LoadOptions};
-use crate::backend::{CsrBuf, Features, MappedF32, MatrixBuf, Storage};
 use crate::error::{Error, Result};
+use crate::matrix::{CsrBuf, Features, MappedF32, MatrixBuf, Storage};
 
 /// A parsed `.npy` array: its dtype string, shape, order, and the raw data bytes.
 struct Npy {

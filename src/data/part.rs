@@ -11,8 +11,9 @@ use std::path::Path;
 
 use super::{csv, dense_zeros, detect_format, libsvm, Dataset, Format, LabelBuilder, Labels};
 use super::{Layout, LoadOptions};
-use crate::backend::{MatrixBuf, Reduce};
 use crate::error::{Error, Result};
+use crate::matrix::MatrixBuf;
+use crate::reduce::Reduce;
 
 /// Whether [`load_part`] reads a share of `path` (a regular CSV or LIBSVM file), rather than
 /// the whole file.
@@ -137,7 +138,7 @@ pub fn load_part(path: &Path, opts: &LoadOptions, part: usize, parts: usize) -> 
         // More processes than lines (or only blank ones and comments here): no rows, and the
         // features and classes of the others (see [`agree`]).
         return Ok(Dataset {
-            x: MatrixBuf::Csr(crate::backend::CsrBuf::new()),
+            x: MatrixBuf::Csr(crate::matrix::CsrBuf::new()),
             n: 0,
             d: 0,
             labels: Some(Labels {

@@ -5,8 +5,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::backend::{MatrixBuf, Row};
 use crate::error::{Error, Result};
+use crate::matrix::{MatrixBuf, Row};
 use crate::params::Scale;
 
 /// A fitted scaling: `offset` and `factor`, one of each per feature.
@@ -221,7 +221,7 @@ impl Scaler {
                 // A compact memory map is widened for the fit (scaling copies X anyway): within
                 // the memory budget.
                 let wide = (x.len() as u128) * 4;
-                if x.stored_values().storage() != crate::backend::Storage::F32
+                if x.stored_values().storage() != crate::matrix::Storage::F32
                     && wide > crate::limits::budget() as u128
                 {
                     return Err(format!(
@@ -464,13 +464,13 @@ mod tests {
         assert!((r - 4000.0 / 0.05).abs() / r < 1e-6, "{r}");
         assert!(range_spread(&vec![1.0, 2.0].into(), 1, 2).is_none());
         // The same rows sparse: the same answer.
-        let c = MatrixBuf::Csr(crate::backend::CsrBuf::from_dense(&x, 3));
+        let c = MatrixBuf::Csr(crate::matrix::CsrBuf::from_dense(&x, 3));
         assert_eq!(range_spread(&c, 2, 3).map(|t| (t.1, t.2)), Some((0, 1)));
     }
 
     #[test]
     fn sparse_scaling_keeps_zeros_and_matches_dense_where_it_can() {
-        use crate::backend::CsrBuf;
+        use crate::matrix::CsrBuf;
         // Rows (0, 2), (4, 0), (0, -6).
         let x = [0.0, 2.0, 4.0, 0.0, 0.0, -6.0];
         let sp = MatrixBuf::Csr(CsrBuf::from_dense(&x, 2));

@@ -235,7 +235,7 @@ pub fn generate_sparse(spec: &SynthSpec, density: f64) -> Result<Synthetic> {
     let mut rng = ChaCha8Rng::seed_from_u64(spec.seed);
     let w = unit_normal(&mut rng, d);
     let gamma = spec.margin as f64;
-    let mut c = crate::backend::CsrBuf::new();
+    let mut c = crate::matrix::CsrBuf::new();
     c.indices.reserve(n * k);
     c.values.reserve(n * k);
     let mut y = Vec::with_capacity(n);
@@ -322,7 +322,7 @@ pub fn generate_sparse_classes(
     )?;
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let w: Vec<f32> = (0..k * d).map(|_| normal(&mut rng) as f32).collect();
-    let mut c = crate::backend::CsrBuf::new();
+    let mut c = crate::matrix::CsrBuf::new();
     c.indices.reserve(n * per_row);
     c.values.reserve(n * per_row);
     let mut names = Vec::with_capacity(n);

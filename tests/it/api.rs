@@ -24,7 +24,7 @@ fn the_trainer_gives_the_model_of_the_algorithms_own_entry() {
     let (ds, held) = (data(300, 1), data(100, 2));
     let cpu = CpuBackend::new();
     for algo in [Algo::Averaged, Algo::Batch, Algo::Pocket] {
-        let tp = TrainParams::default().algo(algo).epochs(7);
+        let tp = TrainParams::for_algo(algo).epochs(7);
         let params = tp.clone().validate().unwrap();
         let want = rosenblatt::algo::train(&ds, &params, &cpu, None, &mut ()).unwrap();
         let got = Trainer::new(tp.clone())
@@ -81,7 +81,7 @@ fn the_trainer_gives_the_model_of_the_algorithms_own_entry() {
 
 #[test]
 fn bad_parameters_name_the_parameter_and_the_value() {
-    let Err(e) = Trainer::new(TrainParams::default().lr(1.5)) else {
+    let Err(e) = Trainer::new(TrainParams::for_algo(Algo::Batch).lr(1.5)) else {
         panic!("a learning rate of 1.5 was taken");
     };
     match &e {
@@ -103,7 +103,7 @@ fn progress_sees_every_epoch_and_a_saved_model_loads_back() {
     }
     let ds = data(200, 3);
     let mut seen = Count(Vec::new());
-    let t = Trainer::new(TrainParams::default().algo(Algo::Batch).epochs(5))
+    let t = Trainer::new(TrainParams::for_algo(Algo::Batch).epochs(5))
         .unwrap()
         .backend(BackendChoice::Cpu)
         .progress(&mut seen)

@@ -182,3 +182,54 @@ fn the_python_crate_sees_only_the_root_api() {
     );
     assert!(lib.contains("#![warn(missing_docs)]"));
 }
+
+/// The library's layers, lowest first (ARCHITECTURE.md draws them): a module may use its own
+/// layer's modules and lower ones, never a higher one. So the data loaders and the parameters
+/// cannot reach a backend, and the backends cannot reach the algorithms or the model.
+const LAYERS: [&[&str]; 6] = [
+    // Foundations: errors, limits, files written whole, fault hooks, the allocator, the
+    // matrix and storage types with their SIMD kernels, the collectives' seam, metrics.
+    &["error", "limits", "output", "fault", "alloc", "matrix", "reduce", "metrics"],
+    &["params"],
+    &["data"],
+    &["backend"],
+    // What trains and what it makes: algorithms, the trainer, the model, the report, MPI.
+    &["algo", "trainer", "model", "report", "distributed"],
+    // The command line's application code.
+    &["bench", "experiment", "plot"],
+];
+
+fn layer(m: &str) -> Option<usize> {
+    LAYERS.iter().position(|l| l.contains(&m))
+}
+
+/// Edges from a lower layer to a higher one (and modules no layer names).
+fn wrong_way(g: &BTreeMap<String, BTreeSet<String>>) -> Vec<String> {
+    let mut out = Vec::new();
+    for (m, uses) in g {
+        let Some(lm) = layer(m) else {
+            out.push(format!("{m} is in no layer"));
+            continue;
+        };
+        for u in uses {
+            if layer(u).is_some_and(|lu| lu > lm) {
+                out.push(format!("{m} (layer {lm}) uses {u} (layer {})", layer(u).unwrap()));
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn every_module_uses_only_its_layer_and_those_below() {
+    let g = graph();
+    let bad = wrong_way(&g);
+    assert!(bad.is_empty(), "{}", bad.join("\n"));
+    // The matrix and storage types are below the backends: the loaders use them, not a
+    // backend.
+    assert!(g["data"].contains("matrix") && !g["data"].contains("backend"), "{g:?}");
+    // ... and a wrong-way use is found.
+    let mut g2 = g.clone();
+    g2.get_mut("data").unwrap().insert("backend".to_string());
+    assert_eq!(wrong_way(&g2), vec!["data (layer 2) uses backend (layer 3)"]);
+}

@@ -29,10 +29,7 @@ fn both_algorithms_converge_on_separable_data() {
         for (n, d) in [(300, 2), (2000, 10), (1000, 50)] {
             let s = common::separable(n, d, 0.05, seed);
             for algo in [Algo::Online, Algo::Batch] {
-                let t = train(
-                    &s.data,
-                    TrainParams::default().algo(algo).epochs(5000).seed(seed),
-                );
+                let t = train(&s.data, TrainParams::for_algo(algo).epochs(5000).seed(seed));
                 let r = &t.report;
                 assert!(r.converged, "{algo:?} seed {seed} n {n} d {d}: {r:?}");
                 assert_eq!(r.stop_reason, StopReason::Converged);
@@ -51,8 +48,7 @@ fn online_mistakes_never_exceed_novikoff_bound() {
         let s = common::separable(400, d, 0.1, seed);
         let t = train(
             &s.data,
-            TrainParams::default()
-                .algo(Algo::Online)
+            TrainParams::for_algo(Algo::Online)
                 .seed(seed)
                 .epochs(10_000),
         );
@@ -88,10 +84,7 @@ fn online_rule_by_hand_with_ties_and_bias() {
     // Epoch 2: margins .5 and .5 -> no mistake, converged.
     let t = train(
         &tiny(),
-        TrainParams::default()
-            .algo(Algo::Online)
-            .lr(0.5)
-            .shuffle(false),
+        TrainParams::for_algo(Algo::Online).lr(0.5).shuffle(false),
     );
     assert_eq!(t.model.hyperplane().unwrap().weights, vec![0.5, -0.5]);
     assert_eq!(t.model.hyperplane().unwrap().bias, 0.0);
@@ -104,8 +97,7 @@ fn online_rule_by_hand_with_ties_and_bias() {
 fn no_bias_keeps_the_hyperplane_through_the_origin() {
     let t = train(
         &tiny(),
-        TrainParams::default()
-            .algo(Algo::Online)
+        TrainParams::for_algo(Algo::Online)
             .fit_bias(false)
             .shuffle(false),
     );
@@ -119,7 +111,7 @@ fn no_bias_keeps_the_hyperplane_through_the_origin() {
 fn sign_of_zero_predicts_the_positive_class() {
     // With w = 0 every decision value is 0, and sgn(0) = +1 picks class index 1.
     let ds = tiny();
-    let t = train(&ds, TrainParams::default().epochs(1));
+    let t = train(&ds, TrainParams::for_algo(Algo::Batch).epochs(1));
     let m = Model::new(
         t.model.algorithm(),
         t.model.classes().to_vec(),
@@ -139,11 +131,11 @@ fn sign_of_zero_predicts_the_positive_class() {
 #[test]
 fn batch_stops_on_tolerance_and_epoch_limit() {
     let s = common::separable(2000, 5, 0.0, 3);
-    let t = train(&s.data, TrainParams::default().epochs(3));
+    let t = train(&s.data, TrainParams::for_algo(Algo::Batch).epochs(3));
     assert_eq!(t.report.epochs, 3);
     assert_eq!(t.report.stop_reason, StopReason::MaxEpochs);
     assert!(!t.report.converged);
-    let t = train(&s.data, TrainParams::default().tol(Some(1e9)));
+    let t = train(&s.data, TrainParams::for_algo(Algo::Batch).tol(Some(1e9)));
     assert_eq!(t.report.epochs, 1);
     assert_eq!(t.report.stop_reason, StopReason::Tolerance);
 }
@@ -151,7 +143,9 @@ fn batch_stops_on_tolerance_and_epoch_limit() {
 #[test]
 fn random_init_is_seeded() {
     let s = common::separable(500, 4, 0.05, 9);
-    let p = TrainParams::default().init(Init::Random).seed(5);
+    let p = TrainParams::for_algo(Algo::Batch)
+        .init(Init::Random)
+        .seed(5);
     let a = train(&s.data, p.clone());
     let b = train(&s.data, p);
     assert_eq!(
@@ -169,7 +163,7 @@ fn batch_result_does_not_depend_on_thread_count() {
             .num_threads(threads)
             .build()
             .unwrap()
-            .install(|| train(&s.data, TrainParams::default().epochs(30)))
+            .install(|| train(&s.data, TrainParams::for_algo(Algo::Batch).epochs(30)))
     };
     let one = run(1);
     let three = run(3);
@@ -191,7 +185,7 @@ fn batch_result_does_not_depend_on_thread_count() {
 fn one_class_labels_are_rejected() {
     let mut ds = tiny();
     ds.labels = Some(Labels::from_names(&["a", "a"]));
-    let p = TrainParams::default().validate().unwrap();
+    let p = TrainParams::for_algo(Algo::Batch).validate().unwrap();
     let e = algo::train(&ds, &p, &CpuBackend::new(), None, &mut ()).unwrap_err();
     assert!(e.to_string().contains("only one class"), "{e}");
     assert!(e.is_input_error());

@@ -58,7 +58,7 @@ fn digits() -> (Dataset, Dataset) {
 fn multiclass_reaches_high_accuracy_on_digits() {
     let (tr, te) = digits();
     // Picked automatically for 10 classes, with the default (argmax) update.
-    let t = train(&tr, TrainParams::default().algo(Algo::Online).epochs(200));
+    let t = train(&tr, TrainParams::for_algo(Algo::Online).epochs(200));
     assert_eq!(t.model.kind(), ModelKind::Multiclass);
     assert_eq!(t.model.classes().len(), 10);
     assert!(
@@ -110,8 +110,7 @@ fn multiclass_reaches_high_accuracy_on_digits() {
             0.93,
         ),
     ] {
-        let p = TrainParams::default()
-            .algo(algo)
+        let p = TrainParams::for_algo(algo)
             .mode(mode)
             .multiclass_update(update)
             .multiclass(strategy)
@@ -163,17 +162,11 @@ fn pocket_beats_the_last_iterate_on_noisy_data() {
         let (tr, _) = noisy(seed);
         let last = train(
             &tr,
-            TrainParams::default()
-                .algo(Algo::Batch)
-                .epochs(20)
-                .seed(seed),
+            TrainParams::for_algo(Algo::Batch).epochs(20).seed(seed),
         );
         let pocket = train(
             &tr,
-            TrainParams::default()
-                .algo(Algo::Pocket)
-                .epochs(20)
-                .seed(seed),
+            TrainParams::for_algo(Algo::Pocket).epochs(20).seed(seed),
         );
         assert!(!last.report.converged);
         let fewest = *last.report.mistakes_per_epoch.iter().min().unwrap();
@@ -195,7 +188,7 @@ fn pocket_beats_the_last_iterate_on_noisy_data() {
 fn averaged_and_voted_generalise_at_least_as_well_as_the_last_iterate() {
     for seed in 1..=5 {
         let (tr, te) = noisy(seed);
-        let p = |a| TrainParams::default().algo(a).epochs(20).seed(seed);
+        let p = |a| TrainParams::for_algo(a).epochs(20).seed(seed);
         let last = accuracy(&train(&tr, p(Algo::Online)).model, &te);
         let avg = train(&tr, p(Algo::Averaged));
         let voted = train(&tr, p(Algo::Voted));
@@ -232,14 +225,11 @@ fn averaged_and_voted_by_hand() {
         Some(data::Labels::from_names(&["b", "a"])),
         "tiny",
     );
-    let t = train(
-        &ds,
-        TrainParams::default().algo(Algo::Averaged).shuffle(false),
-    );
+    let t = train(&ds, TrainParams::for_algo(Algo::Averaged).shuffle(false));
     assert_eq!(t.model.hyperplane().unwrap().weights, vec![1.0, -0.75]);
     assert_eq!(t.model.hyperplane().unwrap().bias, 0.25);
     // Voted: (1,0,1) survived 1 step, (1,-1,0) survived 3 (its own step and epoch 2).
-    let t = train(&ds, TrainParams::default().algo(Algo::Voted).shuffle(false));
+    let t = train(&ds, TrainParams::for_algo(Algo::Voted).shuffle(false));
     let Body::Voted(v) = t.model.body() else {
         panic!("not a voted model")
     };
@@ -258,14 +248,10 @@ fn averaged_and_voted_by_hand() {
 #[test]
 fn a_margin_threshold_widens_the_margin() {
     let s = common::separable(1000, 5, 0.1, 3);
-    let m0 = train(
-        &s.data,
-        TrainParams::default().algo(Algo::Online).epochs(5000),
-    );
+    let m0 = train(&s.data, TrainParams::for_algo(Algo::Online).epochs(5000));
     let m1 = train(
         &s.data,
-        TrainParams::default()
-            .algo(Algo::Online)
+        TrainParams::for_algo(Algo::Online)
             .epochs(5000)
             .margin_threshold(2.0),
     );
@@ -303,10 +289,7 @@ fn winnow_stays_finite_under_many_updates() {
     for i in (0..500).step_by(7) {
         l.index[i] = 1 - l.index[i];
     }
-    let t = train(
-        &noisy,
-        TrainParams::default().algo(Algo::Winnow).epochs(300),
-    );
+    let t = train(&noisy, TrainParams::for_algo(Algo::Winnow).epochs(300));
     assert!(t
         .model
         .hyperplane()
@@ -334,46 +317,21 @@ fn every_model_kind_round_trips_through_its_file() {
     let (ntr, nte) = noisy(9);
     let (committee, _) = rosenblatt::data::synth::committee(300, 40, 3, 1).unwrap();
     let cases: Vec<(&Dataset, &Dataset, TrainParams)> = vec![
-        (
-            &ntr,
-            &nte,
-            TrainParams::default().algo(Algo::Batch).epochs(5),
-        ),
-        (
-            &ntr,
-            &nte,
-            TrainParams::default().algo(Algo::Online).epochs(5),
-        ),
-        (
-            &ntr,
-            &nte,
-            TrainParams::default().algo(Algo::Pocket).epochs(5),
-        ),
-        (
-            &ntr,
-            &nte,
-            TrainParams::default().algo(Algo::Averaged).epochs(5),
-        ),
-        (
-            &ntr,
-            &nte,
-            TrainParams::default().algo(Algo::Voted).epochs(5),
-        ),
+        (&ntr, &nte, TrainParams::for_algo(Algo::Batch).epochs(5)),
+        (&ntr, &nte, TrainParams::for_algo(Algo::Online).epochs(5)),
+        (&ntr, &nte, TrainParams::for_algo(Algo::Pocket).epochs(5)),
+        (&ntr, &nte, TrainParams::for_algo(Algo::Averaged).epochs(5)),
+        (&ntr, &nte, TrainParams::for_algo(Algo::Voted).epochs(5)),
         (
             &committee,
             &committee,
-            TrainParams::default().algo(Algo::Winnow).epochs(5),
+            TrainParams::for_algo(Algo::Winnow).epochs(5),
         ),
+        (&tr, &te, TrainParams::for_algo(Algo::Multiclass).epochs(5)),
         (
             &tr,
             &te,
-            TrainParams::default().algo(Algo::Multiclass).epochs(5),
-        ),
-        (
-            &tr,
-            &te,
-            TrainParams::default()
-                .algo(Algo::Batch)
+            TrainParams::for_algo(Algo::Batch)
                 .multiclass(MulticlassStrategy::Ovr)
                 .epochs(5),
         ),
@@ -556,8 +514,7 @@ fn batch_winnow_learns_committees() {
     let (ds, panel) = rosenblatt::data::synth::committee(2000, 60, 5, 4).unwrap();
     let t = train(
         &ds,
-        TrainParams::default()
-            .algo(Algo::Winnow)
+        TrainParams::for_algo(Algo::Winnow)
             .mode(Mode::Batch)
             .lr(0.005)
             .epochs(300),
@@ -623,13 +580,13 @@ fn rbf_kernel_separates_what_no_linear_rule_can() {
     use rosenblatt::backend::Kernel;
     let (xor, circles) = xor_and_circles();
     for (name, ds) in [("xor", &xor), ("circles", &circles)] {
-        let lin = train(ds, TrainParams::default().epochs(300));
+        let lin = train(ds, TrainParams::for_algo(Algo::Batch).epochs(300));
         assert!(
             lin.report.train_accuracy < 0.8,
             "{name}: a linear rule got {}",
             lin.report.train_accuracy
         );
-        let mut p = TrainParams::default().algo(Algo::Kernel).epochs(300);
+        let mut p = TrainParams::for_algo(Algo::Kernel).epochs(300);
         p.kernel = Some(Kernel::Rbf { gamma: 2.0 });
         let k = train(ds, p);
         assert!(k.report.converged, "{name}");
@@ -673,8 +630,8 @@ fn linear_kernel_dual_is_the_primal_batch_perceptron() {
         Some(data::Labels::from_names(&names)),
         "int",
     );
-    let primal = train(&ds, TrainParams::default().epochs(50));
-    let dual = train(&ds, TrainParams::default().algo(Algo::Kernel).epochs(50));
+    let primal = train(&ds, TrainParams::for_algo(Algo::Batch).epochs(50));
+    let dual = train(&ds, TrainParams::for_algo(Algo::Kernel).epochs(50));
     assert_eq!(
         primal.report.mistakes_per_epoch,
         dual.report.mistakes_per_epoch
@@ -700,7 +657,7 @@ fn kernel_models_round_trip_and_bad_kernel_parameters_are_refused() {
         },
         Kernel::Linear,
     ] {
-        let mut p = TrainParams::default().algo(Algo::Kernel).epochs(30);
+        let mut p = TrainParams::for_algo(Algo::Kernel).epochs(30);
         p.kernel = Some(kernel);
         let t = train(&circles, p);
         let mut buf = Vec::new();
@@ -745,7 +702,7 @@ fn the_voted_perceptron_kept_as_steps_votes_as_every_vector_would() {
     // is a GPU; with a held-out set, the model of the best held-out epoch.
     for (k, val) in [(2, None), (3, None), (4, Some(0.2))] {
         let ds = common::integer_classes(300, 6, k, 17 + k as u64);
-        let mut tp = TrainParams::default().algo(Algo::Voted).epochs(15);
+        let mut tp = TrainParams::for_algo(Algo::Voted).epochs(15);
         tp.validation_fraction = val;
         let t = train(&ds, tp.clone());
         let Body::Voted(v) = t.model.body() else {
@@ -927,7 +884,7 @@ fn steps_of_rows_and_streams_by_hand() {
         Some(data::Labels::from_names(&["b", "a"])),
         "tiny",
     );
-    let p = TrainParams::default().algo(Algo::Averaged).shuffle(false);
+    let p = TrainParams::for_algo(Algo::Averaged).shuffle(false);
     // One step of both rows, both scored by w = 0 (both mistakes): w = (1,0,1) + (0,-1,-1)
     // = (1, -1, 0). Epoch 2's step makes no mistake. The average over the 2 steps' weights is
     // (1, -1, 0) (the sequential rule's is (1, -0.75, 0.25), by hand above).
@@ -1014,8 +971,7 @@ fn steps_of_rows_in_streams_equal_the_plain_form() {
         let epochs = 4;
         let t = train(
             &ds,
-            TrainParams::default()
-                .algo(Algo::Averaged)
+            TrainParams::for_algo(Algo::Averaged)
                 .shuffle(false)
                 .epochs(epochs)
                 .patience(0)

@@ -249,11 +249,7 @@ fn save_failure(name: &str, bytes: &[u8], what: &str) -> String {
 
 /// Trains a few epochs on data that loaded, saves, re-reads and predicts.
 fn train_round_trip(ds: &Dataset, algo: Algo) -> Result<(), String> {
-    let params = TrainParams::default()
-        .algo(algo)
-        .epochs(3)
-        .validate()
-        .unwrap();
+    let params = TrainParams::for_algo(algo).epochs(3).validate().unwrap();
     let Ok(t) = algo::train(ds, &params, &CpuBackend::new(), None, &mut ()) else {
         return Ok(());
     };

@@ -531,7 +531,7 @@ fn a_scaled_model_scores_block_by_block_as_one_scaled_copy() {
         Some(rosenblatt::data::Labels::from_names(&names)),
         "rows",
     );
-    let params = TrainParams::default()
+    let params = TrainParams::for_algo(rosenblatt::Algo::Batch)
         .scale(Scale::Maxabs)
         .epochs(2)
         .validate()
@@ -586,8 +586,7 @@ fn rows_in_memory_score_as_the_data_set_does_bit_for_bit() {
             "rows",
         );
         for scale in [Scale::None, Scale::Maxabs, Scale::Standard, Scale::Minmax] {
-            let params = TrainParams::default()
-                .algo(Algo::Averaged)
+            let params = TrainParams::for_algo(Algo::Averaged)
                 .multiclass(strategy)
                 .scale(scale)
                 .epochs(3)
@@ -626,7 +625,7 @@ fn rows_in_memory_score_as_the_data_set_does_bit_for_bit() {
     // f64 past f32's range; a row count that disagrees with the values is refused.
     let t = rosenblatt::algo::train(
         &common::separable(50, 3, 0.1, 1).data,
-        &TrainParams::default().validate().unwrap(),
+        &TrainParams::for_algo(Algo::Batch).validate().unwrap(),
         &cpu,
         None,
         &mut (),

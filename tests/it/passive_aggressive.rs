@@ -16,7 +16,7 @@ use rosenblatt::params::{Algo, MulticlassStrategy, PaVariant, PassiveAggressive,
 fn pa(variant: PaVariant, c: f32) -> TrainParams {
     TrainParams {
         passive_aggressive: Some(PassiveAggressive { variant, c }),
-        ..TrainParams::default().algo(Algo::PassiveAggressive)
+        ..TrainParams::for_algo(Algo::PassiveAggressive)
     }
 }
 

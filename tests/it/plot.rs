@@ -869,8 +869,7 @@ fn animations_start_at_start_end_on_the_saved_model_and_thin_evenly() {
         (Algo::Pocket, Mode::Batch),
         (Algo::Averaged, Mode::Batch),
     ] {
-        let params = TrainParams::default()
-            .algo(algo)
+        let params = TrainParams::for_algo(algo)
             .mode(mode)
             .epochs(30)
             .seed(3)

@@ -41,7 +41,7 @@ fn patience_stops_a_noisy_run_early_and_keeps_the_best_epoch() {
     let ds = noisy(4000, 10, 0.05, 3);
     let cpu = CpuBackend::new();
     for algo in [Algo::Batch, Algo::Pocket, Algo::Online, Algo::Averaged] {
-        let p = TrainParams::default().algo(algo).validate().unwrap();
+        let p = TrainParams::for_algo(algo).validate().unwrap();
         let t = algo::train(&ds, &p, &cpu, None, &mut ()).unwrap();
         let r = &t.report;
         assert_eq!(r.stop_reason, StopReason::Patience, "{algo:?}");
@@ -54,8 +54,7 @@ fn patience_stops_a_noisy_run_early_and_keeps_the_best_epoch() {
             assert_eq!(wrong(r.train_accuracy, ds.n), best, "{algo:?}");
         }
         // The same run without patience goes to the epoch limit.
-        let all = TrainParams::default()
-            .algo(algo)
+        let all = TrainParams::for_algo(algo)
             .patience(0)
             .epochs(150)
             .validate()
@@ -84,7 +83,7 @@ fn separable_data_still_runs_until_no_mistake_by_default() {
         (1000, 10, 0.05, Algo::Pocket),
     ] {
         let s = common::separable(n, d, margin, 7);
-        let p = TrainParams::default().algo(algo).validate().unwrap();
+        let p = TrainParams::for_algo(algo).validate().unwrap();
         let t = algo::train(&s.data, &p, &CpuBackend::new(), None, &mut ()).unwrap();
         assert_eq!(
             t.report.stop_reason,
@@ -103,8 +102,7 @@ fn the_patience_floor_and_min_improvement_decide_when_to_stop() {
     let ds = noisy(4000, 10, 0.005, 5);
     let cpu = CpuBackend::new();
     let p = |floor: f32, f: f32| {
-        TrainParams::default()
-            .algo(Algo::Pocket)
+        TrainParams::for_algo(Algo::Pocket)
             .epochs(1000)
             .patience_floor(floor)
             .min_improvement(f)
@@ -150,8 +148,7 @@ fn validation_keeps_the_model_of_the_best_validation_epoch() {
         Algo::Kernel,
     ] {
         let epochs = if algo == Algo::Kernel { 15 } else { 200 };
-        let mut tp = TrainParams::default()
-            .algo(algo)
+        let mut tp = TrainParams::for_algo(algo)
             .epochs(epochs)
             .validation_fraction(Some(0.2));
         if algo == Algo::Averaged {
@@ -217,7 +214,7 @@ fn scaling_round_trips_through_the_model_file_and_predict_applies_it() {
     let ds = Dataset::new(x, n, 2, Some(Labels::from_names(&names)), "scales");
     let cpu = CpuBackend::new();
     for scale in [Scale::Standard, Scale::Minmax, Scale::Maxabs] {
-        let p = TrainParams::default()
+        let p = TrainParams::for_algo(Algo::Batch)
             .epochs(300)
             .scale(scale)
             .validate()
@@ -229,7 +226,10 @@ fn scaling_round_trips_through_the_model_file_and_predict_applies_it() {
         let mut xs = ds.x.values().to_vec();
         s.apply(&mut xs, Path::new("t")).unwrap();
         let scaled = Dataset::new(xs, n, 2, ds.labels.clone(), "scaled");
-        let plain = TrainParams::default().epochs(300).validate().unwrap();
+        let plain = TrainParams::for_algo(Algo::Batch)
+            .epochs(300)
+            .validate()
+            .unwrap();
         let u = algo::train(&scaled, &plain, &cpu, None, &mut ()).unwrap();
         assert_eq!(t.model.body(), u.model.body(), "{scale:?}");
         assert_eq!(
@@ -259,9 +259,12 @@ fn scaling_round_trips_through_the_model_file_and_predict_applies_it() {
         }
     }
     // Unscaled, the perceptron does much worse here.
-    let p = TrainParams::default().epochs(300).validate().unwrap();
+    let p = TrainParams::for_algo(Algo::Batch)
+        .epochs(300)
+        .validate()
+        .unwrap();
     let raw = algo::train(&ds, &p, &cpu, None, &mut ()).unwrap();
-    let p = TrainParams::default()
+    let p = TrainParams::for_algo(Algo::Batch)
         .epochs(300)
         .scale(Scale::Standard)
         .validate()
@@ -294,8 +297,7 @@ fn class_weights_move_the_decision_toward_the_weighted_class() {
     let ds = Dataset::new(x, n, 2, Some(Labels::from_names(&names)), "unbalanced");
     let cpu = CpuBackend::new();
     let recall = |cw: Option<ClassWeight>, algo: Algo| {
-        let p = TrainParams::default()
-            .algo(algo)
+        let p = TrainParams::for_algo(algo)
             .epochs(100)
             .class_weight(cw)
             .validate()
@@ -311,7 +313,7 @@ fn class_weights_move_the_decision_toward_the_weighted_class() {
         assert!(heavy >= balanced, "{algo:?}: {heavy} vs {balanced}");
     }
     // A class the data does not have is refused, naming the classes.
-    let p = TrainParams::default()
+    let p = TrainParams::for_algo(Algo::Batch)
         .class_weight(Some(ClassWeight::Given(vec![("maybe".into(), 2.0)])))
         .validate()
         .unwrap();
@@ -341,8 +343,7 @@ fn every_new_rule_gives_the_same_model_on_the_gpu_and_the_cpu() {
             (Algo::Averaged, None, true, 4),
             (Algo::Batch, None, false, 2),
         ] {
-            let mut tp = TrainParams::default()
-                .algo(algo)
+            let mut tp = TrainParams::for_algo(algo)
                 .mode(Mode::Batch)
                 .epochs(40)
                 .patience(patience)
@@ -383,8 +384,7 @@ fn every_new_rule_gives_the_same_model_on_the_gpu_and_the_cpu() {
 #[test]
 fn the_voted_perceptron_handles_more_than_two_classes() {
     let ds = common::integer_classes(400, 5, 3, 6);
-    let p = TrainParams::default()
-        .algo(Algo::Voted)
+    let p = TrainParams::for_algo(Algo::Voted)
         .epochs(10)
         .validate()
         .unwrap();
@@ -408,8 +408,7 @@ fn the_voted_perceptron_handles_more_than_two_classes() {
         assert_eq!(r.iter().sum::<f32>(), total as f32);
     }
     // It beats the last vector alone (the plain online multiclass perceptron's model).
-    let last = TrainParams::default()
-        .algo(Algo::Multiclass)
+    let last = TrainParams::for_algo(Algo::Multiclass)
         .mode(Mode::Online)
         .epochs(10)
         .validate()
@@ -417,8 +416,7 @@ fn the_voted_perceptron_handles_more_than_two_classes() {
     let o = algo::train(&ds, &last, &cpu, None, &mut ()).unwrap();
     assert!(t.report.train_accuracy >= o.report.train_accuracy - 0.02);
     // A cap on the vectors stops training with a stop reason, not an error.
-    let capped = TrainParams::default()
-        .algo(Algo::Voted)
+    let capped = TrainParams::for_algo(Algo::Voted)
         .epochs(10)
         .validate()
         .unwrap();
@@ -654,8 +652,7 @@ fn online_rules_scale_rows_as_they_read_them_with_the_bits_of_a_scaled_copy() {
             )
         };
         let p = |s| {
-            TrainParams::default()
-                .algo(algo)
+            TrainParams::for_algo(algo)
                 .mode(Mode::Online)
                 .epochs(4)
                 .seed(9)

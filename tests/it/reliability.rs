@@ -603,8 +603,7 @@ fn averaged_perceptron_stays_exact_past_2_to_the_24_steps() {
         .map(|&v| v as i64)
         .collect();
     let epochs = 6_000_000; // 18M steps > 2^24
-    let params = TrainParams::default()
-        .algo(Algo::Averaged)
+    let params = TrainParams::for_algo(Algo::Averaged)
         .shuffle(false)
         .epochs(epochs)
         .patience(0)

@@ -61,7 +61,10 @@ fn a_mapped_npy_larger_than_the_budget_trains_like_in_memory() {
         labels: Some(p.join("y.npy")),
         ..Default::default()
     };
-    let params = TrainParams::default().epochs(8).validate().unwrap();
+    let params = TrainParams::for_algo(rosenblatt::Algo::Batch)
+        .epochs(8)
+        .validate()
+        .unwrap();
     let cpu = CpuBackend::new();
     rosenblatt::limits::set_budget(16 << 20);
     let before = common::rss_anon();

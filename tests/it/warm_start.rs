@@ -20,7 +20,7 @@ fn check_n_plus_m(backend: &dyn Backend, name: &str) {
     ] {
         let ds = common::integer_classes(300, 5, k, 7 + k as u64);
         let p = |epochs| {
-            let mut t = TrainParams::default().algo(algo).epochs(epochs);
+            let mut t = TrainParams::for_algo(algo).epochs(epochs);
             if ovr {
                 t.multiclass = MulticlassStrategy::Ovr;
             }
@@ -57,8 +57,7 @@ fn a_pocket_model_continues_from_its_pocket_and_never_gets_worse() {
     // the new pocket has at most its training mistakes.
     let ds = common::integer_classes(300, 5, 2, 9);
     let p = |epochs| {
-        TrainParams::default()
-            .algo(Algo::Pocket)
+        TrainParams::for_algo(Algo::Pocket)
             .epochs(epochs)
             .validate()
             .unwrap()
@@ -78,8 +77,7 @@ fn a_pocket_model_continues_from_its_pocket_and_never_gets_worse() {
 #[test]
 fn online_forms_continue_from_the_saved_weights() {
     let ds = common::integer_classes(200, 4, 2, 3);
-    let p = TrainParams::default()
-        .algo(Algo::Online)
+    let p = TrainParams::for_algo(Algo::Online)
         .epochs(1)
         .shuffle(false)
         .validate()
@@ -87,8 +85,7 @@ fn online_forms_continue_from_the_saved_weights() {
     let cpu = CpuBackend::new();
     let first = algo::train(&ds, &p, &cpu, None, &mut ()).unwrap();
     let again = algo::train_from(&first.model, &ds, &p, &cpu, None, &mut ()).unwrap();
-    let two = TrainParams::default()
-        .algo(Algo::Online)
+    let two = TrainParams::for_algo(Algo::Online)
         .epochs(2)
         .shuffle(false)
         .validate()

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import json
 import math
 import numbers
 import os
@@ -255,6 +256,16 @@ def _same(a: Any, b: Any) -> bool:
     return type(a) is type(b) and a == b
 
 
+@functools.lru_cache(maxsize=None)
+def library_defaults(algo: str) -> Mapping[str, Any]:
+    """The crate's training defaults for ``algo`` (``TrainParams::for_algo``, the one place
+    they are written, as the CLI's flags read them)."""
+    from . import _rosenblatt
+
+    out: Mapping[str, Any] = json.loads(_rosenblatt.defaults(algo))
+    return out
+
+
 def train_params(est: Any, algo: str, defaults: Mapping[str, Any]) -> dict[str, Any]:
     """Checks every parameter the estimator shares with the others and returns the crate's
     TrainParams (as JSON-ready values) for ``algo``."""
@@ -292,7 +303,8 @@ def train_params(est: Any, algo: str, defaults: Mapping[str, Any]) -> dict[str, 
     update_tol = getattr(est, "update_tol", None)
     if update_tol is not None:
         update_tol = real("update_tol", update_tol, 0.0)
-    margin = getattr(est, "margin_threshold", 0.0)
+    lib = library_defaults(algo)
+    margin = getattr(est, "margin_threshold", lib["margin_threshold"])
     return {
         "algo": algo,
         "mode": None,
@@ -301,12 +313,12 @@ def train_params(est: Any, algo: str, defaults: Mapping[str, Any]) -> dict[str, 
         "tol": update_tol,
         "seed": seed("random_state", v["random_state"]),
         "fit_bias": boolean("fit_intercept", est.fit_intercept),
-        "init": "zero",
+        "init": lib["init"],
         "shuffle": boolean("shuffle", est.shuffle),
         "margin_threshold": real("margin_threshold", margin, 0.0),
-        "multiclass": "direct",
-        "multiclass_update": "argmax",
-        "max_vectors": 100000,
+        "multiclass": lib["multiclass"],
+        "multiclass_update": lib["multiclass_update"],
+        "max_vectors": lib["max_vectors"],
         # tol=None: no early stop by improvement; None: the algorithm's default patience.
         "patience": 0 if tol is None else n_iter,
         "min_improvement": 0.0 if tol is None else tol,

@@ -73,3 +73,6 @@ def remove_stale_temps(dir: str) -> int:
 
 def adapters() -> list[tuple[str, str, str]]:
     """(name, API, type) of each GPU adapter found."""
+def defaults(algo: Optional[str] = None) -> str:
+    """The crate's training defaults for ``algo`` (``TrainParams::for_algo``; None: the
+    default algorithm's) as JSON."""

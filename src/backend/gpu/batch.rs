@@ -5,6 +5,7 @@
 //! memory, which wgpu 30 does not check) before a pipeline is built. The structs the
 //! pipelines read and write are in `mirror.rs`; the choice of shape is `plan.rs`.
 
+pub use crate::backend::gpu_options::ShaderChecks;
 use std::collections::HashMap;
 use std::sync::{Mutex, OnceLock};
 
@@ -294,22 +295,6 @@ pub fn workgroup_size(limits: &wgpu::Limits, want: u32) -> Result<u32> {
     )))
 }
 
-/// Which of naga's runtime checks the batch modules are built with. wgpu's default
-/// (`create_shader_module`) clamps every index into a local array, guards every integer
-/// division and adds a 64-bit counter to every loop (so that no loop runs forever), which
-/// also keeps compilers from unrolling the loops over the per-thread arrays; buffer accesses
-/// are bounded by the driver where it offers robust buffer access (Vulkan), else clamped.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum ShaderChecks {
-    /// Every check (wgpu's default).
-    #[default]
-    Full,
-    /// Every check but the loop counters: the bounds checks stay.
-    NoLoopCounters,
-    /// None of naga's checks (the driver's robust buffer access, where enabled, remains).
-    None,
-}
-
 impl ShaderChecks {
     /// The checks for `create_shader_module_trusted`, or `None` for the checked default.
     fn runtime_checks(self) -> Option<wgpu::ShaderRuntimeChecks> {
@@ -322,29 +307,6 @@ impl ShaderChecks {
             }
             ShaderChecks::None => Some(wgpu::ShaderRuntimeChecks::unchecked()),
         }
-    }
-
-    /// The setting's name: full, no-loop-counters, none.
-    pub fn name(self) -> &'static str {
-        match self {
-            ShaderChecks::Full => "full",
-            ShaderChecks::NoLoopCounters => "no-loop-counters",
-            ShaderChecks::None => "none",
-        }
-    }
-}
-
-impl std::str::FromStr for ShaderChecks {
-    type Err = String;
-    fn from_str(s: &str) -> std::result::Result<Self, String> {
-        [
-            ShaderChecks::Full,
-            ShaderChecks::NoLoopCounters,
-            ShaderChecks::None,
-        ]
-        .into_iter()
-        .find(|c| c.name() == s)
-        .ok_or_else(|| format!("unknown shader checks {s:?} (full, no-loop-counters, none)"))
     }
 }
 

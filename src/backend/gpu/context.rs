@@ -4,49 +4,8 @@
 
 use std::sync::{Arc, Mutex};
 
-use serde::Serialize;
-
+pub use crate::backend::gpu_options::{AdapterQuery, AdapterReport, HOW_TO_GET_ONE};
 use crate::error::{Error, Result};
-
-/// How to pick an adapter.
-#[derive(Debug, Clone, Default)]
-pub struct AdapterQuery {
-    /// Case-insensitive substring of the adapter name; `None` picks the best one.
-    pub name: Option<String>,
-    /// Refuse software adapters (such as llvmpipe) unless named explicitly.
-    pub hardware_only: bool,
-    /// One of several processes on a machine (a data-parallel run): take the adapter at this
-    /// index, modulo their number, among those matching `name` or, without a name, among those
-    /// of the best adapter's API and type (so N processes spread over the machine's GPUs).
-    pub nth: Option<usize>,
-}
-
-/// What `rosenblatt info` shows about an adapter.
-#[derive(Debug, Clone, Serialize)]
-pub struct AdapterReport {
-    /// Adapter name.
-    pub name: String,
-    /// Graphics API (Vulkan, Metal, Dx12, Gl).
-    pub backend: String,
-    /// Discrete, integrated, virtual, CPU (software) or other.
-    pub device_type: String,
-    /// Driver name.
-    pub driver: String,
-    /// Driver details (version).
-    pub driver_info: String,
-    /// Largest storage-buffer binding, bytes.
-    pub max_storage_buffer_binding_size: u64,
-    /// Largest buffer, bytes.
-    pub max_buffer_size: u64,
-    /// Largest workgroup (invocations).
-    pub max_compute_invocations_per_workgroup: u32,
-    /// Workgroup memory, bytes.
-    pub max_compute_workgroup_storage_size: u32,
-    /// Workgroups per dispatch dimension.
-    pub max_compute_workgroups_per_dimension: u32,
-    /// Optional features rosenblatt can use that this adapter offers.
-    pub features: Vec<String>,
-}
 
 fn rank(info: &wgpu::AdapterInfo) -> (u8, u8) {
     let t = match info.device_type {
@@ -138,11 +97,6 @@ pub fn list_adapters() -> (Vec<AdapterReport>, Option<usize>) {
         .collect();
     (reports, auto)
 }
-
-/// How to get an adapter, for error messages.
-pub const HOW_TO_GET_ONE: &str = "install a GPU driver with Vulkan, Metal, DX12 or OpenGL ES 3.1 \
-support; for a software adapter (slow, for testing) install Mesa's lavapipe, e.g. \
-`apt-get install mesa-vulkan-drivers`";
 
 /// Instance, adapter, device and queue, plus errors captured outside error scopes.
 pub struct GpuContext {

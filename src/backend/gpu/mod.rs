@@ -17,29 +17,16 @@ mod upload;
 use super::{Backend, BackendKind, BatchRule, Bound, DataView, DualBound, Epochs, Extras};
 use crate::error::Result;
 use batch::BatchPipelines;
-use context::{AdapterQuery, GpuContext};
+use context::GpuContext;
 use dual::{DualPipelines, DualResident};
 use resident::Resident;
 use upload::Rows;
 
+pub use crate::backend::gpu_options::GpuOptions;
 pub use batch::ShaderChecks;
 pub use context::{list_adapters, AdapterReport, HOW_TO_GET_ONE};
 pub use plan::Plan;
 pub use upload::ResidentOptions;
-
-/// How to open and drive the GPU.
-#[derive(Debug, Clone, Default)]
-pub struct GpuOptions {
-    /// Which adapter.
-    pub adapter: AdapterQuery,
-    /// Buffer shaping and test hooks.
-    pub resident: ResidentOptions,
-    /// Which of naga's runtime checks the batch modules keep. `None`: every check on a
-    /// software adapter (where the tests run), every check but the loop counters on a
-    /// hardware adapter (their cost: ShaderChecks; why dropping them is sound: the batch
-    /// module's loops, docs in shaders/batch.wgsl).
-    pub shader_checks: Option<ShaderChecks>,
-}
 
 /// The wgpu backend.
 pub struct GpuBackend {

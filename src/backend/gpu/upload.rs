@@ -11,6 +11,7 @@ use super::plan::{
     rows_per_step, segment_grid, software_steps, sparse_segments, tile_rows, tpr_target, Plan,
     PlanOptions, GL_KT_CAP, TARGET_TPR,
 };
+pub use crate::backend::gpu_options::ResidentOptions;
 use crate::backend::{
     CsrView, DataView, Features, Matrix, MatrixBuf, Storage, MAX_HEADS, TRAFFIC_CATEGORIES,
 };
@@ -70,59 +71,6 @@ pub(super) struct Shared {
     pub(super) stats_buf: wgpu::Buffer,
     pub(super) aux: wgpu::Buffer,
     pub(super) global: wgpu::BindGroup,
-}
-
-/// Options that shape the GPU work.
-#[derive(Debug, Clone, Default)]
-pub struct ResidentOptions {
-    /// Override of the storage-binding limit, to exercise the split path in tests.
-    pub max_binding: Option<u64>,
-    /// Epochs per submit (default 64).
-    pub epochs_per_submit: Option<usize>,
-    /// Test hook: destroy the device after this many training submits, so the next one fails
-    /// as a lost device would.
-    pub fail_after_submits: Option<usize>,
-    /// Dense rows take the two-kernel path (`margins` + `accumulate`, X read twice) even
-    /// where the register pass fits; tests hold both paths to the reference.
-    pub two_kernels: bool,
-    /// Workgroups of the register pass's persistent grid per segment. `None`: a few per
-    /// compute unit ([`device_workgroups`]), fewer where the partial sums would take more
-    /// than 2% of one read of X; tests vary it to show that results do not depend on it.
-    pub workgroups: Option<usize>,
-    /// Most heads one thread of the register pass holds (default: 12, and 1 on OpenGL, where
-    /// Mesa compiles several heads per thread slowly; see plan::GL_KT_CAP). Tests set 1 to
-    /// run the head blocks' shared rows on every adapter.
-    pub heads_per_thread: Option<u32>,
-    /// Test hook: the most steps of rows a workgroup of the register pass runs on a software
-    /// adapter (default [`software_steps`]; tests measure Mesa's loop limit with it).
-    pub software_steps: Option<usize>,
-    /// Rows each thread of the register pass loads before it uses the first, where rows can
-    /// be in flight (subgroups, one head block, a row within a subgroup): `None` for
-    /// [`rows_per_thread`] (64 bytes a thread), `Some(0)` never (the loop by steps); other
-    /// values are rounded to a power of two, at most RT_MAX (`bench` sweeps it).
-    pub rows_per_thread: Option<u32>,
-    /// Rows a tile per row group where one head block holds a row that spans several
-    /// subgroups (`rows_by_tile`): `None` for [`tile_rows`]'s choice, `Some(0)` never (the
-    /// loop by steps); other values are rounded to one of TT_CHOICES (`bench` sweeps it).
-    pub tile_rows: Option<u32>,
-    /// Lane sums by subgroup operations: `None` on a GPU that has them (software adapters
-    /// run the workgroup tree, faster there), `Some(false)` never, `Some(true)` always (an
-    /// error without them).
-    pub subgroups: Option<bool>,
-    /// Most bytes of X to keep on the device: when X (training and held-out rows) is larger,
-    /// it streams: two segment slots on the device, each segment uploaded into one while the
-    /// other's kernels run, every epoch. `None`: X is resident (it must fit the device).
-    pub gpu_memory: Option<u64>,
-    /// Streamed X from host-visible staging buffers filled once (copies recorded with the
-    /// kernels, several epochs a submit): `None` where half the host memory budget holds
-    /// them, `Some(false)` never (each segment written from the host before its kernels,
-    /// one epoch a submit), `Some(true)` always.
-    pub mapped_staging: Option<bool>,
-    /// Staged X read in place by the kernels, over the bus, instead of copied into the device
-    /// slots each epoch: the transfer then runs while the kernels compute. For the register
-    /// pass (dense rows read once an epoch, in order) where the staging may be bound as
-    /// storage (Vulkan), unless `Some(false)`. CSR rows are always copied.
-    pub read_in_place: Option<bool>,
 }
 
 /// Bytes of staging that one submit of mapped streaming should move at least: epochs per

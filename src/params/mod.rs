@@ -3,8 +3,11 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::backend::Storage;
+use crate::matrix::Storage;
+
+mod kernel;
 use crate::error::{Error, Param, Result};
+pub use kernel::Kernel;
 
 /// Training algorithm.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
@@ -123,6 +126,40 @@ impl std::str::FromStr for PaVariant {
     }
 }
 
+/// How far a passive-aggressive step goes (Crammer et al., JMLR 2006): for hinge loss `l`
+/// when a unit step moves the margin by `q`, l / q (PA), at most C (PA-I), or
+/// l / (q + 1 / (2 C)) (PA-II).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum PaSize {
+    /// l / q.
+    Pa,
+    /// min(l / q, C).
+    Pa1(f32),
+    /// l / (q + 1 / (2 C)).
+    Pa2(f32),
+}
+
+impl PaSize {
+    /// The step for hinge loss `loss` when a unit step moves the margin by `q`.
+    #[inline(always)]
+    pub fn size(self, loss: f32, q: f32) -> f32 {
+        match self {
+            PaSize::Pa => loss / q,
+            PaSize::Pa1(c) => (loss / q).min(c),
+            PaSize::Pa2(c) => loss / (q + 0.5 / c),
+        }
+    }
+
+    /// The code of the variant in shaders/steps.wgsl's parameters (1, 2, 3) and C.
+    pub fn code(self) -> (u32, f32) {
+        match self {
+            PaSize::Pa => (1, 1.0),
+            PaSize::Pa1(c) => (2, c),
+            PaSize::Pa2(c) => (3, c),
+        }
+    }
+}
+
 /// The passive-aggressive rule's settings.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -135,11 +172,11 @@ pub struct PassiveAggressive {
 
 impl PassiveAggressive {
     /// The step size rule the backends take.
-    pub fn size(self) -> crate::backend::PaSize {
+    pub fn size(self) -> PaSize {
         match self.variant {
-            PaVariant::Pa => crate::backend::PaSize::Pa,
-            PaVariant::Pa1 => crate::backend::PaSize::Pa1(self.c),
-            PaVariant::Pa2 => crate::backend::PaSize::Pa2(self.c),
+            PaVariant::Pa => PaSize::Pa,
+            PaVariant::Pa1 => PaSize::Pa1(self.c),
+            PaVariant::Pa2 => PaSize::Pa2(self.c),
         }
     }
 }
@@ -308,6 +345,38 @@ impl std::str::FromStr for ClassWeight {
     }
 }
 
+/// Each parameter enum displays as the name the command line and files use (so the CLI's
+/// help shows the defaults of [`TrainParams::default`]).
+macro_rules! display_names {
+    ($($t:ty { $($v:ident => $n:literal),+ $(,)? })+) => {$(
+        impl std::fmt::Display for $t {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(match self { $(<$t>::$v => $n),+ })
+            }
+        }
+    )+};
+}
+
+display_names! {
+    PaVariant { Pa => "pa", Pa1 => "pa1", Pa2 => "pa2" }
+    Mode { Online => "online", Batch => "batch" }
+    MulticlassUpdate { All => "all", Argmax => "argmax" }
+    MulticlassStrategy { Direct => "direct", Ovr => "ovr" }
+    Init { Zero => "zero", Random => "random" }
+}
+
+impl std::fmt::Display for Algo {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl std::fmt::Display for Scale {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
 /// Unchecked training parameters; call [`TrainParams::validate`] to use them.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TrainParams {
@@ -344,7 +413,7 @@ pub struct TrainParams {
     pub max_vectors: usize,
     /// Kernel perceptron: the kernel (default linear).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub kernel: Option<crate::backend::Kernel>,
+    pub kernel: Option<Kernel>,
     /// Passive-aggressive: the variant and C (default PA-I, C = 1).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub passive_aggressive: Option<PassiveAggressive>,
@@ -457,10 +526,32 @@ pub fn default_stopping(algo: Algo, mode: Option<Mode>) -> (u32, f32) {
     }
 }
 
+/// The defaults: the averaged perceptron in its online form with its own stopping rule, which
+/// is what `train` with no flags and Python's `Perceptron()` run.
 impl Default for TrainParams {
     fn default() -> Self {
+        TrainParams::for_algo(DEFAULT_ALGO)
+    }
+}
+
+/// The algorithm trained when none is named (the CLI's `--algo`, Python's `Perceptron`).
+pub const DEFAULT_ALGO: Algo = Algo::Averaged;
+
+impl TrainParams {
+    /// `algo` with every other parameter at its default: the one place the defaults are
+    /// written, read by the command line's flags and help and by the Python package. The
+    /// stopping rule is the algorithm's own ([`default_stopping`]).
+    ///
+    /// ```
+    /// use rosenblatt::{Algo, TrainParams};
+    /// let p = TrainParams::for_algo(Algo::Batch);
+    /// assert_eq!((p.algo, p.epochs, p.patience), (Algo::Batch, 1000, Some(30)));
+    /// assert_eq!(TrainParams::default(), TrainParams::for_algo(Algo::Averaged));
+    /// ```
+    pub fn for_algo(algo: Algo) -> Self {
+        let (patience, patience_floor) = default_stopping(algo, None);
         TrainParams {
-            algo: Algo::Batch,
+            algo,
             epochs: 1000,
             lr: 1.0,
             tol: None,
@@ -475,9 +566,9 @@ impl Default for TrainParams {
             max_vectors: default_max_vectors(),
             kernel: None,
             passive_aggressive: None,
-            patience: Some(DEFAULT_PATIENCE),
+            patience: Some(patience),
             min_improvement: default_min_improvement(),
-            patience_floor: default_patience_floor(),
+            patience_floor,
             validation_fraction: None,
             class_weight: None,
             scale: Scale::None,
@@ -500,7 +591,8 @@ impl std::ops::Deref for Params {
 }
 
 impl TrainParams {
-    /// Sets the algorithm.
+    /// Sets the algorithm and nothing else (its stopping rule stays as it was; start from
+    /// [`TrainParams::for_algo`] for the algorithm's own).
     pub fn algo(mut self, a: Algo) -> Self {
         self.algo = a;
         self

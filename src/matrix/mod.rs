@@ -5,9 +5,14 @@
 
 use std::borrow::Cow;
 
-use super::simd::Elem;
-use super::storage::{Features, Storage};
 use crate::with_features;
+
+mod elem;
+pub mod simd;
+pub mod storage;
+
+pub use elem::Elem;
+pub use storage::{FeatureBuf, Features, Storage};
 
 /// Rows in compressed sparse row form (CSR), borrowed: row i's non-zero values are
 /// `values[indptr[i]..indptr[i + 1]]`, at the columns `indices[indptr[i]..indptr[i + 1]]`
@@ -85,7 +90,7 @@ impl Row<'_> {
     #[inline]
     pub fn dot(&self, w: &[f32]) -> f32 {
         match *self {
-            Row::Dense(x) => super::dot(&w[..x.len()], x),
+            Row::Dense(x) => simd::dot(&w[..x.len()], x),
             Row::Sparse { idx, val } => sparse_dot(idx, val, w),
         }
     }
@@ -102,7 +107,7 @@ impl Row<'_> {
     #[inline]
     pub fn decision(&self, w: &[f32], bias: f32) -> f32 {
         match *self {
-            Row::Dense(x) => super::decision(w, x, bias),
+            Row::Dense(x) => simd::decision(w, x, bias),
             Row::Sparse { idx, val } => sparse_dot(idx, val, w) + w[w.len() - 1] * bias,
         }
     }
@@ -111,7 +116,7 @@ impl Row<'_> {
     #[inline]
     pub fn axpy(&self, a: f32, out: &mut [f32]) {
         match *self {
-            Row::Dense(x) => super::axpy(a, x, out),
+            Row::Dense(x) => simd::axpy(a, x, out),
             Row::Sparse { idx, val } => {
                 for (&j, &v) in idx.iter().zip(val) {
                     out[j as usize] += a * v;
@@ -123,7 +128,7 @@ impl Row<'_> {
     /// ||x||^2.
     pub fn sq_norm(&self) -> f32 {
         match *self {
-            Row::Dense(x) => super::dot(x, x),
+            Row::Dense(x) => simd::dot(x, x),
             Row::Sparse { val, .. } => val.iter().fold(0f32, |a, v| a + v * v),
         }
     }
@@ -132,7 +137,7 @@ impl Row<'_> {
     /// columns for two sparse ones, the sparse row's columns otherwise.
     pub fn dot_row(&self, other: &Row<'_>) -> f32 {
         match (*self, *other) {
-            (Row::Dense(a), Row::Dense(b)) => super::dot(a, b),
+            (Row::Dense(a), Row::Dense(b)) => simd::dot(a, b),
             (Row::Dense(a), Row::Sparse { idx, val })
             | (Row::Sparse { idx, val }, Row::Dense(a)) => sparse_dot(idx, val, a),
             (Row::Sparse { idx: ia, val: va }, Row::Sparse { idx: ib, val: vb }) => {
@@ -225,10 +230,10 @@ impl<'a> Matrix<'a> {
                 if let (Some(&a), Some(&b)) = (c.indptr.get(i), c.indptr.get(i + 1)) {
                     let b = b.min(a + 256);
                     if let Some(ix) = c.indices.get(a..b) {
-                        super::prefetch_ahead(ix, 0);
+                        simd::prefetch_ahead(ix, 0);
                     }
                     with_features!(c.values, v => if let Some(v) = v.get(a..b) {
-                        super::prefetch_ahead(v, 0);
+                        simd::prefetch_ahead(v, 0);
                     });
                 }
             }

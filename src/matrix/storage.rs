@@ -8,7 +8,7 @@ use std::borrow::Cow;
 
 use half::f16;
 
-use super::simd::Elem;
+use super::Elem;
 
 /// The element type X is stored in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, PartialOrd, Ord)]
@@ -135,10 +135,10 @@ pub enum Features<'a> {
 macro_rules! with_features {
     ($f:expr, $xs:ident => $body:expr) => {
         match $f {
-            $crate::backend::Features::F32($xs) => $body,
-            $crate::backend::Features::F16($xs) => $body,
-            $crate::backend::Features::U8($xs) => $body,
-            $crate::backend::Features::I8($xs) => $body,
+            $crate::matrix::Features::F32($xs) => $body,
+            $crate::matrix::Features::F16($xs) => $body,
+            $crate::matrix::Features::U8($xs) => $body,
+            $crate::matrix::Features::I8($xs) => $body,
         }
     };
 }
@@ -211,7 +211,7 @@ impl<'a> Features<'a> {
         with_features!(*self, x => {
             let len = d.min(1024 / elem_size(x));
             if let Some(r) = x.get(i * d..i * d + len) {
-                super::prefetch_ahead(r, 0);
+                super::simd::prefetch_ahead(r, 0);
             }
         })
     }

@@ -21,75 +21,7 @@
 //! operations with lane shuffles (seen in the disassembly), which made the batch epoch
 //! compute-bound at about a third of the read bandwidth even with X in cache.
 
-/// A stored feature type: f32, or a narrower exact copy (see `backend::storage`). Kernels
-/// read rows of any of them and compute in f32: each value is widened exactly on load, so a
-/// kernel gives bit-identical results whatever the storage of the same values.
-pub trait Elem: Copy + Send + Sync + bytemuck::Pod + 'static {
-    /// The value as f32 (exact).
-    fn widen(self) -> f32;
-
-    /// Eight consecutive values from `p`, widened.
-    ///
-    /// # Safety
-    /// The CPU must support AVX2, FMA and F16C, and `p..p + 8` must be readable.
-    #[cfg(target_arch = "x86_64")]
-    unsafe fn load8(p: *const Self) -> std::arch::x86_64::__m256;
-}
-
-impl Elem for f32 {
-    #[inline(always)]
-    fn widen(self) -> f32 {
-        self
-    }
-    #[cfg(target_arch = "x86_64")]
-    #[inline(always)]
-    unsafe fn load8(p: *const Self) -> std::arch::x86_64::__m256 {
-        // SAFETY: the caller guarantees 8 readable values and AVX.
-        unsafe { std::arch::x86_64::_mm256_loadu_ps(p) }
-    }
-}
-
-impl Elem for u8 {
-    #[inline(always)]
-    fn widen(self) -> f32 {
-        self as f32
-    }
-    #[cfg(target_arch = "x86_64")]
-    #[inline(always)]
-    unsafe fn load8(p: *const Self) -> std::arch::x86_64::__m256 {
-        use std::arch::x86_64::*;
-        // SAFETY: the caller guarantees 8 readable bytes and AVX2.
-        unsafe { _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_loadl_epi64(p.cast()))) }
-    }
-}
-
-impl Elem for i8 {
-    #[inline(always)]
-    fn widen(self) -> f32 {
-        self as f32
-    }
-    #[cfg(target_arch = "x86_64")]
-    #[inline(always)]
-    unsafe fn load8(p: *const Self) -> std::arch::x86_64::__m256 {
-        use std::arch::x86_64::*;
-        // SAFETY: the caller guarantees 8 readable bytes and AVX2.
-        unsafe { _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64(p.cast()))) }
-    }
-}
-
-impl Elem for half::f16 {
-    #[inline(always)]
-    fn widen(self) -> f32 {
-        self.to_f32()
-    }
-    #[cfg(target_arch = "x86_64")]
-    #[inline(always)]
-    unsafe fn load8(p: *const Self) -> std::arch::x86_64::__m256 {
-        use std::arch::x86_64::*;
-        // SAFETY: the caller guarantees 8 readable halves and F16C.
-        unsafe { _mm256_cvtph_ps(_mm_loadu_si128(p.cast())) }
-    }
-}
+pub use super::Elem;
 
 /// The vector primitives a hot loop is written against. A value of the type is the proof
 /// that the CPU can run it (see [`Avx2`]).
@@ -886,14 +818,14 @@ macro_rules! simd_dispatch {
                 #[allow(clippy::too_many_arguments)]
                 unsafe fn avx2<$g: $gb>($($arg: $ty),*) $(-> $ret)? {
                     // SAFETY: only called when the CPU supports AVX2, FMA and F16C.
-                    $body(unsafe { $crate::backend::simd::Avx2::assume() }, $($arg),*)
+                    $body(unsafe { $crate::matrix::simd::Avx2::assume() }, $($arg),*)
                 }
-                if $crate::backend::simd_enabled() {
+                if $crate::matrix::simd::simd_enabled() {
                     // SAFETY: simd_enabled() is true only when the CPU supports AVX2, FMA and F16C.
                     return unsafe { avx2::<$g>($($arg),*) };
                 }
             }
-            $body($crate::backend::simd::Portable, $($arg),*)
+            $body($crate::matrix::simd::Portable, $($arg),*)
         }
     };
     ($(#[$m:meta])* $vis:vis fn $name:ident($($arg:ident: $ty:ty),*) $(-> $ret:ty)? => $body:path) => {
@@ -904,14 +836,14 @@ macro_rules! simd_dispatch {
                 #[target_feature(enable = "avx2,f16c,fma")]
                 unsafe fn avx2($($arg: $ty),*) $(-> $ret)? {
                     // SAFETY: only called when the CPU supports AVX2.
-                    $body(unsafe { $crate::backend::simd::Avx2::assume() }, $($arg),*)
+                    $body(unsafe { $crate::matrix::simd::Avx2::assume() }, $($arg),*)
                 }
-                if $crate::backend::simd_enabled() {
+                if $crate::matrix::simd::simd_enabled() {
                     // SAFETY: simd_enabled() is true only when the CPU supports AVX2, FMA and F16C.
                     return unsafe { avx2($($arg),*) };
                 }
             }
-            $body($crate::backend::simd::Portable, $($arg),*)
+            $body($crate::matrix::simd::Portable, $($arg),*)
         }
     };
 }
