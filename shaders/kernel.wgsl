@@ -5,7 +5,7 @@
 // vectors are streamed through workgroup memory in tiles of TJ vectors x TD features shared
 // by the whole workgroup. svsq holds the squared norm of every row of xs.
 //
-// CPU twin: `kscores` in src/backend/reference.rs. KParams, the kernel codes and the tile size
+// CPU twin: `kscores` in src/backend/reference/kernel.rs. KParams, the kernel codes and the tile size
 // are checked against src/backend/gpu/mirror.rs and Kernel::code by its tests.
 
 override WG: u32 = 256u;
@@ -52,7 +52,7 @@ fn kern(xz: f32, xx: f32, zz: f32) -> f32 {
     return xz;
 }
 
-// CPU twin: reference::kscores (src/backend/reference.rs).
+// CPU twin: reference::kscores (src/backend/reference/kernel.rs).
 @compute @workgroup_size(WG)
 fn kscores(
     @builtin(local_invocation_index) lid: u32,

@@ -1,7 +1,7 @@
 //! A global allocator that puts large blocks on cache-line boundaries.
 //!
 //! The K-head epoch's 4 x 2 tile loads each row in 8-wide halves (see
-//! `backend::simd::dot_tile_avx2`); when a row starts mid-line, every other load straddles
+//! `matrix::simd::dot_tile_avx2`); when a row starts mid-line, every other load straddles
 //! two cache lines and costs two. The system allocator gives 16-byte alignment, so X's rows
 //! started 16 bytes into a line: at 60,000 x 784 (rows of 49 whole lines) K = 64 measured
 //! 60-61 ms per epoch against 50.5-52 with X on a line boundary (four alternated runs each).

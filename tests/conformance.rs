@@ -1,5 +1,5 @@
 //! Backend conformance: the fast CPU backend and the GPU (when an adapter is present) against
-//! the plain reference twins of the WGSL entry points (src/backend/reference.rs). On integer
+//! the plain reference twins of the WGSL entry points (src/backend/reference/). On integer
 //! data every sum is exact, so all three must agree bit for bit, for every per-row rule,
 //! update and kept extra, at sizes that break assumptions; on float data they agree within
 //! tolerance. Kernel scores likewise.

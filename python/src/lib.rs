@@ -13,9 +13,11 @@ use numpy::{
     PyArray1, PyArray2, PyArrayMethods, PyReadonlyArray1, PyReadonlyArray2, PyUntypedArrayMethods,
 };
 use pyo3::exceptions::{
-    PyFileNotFoundError, PyMemoryError, PyOSError, PyPermissionError, PyRuntimeError, PyValueError,
+    PyFileNotFoundError, PyMemoryError, PyOSError, PyPermissionError, PyRuntimeError, PyTypeError,
+    PyValueError,
 };
 use pyo3::prelude::*;
+use pyo3::types::{PyBool, PyDict, PyFloat, PyList, PyString, PyTuple};
 
 use rosenblatt::{
     default_stopping, AdapterQuery, BackendChoice, Body, ClassWeight, CpuBackend, CsrBuf, Dataset,
@@ -97,18 +99,87 @@ fn known_keys() -> Vec<String> {
     }
 }
 
+/// A Python value of the kinds parameters take (None, bool, int, float, str, and lists and
+/// dicts of them) as the JSON value serde reads into TrainParams: no text in between.
+fn to_json(v: &Bound<'_, PyAny>) -> PyResult<serde_json::Value> {
+    use serde_json::Value;
+    if v.is_none() {
+        return Ok(Value::Null);
+    }
+    if let Ok(b) = v.cast::<PyBool>() {
+        return Ok(Value::Bool(b.is_true()));
+    }
+    if let Ok(i) = v.extract::<i64>() {
+        if v.cast::<PyFloat>().is_err() {
+            return Ok(Value::from(i));
+        }
+    }
+    if let Ok(i) = v.extract::<u64>() {
+        if v.cast::<PyFloat>().is_err() {
+            return Ok(Value::from(i));
+        }
+    }
+    if let Ok(f) = v.cast::<PyFloat>() {
+        return Ok(serde_json::Number::from_f64(f.value()).map_or(Value::Null, Value::Number));
+    }
+    if let Ok(s) = v.cast::<PyString>() {
+        return Ok(Value::String(s.extract::<String>()?));
+    }
+    if let Ok(d) = v.cast::<PyDict>() {
+        let mut m = serde_json::Map::new();
+        for (k, x) in d.iter() {
+            m.insert(k.extract::<String>()?, to_json(&x)?);
+        }
+        return Ok(Value::Object(m));
+    }
+    if let Ok(l) = v.cast::<PyList>() {
+        return l
+            .iter()
+            .map(|x| to_json(&x))
+            .collect::<PyResult<Vec<_>>>()
+            .map(Value::Array);
+    }
+    if let Ok(t) = v.cast::<PyTuple>() {
+        return t
+            .iter()
+            .map(|x| to_json(&x))
+            .collect::<PyResult<Vec<_>>>()
+            .map(Value::Array);
+    }
+    Err(PyTypeError::new_err(format!(
+        "a training parameter cannot be a {}",
+        v.get_type().name()?
+    )))
+}
+
+/// The first key of `value` that TrainParams cannot take, as "KEY: " (for a message): each
+/// key tried alone over the defaults. Empty when none is to blame alone.
+fn bad_key(value: &serde_json::Value) -> String {
+    let (Some(obj), Ok(serde_json::Value::Object(base))) = (
+        value.as_object(),
+        serde_json::to_value(TrainParams::default()),
+    ) else {
+        return String::new();
+    };
+    obj.iter()
+        .find(|(k, v)| {
+            let mut one = base.clone();
+            one.insert((*k).clone(), (*v).clone());
+            serde_json::from_value::<TrainParams>(serde_json::Value::Object(one)).is_err()
+        })
+        .map_or(String::new(), |(k, _)| format!("{k}: "))
+}
+
 /// Reads the training parameters the estimators send: an object of known keys only. Without
 /// a patience (null) or a patience floor, the algorithm's own, as the CLI's: the floor of
 /// `default_stopping` whatever the patience (a patience given keeps the algorithm's floor).
-fn read_params(text: &str) -> PyResult<TrainParams> {
+fn read_params(value: serde_json::Value) -> PyResult<TrainParams> {
     let internal = |e: String| {
         PyRuntimeError::new_err(format!(
             "rosenblatt's Python package sent parameters its extension cannot read ({e}); \
              please report this"
         ))
     };
-    let value: serde_json::Value =
-        serde_json::from_str(text).map_err(|e| internal(e.to_string()))?;
     let known = known_keys();
     if let Some(obj) = value.as_object() {
         if let Some(k) = obj.keys().find(|k| !known.contains(k)) {
@@ -119,7 +190,10 @@ fn read_params(text: &str) -> PyResult<TrainParams> {
         }
     }
     let floor_given = value.get("patience_floor").is_some();
-    let mut tp: TrainParams = serde_json::from_value(value).map_err(|e| internal(e.to_string()))?;
+    let mut tp: TrainParams = match serde_json::from_value(value.clone()) {
+        Ok(tp) => tp,
+        Err(e) => return Err(internal(format!("{}{e}", bad_key(&value)))),
+    };
     let (patience, floor) = default_stopping(tp.algo, tp.mode);
     if tp.patience.is_none() {
         tp.patience = Some(patience);
@@ -359,30 +433,60 @@ impl Progress for Bar {
     }
 }
 
+/// How a fit runs, besides the training parameters: the estimators pass a dict with every
+/// key, each checked for its type here.
+#[derive(FromPyObject)]
+#[pyo3(from_item_all)]
+struct FitOptions<'py> {
+    /// Per-row weights.
+    sample_weight: Option<PyReadonlyArray1<'py, f32>>,
+    /// A model to continue from (its JSON).
+    start: Option<String>,
+    /// auto, cpu or gpu.
+    backend: String,
+    /// Part of an adapter's name.
+    adapter: Option<String>,
+    /// Show a progress bar.
+    progress: bool,
+    /// CPU threads (None: every core).
+    threads: Option<usize>,
+    /// How X is stored for training (None: the narrowest exact storage).
+    storage: Option<String>,
+    /// The type of the class labels (int, float, bool, str).
+    label_type: Option<String>,
+    /// The columns' names (a DataFrame's).
+    feature_names: Option<Vec<String>>,
+}
+
 /// Trains on X (dense `x`, or `csr` = (indptr, indices, data, n_features)) with class index
-/// `y` into `classes`, the training parameters as the model file's JSON (`params`), optional
-/// per-row weights and a model to continue from (its JSON). Returns the fitted model and the
-/// training report's JSON.
+/// `y` into `classes`, the training parameters as a dict of the model file's `params` keys
+/// (Python values, checked against TrainParams) and the run's `options`. Returns the fitted
+/// model and the training report's JSON.
 #[pyfunction]
-#[pyo3(signature = (x, csr, y, classes, params, sample_weight=None, start=None, backend="auto", adapter=None, progress=false, threads=None, storage=None, label_type=None, feature_names=None))]
-#[allow(clippy::too_many_arguments)]
 fn fit<'py>(
     py: Python<'py>,
     x: Option<PyReadonlyArray2<'py, f32>>,
     csr: Option<CsrParts<'py>>,
     y: PyReadonlyArray1<'py, i64>,
     classes: Vec<String>,
-    params: &str,
-    sample_weight: Option<PyReadonlyArray1<'py, f32>>,
-    start: Option<&str>,
-    backend: &str,
-    adapter: Option<String>,
-    progress: bool,
-    threads: Option<usize>,
-    storage: Option<&str>,
-    label_type: Option<&str>,
-    feature_names: Option<Vec<String>>,
+    params: &Bound<'py, PyDict>,
+    options: FitOptions<'py>,
 ) -> PyResult<(PyModel, String)> {
+    let FitOptions {
+        sample_weight,
+        start,
+        backend,
+        adapter,
+        progress,
+        threads,
+        storage,
+        label_type,
+        feature_names,
+    } = options;
+    let backend = backend.as_str();
+    let start = start.as_deref();
+    let storage = storage.as_deref();
+    let label_type = label_type.as_deref();
     let choice = backend_choice(backend)?;
     let ty = match label_type {
         None => None,
@@ -427,7 +531,7 @@ fn fit<'py>(
         ),
         None => None,
     };
-    let mut tp = read_params(params)?;
+    let mut tp = read_params(to_json(params.as_any())?)?;
     tp.storage = match storage {
         Some(s) => Some(s.parse::<Storage>().map_err(|_| {
             PyValueError::new_err(format!(

@@ -265,12 +265,27 @@ def test_the_extension_refuses_unknown_keys():
     X, y = digits()
     m = Perceptron(algo="batch", max_iter=2, backend="cpu").fit(X, y)
     params = params_of(m)
+    options = {
+        "sample_weight": None, "start": None, "backend": "cpu", "adapter": None,
+        "progress": False, "threads": None, "storage": None, "label_type": None,
+        "feature_names": None,
+    }
+    args = (np.ascontiguousarray(X), None, np.searchsorted(m.classes_, y).astype(np.int64),
+            [str(c) for c in m.classes_])
+    _rosenblatt.fit(*args, params, options)  # the parameters cross as Python values
     params["epohcs"] = 5
     with pytest.raises(ValueError, match='unknown training parameter "epohcs"'):
-        _rosenblatt.fit(
-            np.ascontiguousarray(X), None, np.searchsorted(m.classes_, y).astype(np.int64),
-            [str(c) for c in m.classes_], json.dumps(params), backend="cpu",
-        )
+        _rosenblatt.fit(*args, params, options)
+    # ... each checked for its type: a string where a number goes, an option missing.
+    del params["epohcs"]
+    with pytest.raises(RuntimeError, match="epochs"):
+        _rosenblatt.fit(*args, {**params, "epochs": "5"}, options)
+    with pytest.raises(TypeError):
+        _rosenblatt.fit(*args, {**params, "epochs": object()}, options)
+    with pytest.raises(KeyError, match="threads"):
+        _rosenblatt.fit(*args, params, {k: v for k, v in options.items() if k != "threads"})
+    with pytest.raises(TypeError, match="progress"):
+        _rosenblatt.fit(*args, params, {**options, "progress": "yes"})
 
 
 def test_only_public_scikit_learn_modules_are_imported():

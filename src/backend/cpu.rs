@@ -450,7 +450,7 @@ simd_dispatch! {
 }
 
 /// The K-head epoch over one chunk: K scores per row, the rule's coefficients, and the sums.
-/// The twin of `margins` + `accumulate` in shaders/batch.wgsl.
+/// The twin of `margins` + `accumulate` in shaders/batch_two_kernels.wgsl.
 ///
 /// `x` is `v.x` as its typed slice (any storage).
 ///

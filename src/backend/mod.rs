@@ -9,7 +9,7 @@
 //! mistakes; then W += eta * sums. Optionally the backend keeps the pocket (the weights with
 //! the fewest mistakes seen) and the running sum of the per-epoch weights (for averaging).
 //! [`BatchRule::stop`] is the stop decision both backends apply after each epoch (the GPU twin
-//! is in shaders/batch.wgsl).
+//! is in shaders/batch_update.wgsl).
 
 pub mod cpu;
 #[cfg(feature = "gpu")]

@@ -141,7 +141,7 @@ impl BatchRule {
 
 /// Winnow's weights from log-weights: exp(lw - max lw), in (0, 1], so they never overflow and
 /// give the same signs of w.x as exp(lw). The one home of this rule on the host; its WGSL twin
-/// is the multiplicative branch of `finalize` in shaders/batch.wgsl.
+/// is the multiplicative branch of `finalize` in shaders/batch_update.wgsl.
 pub fn winnow_weights<T: LogWeight>(logw: &[T], out: &mut [f32]) {
     let top = logw.iter().copied().fold(T::NEG_INFINITY, T::max);
     for (o, &l) in out.iter_mut().zip(logw) {

@@ -94,7 +94,7 @@ impl EpochStats {
 
 /// What the stop rules remember between epochs: the one home of the patience rule and the
 /// best epoch on the host (the GPU keeps the same fields in its control word and applies the
-/// same f32 arithmetic in `finalize`, shaders/batch.wgsl).
+/// same f32 arithmetic in `finalize`, shaders/batch_update.wgsl).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct StopState {
     /// Fewest monitored mistakes seen (infinity before the first epoch).
@@ -152,7 +152,7 @@ impl StopState {
     /// while the fewest mistakes are at most a positive floor (nearly separated data, which may
     /// still converge), also as many epochs since the best as it took to reach it, so a run
     /// that is still finding new lows goes on and one stuck on a plateau stops by twice the
-    /// best epoch. The twin of `finalize`'s test in shaders/batch.wgsl.
+    /// best epoch. The twin of `finalize`'s test in shaders/batch_update.wgsl.
     pub fn patience_ran_out(&self, p: Patience) -> bool {
         let near_separated = p.floor > 0.0 && self.best <= p.floor;
         p.epochs > 0

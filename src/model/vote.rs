@@ -144,7 +144,6 @@ impl VoteScorer {
     /// For each step k of `rows` (indices into `support`, rows of `d` features) and `coef`:
     /// the current vector votes with `counts[k]`, then step k moves it on. The steps' rows are
     /// scored against `view`'s in blocks on `backend`.
-    #[allow(clippy::too_many_arguments)]
     pub fn advance(
         &mut self,
         view: DataView<'_>,

@@ -189,7 +189,9 @@ fn the_python_crate_sees_only_the_root_api() {
 const LAYERS: [&[&str]; 6] = [
     // Foundations: errors, limits, files written whole, fault hooks, the allocator, the
     // matrix and storage types with their SIMD kernels, the collectives' seam, metrics.
-    &["error", "limits", "output", "fault", "alloc", "matrix", "reduce", "metrics"],
+    &[
+        "error", "limits", "output", "fault", "alloc", "matrix", "reduce", "metrics",
+    ],
     &["params"],
     &["data"],
     &["backend"],
@@ -213,7 +215,10 @@ fn wrong_way(g: &BTreeMap<String, BTreeSet<String>>) -> Vec<String> {
         };
         for u in uses {
             if layer(u).is_some_and(|lu| lu > lm) {
-                out.push(format!("{m} (layer {lm}) uses {u} (layer {})", layer(u).unwrap()));
+                out.push(format!(
+                    "{m} (layer {lm}) uses {u} (layer {})",
+                    layer(u).unwrap()
+                ));
             }
         }
     }
@@ -227,9 +232,15 @@ fn every_module_uses_only_its_layer_and_those_below() {
     assert!(bad.is_empty(), "{}", bad.join("\n"));
     // The matrix and storage types are below the backends: the loaders use them, not a
     // backend.
-    assert!(g["data"].contains("matrix") && !g["data"].contains("backend"), "{g:?}");
+    assert!(
+        g["data"].contains("matrix") && !g["data"].contains("backend"),
+        "{g:?}"
+    );
     // ... and a wrong-way use is found.
     let mut g2 = g.clone();
     g2.get_mut("data").unwrap().insert("backend".to_string());
-    assert_eq!(wrong_way(&g2), vec!["data (layer 2) uses backend (layer 3)"]);
+    assert_eq!(
+        wrong_way(&g2),
+        vec!["data (layer 2) uses backend (layer 3)"]
+    );
 }

@@ -187,16 +187,20 @@ class _Estimator(ClassifierMixin, BaseEstimator):  # type: ignore[misc]
             csr,
             np.ascontiguousarray(index, dtype=np.int64),
             names,
-            json.dumps(params),
-            sample_weight=sample_weight,
-            start=start,
-            backend=_params.backend(self.backend),
-            adapter=_params.adapter(self.adapter),
-            progress=_params.verbose(self),
-            threads=_params.n_jobs(self.n_jobs),
-            storage=_params.storage(getattr(self, "storage", None)),
-            label_type=label_type,
-            feature_names=None if feature_names is None else [str(f) for f in feature_names],
+            params,
+            {
+                "sample_weight": sample_weight,
+                "start": start,
+                "backend": _params.backend(self.backend),
+                "adapter": _params.adapter(self.adapter),
+                "progress": _params.verbose(self),
+                "threads": _params.n_jobs(self.n_jobs),
+                "storage": _params.storage(getattr(self, "storage", None)),
+                "label_type": label_type,
+                "feature_names": (
+                    None if feature_names is None else [str(f) for f in feature_names]
+                ),
+            },
         )
         self._set_model(native, classes)
         self.report_ = json.loads(report)

@@ -1,7 +1,7 @@
 """Types of the compiled extension (python/src/lib.rs): the crate's training and scoring.
 A fitted model is a native handle (``Model``), parsed and validated once."""
 
-from typing import Any, Optional, Union
+from typing import Any, Optional, TypedDict, Union
 
 import numpy as np
 import numpy.typing as npt
@@ -10,23 +10,28 @@ __version__: str
 
 _Csr = tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.float32], int]
 
+class _FitOptions(TypedDict):
+    sample_weight: Optional[npt.NDArray[np.float32]]
+    start: Optional[str]
+    backend: str
+    adapter: Optional[str]
+    progress: bool
+    threads: Optional[int]
+    storage: Optional[str]
+    label_type: Optional[str]
+    feature_names: Optional[list[str]]
+
 def fit(
     x: Optional[npt.NDArray[np.float32]],
     csr: Optional[_Csr],
     y: npt.NDArray[np.int64],
     classes: list[str],
-    params: str,
-    sample_weight: Optional[npt.NDArray[np.float32]] = None,
-    start: Optional[str] = None,
-    backend: str = "auto",
-    adapter: Optional[str] = None,
-    progress: bool = False,
-    threads: Optional[int] = None,
-    storage: Optional[str] = None,
-    label_type: Optional[str] = None,
-    feature_names: Optional[list[str]] = None,
+    params: dict[str, Any],
+    options: _FitOptions,
 ) -> tuple[Model, str]:
-    """Trains; returns the model and the training report's JSON. ``label_type``
+    """Trains; returns the model and the training report's JSON. ``params``: the model
+    file's ``params`` keys as Python values; ``options``: every key, each type-checked.
+    ``label_type``
     ("int", "float", "bool", "str"): the classes' type, kept in the model file (version 4),
     which then compares them as that type; ``feature_names``: kept in the model file."""
 

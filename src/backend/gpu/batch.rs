@@ -1,4 +1,4 @@
-//! The batch-epoch pipelines (shaders/batch.wgsl with batch_tree.wgsl or batch_subgroup.wgsl
+//! The batch-epoch pipelines (shaders/batch*.wgsl with batch_tree.wgsl or batch_subgroup.wgsl
 //! appended): shader modules, bind-group layouts and compute pipelines, built once per
 //! context. Pipelines are specialised by WGSL `override` constants ([`Shape`]) and cached by
 //! their values; every shape is checked against the device limits (including workgroup
@@ -13,8 +13,15 @@ use super::context::GpuContext;
 use crate::backend::Storage;
 use crate::error::{Error, Result};
 
-/// The batch pipelines' common WGSL source.
+/// The batch module's shared part: parameters, bindings, storage access and the rule.
 pub const BATCH_WGSL: &str = include_str!("../../../shaders/batch.wgsl");
+/// The batch module's stages, joined after the shared part in this order: the register pass,
+/// the two-kernel and sparse paths, the update and the stop.
+pub const BATCH_STAGES_WGSL: [&str; 3] = [
+    include_str!("../../../shaders/batch_register.wgsl"),
+    include_str!("../../../shaders/batch_two_kernels.wgsl"),
+    include_str!("../../../shaders/batch_update.wgsl"),
+];
 /// The entry points and lane sums for adapters without subgroups.
 pub const BATCH_TREE_WGSL: &str = include_str!("../../../shaders/batch_tree.wgsl");
 /// The entry points and lane sums for adapters with subgroups.
@@ -23,12 +30,14 @@ pub const BATCH_SUBGROUP_WGSL: &str = include_str!("../../../shaders/batch_subgr
 /// the recursive halving).
 pub const SUBGROUPS_WGSL: &str = include_str!("../../../shaders/subgroups.wgsl");
 
-/// The batch module's source: the common part and the lane-sum variant (with the shared
-/// subgroup helpers).
+/// The batch module's source: the shared part, the stages, and the lane-sum variant (with the
+/// shared subgroup helpers).
 pub fn batch_source(subgroups: bool) -> String {
+    let [register, two_kernels, update] = BATCH_STAGES_WGSL;
+    let common = format!("{BATCH_WGSL}\n{register}\n{two_kernels}\n{update}");
     match subgroups {
-        true => format!("{BATCH_WGSL}\n{BATCH_SUBGROUP_WGSL}\n{SUBGROUPS_WGSL}"),
-        false => format!("{BATCH_WGSL}\n{BATCH_TREE_WGSL}"),
+        true => format!("{common}\n{BATCH_SUBGROUP_WGSL}\n{SUBGROUPS_WGSL}"),
+        false => format!("{common}\n{BATCH_TREE_WGSL}"),
     }
 }
 
@@ -434,7 +443,7 @@ impl BatchPipelines {
             "batch_tree"
         };
         let m = ctx.scoped(
-            &format!("compiling shaders/batch.wgsl + {name}.wgsl"),
+            &format!("compiling shaders/batch*.wgsl + {name}.wgsl"),
             || {
                 let desc = wgpu::ShaderModuleDescriptor {
                     label: Some(&format!("rosenblatt.{name}")),

@@ -570,20 +570,34 @@ fn seg_bytes(m: &SegMeta, src: Matrix<'_>, d: usize) -> (u64, u64, u64) {
     }
 }
 
+/// What a segment's own buffers hold besides X: its rows' labels and weights, and the shape
+/// of its outputs.
+struct SegRows<'a> {
+    /// The rows' labels (none for scoring).
+    y: Option<&'a [f32]>,
+    /// The rows' weights.
+    sw: Option<&'a [f32]>,
+    /// Weight vectors scored.
+    heads: usize,
+    /// Sparse training by gather: the long columns' count.
+    gather: Option<usize>,
+}
+
 /// A segment's own buffers (its uniform, labels, row weights, outputs) and bind group; `arrays`
 /// are its X, CSR and CSC buffers. X is bound as words, pairs and quadruples (bindings 1, 7, 8).
-#[allow(clippy::too_many_arguments)]
 fn segment_buffers(
     ctx: &GpuContext,
     batch: &BatchPipelines,
-    k: usize,
-    m: &SegMeta,
+    (k, m): (usize, &SegMeta),
     arrays: [&wgpu::Buffer; 3],
-    y: Option<&[f32]>,
-    sw: Option<&[f32]>,
-    heads: usize,
-    gather: Option<usize>,
+    rows: SegRows<'_>,
 ) -> SegBuf {
+    let SegRows {
+        y,
+        sw,
+        heads,
+        gather,
+    } = rows;
     let long_cols = gather.unwrap_or(0);
     let gather = gather.is_some();
     let seg = Segment {
@@ -1028,13 +1042,14 @@ impl<'a> Layout<'a> {
         let seg = segment_buffers(
             ctx,
             batch,
-            k,
-            m,
+            (k, m),
             [&xbuf, &csr, &csc],
-            ys.map(|y| &y[range.clone()]),
-            ws.map(|w| &w[range.clone()]),
-            heads,
-            gather.then_some(long_cols),
+            SegRows {
+                y: ys.map(|y| &y[range.clone()]),
+                sw: ws.map(|w| &w[range.clone()]),
+                heads,
+                gather: gather.then_some(long_cols),
+            },
         );
         (seg, host, bound)
     }
