@@ -243,6 +243,7 @@ pub fn fit(
         (**params).clone(),
     )
     .and_then(|m| m.with_scaling(pb.scaling.clone()))
+    .and_then(|m| m.with_hashing(ds.hashing.clone()))
     .map_err(invalid)?;
     let raw = match fitted.scores {
         Some(s) => s,
@@ -331,5 +332,6 @@ fn gathered_labels(ds: &Dataset, sh: &Shard) -> Result<Dataset> {
         }),
         source: ds.source.clone(),
         weights: None,
+        hashing: ds.hashing.clone(),
     })
 }

@@ -309,6 +309,21 @@ impl<'a> Problem<'a> {
                 self.ds.d
             )));
         }
+        if model.hashing() != self.ds.hashing.as_ref() {
+            let says = |h: Option<&crate::data::hashing::Hashing>| {
+                h.map_or("no hashing".to_string(), |h| {
+                    format!(
+                        "{} hash bits, {}, quadratic {:?}",
+                        h.bits, h.sign, h.quadratic
+                    )
+                })
+            };
+            return Err(mismatch(format!(
+                "its features were hashed with {}, the data's with {}",
+                says(model.hashing()),
+                says(self.ds.hashing.as_ref())
+            )));
+        }
         if model.kind() != self.kind {
             return Err(mismatch(format!(
                 "it is a {} model, and this run makes a {} model",

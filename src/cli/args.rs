@@ -131,6 +131,7 @@ impl From<PlotDataArgs> for DataArgs {
             dense: a.dense,
             sparse: a.sparse,
             weight_col: a.weight_col,
+            hash: HashArgs::default(),
         }
     }
 }
@@ -408,6 +409,26 @@ pub(crate) struct DataArgs {
     /// feature. `train` scales each row's updates by it.
     #[arg(long, value_name = "C")]
     pub(crate) weight_col: Option<LabelCol>,
+    #[command(flatten)]
+    pub(crate) hash: HashArgs,
+}
+
+/// How Vowpal Wabbit input's raw features are hashed (train; predict and eval take the
+/// model's).
+#[derive(Args, Debug, Clone, Default)]
+pub(crate) struct HashArgs {
+    /// Vowpal Wabbit input: hash the features into 2^B columns (1 to 28; default 18, as
+    /// Vowpal Wabbit's -b).
+    #[arg(long, value_name = "B")]
+    pub(crate) hash_bits: Option<u32>,
+    /// Vowpal Wabbit input: signed (each feature's value times +1 or -1 from its hash, so
+    /// collisions cancel on average; the default) or unsigned (Vowpal Wabbit's own).
+    #[arg(long, value_name = "S")]
+    pub(crate) hash_sign: Option<rosenblatt::data::hashing::HashSign>,
+    /// Vowpal Wabbit input: a quadratic interaction of the namespaces whose names start with
+    /// the two characters AB (as Vowpal Wabbit's -q ab); repeat for more.
+    #[arg(short = 'q', long, value_name = "AB")]
+    pub(crate) quadratic: Vec<String>,
 }
 
 #[derive(Args, Debug)]
@@ -673,7 +694,8 @@ pub(crate) struct GenArgs {
     /// Seed.
     #[arg(long, default_value_t = 42)]
     pub(crate) seed: u64,
-    /// Output format: csv or libsvm.
+    /// Output format: csv, libsvm or vw (Vowpal Wabbit text, features named by their 0-based
+    /// column).
     #[arg(long, default_value = "csv")]
     pub(crate) format: Format,
     /// Write here instead of stdout.

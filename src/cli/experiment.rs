@@ -375,12 +375,12 @@ pub fn time_to_accuracy(a: TimeArgs) -> anyhow::Result<()> {
     if a.epochs.is_empty() || a.epochs.contains(&0) {
         return Err(usage("--epochs", "each budget must be at least 1 epoch"));
     }
-    let train = super::load_data(&a.train, &a.data, None)?;
+    let train = super::load_data(&a.train, &a.data, super::Like::NONE)?;
     let test_args = super::args::DataArgs {
         labels: a.test_labels.clone(),
         ..a.data.clone()
     };
-    let test = super::load_data(&a.test, &test_args, Some(train.d))?;
+    let test = super::load_data(&a.test, &test_args, super::Like::data(&train))?;
     let cpu = rosenblatt::backend::cpu::CpuBackend::new();
     let sel = match a.backend.backend {
         BackendChoice::Cpu => None,

@@ -40,6 +40,7 @@ pub fn gen(a: GenArgs) -> anyhow::Result<()> {
     };
     write_output(a.output.as_deref(), |w| match a.format {
         Format::Libsvm => synth::write_libsvm(&data, w),
+        Format::Vw => synth::write_vw(&data, w),
         _ => synth::write_csv(&data, w),
     })
 }

@@ -43,14 +43,16 @@ use anyhow::Context;
 use clap::Parser;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
+use errors::usage;
 use rosenblatt::algo::Progress;
 use rosenblatt::backend::gpu::context::AdapterQuery;
 use rosenblatt::backend::gpu::GpuOptions;
 use rosenblatt::backend::{self, BackendChoice, Selected};
+use rosenblatt::data::hashing::{Hashing, DEFAULT_HASH_BITS, MAX_HASH_BITS};
 use rosenblatt::data::{self, Dataset, Layout, LoadOptions};
 use rosenblatt::output::{check_distinct, check_target, temp_beside, Temp};
 
-use args::{BackendArgs, Cli, Command, DataArgs, ExperimentCmd, PlotCmd};
+use args::{BackendArgs, Cli, Command, DataArgs, ExperimentCmd, HashArgs, PlotCmd};
 
 /// Runs the CLI and returns the process exit code.
 pub fn run() -> i32 {
@@ -124,12 +126,89 @@ pub fn stdout_write(args: std::fmt::Arguments<'_>) -> anyhow::Result<()> {
         .map_err(stdout_error)
 }
 
-fn load_data(path: &Path, a: &DataArgs, features: Option<usize>) -> anyhow::Result<Dataset> {
-    Ok(data::load(path, &load_options(a, features))?)
+/// What data must match: the features and hashing of a model, or of the training data.
+#[derive(Clone, Copy, Default)]
+pub(crate) struct Like<'a> {
+    /// The number of features.
+    pub(crate) features: Option<usize>,
+    /// How raw features are hashed.
+    pub(crate) hashing: Option<&'a Hashing>,
 }
 
-fn load_options(a: &DataArgs, features: Option<usize>) -> LoadOptions {
-    LoadOptions {
+impl<'a> Like<'a> {
+    /// Nothing to match: the training data.
+    pub(crate) const NONE: Like<'static> = Like {
+        features: None,
+        hashing: None,
+    };
+
+    /// A model's features and hashing.
+    pub(crate) fn model(m: &'a rosenblatt::Model) -> Self {
+        Like {
+            features: Some(m.n_features()),
+            hashing: m.hashing(),
+        }
+    }
+
+    /// The training data's features and hashing (a validation or test file).
+    pub(crate) fn data(ds: &'a Dataset) -> Self {
+        Like {
+            features: Some(ds.d),
+            hashing: ds.hashing.as_ref(),
+        }
+    }
+}
+
+fn load_data(path: &Path, a: &DataArgs, like: Like<'_>) -> anyhow::Result<Dataset> {
+    Ok(data::load(path, &load_options(a, like)?)?)
+}
+
+/// The hashing the flags ask for (`None` when they name none), refused where it differs
+/// from the model's or the training data's (`like`), which is used otherwise.
+fn hashing(a: &HashArgs, like: Option<&Hashing>) -> anyhow::Result<Option<Hashing>> {
+    let named = a.hash_bits.is_some() || a.hash_sign.is_some() || !a.quadratic.is_empty();
+    let given = named.then(|| Hashing {
+        bits: a.hash_bits.unwrap_or(DEFAULT_HASH_BITS),
+        sign: a.hash_sign.unwrap_or_default(),
+        quadratic: a.quadratic.clone(),
+    });
+    if let Some(g) = &given {
+        if g.check().is_err() {
+            return Err(match a.hash_bits {
+                Some(b) if !(1..=MAX_HASH_BITS).contains(&b) => usage(
+                    "--hash-bits",
+                    &format!("must be in [1, {MAX_HASH_BITS}], but is {b}"),
+                ),
+                _ => usage(
+                    "--quadratic",
+                    &format!(
+                        "names two namespaces by their first characters (such as ab), but is \
+                         {:?}",
+                        a.quadratic
+                            .iter()
+                            .find(|q| q.chars().count() != 2)
+                            .map_or("", String::as_str)
+                    ),
+                ),
+            });
+        }
+    }
+    match (given, like) {
+        (Some(g), Some(l)) if &g != l => Err(usage(
+            "--hash-bits",
+            &format!(
+                "and the other hashing flags must be left out: the data is hashed as the \
+                 model's or the training data's were ({} bits, {}, quadratic {:?})",
+                l.bits, l.sign, l.quadratic
+            ),
+        )),
+        (g, l) => Ok(l.cloned().or(g)),
+    }
+}
+
+fn load_options(a: &DataArgs, like: Like<'_>) -> anyhow::Result<LoadOptions> {
+    let features = like.features;
+    Ok(LoadOptions {
         format: a.format,
         label_col: a.label_col.clone(),
         features: a.features.or(features),
@@ -141,7 +220,8 @@ fn load_options(a: &DataArgs, features: Option<usize>) -> LoadOptions {
             _ => Layout::Auto,
         },
         csv_header: None,
-    }
+        hashing: hashing(&a.hash, like.hashing)?,
+    })
 }
 
 /// The MPI world of a `--distributed` run.

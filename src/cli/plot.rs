@@ -4,18 +4,14 @@ use rosenblatt::error::Param;
 use rosenblatt::model::Model;
 
 use super::args::{PlotModelArgs, PlotTrainingArgs};
-use super::{check_outputs, load_data, select_backend};
+use super::{check_outputs, load_data, select_backend, Like};
 
 fn plot_inputs(a: &PlotModelArgs) -> anyhow::Result<(Model, rosenblatt::data::Dataset)> {
     rosenblatt::plot::image_kind(&a.output)?;
     rosenblatt::plot::check_size((a.size.width, a.size.height))?;
     check_outputs(&[Some(&a.output)], &[&a.model, &a.data])?;
     let model = Model::load(&a.model)?;
-    let ds = load_data(
-        &a.data,
-        &a.data_args.clone().into(),
-        Some(model.n_features()),
-    )?;
+    let ds = load_data(&a.data, &a.data_args.clone().into(), Like::model(&model))?;
     model.check_features(&ds)?;
     Ok((model, ds))
 }

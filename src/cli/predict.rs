@@ -5,7 +5,7 @@ use rosenblatt::model::{Evaluation, Model};
 use anyhow::Context;
 
 use super::args::{EvalArgs, ExportArgs, PredictArgs};
-use super::{check_outputs, load_data, select_backend, stage, write_output};
+use super::{check_outputs, load_data, select_backend, stage, write_output, Like};
 
 /// `rosenblatt export`: the model as an ONNX graph, written atomically.
 pub fn export(a: ExportArgs) -> anyhow::Result<()> {
@@ -29,7 +29,7 @@ pub fn export(a: ExportArgs) -> anyhow::Result<()> {
 pub fn predict(a: PredictArgs) -> anyhow::Result<()> {
     let model = Model::load(&a.model)?;
     check_outputs(&[a.output.as_deref()], &[&a.model, &a.data])?;
-    let ds = load_data(&a.data, &a.data_args, Some(model.n_features()))?;
+    let ds = load_data(&a.data, &a.data_args, Like::model(&model))?;
     model.check_features(&ds)?;
     let sel = select_backend(&a.backend, true)?;
     let raw = model.raw_scores(&ds, &*sel.backend)?;
@@ -57,7 +57,14 @@ pub fn predict(a: PredictArgs) -> anyhow::Result<()> {
 
 pub fn eval(a: EvalArgs) -> anyhow::Result<()> {
     let model = Model::load(&a.model)?;
-    let ds = load_data(&a.data, &a.data_args, None)?;
+    let ds = load_data(
+        &a.data,
+        &a.data_args,
+        Like {
+            features: None,
+            hashing: model.hashing(),
+        },
+    )?;
     model.check_features(&ds)?;
     let sel = select_backend(&a.backend, true)?;
     let ev = model.evaluate(&ds, &*sel.backend)?;

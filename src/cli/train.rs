@@ -18,7 +18,7 @@ use rosenblatt::backend::{Distributed, Reduce, Selected};
 
 use super::args::TrainArgs;
 use super::errors::{flag_error, usage};
-use super::{check_outputs, load_data, load_options, select_backend_nth, stage, world, Bar};
+use super::{check_outputs, load_data, load_options, select_backend_nth, stage, world, Bar, Like};
 
 /// What `--distributed` trains: the batch family and the online rules (on each process's CPU,
 /// or GPU where the rule runs there).
@@ -163,7 +163,7 @@ fn train_in(a: TrainArgs, params: Params, world: World) -> anyhow::Result<()> {
     }
     let held = match &a.validation {
         // The validation file is read like the training data, with its feature count.
-        Some(p) => Some(load_data(p, &a.data_args, Some(ds.d))?),
+        Some(p) => Some(load_data(p, &a.data_args, Like::data(&ds))?),
         None => None,
     };
     if speaks {
@@ -240,7 +240,7 @@ fn load_training(
     params: &Params,
     world: &World,
 ) -> anyhow::Result<(data::Dataset, bool)> {
-    let opts = load_options(&a.data_args, None);
+    let opts = load_options(&a.data_args, Like::NONE)?;
     let whole_needed = params.scale != Scale::None
         || params.validation_fraction.is_some()
         || matches!(params.class_weight, Some(ClassWeight::Balanced))

@@ -4,11 +4,13 @@
 
 pub mod convert;
 pub mod csv;
+pub mod hashing;
 pub mod libsvm;
 pub mod npy;
 pub mod part;
 pub mod scale;
 pub mod synth;
+pub mod vw;
 
 use std::fs::File;
 use std::io::{BufRead, BufReader};
@@ -33,6 +35,9 @@ pub struct Dataset {
     pub source: PathBuf,
     /// Per-row weights (finite, >= 0), when the data has them.
     pub weights: Option<Vec<f32>>,
+    /// How raw features were hashed into the columns (Vowpal Wabbit input), kept in the
+    /// model so `predict` hashes the same way.
+    pub hashing: Option<hashing::Hashing>,
 }
 
 /// Labels: the sorted class names and one class index per row.
@@ -250,6 +255,8 @@ pub enum Format {
     Npy,
     /// A NumPy `.npz` archive with arrays `X` and `y`.
     Npz,
+    /// Vowpal Wabbit's text format, its features hashed ([`hashing::Hashing`]).
+    Vw,
 }
 
 impl std::str::FromStr for Format {
@@ -261,8 +268,9 @@ impl std::str::FromStr for Format {
             "libsvm" | "svmlight" | "svm" => Ok(Format::Libsvm),
             "npy" => Ok(Format::Npy),
             "npz" => Ok(Format::Npz),
+            "vw" | "vowpal" => Ok(Format::Vw),
             _ => Err(format!(
-                "unknown format {s:?} (expected auto, csv, libsvm, npy or npz)"
+                "unknown format {s:?} (expected auto, csv, libsvm, npy, npz or vw)"
             )),
         }
     }
@@ -318,6 +326,8 @@ pub struct LoadOptions {
     /// CSV: whether the first record is a header; `None` decides from the first two records
     /// (a share of a file in a data-parallel run is told what the whole file's start says).
     pub csv_header: Option<bool>,
+    /// Vowpal Wabbit input: how its features are hashed (`None`: 18 bits, signed).
+    pub hashing: Option<hashing::Hashing>,
 }
 
 /// How a sparse format's features are held.
@@ -373,6 +383,7 @@ pub fn load(path: &Path, opts: &LoadOptions) -> Result<Dataset> {
         Format::Npy => npy::load_npy(path, opts.labels.as_deref()),
         Format::Npz => npy::load_npz(path, opts),
         Format::Libsvm => libsvm::parse_with(path, open, opts),
+        Format::Vw => vw::parse_with(path, open, opts),
         Format::Csv | Format::Auto => {
             let size = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
             csv::parse_reader(path, open().map_err(|e| Error::io(path, e))?, size, opts)
@@ -393,6 +404,7 @@ pub fn load_bytes(path: &Path, bytes: &[u8], opts: &LoadOptions) -> Result<Datas
         Format::Npy => npy::parse_npy(path, bytes, opts.labels.as_deref()),
         Format::Npz => npy::parse_npz(path, std::io::Cursor::new(bytes), opts),
         Format::Libsvm => libsvm::parse(path, bytes, opts),
+        Format::Vw => vw::parse_with(path, || Ok(bytes), opts),
         Format::Csv | Format::Auto => csv::parse(path, bytes, opts),
     }
 }
@@ -482,6 +494,7 @@ pub fn detect_format(requested: Format, path: &Path, bytes: &[u8]) -> Format {
         Some("npz") => return Format::Npz,
         Some("csv") => return Format::Csv,
         Some("svm" | "libsvm" | "svmlight") => return Format::Libsvm,
+        Some("vw") => return Format::Vw,
         _ => {}
     }
     let text = String::from_utf8_lossy(&bytes[..bytes.len().min(64 * 1024)]);
@@ -489,6 +502,12 @@ pub fn detect_format(requested: Format, path: &Path, bytes: &[u8]) -> Format {
         let line = line.split('#').next().unwrap_or("").trim();
         if line.is_empty() {
             continue;
+        }
+        // Vowpal Wabbit: features after a '|', a few tokens before it, no commas.
+        if let Some((head, _)) = line.split_once('|') {
+            if !line.contains(',') && head.split_whitespace().count() <= 3 {
+                return Format::Vw;
+            }
         }
         let mut toks = line.split_whitespace();
         let first = toks.next().unwrap_or("");
@@ -529,6 +548,7 @@ impl Dataset {
             labels,
             source: source.into(),
             weights: None,
+            hashing: None,
         }
     }
 
@@ -566,6 +586,7 @@ impl Dataset {
                 .weights
                 .as_ref()
                 .map(|w| idx.iter().map(|&i| w[i]).collect()),
+            hashing: self.hashing.clone(),
         })
     }
 

@@ -148,6 +148,7 @@ pub fn load_part(path: &Path, opts: &LoadOptions, part: usize, parts: usize) -> 
             }),
             source: path.to_path_buf(),
             weights: opts.weight_col.is_some().then(Vec::new),
+            hashing: None,
         });
     }
     let share = Share { head, start, end };

@@ -474,6 +474,36 @@ pub fn write_libsvm(ds: &Dataset, out: &mut (impl Write + ?Sized)) -> std::io::R
     Ok(())
 }
 
+/// Writes `ds` as Vowpal Wabbit text: `label | j:v ...` with each non-zero feature named by
+/// its 0-based column `j` in the default namespace. Vowpal Wabbit indexes such a numbered
+/// feature by its number, and so does `train` (unsigned hashing, 2^b >= d: column j again).
+pub fn write_vw(ds: &Dataset, out: &mut (impl Write + ?Sized)) -> std::io::Result<()> {
+    for i in 0..ds.n {
+        if let Some(l) = &ds.labels {
+            write!(out, "{} ", l.classes[l.index[i] as usize])?;
+        }
+        out.write_all(b"|")?;
+        match ds.x.csr() {
+            Some(c) => {
+                for p in c.indptr[i]..c.indptr[i + 1] {
+                    if c.values[p] != 0.0 {
+                        write!(out, " {}:{}", c.indices[p], c.values[p])?;
+                    }
+                }
+            }
+            None => {
+                for (j, v) in ds.row(i).iter().enumerate() {
+                    if *v != 0.0 {
+                        write!(out, " {j}:{v}")?;
+                    }
+                }
+            }
+        }
+        out.write_all(b"\n")?;
+    }
+    Ok(())
+}
+
 /// The committee problem: `p` experts vote ±1 at random on each example, and the label is
 /// the majority vote of a hidden panel of `k` of them (k odd, so there is no tie). The best
 /// separator puts weight 1/sqrt(k) on the panel, so R^2 = p (+1 with a bias) and the margin

@@ -11,7 +11,9 @@
 //! version 3 and every other kind, unchanged since, as version 2, which older builds read.
 //! Version 4 added `label_type` (the type of labels that came typed, from Python: "int",
 //! "float", "bool" or "str", compared as that type) and `feature_names`; a model with either
-//! is written as version 4, every other one as before.
+//! is written as version 4, every other one as before. Version 5 added `hashing` (how raw
+//! features were hashed into the columns: bits, sign, quadratic interactions); a model with it
+//! is written as version 5.
 
 use std::io::Write;
 use std::path::Path;
@@ -19,18 +21,21 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use super::{Body, Dual, Hyperplane, Model, ModelKind, Rows, SparseRow, VoteSteps, Voted};
-use crate::backend::Kernel;
+use crate::data::hashing::Hashing;
 use crate::data::scale::Scaler;
 use crate::data::{check_label, same_class_as, LabelType};
 use crate::error::{Error, Result};
+use crate::params::Kernel;
 use crate::params::{Algo, TrainParams};
 use crate::report::TrainReport;
 
 /// The `format` field of every model file.
 pub const FORMAT: &str = "rosenblatt-model";
-/// The newest model-file version this build reads (and writes for models with typed labels
-/// or feature names).
-pub const VERSION: u32 = 4;
+/// The newest model-file version this build reads (and writes for models with hashing).
+pub const VERSION: u32 = 5;
+
+/// The version written for models with typed labels or feature names (and no hashing).
+const VERSION_NAMES: u32 = 4;
 
 /// The version written for voted models with steps.
 const VERSION_STEPS: u32 = 3;
@@ -79,6 +84,8 @@ struct Wire {
     label_type: Option<LabelType>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     feature_names: Option<Vec<String>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    hashing: Option<Hashing>,
     params: TrainParams,
     training: Option<TrainReport>,
 }
@@ -88,7 +95,8 @@ impl Wire {
         let mut w = Wire {
             format: FORMAT.into(),
             version: match &m.body {
-                _ if m.label_type.is_some() || m.feature_names.is_some() => VERSION,
+                _ if m.hashing.is_some() => VERSION,
+                _ if m.label_type.is_some() || m.feature_names.is_some() => VERSION_NAMES,
                 Body::Voted(Voted { steps: Some(_), .. }) => VERSION_STEPS,
                 _ => VERSION_NO_STEPS,
             },
@@ -110,6 +118,7 @@ impl Wire {
             scaling: m.scaling.clone(),
             label_type: m.label_type,
             feature_names: m.feature_names.clone(),
+            hashing: m.hashing.clone(),
             params: m.params.clone(),
             training: m.training.clone(),
         };
@@ -292,6 +301,9 @@ pub(super) fn check(m: &Model) -> std::result::Result<(), String> {
     if let Some(names) = &m.feature_names {
         check_feature_names(names, m.n_features)?;
     }
+    if let Some(h) = &m.hashing {
+        check_hashing(h, m.n_features)?;
+    }
     if m.n_features == 0 {
         return Err("n_features is 0".into());
     }
@@ -324,6 +336,19 @@ fn check_typed_names(classes: &[String], ty: LabelType) -> std::result::Result<(
 }
 
 /// Feature names: one per feature, each without line breaks or control characters.
+/// A hashing's settings, and its 2^bits columns against the model's `d`.
+pub(super) fn check_hashing(h: &Hashing, d: usize) -> std::result::Result<(), String> {
+    h.check()?;
+    if h.columns() != d {
+        return Err(format!(
+            "hashing into 2^{} = {} columns, but the model has {d} features",
+            h.bits,
+            h.columns()
+        ));
+    }
+    Ok(())
+}
+
 pub(super) fn check_feature_names(names: &[String], d: usize) -> std::result::Result<(), String> {
     if names.len() != d {
         return Err(format!(
@@ -528,6 +553,12 @@ impl Model {
                 wire.version
             )));
         }
+        if wire.version < 5 && wire.hashing.is_some() {
+            return Err(bad(format!(
+                "corrupt model: version {} has no hashing (it is version 5)",
+                wire.version
+            )));
+        }
         let m = Model {
             algorithm: wire.algorithm,
             classes: wire.classes,
@@ -538,6 +569,7 @@ impl Model {
             training: wire.training,
             label_type: wire.label_type,
             feature_names: wire.feature_names,
+            hashing: wire.hashing,
         };
         check(&m).map_err(|msg| bad(format!("corrupt model: {msg}")))?;
         Ok(m)

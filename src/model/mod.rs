@@ -14,6 +14,7 @@ pub use vote::{SparseRow, VoteScorer, VoteSteps};
 use serde::{Deserialize, Serialize};
 
 use crate::backend::{Backend, DataView, Kernel, Matrix, MAX_HEADS};
+use crate::data::hashing::Hashing;
 use crate::data::scale::Scaler;
 use crate::data::{Dataset, LabelType};
 use crate::error::{Error, Result};
@@ -299,6 +300,9 @@ pub struct Model {
     label_type: Option<LabelType>,
     /// The features' names, when the training data had them (a DataFrame's columns).
     feature_names: Option<Vec<String>>,
+    /// How raw features are hashed into the columns, when the training data was hashed
+    /// (Vowpal Wabbit input).
+    hashing: Option<Hashing>,
 }
 
 /// Accuracy, confusion matrix and per-class metrics of a model on labelled data.
@@ -371,6 +375,7 @@ impl Model {
             training: None,
             label_type,
             feature_names: None,
+            hashing: None,
         };
         file::check(&m)?;
         Ok(m)
@@ -396,6 +401,22 @@ impl Model {
             file::check_feature_names(n, self.n_features)?;
         }
         self.feature_names = names;
+        Ok(self)
+    }
+
+    /// How raw features are hashed into the columns, when the model was trained on hashed
+    /// input (model files of version 5): loaders of raw input (Vowpal Wabbit text) take it.
+    pub fn hashing(&self) -> Option<&Hashing> {
+        self.hashing.as_ref()
+    }
+
+    /// The model with the hashing its columns came from, checked against the number of
+    /// features (2^bits).
+    pub fn with_hashing(mut self, hashing: Option<Hashing>) -> std::result::Result<Model, String> {
+        if let Some(h) = &hashing {
+            file::check_hashing(h, self.n_features)?;
+        }
+        self.hashing = hashing;
         Ok(self)
     }
 
@@ -518,6 +539,25 @@ impl Model {
                     self.n_features, ds.d
                 ),
             });
+        }
+        // Raw input hashed (Vowpal Wabbit text) must have been hashed as the model's was;
+        // columns given as numbers are taken as they are.
+        if let Some(h) = &ds.hashing {
+            if self.hashing.as_ref() != Some(h) {
+                return Err(Error::Mismatch {
+                    path: ds.source.clone(),
+                    msg: match &self.hashing {
+                        None => "the data's features are hashed (Vowpal Wabbit text), and the \
+                                 model was trained on columns given as numbers"
+                            .to_string(),
+                        Some(m) => format!(
+                            "the data's features are hashed with {} bits, {}, quadratic {:?}, \
+                             and the model's were with {} bits, {}, quadratic {:?}",
+                            h.bits, h.sign, h.quadratic, m.bits, m.sign, m.quadratic
+                        ),
+                    },
+                });
+            }
         }
         Ok(())
     }

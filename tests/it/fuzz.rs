@@ -24,6 +24,7 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use rosenblatt::algo;
 use rosenblatt::backend::cpu::CpuBackend;
+use rosenblatt::data::hashing::Hashing;
 use rosenblatt::data::{self, Dataset, Format, Layout, LoadOptions};
 use rosenblatt::model::Model;
 use rosenblatt::params::{Algo, TrainParams};
@@ -85,6 +86,15 @@ fn seeds() -> Vec<Seed> {
         Seed {
             name: "c.svm",
             bytes: b"+1 1:0.5 3:2 # c\n-1 2:1\n+1 1:1 2:0.25 3:-1\n-1 3:4\n".to_vec(),
+        },
+        // Vowpal Wabbit text: namespaces with values, importance, tags, a default namespace.
+        Seed {
+            name: "v.vw",
+            bytes: b"1 1.0 zebra|MetricFeatures:3.28 height:1.5 length:2.0 |Says black with \
+                     white stripes |OtherFeatures NumberOfLegs:4.0 HasStripes\n\
+                     -1 0.5 'horse|MetricFeatures:1.5 height:1.7 |Says brown\n\
+                     1 |Says black white |a x:2 y\n-1 |a z b:0.5\n"
+                .to_vec(),
         },
         Seed {
             name: "d.npy",
@@ -175,6 +185,10 @@ const TOKENS: &[&[u8]] = &[
     b"<f8",
     b"<i4",
     b"|u1",
+    b"|",
+    b"'tag|",
+    b"| ",
+    b"1:2",
 ];
 
 fn mutate(seed: &[u8], rng: &mut ChaCha8Rng) -> Vec<u8> {
@@ -321,9 +335,17 @@ fn in_process_case(seed: &Seed, bytes: &[u8], rng: &mut ChaCha8Rng) -> Result<()
         _ => Format::Auto,
     };
     let layout = [Layout::Auto, Layout::Sparse, Layout::Dense][rng.random_range(0..3)];
+    // Vowpal Wabbit text hashed into few columns (so its rows also train), with an
+    // interaction.
+    let hashing = seed.name.ends_with(".vw").then(|| Hashing {
+        bits: rng.random_range(1..=8),
+        quadratic: vec!["aS".into()],
+        ..Hashing::default()
+    });
     let opts = LoadOptions {
         format,
         layout,
+        hashing,
         ..Default::default()
     };
     let text = !seed.name.ends_with(".npy") && !seed.name.ends_with(".npz");

@@ -26,4 +26,5 @@ mod real_data;
 mod reliability;
 mod scale;
 mod shaders;
+mod vw;
 mod warm_start;

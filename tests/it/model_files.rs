@@ -515,6 +515,50 @@ fn v4_typed_labels_and_feature_names_load_predict_as_recorded_and_are_checked_wh
 }
 
 #[test]
+fn v5_hashing_loads_predicts_raw_text_as_recorded_and_is_checked_whole() {
+    // Version 5: a model trained on Vowpal Wabbit text (`train binary.vw --hash-bits 6 -q ab
+    // --algo batch --backend cpu`) records its hashing, and predict hashes the raw text so.
+    let dir = fixtures_of("v5");
+    let path = dir.join("hashed.json");
+    let m = Model::load(&path).unwrap();
+    let h = m.hashing().expect("hashing kept");
+    assert_eq!(
+        (h.bits, h.quadratic.as_slice()),
+        (6, &["ab".to_string()][..])
+    );
+    assert_eq!(m.n_features(), 64);
+    predicts_as_recorded(&dir, "hashed", "binary.vw");
+    let new = writes_as_committed(&m, &path, "hashed");
+    assert_eq!(new["version"], 5);
+    let text = std::fs::read_to_string(&path).unwrap();
+    for (edit, words) in [
+        (
+            Box::new(|v: &mut serde_json::Value| v["version"] = 4.into())
+                as Box<dyn Fn(&mut serde_json::Value)>,
+            "version 5",
+        ),
+        (
+            Box::new(|v| v["hashing"]["bits"] = 7.into()),
+            "2^7 = 128 columns, but the model has 64 features",
+        ),
+        (
+            Box::new(|v| v["hashing"]["quadratic"][0] = "abc".into()),
+            "two namespaces",
+        ),
+        (
+            Box::new(|v| v["hashing"]["sign"] = "both".into()),
+            "unknown variant",
+        ),
+        (
+            Box::new(|v| v["hashing"]["seed"] = 1.into()),
+            "unknown field",
+        ),
+    ] {
+        refused_with(&text, edit, words);
+    }
+}
+
+#[test]
 fn a_scaled_model_scores_block_by_block_as_one_scaled_copy() {
     // 100 rows of 70,000 features: the model scales 59 rows (16 MiB) at a time when it
     // scores, never all of X, and gives the bits of scoring one scaled copy.

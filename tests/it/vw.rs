@@ -1,0 +1,208 @@
+//! Vowpal Wabbit's text format through the command line: train hashes the raw features into
+//! the columns the flags name and the model records them, so predict, eval and a continued
+//! run hash raw input the same way; flags that disagree with the model, and bad lines, are
+//! exit 2 naming the place.
+
+use std::path::{Path, PathBuf};
+
+use crate::common;
+
+fn fixture() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/v5/binary.vw")
+}
+
+/// A scratch directory holding the fixture's examples.
+fn scratch() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::copy(fixture(), dir.path().join("train.vw")).unwrap();
+    dir
+}
+
+fn ok(dir: &Path, args: &[&str]) -> String {
+    let o = common::run(dir, args);
+    assert!(o.status.success(), "{args:?}: {}", common::stderr(&o));
+    common::stdout(&o)
+}
+
+fn refused(dir: &Path, args: &[&str], words: &str) {
+    let o = common::run(dir, args);
+    assert_eq!(o.status.code(), Some(2), "{args:?}: {}", common::stderr(&o));
+    let e = common::stderr(&o);
+    assert!(e.contains(words), "{args:?}: {words:?} not in {e}");
+}
+
+#[test]
+fn a_model_trained_on_hashed_text_predicts_raw_text_the_same_way() {
+    let dir = scratch();
+    let p = dir.path();
+    let report = ok(
+        p,
+        &[
+            "train",
+            "train.vw",
+            "--hash-bits",
+            "8",
+            "-q",
+            "ab",
+            "--backend",
+            "cpu",
+            "--json",
+            "-o",
+            "m.json",
+        ],
+    );
+    let r: serde_json::Value = serde_json::from_str(&report).unwrap();
+    let acc = r["train_accuracy"].as_f64().unwrap();
+    assert!(acc >= 0.9, "{report}");
+    let m: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(p.join("m.json")).unwrap()).unwrap();
+    assert_eq!(m["version"], 5);
+    assert_eq!(m["n_features"], 256);
+    assert_eq!(
+        m["hashing"],
+        serde_json::json!({"bits": 8, "sign": "signed", "quadratic": ["ab"]})
+    );
+    // predict and eval hash as the model says: the training accuracy again.
+    let labels: Vec<String> = std::fs::read_to_string(fixture())
+        .unwrap()
+        .lines()
+        .map(|l| l.split_whitespace().next().unwrap().to_string())
+        .collect();
+    let pred = ok(p, &["predict", "m.json", "train.vw", "--backend", "cpu"]);
+    let right = pred.lines().zip(&labels).filter(|(a, b)| a == b).count();
+    assert_eq!(pred.lines().count(), 40);
+    assert!(
+        (right as f64 / 40.0 - acc).abs() < 1e-9,
+        "{right} of 40, trained {acc}"
+    );
+    let ev: serde_json::Value = serde_json::from_str(&ok(
+        p,
+        &["eval", "m.json", "train.vw", "--backend", "cpu", "--json"],
+    ))
+    .unwrap();
+    assert_eq!(ev["accuracy"].as_f64().unwrap(), acc);
+    // Unlabelled examples (the label and importance cut off) predict the same.
+    let bare: String = std::fs::read_to_string(fixture())
+        .unwrap()
+        .lines()
+        .map(|l| format!("{}\n", &l[l.find('|').unwrap()..]))
+        .collect();
+    std::fs::write(p.join("bare.vw"), bare).unwrap();
+    assert_eq!(
+        ok(p, &["predict", "m.json", "bare.vw", "--backend", "cpu"]),
+        pred
+    );
+    // The same flags are fine; other ones are refused, as is a continued run hashed otherwise.
+    ok(
+        p,
+        &[
+            "predict",
+            "m.json",
+            "train.vw",
+            "--hash-bits",
+            "8",
+            "-q",
+            "ab",
+        ],
+    );
+    refused(
+        p,
+        &["predict", "m.json", "train.vw", "--hash-bits", "10"],
+        "--hash-bits and the other hashing flags must be left out",
+    );
+    refused(
+        p,
+        &[
+            "train",
+            "train.vw",
+            "--hash-bits",
+            "8",
+            "--hash-sign",
+            "unsigned",
+            "--init-model",
+            "m.json",
+        ],
+        "hashed with 8 hash bits, signed",
+    );
+}
+
+#[test]
+fn bad_hashing_flags_and_bad_lines_are_exit_2_naming_the_place() {
+    let dir = scratch();
+    let p = dir.path();
+    refused(
+        p,
+        &["train", "train.vw", "--hash-bits", "29"],
+        "--hash-bits must be in [1, 28]",
+    );
+    refused(p, &["train", "train.vw", "-q", "abc"], "--quadratic");
+    refused(
+        p,
+        &["train", "train.vw", "--hash-sign", "maybe"],
+        "signed or unsigned",
+    );
+    let mut text = std::fs::read_to_string(fixture()).unwrap();
+    text.push_str("1 |a good:lots\n");
+    std::fs::write(p.join("bad.vw"), text).unwrap();
+    refused(p, &["train", "bad.vw"], "line 41");
+    refused(p, &["train", "bad.vw"], "feature value: not a number");
+    // Unsigned hashing, and the default bits (18), train too.
+    ok(
+        p,
+        &[
+            "train",
+            "train.vw",
+            "--hash-sign",
+            "unsigned",
+            "--backend",
+            "cpu",
+        ],
+    );
+}
+
+#[test]
+fn numbered_features_unsigned_train_the_model_the_same_rows_train_from_libsvm() {
+    // `gen --format vw` names each feature by its column: unsigned hashing into 2^5 >= 20
+    // columns puts it back there, so the model is the LIBSVM file's, weight for weight.
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path();
+    for (format, file) in [("vw", "g.vw"), ("libsvm", "g.svm")] {
+        let gen = [
+            "gen",
+            "--n",
+            "300",
+            "--d",
+            "20",
+            "--density",
+            "0.3",
+            "--seed",
+            "3",
+            "--format",
+            format,
+            "-o",
+            file,
+        ];
+        ok(p, &gen);
+    }
+    let first = std::fs::read_to_string(p.join("g.vw")).unwrap();
+    assert!(first.lines().next().unwrap().contains(" | "), "{first:.80}");
+    let train = |file: &str, extra: &[&str]| -> serde_json::Value {
+        let mut args = vec!["train", file, "--backend", "cpu", "-o"];
+        let out = format!("{file}.json");
+        args.push(&out);
+        args.extend_from_slice(extra);
+        ok(p, &args);
+        serde_json::from_str(&std::fs::read_to_string(p.join(&out)).unwrap()).unwrap()
+    };
+    let vw = train("g.vw", &["--hash-bits", "5", "--hash-sign", "unsigned"]);
+    let svm = train("g.svm", &["--features", "32", "--sparse"]);
+    assert_eq!(vw["weights"], svm["weights"]);
+    assert_eq!(vw["bias"], svm["bias"]);
+    assert_eq!(vw["classes"], svm["classes"]);
+    // Raw text hashed for a model of numeric columns is refused, not scored.
+    refused(
+        p,
+        &["predict", "g.svm.json", "g.vw", "--hash-bits", "5"],
+        "trained on columns given as numbers",
+    );
+}
