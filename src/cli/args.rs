@@ -664,9 +664,11 @@ pub(crate) struct EvalArgs {
 
 #[derive(Args, Debug)]
 pub(crate) struct GenArgs {
-    /// What to generate: separable (a hyperplane with a margin) or committee (p experts
-    /// voting ±1, labelled by the majority of a hidden panel of k).
-    #[arg(long, default_value = "separable", value_parser = ["separable", "committee"])]
+    /// What to generate: separable (a hyperplane with a margin), committee (p experts
+    /// voting ±1, labelled by the majority of a hidden panel of k) or clicks (a click log
+    /// shaped as Criteo's: 13 counts, 26 categorical fields with skewed frequencies, a planted
+    /// linear rule; Vowpal Wabbit text, written row by row).
+    #[arg(long, default_value = "separable", value_parser = ["separable", "committee", "clicks"])]
     pub(crate) kind: String,
     /// Number of points.
     #[arg(long)]
@@ -694,10 +696,10 @@ pub(crate) struct GenArgs {
     /// Seed.
     #[arg(long, default_value_t = 42)]
     pub(crate) seed: u64,
-    /// Output format: csv, libsvm or vw (Vowpal Wabbit text, features named by their 0-based
-    /// column).
-    #[arg(long, default_value = "csv")]
-    pub(crate) format: Format,
+    /// Output format: csv (the default), libsvm or vw (Vowpal Wabbit text, features named by
+    /// their 0-based column); clicks: vw only.
+    #[arg(long)]
+    pub(crate) format: Option<Format>,
     /// Write here instead of stdout.
     #[arg(short, long, value_name = "FILE")]
     pub(crate) output: Option<PathBuf>,

@@ -12,10 +12,28 @@ use rosenblatt::data::{convert as conv, LoadOptions};
 use rosenblatt::output::temp_beside;
 
 use super::args::{ConvertArgs, GenArgs};
+use super::errors::usage;
 use super::{check_outputs, stage, write_output};
 
 pub fn gen(a: GenArgs) -> anyhow::Result<()> {
     check_outputs(&[a.output.as_deref()], &[])?;
+    if a.kind == "clicks" {
+        if !(0.0..=0.5).contains(&a.noise) {
+            return Err(usage(
+                "--noise",
+                &format!("must be in [0, 0.5], but is {}", a.noise),
+            ));
+        }
+        if a.format.is_some_and(|f| f != Format::Vw) {
+            return Err(usage(
+                "--format",
+                "must be vw for clicks (the log is Vowpal Wabbit text)",
+            ));
+        }
+        return write_output(a.output.as_deref(), |w| {
+            rosenblatt::data::clicks::write_clicks(a.n, a.noise, a.seed, w)
+        });
+    }
     let data = if a.kind == "committee" {
         synth::committee(a.n, a.p.unwrap_or(0), a.k, a.seed)?.0
     } else {
@@ -38,10 +56,12 @@ pub fn gen(a: GenArgs) -> anyhow::Result<()> {
             None => synth::generate(&spec)?.data,
         }
     };
-    write_output(a.output.as_deref(), |w| match a.format {
-        Format::Libsvm => synth::write_libsvm(&data, w),
-        Format::Vw => synth::write_vw(&data, w),
-        _ => synth::write_csv(&data, w),
+    write_output(a.output.as_deref(), |w| {
+        match a.format.unwrap_or(Format::Csv) {
+            Format::Libsvm => synth::write_libsvm(&data, w),
+            Format::Vw => synth::write_vw(&data, w),
+            _ => synth::write_csv(&data, w),
+        }
     })
 }
 

@@ -2,6 +2,7 @@
 //! and in internal form. Loaders for CSV and LIBSVM live in submodules, with the synthetic
 //! generator.
 
+pub mod clicks;
 pub mod convert;
 pub mod csv;
 pub mod hashing;

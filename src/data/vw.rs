@@ -115,6 +115,7 @@ impl<'a> Rows<'a> {
 
     /// One line: a row, or nothing when blank.
     fn line(&mut self, line_no: usize, line: &[u8]) -> Result<()> {
+        let line = line.strip_suffix(b"\n").unwrap_or(line);
         let line = line.strip_suffix(b"\r").unwrap_or(line);
         if line.iter().all(u8::is_ascii_whitespace) {
             return Ok(());
@@ -445,6 +446,9 @@ mod tests {
         assert_eq!(l.classes, vec!["1", "2", "3"]);
         assert_eq!(l.index, vec![2, 0, 1]);
         assert_eq!(ds.weights, Some(vec![2.5, 1.0, 0.0]));
+        // Windows line ends are line ends.
+        let crlf = load("1 |f a\r\n-1 |f a\r\n", None).unwrap();
+        assert_eq!(row(&crlf, 0), row(&crlf, 1));
         let ds = load("|f a b\n| c\n", None).unwrap();
         assert!(ds.labels.is_none());
         assert_eq!(ds.n, 2);

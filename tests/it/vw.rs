@@ -206,3 +206,40 @@ fn numbered_features_unsigned_train_the_model_the_same_rows_train_from_libsvm() 
         "trained on columns given as numbers",
     );
 }
+
+#[test]
+fn a_generated_click_log_trains_above_the_majority_rule() {
+    // `gen --kind clicks`: Criteo-shaped rows as Vowpal Wabbit text; its planted rule is
+    // learnt from 8,000 rows well past always answering "no click".
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path();
+    ok(
+        p,
+        &[
+            "gen", "--kind", "clicks", "--n", "10000", "--noise", "0.05", "-o", "log.vw",
+        ],
+    );
+    let text = std::fs::read_to_string(p.join("log.vw")).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 10_000);
+    std::fs::write(p.join("train.vw"), lines[..8000].join("\n") + "\n").unwrap();
+    std::fs::write(p.join("test.vw"), lines[8000..].join("\n") + "\n").unwrap();
+    ok(
+        p,
+        &["train", "train.vw", "--backend", "cpu", "-o", "m.json"],
+    );
+    let ev: serde_json::Value = serde_json::from_str(&ok(
+        p,
+        &["eval", "m.json", "test.vw", "--backend", "cpu", "--json"],
+    ))
+    .unwrap();
+    let clicks = lines[8000..].iter().filter(|l| l.starts_with("1 ")).count() as f64 / 2000.0;
+    let majority = clicks.max(1.0 - clicks);
+    let acc = ev["accuracy"].as_f64().unwrap();
+    assert!(acc > majority + 0.05, "accuracy {acc}, majority {majority}");
+    refused(
+        p,
+        &["gen", "--kind", "clicks", "--n", "5", "--format", "csv"],
+        "--format must be vw",
+    );
+}

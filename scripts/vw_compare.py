@@ -1,0 +1,100 @@
+#!/usr/bin/env python3
+"""Vowpal Wabbit and rosenblatt side by side on the same Vowpal Wabbit text: wall time,
+rows/s, peak memory and test accuracy, one pass and several, with the same hash bits.
+
+    python3 scripts/vw_compare.py --rows 1000000 --bits 18 [--passes 1 10] [--data FILE.vw]
+
+Without --data it generates a click log (`rosenblatt gen --kind clicks`); the last tenth of
+the rows is the test set. Vowpal Wabbit runs from its PyPI package (`pip install
+vowpalwabbit`; `python -m vowpalwabbit`, the C++ driver reading the file), with
+`--loss_function hinge` (its perceptron-like loss); rosenblatt runs the release binary
+(`ROSENBLATT_BIN`, default target/release/rosenblatt) with its default rule (the averaged
+perceptron) for the same passes. Each run's peak memory is its own (os.wait4).
+"""
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def run(cmd, cwd):
+    """Runs `cmd`; returns (seconds, peak RSS in MB, stdout)."""
+    t = time.perf_counter()
+    p = subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    out = p.stdout.read()
+    err = p.stderr.read()
+    _, status, usage = os.wait4(p.pid, 0)
+    secs = time.perf_counter() - t
+    if os.waitstatus_to_exitcode(status) != 0:
+        sys.exit(f"{' '.join(map(str, cmd))} failed:\n{err.decode(errors='replace')}")
+    return secs, usage.ru_maxrss / 1024, out.decode()
+
+
+def labels(path):
+    with open(path) as f:
+        return [line.split(None, 1)[0] for line in f if line.strip()]
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--rows", type=int, default=1_000_000)
+    ap.add_argument("--bits", type=int, default=18)
+    ap.add_argument("--passes", type=int, nargs="+", default=[1, 10])
+    ap.add_argument("--noise", type=float, default=0.05)
+    ap.add_argument("--data", help="a Vowpal Wabbit text file (default: a generated click log)")
+    ap.add_argument("--seed", type=int, default=7)
+    a = ap.parse_args()
+    rb = os.environ.get("ROSENBLATT_BIN", str(ROOT / "target/release/rosenblatt"))
+    work = Path(tempfile.mkdtemp(prefix="vw_compare."))
+    data = Path(a.data) if a.data else work / "clicks.vw"
+    if not a.data:
+        run([rb, "gen", "--kind", "clicks", "--n", str(a.rows), "--noise", str(a.noise),
+             "--seed", str(a.seed), "-o", str(data)], work)
+    lines = data.read_text().splitlines(keepends=True)
+    cut = len(lines) - len(lines) // 10
+    train, test = work / "train.vw", work / "test.vw"
+    train.write_text("".join(lines[:cut]))
+    test.write_text("".join(lines[cut:]))
+    truth = labels(test)
+    n_train = cut
+    print(f"data: {data.name}, {n_train} training rows, {len(truth)} test rows, "
+          f"{train.stat().st_size / 1e6:.0f} MB of training text, {a.bits} hash bits")
+    print(f"| tool | passes | wall s | rows/s | peak RSS MB | test accuracy |")
+    print(f"|---|---:|---:|---:|---:|---:|")
+    for passes in a.passes:
+        # Vowpal Wabbit: one pass reads the text; more go through its cache (-c).
+        model = work / "vw.model"
+        cmd = [sys.executable, "-m", "vowpalwabbit", "-d", str(train), "-b", str(a.bits),
+               "--loss_function", "hinge", "--quiet", "-f", str(model)]
+        if passes > 1:
+            cmd += ["--passes", str(passes), "-c", "-k", "--holdout_off"]
+        secs, rss, _ = run(cmd, work)
+        preds = work / "vw.preds"
+        run([sys.executable, "-m", "vowpalwabbit", "-d", str(test), "-t", "-i", str(model),
+             "--quiet", "-p", str(preds)], work)
+        got = ["1" if float(v.split()[0]) > 0 else "-1" for v in preds.read_text().split("\n")
+               if v.strip()]
+        acc = sum(g == t for g, t in zip(got, truth)) / len(truth)
+        print(f"| Vowpal Wabbit {'' if passes == 1 else '(cache)'} | {passes} | {secs:.1f} | "
+              f"{n_train * passes / secs:,.0f} | {rss:.0f} | {acc:.3f} |")
+        # rosenblatt: the default rule for exactly `passes` epochs.
+        out = work / "rb.json"
+        cmd = [rb, "train", str(train), "--hash-bits", str(a.bits), "--epochs", str(passes),
+               "--patience", "0", "--backend", "cpu", "-o", str(out)]
+        secs, rss, _ = run(cmd, work)
+        _, _, ev = run([rb, "eval", str(out), str(test), "--backend", "cpu", "--json"], work)
+        import json
+
+        acc = json.loads(ev)["accuracy"]
+        print(f"| rosenblatt (averaged, held in memory) | {passes} | {secs:.1f} | "
+              f"{n_train * passes / secs:,.0f} | {rss:.0f} | {acc:.3f} |")
+
+
+if __name__ == "__main__":
+    main()
