@@ -13,6 +13,7 @@ perceptron) for the same passes. Each run's peak memory is its own (os.wait4).
 """
 
 import argparse
+import json
 import os
 import subprocess
 import sys
@@ -56,11 +57,18 @@ def main():
     if not a.data:
         run([rb, "gen", "--kind", "clicks", "--n", str(a.rows), "--noise", str(a.noise),
              "--seed", str(a.seed), "-o", str(data)], work)
-    lines = data.read_text().splitlines(keepends=True)
-    cut = len(lines) - len(lines) // 10
+    # Split line by line: this process stays small, so the children's peak memory (which
+    # starts from this process's, forked) is their own.
+    with open(data, "rb") as f:
+        total = sum(1 for line in f if line.strip())
+    cut = total - total // 10
     train, test = work / "train.vw", work / "test.vw"
-    train.write_text("".join(lines[:cut]))
-    test.write_text("".join(lines[cut:]))
+    with open(data, "rb") as f, open(train, "wb") as tr, open(test, "wb") as te:
+        k = 0
+        for line in f:
+            if line.strip():
+                (tr if k < cut else te).write(line)
+                k += 1
     truth = labels(test)
     n_train = cut
     print(f"data: {data.name}, {n_train} training rows, {len(truth)} test rows, "
@@ -89,8 +97,6 @@ def main():
                "--patience", "0", "--backend", "cpu", "-o", str(out)]
         secs, rss, _ = run(cmd, work)
         _, _, ev = run([rb, "eval", str(out), str(test), "--backend", "cpu", "--json"], work)
-        import json
-
         acc = json.loads(ev)["accuracy"]
         print(f"| rosenblatt (averaged, held in memory) | {passes} | {secs:.1f} | "
               f"{n_train * passes / secs:,.0f} | {rss:.0f} | {acc:.3f} |")

@@ -88,7 +88,7 @@ fn parse_impl<R: BufRead>(
     let (mut x, mut csr) = targets(path, n, d, pairs, sparse, streamed)?;
     let mut labels = LabelBuilder::default();
     let mut row = 0usize;
-    for_each_line(open().map_err(io)?, Some(b'#'), |line_no, content| {
+    for_each_line(open().map_err(io)?, |line_no, content| {
         let mut tokens = Tokens::new(content);
         let Some((lcol, label)) = tokens.next() else {
             return Ok(());
@@ -167,7 +167,7 @@ fn row_label(tok: &[u8]) -> std::result::Result<&str, &'static str> {
 /// reported by pass 2).
 fn scan<R: BufRead>(path: &Path, r: R) -> Result<(usize, usize, usize)> {
     let (mut n, mut max_index, mut pairs) = (0usize, 0usize, 0usize);
-    for_each_line(r, Some(b'#'), |_, content| {
+    for_each_line(r, |_, content| {
         let mut tokens = Tokens::new(content);
         if tokens.next().is_some() {
             n += 1;
@@ -262,12 +262,10 @@ fn pair(
     Ok(Some((index, v)))
 }
 
-/// Calls `f(line_number, content)` for each line, with the line end and any comment (from
-/// the byte `comment` on: `#` in LIBSVM) removed. The outer error is an I/O error, the inner
-/// one `f`'s.
-pub(super) fn for_each_line<R: BufRead>(
+/// Calls `f(line_number, content)` for each line, with any `#` comment and the line end
+/// removed. The outer error is an I/O error, the inner one `f`'s.
+fn for_each_line<R: BufRead>(
     mut r: R,
-    comment: Option<u8>,
     mut f: impl FnMut(usize, &[u8]) -> Result<()>,
 ) -> std::io::Result<Result<()>> {
     let mut buf = Vec::with_capacity(4096);
@@ -278,9 +276,7 @@ pub(super) fn for_each_line<R: BufRead>(
             return Ok(Ok(()));
         }
         line_no += 1;
-        let end = comment
-            .and_then(|c| buf.iter().position(|&b| b == c))
-            .unwrap_or(buf.len());
+        let end = buf.iter().position(|&b| b == b'#').unwrap_or(buf.len());
         if let Err(e) = f(line_no, &buf[..end]) {
             return Ok(Err(e));
         }

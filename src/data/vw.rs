@@ -20,12 +20,14 @@
 //! error: label:cost and other label forms with `:`, an initial prediction (a third number
 //! before the `|`), rows with labels mixed with rows without.
 
-use std::io::BufRead;
+use std::io::{BufRead, Read};
+
+use rayon::prelude::*;
 use std::path::Path;
 
 use super::csv::parse_value;
 use super::hashing::Hashing;
-use super::libsvm::{for_each_line, Tokens};
+use super::libsvm::Tokens;
 use super::{Dataset, LabelBuilder, LoadOptions};
 use crate::error::{Error, Result};
 use crate::matrix::{CsrBuf, MatrixBuf};
@@ -51,11 +53,71 @@ pub fn parse_with<R: BufRead>(
             ),
         ));
     }
-    let mut rows = Rows::new(path, &hashing);
-    let r = open().map_err(|e| Error::io(path, e))?;
-    for_each_line(r, None, |line_no, content| rows.line(line_no, content))
-        .map_err(|e| Error::io(path, e))??;
-    rows.finish(d)
+    let io = |e| Error::io(path, e);
+    let mut r = open().map_err(io)?;
+    // Blocks of whole lines, each cut into parts parsed on every core, appended in order: the
+    // rows, and any error's line, are those of a parse line by line.
+    let mut all = Rows::new(path, &hashing);
+    let mut labels = LabelBuilder::default();
+    let mut first_line = 1usize;
+    let mut block = Vec::new();
+    let cuts = 4 * rayon::current_num_threads();
+    loop {
+        block.clear();
+        (&mut r)
+            .take(BLOCK_BYTES)
+            .read_to_end(&mut block)
+            .map_err(io)?;
+        if block.is_empty() {
+            break;
+        }
+        if block.last() != Some(&b'\n') {
+            r.read_until(b'\n', &mut block).map_err(io)?;
+        }
+        let mut parts = Vec::with_capacity(cuts);
+        let mut line = first_line;
+        for text in line_parts(&block, cuts) {
+            parts.push((line, text));
+            line += text.iter().filter(|&&b| b == b'\n').count();
+        }
+        first_line = line;
+        let parsed: Vec<Result<Rows>> = parts
+            .into_par_iter()
+            .map(|(start, text)| {
+                let mut rows = Rows::new(path, &hashing);
+                for (k, l) in text.split_inclusive(|&b| b == b'\n').enumerate() {
+                    rows.line(start + k, l)?;
+                }
+                Ok(rows)
+            })
+            .collect();
+        for part in parsed {
+            all.append(part?, &mut labels)?;
+        }
+    }
+    all.finish(d, labels)
+}
+
+/// Bytes of text read at a time (then cut into parts for the cores).
+const BLOCK_BYTES: u64 = 8 << 20;
+
+/// `text` cut into about `parts` pieces of whole lines (the last may lack its line end).
+fn line_parts(text: &[u8], parts: usize) -> Vec<&[u8]> {
+    let step = text.len().div_ceil(parts.max(1)).max(1);
+    let mut out = Vec::with_capacity(parts);
+    let mut at = 0;
+    while at < text.len() {
+        let end = match text[(at + step).min(text.len())..]
+            .iter()
+            .position(|&b| b == b'\n')
+        {
+            Some(p) => (at + step).min(text.len()) + p + 1,
+            None => text.len(),
+        };
+        out.push(&text[at..end]);
+        at = end;
+    }
+    out
 }
 
 /// What the parse has read so far.
@@ -65,8 +127,9 @@ struct Rows<'a> {
     /// The interactions as pairs of namespace initials.
     pairs: Vec<(u8, u8)>,
     csr: CsrBuf,
-    labels: LabelBuilder,
-    /// Lines of the rows with and without a label (the first of each).
+    /// The labelled rows' labels, in order.
+    names: Vec<String>,
+    /// Rows with and without a label, and the line of the first of each.
     labelled: (usize, Option<usize>),
     unlabelled: (usize, Option<usize>),
     weights: Vec<f32>,
@@ -93,7 +156,7 @@ impl<'a> Rows<'a> {
             hashing,
             pairs,
             csr: CsrBuf::new(),
-            labels: LabelBuilder::default(),
+            names: Vec::new(),
             labelled: (0, None),
             unlabelled: (0, None),
             weights: Vec::new(),
@@ -295,7 +358,42 @@ impl<'a> Rows<'a> {
         }
         self.csr
             .push_row(merged.into_iter().filter(|&(_, v)| v != 0.0));
-        let bytes = 8 * (self.csr.nnz() as u64 + self.csr.indptr.len() as u64);
+        let seen = if label.is_some() {
+            &mut self.labelled
+        } else {
+            &mut self.unlabelled
+        };
+        seen.0 += 1;
+        seen.1.get_or_insert(line_no);
+        if let Some(l) = label {
+            self.names.push(l.to_string());
+        }
+        self.weights.push(weight);
+        Ok(())
+    }
+
+    /// Appends the rows `part` parsed after these (their labels into `labels`), within the
+    /// memory budget.
+    fn append(&mut self, part: Rows<'_>, labels: &mut LabelBuilder) -> Result<()> {
+        let base = self.csr.nnz();
+        self.csr.indices.extend_from_slice(&part.csr.indices);
+        self.csr.values.extend_from_slice(&part.csr.values);
+        self.csr
+            .indptr
+            .extend(part.csr.indptr[1..].iter().map(|&p| base + p));
+        for name in &part.names {
+            labels.push(name);
+        }
+        self.weights.extend_from_slice(&part.weights);
+        for (all, p) in [
+            (&mut self.labelled, part.labelled),
+            (&mut self.unlabelled, part.unlabelled),
+        ] {
+            all.0 += p.0;
+            all.1 = all.1.or(p.1);
+        }
+        let bytes = 8 * (self.csr.nnz() as u64 + self.csr.indptr.len() as u64)
+            + 4 * self.weights.len() as u64;
         if bytes > self.budget {
             return Err(Error::Memory {
                 what: format!(
@@ -308,21 +406,10 @@ impl<'a> Rows<'a> {
                 available: self.budget,
             });
         }
-        let seen = if label.is_some() {
-            &mut self.labelled
-        } else {
-            &mut self.unlabelled
-        };
-        seen.0 += 1;
-        seen.1.get_or_insert(line_no);
-        if let Some(l) = label {
-            self.labels.push(l);
-        }
-        self.weights.push(weight);
         Ok(())
     }
 
-    fn finish(self, d: usize) -> Result<Dataset> {
+    fn finish(self, d: usize, labels: LabelBuilder) -> Result<Dataset> {
         let n = self.csr.n();
         if n == 0 {
             return Err(Error::data(self.path, "empty file: no examples"));
@@ -336,7 +423,7 @@ impl<'a> Rows<'a> {
                 ),
             ));
         }
-        let labels = (self.labelled.0 > 0).then(|| self.labels.finish());
+        let labels = (self.labelled.0 > 0).then(|| labels.finish());
         let mut ds = Dataset::from_matrix(
             MatrixBuf::Csr(self.csr),
             n,
@@ -526,6 +613,37 @@ mod tests {
         };
         let e = parse_with(Path::new("t.vw"), || Ok(&b"1 |f a\n"[..]), &bad).unwrap_err();
         assert!(e.to_string().contains("hash bits"), "{e}");
+    }
+
+    #[test]
+    fn parts_on_every_core_give_the_rows_and_lines_of_a_parse_line_by_line() {
+        let text: String = (0..3000)
+            .map(|i| format!("{} {} |f a{} b:{}\n", 1 - 2 * (i % 2), 1 + i % 3, i % 50, i))
+            .collect();
+        for cuts in [1, 2, 7, 64] {
+            let parts = line_parts(text.as_bytes(), cuts);
+            assert_eq!(parts.concat(), text.as_bytes());
+            assert!(parts.iter().all(|p| p.ends_with(b"\n")), "{cuts}");
+        }
+        assert_eq!(
+            line_parts(b"a\nb\nc\nd", 4),
+            vec![&b"a\nb\n"[..], &b"c\nd"[..]]
+        );
+        let h = Hashing {
+            bits: 10,
+            ..Hashing::default()
+        };
+        let ds = load(&text, Some(h.clone())).unwrap();
+        assert_eq!(ds.n, 3000);
+        // Row 2,999 is itself, wherever its part began.
+        let last = load("-1 3 |f a49 b:2999\n", Some(h.clone())).unwrap();
+        assert_eq!(row(&ds, 2999), row(&last, 0));
+        assert_eq!(ds.weights.as_ref().unwrap()[2999], 3.0);
+        let bad = text.replacen("|f a26 b:776", "|f a26 b:x", 1);
+        match load(&bad, Some(h)) {
+            Err(Error::Parse { line, .. }) => assert_eq!(line, Some(777)),
+            other => panic!("{other:?}"),
+        }
     }
 
     #[test]
