@@ -134,6 +134,8 @@ mod trainer;
 // Data: a data set, its loaders and the synthetic generator.
 pub use data::synth::{self, SynthSpec, Synthetic};
 pub use data::{load, Dataset, Format, LabelCol, LabelType, Labels, Layout, LoadOptions};
+// Raw features hashed into columns (Vowpal Wabbit text).
+pub use data::hashing::{HashSign, Hashing};
 // Feature storage a data set is built from.
 pub use matrix::{CsrBuf, MappedF32, MatrixBuf, Storage};
 // Parameters, validated into `Params`.

@@ -71,7 +71,7 @@ impl std::str::FromStr for HashSign {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Hashing {
-    /// Columns are 2^bits (1 to [`MAX_HASH_BITS`]).
+    /// Columns are 2^bits (1 to 28).
     pub bits: u32,
     /// Signed or unsigned values.
     #[serde(default)]

@@ -256,7 +256,7 @@ pub enum Format {
     Npy,
     /// A NumPy `.npz` archive with arrays `X` and `y`.
     Npz,
-    /// Vowpal Wabbit's text format, its features hashed ([`hashing::Hashing`]).
+    /// Vowpal Wabbit's text format, its features hashed ([`crate::Hashing`]).
     Vw,
 }
 
