@@ -160,7 +160,26 @@ impl<'a> Like<'a> {
 }
 
 fn load_data(path: &Path, a: &DataArgs, like: Like<'_>) -> anyhow::Result<Dataset> {
-    Ok(data::load(path, &load_options(a, like)?)?)
+    let ds = data::load(path, &load_options(a, like)?)?;
+    hashed_if_asked(&a.hash, &ds)?;
+    Ok(ds)
+}
+
+/// Hashing flags on input that is not hashed (not Vowpal Wabbit text) would be ignored: an
+/// error instead.
+fn hashed_if_asked(a: &HashArgs, ds: &Dataset) -> anyhow::Result<()> {
+    let named = a.hash_bits.is_some() || a.hash_sign.is_some() || !a.quadratic.is_empty();
+    if named && ds.hashing.is_none() {
+        return Err(usage(
+            "--hash-bits",
+            &format!(
+                "and the other hashing flags apply to Vowpal Wabbit text only, and {} is not \
+                 (its features are columns already)",
+                ds.source.display()
+            ),
+        ));
+    }
+    Ok(())
 }
 
 /// The hashing the flags ask for (`None` when they name none), refused where it differs

@@ -257,6 +257,7 @@ fn load_training(
         }
         None => data::load(&a.data, &opts)?,
     };
+    super::hashed_if_asked(&a.data_args.hash, &ds)?;
     if let Some(p) = &a.sample_weights {
         ds.weights = Some(rosenblatt::data::npy::load_weights(p, ds.n)?);
     }

@@ -199,6 +199,12 @@ fn numbered_features_unsigned_train_the_model_the_same_rows_train_from_libsvm() 
     assert_eq!(vw["weights"], svm["weights"]);
     assert_eq!(vw["bias"], svm["bias"]);
     assert_eq!(vw["classes"], svm["classes"]);
+    // Hashing flags on input that is not hashed would be ignored: refused.
+    refused(
+        p,
+        &["train", "g.svm", "--hash-bits", "5"],
+        "Vowpal Wabbit text only",
+    );
     // Raw text hashed for a model of numeric columns is refused, not scored.
     refused(
         p,
