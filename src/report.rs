@@ -152,10 +152,17 @@ pub fn radius_scaled(
     source: &std::path::Path,
 ) -> crate::error::Result<f64> {
     let mut r = radius(&MatrixBuf::Dense(Vec::new()), 0, bias);
-    sc.for_scaled_blocks(x, n, d, source, false, |_, part| {
-        r = r.max(radius(&part, d, bias));
-        Ok(())
-    })?;
+    sc.for_scaled_blocks(
+        x,
+        n,
+        d,
+        source,
+        crate::data::scale::Overflow::Error,
+        |_, part| {
+            r = r.max(radius(&part, d, bias));
+            Ok(())
+        },
+    )?;
     Ok(r)
 }
 

@@ -101,14 +101,14 @@ fn floor_partials(g: &GpuBackend, len: usize) -> u64 {
 fn assert_one_read(g: &GpuBackend, p: &KernelProfile, len: usize, what: &str) {
     let d = describe(p);
     assert!(p.plan.starts_with("register pass"), "{what}: {d}");
-    assert_eq!(p.words(X, false), p.x_words, "{what}: X loaded\n{d}");
-    assert_eq!(p.words(X, true), 0, "{what}\n{d}");
+    assert_eq!(p.loaded(X), p.x_words, "{what}: X loaded\n{d}");
+    assert_eq!(p.stored(X), 0, "{what}\n{d}");
     assert_eq!(
-        p.words(COEF, false) + p.words(COEF, true),
+        p.loaded(COEF) + p.stored(COEF),
         0,
         "{what}: coefficients through global memory\n{d}"
     );
-    let partials = p.words(PARTIALS, false) + p.words(PARTIALS, true);
+    let partials = p.loaded(PARTIALS) + p.stored(PARTIALS);
     let allowed = partial_allowance(g, p, len);
     assert!(
         partials <= allowed,
@@ -134,11 +134,7 @@ fn assert_one_read_or_gl_two_kernels(
 ) {
     if on_gl(g) && heads > 1 && !p.plan.starts_with("register pass") {
         assert!(p.plan.contains("two kernels"), "{what}: {}", describe(p));
-        assert!(
-            p.words(X, false) >= 2 * p.x_words,
-            "{what}: {}",
-            describe(p)
-        );
+        assert!(p.loaded(X) >= 2 * p.x_words, "{what}: {}", describe(p));
         return;
     }
     assert_one_read(g, p, heads * (d + 1), what);
@@ -150,11 +146,11 @@ fn assert_one_read_or_gl_two_kernels(
 /// every word besides X, the partials (which `assert_one_read` bounds) and one copy of the
 /// weights per workgroup of that floor.
 fn assert_little_else(g: &GpuBackend, p: &KernelProfile, len: usize, what: &str) {
-    let mut other = p.total_words() - p.words(X, false);
+    let mut other = p.total_words() - p.loaded(X);
     let mut allowed = p.x_words / 20;
     let floor = floor_partials(g, len);
     if floor * 50 > p.x_words {
-        other -= p.words(PARTIALS, false) + p.words(PARTIALS, true);
+        other -= p.loaded(PARTIALS) + p.stored(PARTIALS);
         allowed += floor / 2;
     }
     assert!(
@@ -208,7 +204,7 @@ fn the_register_pass_reads_x_once_for_every_storage_and_head_count() {
                 assert_one_read(&g, &p, heads * (d + 1), &what);
                 // The labels once: a byte a row, four to a word.
                 assert_eq!(
-                    p.words(ROWS, false),
+                    p.loaded(ROWS),
                     n.div_ceil(4) as u64,
                     "{what}\n{}",
                     describe(&p)
@@ -295,7 +291,7 @@ fn held_out_rows_row_weights_and_both_lane_sums_keep_one_read() {
         // of training rows (a word a row).
         assert_eq!(p.x_words, ((n + nv) * d) as u64, "{name}");
         let labels = n.div_ceil(4) + nv.div_ceil(4);
-        assert_eq!(p.words(ROWS, false), (labels + n) as u64, "{name}");
+        assert_eq!(p.loaded(ROWS), (labels + n) as u64, "{name}");
     }
 }
 
@@ -323,8 +319,8 @@ fn padded_rows_count_their_padding_and_the_two_kernel_path_reads_more() {
     // coefficients through global memory.
     let p = counted(&two, view);
     assert!(p.plan.starts_with("two kernels"), "{}", p.plan);
-    assert!(p.words(X, false) > p.x_words, "{}", describe(&p));
-    assert!(p.words(COEF, true) >= n as u64, "{}", describe(&p));
+    assert!(p.loaded(X) > p.x_words, "{}", describe(&p));
+    assert!(p.stored(COEF) >= n as u64, "{}", describe(&p));
 }
 
 /// Integer CSR rows (values 1..=3, in `storage`): `per_row` random columns a row, and with
@@ -385,7 +381,7 @@ fn the_sparse_epoch_loads_each_non_zero_at_most_twice_for_every_head_count() {
         let p = counted(&g, view);
         let what = format!("{storage:?} K={heads} nnz={nnz}");
         assert!(p.plan.contains("CSR"), "{what}: {}", describe(&p));
-        let (xw, iw) = (p.words(X, false), p.words(INDEX, false));
+        let (xw, iw) = (p.loaded(X), p.loaded(INDEX));
         assert!(
             xw <= 2 * nnz as u64,
             "{what}: X {xw} words\n{}",

@@ -18,6 +18,7 @@ mod summary;
 pub mod winnow;
 
 pub use backends::{Backends, Checkpoint};
+pub(crate) use problem::RowWeights;
 pub use problem::{stratified_split, weights_fit, Holdout, Problem, Shard};
 
 use std::time::Instant;

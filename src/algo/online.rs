@@ -14,7 +14,7 @@ use rand::seq::SliceRandom;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
-use super::{Backends, Fitted, Problem, Progress, Shard, PREFETCH_ROWS};
+use super::{Backends, Fitted, Problem, Progress, RowWeights, Shard, PREFETCH_ROWS};
 use crate::backend::cpu::{val_mistakes, CpuBackend};
 use crate::backend::steps::{stream_part, StepRows, StepX, StepsBound, StepsSetup};
 use crate::backend::Features;
@@ -49,8 +49,8 @@ pub(crate) trait OnlineRule {
 
     /// The end of an epoch in a data-parallel run: every process continues from the mean
     /// of the processes' weights, and the epoch's counts become their sums.
-    fn mix(&mut self, shard: &Shard, e: &mut EpochStats, weighted: bool) -> Result<()> {
-        shard.mix(self.weights_mut(), e, weighted);
+    fn mix(&mut self, shard: &Shard, e: &mut EpochStats, rw: RowWeights) -> Result<()> {
+        shard.mix(self.weights_mut(), e, rw);
         Ok(())
     }
 
@@ -242,7 +242,7 @@ pub(crate) fn run<R: OnlineRule>(
         if let Some(sh) = &pb.shard {
             // Iterative parameter mixing (McDonald, Hall and Mann, 2010): each process ran one
             // online epoch on its rows from the same weights; all continue from their mean.
-            rule.mix(sh, &mut e, v.sw.is_some())?;
+            rule.mix(sh, &mut e, RowWeights::of(v.sw))?;
         }
         e.update_norm = update_norm(rule.weights(), &start);
         if pb.val.is_some() {
@@ -278,7 +278,10 @@ pub(crate) fn fitted(pb: &Problem<'_>, out: Online) -> Result<Fitted> {
             coef,
             counts,
         } => Body::Voted(Voted {
-            rows: Rows::from_augmented(&start, pb.ds.d, pb.fit_bias),
+            rows: match Rows::from_augmented(&start, pb.ds.d) {
+                rows if pb.fit_bias => rows,
+                rows => rows.without_bias(),
+            },
             counts,
             steps: Some(support_of(pb, rows, coef)),
         }),
@@ -343,7 +346,11 @@ pub fn fit(
         voted: (params.algo == Algo::Voted).then_some(params.max_vectors),
     };
     let w = pb.initial_weights(params);
-    let steps = steps_for(pb, params, backends.primary, keep.voted.is_none());
+    let choice = match keep.voted {
+        None => StepsChoice::GpuMayPick,
+        Some(_) => StepsChoice::AsNamed,
+    };
+    let steps = steps_for(pb, params, backends.primary, choice);
     let stepped = |f: Result<Fitted>, ran: crate::report::Ran| {
         f.map(|mut f| {
             f.ran = crate::report::Ran {
@@ -378,16 +385,25 @@ pub fn fit(
     }
 }
 
-/// The steps and streams of a run: those the user named, or on a GPU where they named neither
-/// (and `gpu_may_pick`) the GPU's choice for the rows (`params::gpu_steps`).
+/// Who sets a run's steps and streams where the user named neither.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum StepsChoice {
+    /// On a GPU, the GPU's choice for the rows (`params::gpu_steps`).
+    GpuMayPick,
+    /// One row a step, one stream (a rule the steps would change, as the voted perceptron).
+    AsNamed,
+}
+
+/// The steps and streams of a run: those the user named, or where they named neither and
+/// `choice` lets it, the GPU's choice for the rows.
 pub(crate) fn steps_for(
     pb: &Problem<'_>,
     params: &Params,
     backend: &dyn Backend,
-    gpu_may_pick: bool,
+    choice: StepsChoice,
 ) -> (usize, usize) {
     match (params.minibatch, params.streams) {
-        (1, 1) if backend.kind() == BackendKind::Gpu && gpu_may_pick => {
+        (1, 1) if backend.kind() == BackendKind::Gpu && choice == StepsChoice::GpuMayPick => {
             // In a data-parallel run every process picks from the same count (the mean share),
             // so that all run the same rule.
             let n = pb.view().n;
@@ -461,7 +477,7 @@ struct DeviceSteps<'a> {
     /// The model after the last epoch, once read back (held-out rows score it).
     model: Option<Vec<f32>>,
     /// Rows have weights: epochs count their mistakes' weights.
-    weighted: bool,
+    weighted: RowWeights,
     order: Vec<u32>,
 }
 
@@ -548,7 +564,7 @@ impl<'a> DeviceSteps<'a> {
         };
         match backend.bind_steps(rows, setup) {
             Ok(bound) => Ok(Ok(DeviceSteps {
-                weighted: v.sw.is_some(),
+                weighted: RowWeights::of(v.sw),
                 bound,
                 w: w0.to_vec(),
                 model: None,
@@ -641,7 +657,7 @@ impl OnlineRule for DeviceSteps<'_> {
         if let Some(r) = e.wrong_rows.as_mut() {
             *r += o.wrong_rows;
         }
-        if self.weighted {
+        if self.weighted == RowWeights::Weighted {
             *e.weighted.get_or_insert(0.0) += o.weighted;
         }
         // The mixed weights (for the update norm); the model only where it is scored.
@@ -654,9 +670,9 @@ impl OnlineRule for DeviceSteps<'_> {
         Some(self.bound.plan())
     }
 
-    fn mix(&mut self, shard: &Shard, e: &mut EpochStats, weighted: bool) -> Result<()> {
+    fn mix(&mut self, shard: &Shard, e: &mut EpochStats, rw: RowWeights) -> Result<()> {
         // Every stream of every process continues from the processes' mean.
-        shard.mix(&mut self.w, e, weighted);
+        shard.mix(&mut self.w, e, rw);
         self.bound.set_weights(&self.w)?;
         self.model = None;
         Ok(())
@@ -796,9 +812,9 @@ impl OnlineRule for Streams {
         (self.pos, self.cur) = (0, 0);
     }
 
-    fn mix(&mut self, shard: &Shard, e: &mut EpochStats, weighted: bool) -> Result<()> {
+    fn mix(&mut self, shard: &Shard, e: &mut EpochStats, rw: RowWeights) -> Result<()> {
         let mut w = self.w.clone();
-        shard.mix(&mut w, e, weighted);
+        shard.mix(&mut w, e, rw);
         self.set_all(&w);
         self.w = w;
         Ok(())
@@ -1223,9 +1239,9 @@ impl OnlineRule for Perceptron {
         }
     }
 
-    fn mix(&mut self, shard: &Shard, e: &mut EpochStats, weighted: bool) -> Result<()> {
+    fn mix(&mut self, shard: &Shard, e: &mut EpochStats, rw: RowWeights) -> Result<()> {
         let before_mix = self.w.clone();
-        shard.mix(&mut self.w, e, weighted);
+        shard.mix(&mut self.w, e, rw);
         if let Some(avg) = self.avg.as_mut() {
             // The jump to the mean counts as one more update in the lazy sums, so the
             // average stays that of the weights this process went through.

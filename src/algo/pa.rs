@@ -33,7 +33,12 @@ pub fn fit(
         voted: None,
     };
     let w = pb.initial_weights(params);
-    let steps = online::steps_for(pb, params, backends.primary, true);
+    let steps = online::steps_for(
+        pb,
+        params,
+        backends.primary,
+        online::StepsChoice::GpuMayPick,
+    );
     let cpu = CpuBackend::new();
     let mut fallback = None;
     let tries: [&dyn crate::backend::Backend; 2] = [backends.primary, &cpu];

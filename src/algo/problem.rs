@@ -13,7 +13,7 @@ use super::{fitter_is_online, initial_weights};
 use crate::backend::{
     FeatureBuf, HeadRule, Matrix, MatrixBuf, Patience, Reduce, Storage, TrainView, ValView,
 };
-use crate::data::scale::Scaler;
+use crate::data::scale::{Overflow, Scaler};
 use crate::data::{Dataset, Labels};
 use crate::error::{Error, Param, Result};
 use crate::model::{Body, Hyperplane, Model, ModelKind, Rows};
@@ -78,6 +78,23 @@ pub struct Shard {
     pub local: Option<(usize, f32)>,
 }
 
+/// Whether a run's rows carry weights: then its epochs count their mistakes' weights too.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum RowWeights {
+    Unweighted,
+    Weighted,
+}
+
+impl RowWeights {
+    /// `Weighted` where there are row weights `sw`.
+    pub(crate) fn of<T>(sw: Option<T>) -> RowWeights {
+        match sw {
+            Some(_) => RowWeights::Weighted,
+            None => RowWeights::Unweighted,
+        }
+    }
+}
+
 impl Shard {
     /// Process `rank` of `size`'s rows of `n`: rank * n / size up to (rank + 1) * n / size.
     pub fn rows_of(n: usize, rank: usize, size: usize) -> std::ops::Range<usize> {
@@ -87,16 +104,16 @@ impl Shard {
 
     /// The end of an online epoch under iterative parameter mixing: `w` becomes its mean over
     /// the processes and the epoch's counts their sums.
-    pub(crate) fn mix(&self, w: &mut [f32], e: &mut crate::backend::EpochStats, weights: bool) {
+    pub(crate) fn mix(&self, w: &mut [f32], e: &mut crate::backend::EpochStats, rw: RowWeights) {
         self.reduce.sum_f32(w);
         let k = self.reduce.size() as f32;
         w.iter_mut().for_each(|v| *v /= k);
-        self.sum_counts(e, weights);
+        self.sum_counts(e, rw);
     }
 
     /// An epoch's counts summed over the processes (with row weights, the weighted mistakes
     /// too, also where this process had none).
-    pub(crate) fn sum_counts(&self, e: &mut crate::backend::EpochStats, weights: bool) {
+    pub(crate) fn sum_counts(&self, e: &mut crate::backend::EpochStats, rw: RowWeights) {
         let mut c = [
             e.mistakes as f64,
             e.criterion,
@@ -106,7 +123,7 @@ impl Shard {
         self.reduce.sum_f64(&mut c);
         e.mistakes = c[0] as u64;
         e.criterion = c[1];
-        e.weighted = weights.then_some(c[2]);
+        e.weighted = (rw == RowWeights::Weighted).then_some(c[2]);
         e.wrong_rows = e.wrong_rows.map(|_| c[3] as u64);
     }
 
@@ -257,10 +274,10 @@ impl<'a> Problem<'a> {
         if let Some(sc) = &scaling {
             if !on_read {
                 let t = train.to_mut();
-                sc.apply_matrix(&mut t.x, t.n, t.d, &t.source, false)?;
+                sc.apply_matrix(&mut t.x, t.n, t.d, &t.source, Overflow::Error)?;
             }
             if let Some((v, _)) = &mut val {
-                sc.apply_matrix(&mut v.x, v.n, v.d, &v.source, false)?;
+                sc.apply_matrix(&mut v.x, v.n, v.d, &v.source, Overflow::Error)?;
             }
         }
         let tl = train.require_labels()?;
@@ -403,7 +420,7 @@ impl<'a> Problem<'a> {
     fn scale_now(&mut self) -> Result<()> {
         if let Some(sc) = self.scale_on_read.take() {
             let t = self.ds.to_mut();
-            sc.apply_matrix(&mut t.x, t.n, t.d, &t.source, false)?;
+            sc.apply_matrix(&mut t.x, t.n, t.d, &t.source, Overflow::Error)?;
         }
         Ok(())
     }
@@ -502,7 +519,12 @@ impl<'a> Problem<'a> {
     /// The model body of augmented weights `w` (`heads * (d + 1)`, the problem's linear kind).
     pub fn linear_body(&self, w: &[f32]) -> Body {
         let d = self.ds.d;
-        let rows = Rows::from_augmented(w, d, self.fit_bias);
+        let rows = Rows::from_augmented(w, d);
+        let rows = if self.fit_bias {
+            rows
+        } else {
+            rows.without_bias()
+        };
         match self.kind {
             ModelKind::Multiclass => Body::Multiclass(rows),
             ModelKind::Ovr => Body::Ovr(rows),

@@ -6,7 +6,7 @@
 //! Winnow learns over the features only (no bias column).
 
 use super::online::{self, OnlineRule, Snapshot, Step};
-use super::{Backends, Fitted, Problem, Progress, Shard};
+use super::{Backends, Fitted, Problem, Progress, RowWeights, Shard};
 use crate::backend::{winnow_weights, EpochStats, Row, RowWeight};
 use crate::error::Result;
 use crate::params::Params;
@@ -91,13 +91,13 @@ impl OnlineRule for Winnow {
         })
     }
 
-    fn mix(&mut self, shard: &Shard, e: &mut EpochStats, weighted: bool) -> Result<()> {
+    fn mix(&mut self, shard: &Shard, e: &mut EpochStats, rw: RowWeights) -> Result<()> {
         // Iterative parameter mixing: the processes' log-weights are averaged (the geometric
         // mean of their weights, Winnow's own scale), the counts summed.
         shard.reduce.sum_f64(&mut self.logb);
         let k = shard.reduce.size() as f64;
         self.logb.iter_mut().for_each(|l| *l /= k);
-        shard.sum_counts(e, weighted);
+        shard.sum_counts(e, rw);
         let d = self.logb.len();
         winnow_weights(&self.logb, &mut self.w[..d]);
         self.top = self.logb.iter().copied().fold(f64::NEG_INFINITY, f64::max);

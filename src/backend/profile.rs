@@ -74,12 +74,14 @@ pub struct KernelTraffic {
 }
 
 impl KernelProfile {
-    /// Words loaded (`stores`: false) or stored of category `cat` over all entry points.
-    pub fn words(&self, cat: usize, stores: bool) -> u64 {
-        self.traffic
-            .iter()
-            .map(|t| if stores { t.stores[cat] } else { t.loads[cat] })
-            .sum()
+    /// Words of category `cat` loaded over all entry points.
+    pub fn loaded(&self, cat: usize) -> u64 {
+        self.traffic.iter().map(|t| t.loads[cat]).sum()
+    }
+
+    /// Words of category `cat` stored over all entry points.
+    pub fn stored(&self, cat: usize) -> u64 {
+        self.traffic.iter().map(|t| t.stores[cat]).sum()
     }
 
     /// Every word loaded and stored in the epoch.

@@ -8,10 +8,10 @@ use rosenblatt::params::{Algo, TrainParams};
 
 use super::args::DemoArgs;
 use super::train::epoch_list;
-use super::{select_backend, Bar};
+use super::{select_backend, Bar, Voice};
 
 pub fn run(a: DemoArgs) -> anyhow::Result<()> {
-    let sel = select_backend(&a.backend, false)?;
+    let sel = select_backend(&a.backend, Voice::Speaks)?;
     let cpu = CpuBackend::new();
     outln!("rosenblatt demo: perceptrons on generated linearly separable data");
     outln!(
@@ -50,7 +50,7 @@ pub fn run(a: DemoArgs) -> anyhow::Result<()> {
         let bound_star = (r_star / s.margin_augmented).powi(2);
         for algo in [Algo::Online, Algo::Batch] {
             let params = TrainParams::for_algo(algo).seed(a.seed).validate()?;
-            let mut bar = Bar::new(true);
+            let mut bar = Bar::new(Voice::Speaks);
             let t = algo::train(&s.data, &params, &*sel.backend, Some(&cpu), &mut bar);
             bar.finish();
             let r = t?.report;

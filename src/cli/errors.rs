@@ -81,12 +81,12 @@ impl std::fmt::Display for FlagError {
 
 impl std::error::Error for FlagError {}
 
-/// Processes of a data-parallel run that would do different things (exit 2); only the first
-/// says so (`speaks`), the others end quietly.
+/// Processes of a data-parallel run that would do different things (exit 2); the first
+/// process says so itself before any ends (mpirun ends the others as soon as one exits), so
+/// the error is not printed again.
 #[derive(Debug)]
 struct Disagreement {
     text: String,
-    speaks: bool,
 }
 
 impl std::fmt::Display for Disagreement {
@@ -98,8 +98,8 @@ impl std::fmt::Display for Disagreement {
 impl std::error::Error for Disagreement {}
 
 /// A [`Disagreement`] error.
-pub fn disagreement(speaks: bool, text: String) -> anyhow::Error {
-    anyhow::anyhow!(Disagreement { text, speaks })
+pub fn disagreement(text: String) -> anyhow::Error {
+    anyhow::anyhow!(Disagreement { text })
 }
 
 /// Whether `e` is a disagreement between processes.
@@ -107,10 +107,9 @@ pub fn is_disagreement(e: &anyhow::Error) -> bool {
     e.downcast_ref::<Disagreement>().is_some()
 }
 
-/// Whether `e` is to be printed (every error but a disagreement on a process other than the
-/// first).
+/// Whether `e` is to be printed (every error but a disagreement, said already).
 pub fn printed(e: &anyhow::Error) -> bool {
-    e.downcast_ref::<Disagreement>().is_none_or(|d| d.speaks)
+    !is_disagreement(e)
 }
 
 /// What the user reads after "error: ".

@@ -9,7 +9,7 @@ use super::args::{
     AveragingArgs, CommitteeArgs, ComplexityArgs, ExperimentOut, MarginArgs, TimeArgs,
 };
 use super::errors::{flag_error, usage};
-use super::{check_outputs, select_backend};
+use super::{check_outputs, select_backend, Voice};
 
 pub fn committee(a: CommitteeArgs) -> anyhow::Result<()> {
     TrainParams::for_algo(rosenblatt::Algo::Batch)
@@ -288,7 +288,7 @@ pub fn complexity(a: ComplexityArgs) -> anyhow::Result<()> {
     let mut backends: Vec<&dyn rosenblatt::backend::Backend> = vec![&cpu];
     let sel = match a.backend.backend {
         BackendChoice::Cpu => None,
-        _ => Some(select_backend(&a.backend, true)?),
+        _ => Some(select_backend(&a.backend, Voice::Quiet)?),
     };
     if let Some(s) = sel
         .as_ref()
@@ -384,7 +384,7 @@ pub fn time_to_accuracy(a: TimeArgs) -> anyhow::Result<()> {
     let cpu = rosenblatt::backend::cpu::CpuBackend::new();
     let sel = match a.backend.backend {
         BackendChoice::Cpu => None,
-        _ => Some(select_backend(&a.backend, true)?),
+        _ => Some(select_backend(&a.backend, Voice::Quiet)?),
     };
     let gpu = sel
         .as_ref()

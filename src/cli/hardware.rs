@@ -320,7 +320,7 @@ fn print_traffic(p: &rosenblatt::backend::KernelProfile) -> anyhow::Result<()> {
             t.longest_thread
         );
     }
-    let x = p.words(0, false);
+    let x = p.loaded(0);
     let other = p.total_words() - x;
     outln!(
         "  X loaded: {:.3}x one read of X ({} words); everything else: {:.2}% of one read",

@@ -258,9 +258,18 @@ pub(crate) fn world() -> anyhow::Result<std::rc::Rc<dyn rosenblatt::backend::Red
     ))
 }
 
+/// Whether a command (or a process of a data-parallel run) writes its notes on stderr.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Voice {
+    /// Notes and progress on stderr.
+    Speaks,
+    /// Only what was asked for (JSON output, the processes after the first).
+    Quiet,
+}
+
 /// Chooses the backend and says which on stderr.
-fn select_backend(a: &BackendArgs, quiet: bool) -> anyhow::Result<Selected> {
-    select_backend_nth(a, quiet, None, None)
+fn select_backend(a: &BackendArgs, voice: Voice) -> anyhow::Result<Selected> {
+    select_backend_nth(a, voice, None, None)
 }
 
 /// As [`select_backend`], for one of several processes on a machine: the process with local
@@ -268,7 +277,7 @@ fn select_backend(a: &BackendArgs, quiet: bool) -> anyhow::Result<Selected> {
 /// values of X, where known (too few take the CPU under auto: `backend::select_for`).
 fn select_backend_nth(
     a: &BackendArgs,
-    quiet: bool,
+    voice: Voice,
     nth: Option<usize>,
     values: Option<u64>,
 ) -> anyhow::Result<Selected> {
@@ -298,7 +307,7 @@ fn select_backend_nth(
     // (`--backend cpu` gets what it asked for: no note.)
     if nth.is_none()
         && a.backend != BackendChoice::Cpu
-        && (!quiet || a.backend == BackendChoice::Auto)
+        && (voice == Voice::Speaks || a.backend == BackendChoice::Auto)
     {
         note!("{}", sel.note);
     }
@@ -372,9 +381,9 @@ struct Bar {
 }
 
 impl Bar {
-    fn new(enabled: bool) -> Self {
+    fn new(voice: Voice) -> Self {
         Bar {
-            enabled: enabled && std::io::stderr().is_terminal(),
+            enabled: voice == Voice::Speaks && std::io::stderr().is_terminal(),
             start: Instant::now(),
             bar: None,
             snapshots: None,

@@ -4,7 +4,7 @@ use rosenblatt::error::Param;
 use rosenblatt::model::Model;
 
 use super::args::{PlotModelArgs, PlotTrainingArgs};
-use super::{check_outputs, load_data, select_backend, Like};
+use super::{check_outputs, load_data, select_backend, Like, Voice};
 
 fn plot_inputs(a: &PlotModelArgs) -> anyhow::Result<(Model, rosenblatt::data::Dataset)> {
     rosenblatt::plot::image_kind(&a.output)?;
@@ -31,7 +31,7 @@ pub fn plot_boundary(a: PlotModelArgs) -> anyhow::Result<()> {
         }),
         None => None,
     };
-    let sel = select_backend(&a.backend, true)?;
+    let sel = select_backend(&a.backend, Voice::Quiet)?;
     rosenblatt::plot::boundary(
         &model,
         &ds,
@@ -56,7 +56,7 @@ pub fn plot_training(a: PlotTrainingArgs) -> anyhow::Result<()> {
 
 pub fn plot_roc(a: PlotModelArgs) -> anyhow::Result<()> {
     let (model, ds) = plot_inputs(&a)?;
-    let sel = select_backend(&a.backend, true)?;
+    let sel = select_backend(&a.backend, Voice::Quiet)?;
     rosenblatt::plot::roc(
         &model,
         &ds,

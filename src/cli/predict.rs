@@ -5,7 +5,7 @@ use rosenblatt::model::{Evaluation, Model};
 use anyhow::Context;
 
 use super::args::{EvalArgs, ExportArgs, PredictArgs};
-use super::{check_outputs, load_data, select_backend, stage, write_output, Like};
+use super::{check_outputs, load_data, select_backend, stage, write_output, Like, Voice};
 
 /// `rosenblatt export`: the model as an ONNX graph, written atomically.
 pub fn export(a: ExportArgs) -> anyhow::Result<()> {
@@ -31,7 +31,7 @@ pub fn predict(a: PredictArgs) -> anyhow::Result<()> {
     check_outputs(&[a.output.as_deref()], &[&a.model, &a.data])?;
     let ds = load_data(&a.data, &a.data_args, Like::model(&model))?;
     model.check_features(&ds)?;
-    let sel = select_backend(&a.backend, true)?;
+    let sel = select_backend(&a.backend, Voice::Quiet)?;
     let raw = model.raw_scores(&ds, &*sel.backend)?;
     let pred = model.predict(&raw);
     let per_class = !model.is_binary();
@@ -66,7 +66,7 @@ pub fn eval(a: EvalArgs) -> anyhow::Result<()> {
         },
     )?;
     model.check_features(&ds)?;
-    let sel = select_backend(&a.backend, true)?;
+    let sel = select_backend(&a.backend, Voice::Quiet)?;
     let ev = model.evaluate(&ds, &*sel.backend)?;
     if a.json {
         outln!("{}", serde_json::to_string(&ev)?);

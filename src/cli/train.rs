@@ -18,7 +18,9 @@ use rosenblatt::backend::{Distributed, Reduce, Selected};
 
 use super::args::TrainArgs;
 use super::errors::{flag_error, usage};
-use super::{check_outputs, load_data, load_options, select_backend_nth, stage, world, Bar, Like};
+use super::{
+    check_outputs, load_data, load_options, select_backend_nth, stage, world, Bar, Like, Voice,
+};
 
 /// What `--distributed` trains: the batch family and the online rules (on each process's CPU,
 /// or GPU where the rule runs there).
@@ -130,7 +132,7 @@ fn same_everywhere(w: &dyn Reduce, fields: &[(String, String)]) -> anyhow::Resul
         note!("error: {text}");
     }
     w.sum_f64(&mut [0.0]);
-    Err(super::errors::disagreement(false, text))
+    Err(super::errors::disagreement(text))
 }
 
 /// The shared world of a data-parallel run, when there is one.
@@ -138,7 +140,11 @@ type World = Option<std::rc::Rc<dyn Reduce>>;
 
 fn train_in(a: TrainArgs, params: Params, world: World) -> anyhow::Result<()> {
     // Only the first process of a data-parallel run speaks and writes.
-    let speaks = world.as_ref().is_none_or(|w| w.rank() == 0);
+    let voice = match world.as_ref().is_none_or(|w| w.rank() == 0) {
+        true => Voice::Speaks,
+        false => Voice::Quiet,
+    };
+    let speaks = voice == Voice::Speaks;
     let mut inputs = vec![a.data.as_path()];
     inputs.extend(a.data_args.labels.as_deref());
     inputs.extend(a.validation.as_deref());
@@ -174,18 +180,17 @@ fn train_in(a: TrainArgs, params: Params, world: World) -> anyhow::Result<()> {
         &a,
         &params,
         &world,
-        speaks,
+        voice,
         (ds.n as u64).saturating_mul(ds.d as u64),
     )?;
     let cpu = CpuBackend::new();
-    let mut bar = Bar::new(!a.json && speaks);
+    let mut bar = Bar::new(if a.json { Voice::Quiet } else { voice });
     if a.animate.is_some() {
         let w0 = match &start {
             Some(m) => m.augmented(),
             None => algo::initial_weights(ds.d, 1, &params),
         };
-        let online = params.effective_mode() == Mode::Online;
-        bar.snapshots = Some(plot::Recording::new(w0, online));
+        bar.snapshots = Some(plot::Recording::new(w0, params.effective_mode()));
     }
     // Under auto, a GPU failure mid-training finishes on the CPU; an explicit gpu fails.
     // (Not in a data-parallel run: the other processes would not follow.)
@@ -361,12 +366,13 @@ fn choose_backend(
     a: &TrainArgs,
     params: &Params,
     world: &World,
-    speaks: bool,
+    voice: Voice,
     values: u64,
 ) -> anyhow::Result<Selected> {
+    let speaks = voice == Voice::Speaks;
     let sel = match world {
         Some(w) => {
-            let own = select_backend_nth(&a.backend, true, Some(w.local_rank()), None)?;
+            let own = select_backend_nth(&a.backend, Voice::Quiet, Some(w.local_rank()), None)?;
             let backend = Box::new(Distributed {
                 backend: own.backend,
                 reduce: w.clone(),
@@ -374,7 +380,10 @@ fn choose_backend(
             let note = format!("backend: {} (--distributed)", backend.device());
             Selected { backend, note }
         }
-        None => select_backend_nth(&a.backend, a.json || !speaks, None, Some(values))?,
+        None => {
+            let voice = if a.json { Voice::Quiet } else { voice };
+            select_backend_nth(&a.backend, voice, None, Some(values))?
+        }
     };
     if let (Some(w), true) = (world, speaks) {
         if !a.json {

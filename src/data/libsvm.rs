@@ -85,7 +85,12 @@ fn parse_impl<R: BufRead>(
         s.start(d, 0)?;
     }
     // Streamed: one row at a time.
-    let (mut x, mut csr) = targets(path, n, d, pairs, sparse, streamed)?;
+    let target = match () {
+        _ if streamed => Target::OneRow,
+        _ if sparse => Target::Csr,
+        _ => Target::Dense,
+    };
+    let (mut x, mut csr) = targets(path, n, d, pairs, target)?;
     let mut labels = LabelBuilder::default();
     let mut row = 0usize;
     for_each_line(open().map_err(io)?, |line_no, content| {
@@ -189,23 +194,32 @@ fn scan<R: BufRead>(path: &Path, r: R) -> Result<(usize, usize, usize)> {
     Ok((n, max_index, pairs))
 }
 
-/// Where pass 2 puts the values: CSR arrays with room for every pair (`sparse`, within the
-/// memory budget), one dense row (`streamed`), or the dense X.
+/// Where pass 2 puts the values.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Target {
+    /// CSR arrays with room for every pair, within the memory budget.
+    Csr,
+    /// One dense row at a time (streamed to a sink).
+    OneRow,
+    /// The dense X.
+    Dense,
+}
+
+/// The arrays pass 2 fills for `target`.
 fn targets(
     path: &Path,
     n: usize,
     d: usize,
     pairs: usize,
-    sparse: bool,
-    streamed: bool,
+    target: Target,
 ) -> Result<(Vec<f32>, CsrBuf)> {
     let mut csr = CsrBuf::new();
-    let x = match () {
-        _ if streamed => super::dense_zeros(path, 1, d)?,
-        _ if sparse => Vec::new(),
-        _ => super::dense_zeros(path, n, d)?,
+    let x = match target {
+        Target::OneRow => super::dense_zeros(path, 1, d)?,
+        Target::Csr => Vec::new(),
+        Target::Dense => super::dense_zeros(path, n, d)?,
     };
-    if sparse {
+    if target == Target::Csr {
         let what = || {
             format!(
                 "{}: {n} rows with {pairs} index:value pairs stored sparse",

@@ -366,7 +366,7 @@ pub fn load(path: &Path, opts: &LoadOptions) -> Result<Dataset> {
     let stdin = path == Path::new("-");
     let regular = !stdin && std::fs::metadata(path).map_or(true, |m| m.is_file());
     if !regular {
-        let bytes = read_stream(path, stdin)?;
+        let bytes = read_stream(path)?;
         return load_bytes(path, &bytes, opts);
     }
     let open = || -> std::io::Result<BufReader<File>> {
@@ -412,9 +412,10 @@ pub fn load_bytes(path: &Path, bytes: &[u8], opts: &LoadOptions) -> Result<Datas
 
 /// Reads standard input, a pipe or a device to its end, within the memory budget. Text that
 /// starts with a NUL byte in its first 64 KiB is refused at once (binary data such as
-/// /dev/zero would otherwise be read to the budget).
-fn read_stream(path: &Path, stdin: bool) -> Result<Vec<u8>> {
+/// /dev/zero would otherwise be read to the budget). The path `-` is standard input.
+fn read_stream(path: &Path) -> Result<Vec<u8>> {
     use std::io::Read;
+    let stdin = path == Path::new("-");
     let name = if stdin {
         PathBuf::from("<stdin>")
     } else {

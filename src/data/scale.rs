@@ -28,6 +28,15 @@ fn scaled(v: f32, offset: f32, factor: f32) -> f32 {
     (v - offset) * factor
 }
 
+/// What scaling does with a value past the f32 range.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Overflow {
+    /// An error naming the source (training: the data are not what the scaling expects).
+    Error,
+    /// Saturates at the largest finite value of its sign (scoring).
+    Saturate,
+}
+
 impl Scaler {
     /// Fits `kind` on the `n` rows of `d` features in `x` (row-major). `None` for
     /// [`Scale::None`].
@@ -92,21 +101,21 @@ impl Scaler {
     /// Rows `0..n` of `x` (`d` features) scaled a block of at most 16 MiB at a time, never all
     /// at once: `f` gets each block's row count and its scaled rows (one empty block when
     /// `n` is 0). Rows scale independently, so the blocks hold the bits of one scaled copy.
-    /// `saturate` as in [`Scaler::apply_matrix`].
+    /// `overflow` as in [`Scaler::apply_matrix`].
     pub fn for_scaled_blocks(
         &self,
         x: &MatrixBuf,
         n: usize,
         d: usize,
         source: &std::path::Path,
-        saturate: bool,
+        overflow: Overflow,
         mut f: impl FnMut(usize, MatrixBuf) -> Result<()>,
     ) -> Result<()> {
         let block = ((16usize << 20) / (4 * d.max(1))).clamp(1, n.max(1));
         for r0 in (0..n.max(1)).step_by(block) {
             let rows: Vec<usize> = (r0..(r0 + block).min(n)).collect();
             let mut part = x.select(&rows, d);
-            self.apply_matrix(&mut part, rows.len(), d, source, saturate)?;
+            self.apply_matrix(&mut part, rows.len(), d, source, overflow)?;
             f(rows.len(), part)?;
         }
         Ok(())
@@ -285,16 +294,17 @@ impl Scaler {
 
     /// Scales `n` rows of `d` features in place, dense or sparse (sparse rows scale their
     /// stored values; a scaling with offsets makes them dense first, within the memory
-    /// budget). `saturate`: values past the f32 range saturate (scoring) instead of being an
-    /// error naming `source` (training).
+    /// budget). `overflow`: what a value past the f32 range does (saturates when scoring, is
+    /// an error naming `source` when training).
     pub fn apply_matrix(
         &self,
         x: &mut MatrixBuf,
         n: usize,
         d: usize,
         source: &std::path::Path,
-        saturate: bool,
+        overflow: Overflow,
     ) -> Result<()> {
+        let saturate = overflow == Overflow::Saturate;
         if let MatrixBuf::Mapped(m) = x {
             // A read-only map: the scaled rows are a copy, in memory.
             crate::limits::check(
@@ -492,12 +502,12 @@ mod tests {
         }
         assert!(Scaler::fit_matrix(Scale::Minmax, &sp, 3, 2).is_err());
         let mut y = sp.clone();
-        a.apply_matrix(&mut y, 3, 2, std::path::Path::new("t"), false)
+        a.apply_matrix(&mut y, 3, 2, std::path::Path::new("t"), Overflow::Error)
             .unwrap();
         assert_eq!(y.csr().unwrap().values, vec![2.0 / 6.0, 1.0, -1.0]);
         // A scaling with offsets (a model trained on dense rows) makes sparse rows dense.
         let mut z = sp.clone();
-        full.apply_matrix(&mut z, 3, 2, std::path::Path::new("t"), true)
+        full.apply_matrix(&mut z, 3, 2, std::path::Path::new("t"), Overflow::Saturate)
             .unwrap();
         let mut want = x;
         full.apply_saturating(&mut want);

@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::backend::{Backend, DataView, Kernel, Matrix, MAX_HEADS};
 use crate::data::hashing::Hashing;
-use crate::data::scale::Scaler;
+use crate::data::scale::{Overflow, Scaler};
 use crate::data::{Dataset, LabelType};
 use crate::error::{Error, Result};
 use crate::metrics::{self, ClassMetrics};
@@ -144,17 +144,19 @@ pub struct Rows {
 }
 
 impl Rows {
-    /// Rows from augmented weights (`d + 1` per head, the last the bias); the bias is kept only
-    /// when `fit_bias`.
-    pub fn from_augmented(w: &[f32], d: usize, fit_bias: bool) -> Rows {
+    /// Rows from augmented weights (`d + 1` per head, the last the bias).
+    pub fn from_augmented(w: &[f32], d: usize) -> Rows {
         let rows: Vec<&[f32]> = w.chunks_exact(d + 1).collect();
         Rows {
             weights: rows.iter().map(|r| r[..d].to_vec()).collect(),
-            bias: rows
-                .iter()
-                .map(|r| if fit_bias { r[d] } else { 0.0 })
-                .collect(),
+            bias: rows.iter().map(|r| r[d]).collect(),
         }
+    }
+
+    /// The rows of a model fitted without a bias: every bias 0.
+    pub fn without_bias(mut self) -> Rows {
+        self.bias.iter_mut().for_each(|b| *b = 0.0);
+        self
     }
 
     /// Augmented rows `[w_k, b_k]`, head after head.
@@ -225,7 +227,7 @@ impl Voted {
             }
         }
         Voted {
-            rows: Rows::from_augmented(&flat, d, true),
+            rows: Rows::from_augmented(&flat, d),
             counts,
             steps: None,
         }
@@ -573,11 +575,18 @@ impl Model {
         };
         // A block of rows at a time, never a scaled copy of all of X (the same scores).
         let mut out = Vec::new();
-        s.for_scaled_blocks(&ds.x, ds.n, ds.d, &ds.source, true, |rows, x| {
-            let part = Dataset::from_matrix(x, rows, ds.d, None, ds.source.clone());
-            out.extend(self.scores_of_scaled(&part, backend)?);
-            Ok(())
-        })?;
+        s.for_scaled_blocks(
+            &ds.x,
+            ds.n,
+            ds.d,
+            &ds.source,
+            Overflow::Saturate,
+            |rows, x| {
+                let part = Dataset::from_matrix(x, rows, ds.d, None, ds.source.clone());
+                out.extend(self.scores_of_scaled(&part, backend)?);
+                Ok(())
+            },
+        )?;
         Ok(out)
     }
 

@@ -61,9 +61,10 @@ pub(crate) fn padded(lo: f64, hi: f64, share: f64) -> (f64, f64) {
     }
 }
 
-/// A step of 1, 2 or 5 times a power of ten, at least `raw` (and at least 1 for integers);
-/// with its power of ten.
-fn nice_step(raw: f64, integer: bool) -> (f64, i32) {
+/// A step of 1, 2 or 5 times a power of ten, at least `raw` (and at least 1 on the
+/// `Integer` scale, which the exponents of a log axis are on too); with its power of ten.
+fn nice_step(raw: f64, scale: Scale) -> (f64, i32) {
+    let integer = scale == Scale::Integer;
     let raw = if raw.is_finite() && raw > 0.0 {
         raw
     } else {
@@ -153,10 +154,19 @@ fn scientific(v: f64, e: i32) -> String {
     }
 }
 
+/// Which way an axis runs, so how its labels sit.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Along {
+    /// A horizontal axis: labels side by side.
+    X,
+    /// A vertical axis: labels stacked.
+    Y,
+}
+
 /// Ticks and labels for the range `(lo, hi)` on an axis `px` pixels long, with labels of
-/// `font` pixels: as many ticks as fit with room between their labels (`across`: labels
-/// side by side, as on an x axis; else stacked, as on a y axis), at most 10.
-pub(crate) fn axis(lo: f64, hi: f64, scale: Scale, px: f64, font: u32, across: bool) -> Axis {
+/// `font` pixels: as many ticks as fit with room between their labels, at most 10.
+pub(crate) fn axis(lo: f64, hi: f64, scale: Scale, px: f64, font: u32, along: Along) -> Axis {
+    let across = along == Along::X;
     let (lo, hi) = if lo < hi && lo.is_finite() && hi.is_finite() {
         (lo, hi)
     } else {
@@ -186,7 +196,7 @@ pub(crate) fn axis(lo: f64, hi: f64, scale: Scale, px: f64, font: u32, across: b
         let (ticks, labels) = match scale {
             Scale::Log => log_ticks(lo, hi, max_n),
             _ => {
-                let (step, e) = nice_step((hi - lo) / max_n as f64, scale == Scale::Integer);
+                let (step, e) = nice_step((hi - lo) / max_n as f64, scale);
                 let t = multiples(lo, hi, step);
                 let l = labels(&t, e);
                 (t, l)
@@ -214,7 +224,7 @@ fn log_ticks(lo: f64, hi: f64, max_n: usize) -> (Vec<f64>, Vec<String>) {
     let span = hi - lo;
     let label_all = |vals: &[f64]| -> Vec<String> { vals.iter().map(|&v| short(v)).collect() };
     if span >= 3.0 || (span >= 1.0 && max_n <= 3) {
-        let (step, _) = nice_step(span / max_n as f64, true);
+        let (step, _) = nice_step(span / max_n as f64, Scale::Integer);
         let t = multiples(lo, hi, step);
         let v: Vec<f64> = t.iter().map(|e| 10f64.powf(*e)).collect();
         let l = v.iter().map(|&x| decade(x)).collect();
@@ -235,14 +245,14 @@ fn log_ticks(lo: f64, hi: f64, max_n: usize) -> (Vec<f64>, Vec<String>) {
             let l = label_all(&vals);
             return (vals.iter().map(|v| v.log10()).collect(), l);
         }
-        let (step, _) = nice_step(span / max_n as f64, true);
+        let (step, _) = nice_step(span / max_n as f64, Scale::Integer);
         let t = multiples(lo, hi, step);
         let l = t.iter().map(|&e| decade(10f64.powf(e))).collect();
         return (t, l);
     }
     // Less than a decade: a linear step between the values at the ends.
     let (a, b) = (10f64.powf(lo), 10f64.powf(hi));
-    let (step, e) = nice_step((b - a) / max_n as f64, false);
+    let (step, e) = nice_step((b - a) / max_n as f64, Scale::Linear);
     let vals: Vec<f64> = multiples(a, b, step)
         .into_iter()
         .filter(|v| *v > 0.0)
@@ -280,15 +290,15 @@ mod tests {
     #[test]
     fn labels_keep_their_sign_and_fit() {
         // Data scaled by 1e6: the labels read -2e5 and 2e5, not both "200000.0".
-        let a = axis(-450_000.0, 450_000.0, Scale::Linear, 400.0, 14, false);
+        let a = axis(-450_000.0, 450_000.0, Scale::Linear, 400.0, 14, Along::Y);
         assert!(a.labels.contains(&"-2e5".to_string()), "{:?}", a.labels);
         assert!(a.labels.contains(&"2e5".to_string()), "{:?}", a.labels);
         assert!(a.labels.contains(&"0".to_string()), "{:?}", a.labels);
         // Every label distinct, every tick in range.
         for a in [
-            axis(1e6 - 1.2, 1e6 + 1.3, Scale::Linear, 700.0, 14, true),
-            axis(-3e-6, 7e-6, Scale::Linear, 700.0, 14, true),
-            axis(0.3, 0.9, Scale::Linear, 300.0, 14, false),
+            axis(1e6 - 1.2, 1e6 + 1.3, Scale::Linear, 700.0, 14, Along::X),
+            axis(-3e-6, 7e-6, Scale::Linear, 700.0, 14, Along::X),
+            axis(0.3, 0.9, Scale::Linear, 300.0, 14, Along::Y),
         ] {
             let mut l = a.labels.clone();
             l.dedup();
@@ -297,7 +307,7 @@ mod tests {
             assert!(a.ticks.iter().all(|t| *t >= a.lo && *t <= a.hi), "{a:?}");
         }
         // Across an axis, labels do not touch.
-        let a = axis(-3e6, 3e6, Scale::Linear, 300.0, 14, true);
+        let a = axis(-3e6, 3e6, Scale::Linear, 300.0, 14, Along::X);
         for w in a.ticks.windows(2).zip(a.labels.windows(2)) {
             let gap = (w.0[1] - w.0[0]) / (a.hi - a.lo) * 300.0;
             let need = (text_width(&w.1[0], 14) + text_width(&w.1[1], 14)) / 2.0;
@@ -307,7 +317,7 @@ mod tests {
 
     #[test]
     fn epochs_get_whole_ticks_and_log_axes_always_get_labels() {
-        let a = axis(1.0, 3.0, Scale::Integer, 600.0, 13, true);
+        let a = axis(1.0, 3.0, Scale::Integer, 600.0, 13, Along::X);
         assert_eq!(a.labels, ["1", "2", "3"]);
         // Within one decade (2,000 to 3,000 rows): labels between the powers of ten.
         let a = axis(
@@ -316,15 +326,15 @@ mod tests {
             Scale::Log,
             600.0,
             13,
-            true,
+            Along::X,
         );
         assert!(a.labels.len() >= 2, "{a:?}");
         assert!(a.labels.contains(&"2500".to_string()), "{a:?}");
         // Over one or two decades: 1, 2, 5 of each.
-        let a = axis(0.0, 2.0, Scale::Log, 600.0, 13, true);
+        let a = axis(0.0, 2.0, Scale::Log, 600.0, 13, Along::X);
         assert_eq!(a.labels, ["1", "2", "5", "10", "20", "50", "100"]);
         // Many decades: powers of ten.
-        let a = axis(-3.0, 8.0, Scale::Log, 300.0, 13, false);
+        let a = axis(-3.0, 8.0, Scale::Log, 300.0, 13, Along::Y);
         assert!(a.labels.contains(&"1e6".to_string()), "{a:?}");
         assert!(a.labels.contains(&"0.01".to_string()) || a.labels.contains(&"0.001".to_string()));
     }

@@ -254,13 +254,13 @@ fn frame<'a, DB: DrawingBackend>(
     let cap = f.caption.map_or(0.0, |(_, size)| size as f64 * 1.6);
     let x_area = 2 * font + 22;
     let y_px = h - 2.0 * f.margin as f64 - cap - x_area as f64;
-    let ya = axis::axis(f.y.0, f.y.1, f.y.2, y_px.max(20.0), font, false);
+    let ya = axis::axis(f.y.0, f.y.1, f.y.2, y_px.max(20.0), font, axis::Along::Y);
     let widest = (ya.labels.iter())
         .map(|l| axis::text_width(l, font))
         .fold(0.0, f64::max);
     let y_area = (widest.ceil() as u32) + 12 + font + 16;
     let x_px = w - 2.0 * f.margin as f64 - y_area as f64;
-    let xa = axis::axis(f.x.0, f.x.1, f.x.2, x_px.max(20.0), font, true);
+    let xa = axis::axis(f.x.0, f.x.1, f.x.2, x_px.max(20.0), font, axis::Along::X);
     let last = xa.labels.last().map_or(0.0, |l| axis::text_width(l, font));
     let mut b = ChartBuilder::on(area);
     if let Some((text, size)) = f.caption {
@@ -307,19 +307,23 @@ struct Key {
 }
 
 impl Key {
-    /// Notes the points `pts` (data coordinates) as drawn marks; `joined`: as a line.
-    fn note<'a, DB: DrawingBackend + 'a>(
+    /// Notes the points `pts` (data coordinates) as drawn marks.
+    fn note_marks<'a, DB: DrawingBackend + 'a>(
         &mut self,
         c: &ChartContext<'a, DB, Plane>,
         pts: &[(f64, f64)],
-        joined: bool,
+    ) {
+        self.marks.extend(pts.iter().map(|p| c.backend_coord(p)));
+    }
+
+    /// Notes the line through the points `pts` (data coordinates) as drawn.
+    fn note_line<'a, DB: DrawingBackend + 'a>(
+        &mut self,
+        c: &ChartContext<'a, DB, Plane>,
+        pts: &[(f64, f64)],
     ) {
         let px: Vec<(i32, i32)> = pts.iter().map(|p| c.backend_coord(p)).collect();
-        if joined {
-            self.marks.extend(legend::trace(&px));
-        } else {
-            self.marks.extend(px);
-        }
+        self.marks.extend(legend::trace(&px));
     }
 
     /// Draws a line series with its legend entry (a short segment in the same style).
@@ -330,7 +334,7 @@ impl Key {
         style: ShapeStyle,
         label: String,
     ) -> Result<()> {
-        self.note(c, &pts, true);
+        self.note_line(c, &pts);
         c.draw_series(LineSeries::new(pts, style))
             .map_err(perr)?
             .label(label.clone())
@@ -693,7 +697,7 @@ fn draw_line<'a, DB: DrawingBackend + 'a>(
     match label {
         Some(l) => key.line(chart, seg.to_vec(), BLACK.stroke_width(2), l.to_string())?,
         None => {
-            key.note(chart, &seg, true);
+            key.note_line(chart, &seg);
             chart
                 .draw_series(LineSeries::new(seg, BLACK.stroke_width(2)))
                 .map_err(perr)?;
@@ -725,7 +729,7 @@ impl BoundaryPlot<'_> {
                 .filter(|&r| truth.map_or(pred[r] as usize, |t| t[r] as usize) == ci)
                 .map(at)
                 .collect();
-            key.note(chart, &pts, false);
+            key.note_marks(chart, &pts);
             // Unlabelled data is coloured by the prediction, and the legend says so.
             let label = match truth {
                 Some(_) => format!("class {name}"),
@@ -1186,11 +1190,11 @@ pub struct Recording {
 }
 
 impl Recording {
-    /// A recording starting from the weights `start`; `online`: a step is an update (else
-    /// an epoch).
-    pub fn new(start: Vec<f32>, online: bool) -> Recording {
+    /// A recording starting from the weights `start` of a run in `mode`: online, a step is an
+    /// update; batch, an epoch.
+    pub fn new(start: Vec<f32>, mode: crate::params::Mode) -> Recording {
         Recording {
-            online,
+            online: mode == crate::params::Mode::Online,
             kept: vec![(0, 0, start)],
             stride: 1,
             steps: 0,
@@ -1487,7 +1491,7 @@ impl Painter for Chart {
             let pts: Vec<(f64, f64)> = s.points.iter().filter_map(|&p| self.map(p)).collect();
             let col = colour(i);
             if s.dots {
-                key.note(&c, &pts, false);
+                key.note_marks(&c, &pts);
                 c.draw_series(
                     pts.iter()
                         .map(|&p| Circle::new(p, 3, col.mix(0.6).filled())),

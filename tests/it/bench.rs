@@ -227,9 +227,9 @@ fn gpu_profile_times_each_kernel_or_says_why_not() {
     }
     // One read of X (8 features: whole units, no padding), and the labels once (a byte each).
     assert_eq!(p.x_words, 5_000 * 8);
-    assert_eq!(p.words(0, false), p.x_words);
-    assert_eq!(p.words(2, false), 5_000 / 4);
-    assert_eq!(p.words(0, true), 0);
+    assert_eq!(p.loaded(0), p.x_words);
+    assert_eq!(p.loaded(2), 5_000 / 4);
+    assert_eq!(p.stored(0), 0);
 }
 
 #[test]
@@ -318,7 +318,7 @@ fn bench_times_the_sparse_epoch_with_k_heads_on_both_backends() {
         let p = g.profile.as_ref().expect("a GPU profile");
         assert_eq!(p.x_words, 2_000 * 10);
         // Every value is read at least once by the counted kernels.
-        assert!(p.words(0, false) >= p.x_words);
+        assert!(p.loaded(0) >= p.x_words);
         assert!(g.mistake_fraction > 0.0 && g.mistake_fraction < 1.0);
     }
 }
@@ -401,7 +401,7 @@ fn bench_streams_x_from_staging_or_by_writes_and_reports_the_copy_rate() {
         assert!(g.streamed_h2d_gbs.unwrap() > 0.0);
         let p = g.profile.as_ref().expect("a profile");
         assert!(p.plan.contains(says), "{}", p.plan);
-        assert_eq!(p.words(0, false), p.x_words, "X read once: {}", p.plan);
+        assert_eq!(p.loaded(0), p.x_words, "X read once: {}", p.plan);
         // Kernel times (and so the share of the epoch they wait) only between copies.
         assert_eq!(
             g.streamed_wait_fraction.is_some(),

@@ -586,7 +586,13 @@ fn a_scaled_model_scores_block_by_block_as_one_scaled_copy() {
     t.model
         .scaling()
         .unwrap()
-        .apply_matrix(&mut x, n, d, &ds.source, true)
+        .apply_matrix(
+            &mut x,
+            n,
+            d,
+            &ds.source,
+            rosenblatt::data::scale::Overflow::Saturate,
+        )
         .unwrap();
     let whole = rosenblatt::data::Dataset::from_matrix(x, n, d, None, ds.source.clone());
     let copy = t

@@ -876,7 +876,7 @@ fn animations_start_at_start_end_on_the_saved_model_and_thin_evenly() {
             .validate()
             .unwrap();
         let online = params.effective_mode() == Mode::Online;
-        let mut rec = Rec(Recording::new(vec![0.0; 3], online));
+        let mut rec = Rec(Recording::new(vec![0.0; 3], params.effective_mode()));
         let t = algo::train(&s.data, &params, &CpuBackend::new(), None, &mut rec).unwrap();
         let saved = t.model.augmented();
         let frames = rec.0.frames(&saved, "the saved model");
@@ -942,7 +942,7 @@ fn animations_start_at_start_end_on_the_saved_model_and_thin_evenly() {
     assert_ne!(last[0], last[1]);
 
     // A long run is thinned evenly to the limit, its last step kept.
-    let mut rec = Recording::new(vec![0.0; 3], true);
+    let mut rec = Recording::new(vec![0.0; 3], Mode::Online);
     for k in 1..=282_258u64 {
         rec.record(1 + (k / 7057) as usize, &[k as f32, 1.0, 0.0]);
     }

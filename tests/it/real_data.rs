@@ -664,8 +664,14 @@ fn online_rules_scale_rows_as_they_read_them_with_the_bits_of_a_scaled_copy() {
         let on_read = algo::train(&data(&x), &p(scale), &cpu, None, &mut ()).unwrap();
         let sc = on_read.model.scaling().unwrap().clone();
         let mut scaled = MatrixBuf::Dense(x.clone());
-        sc.apply_matrix(&mut scaled, n, d, std::path::Path::new("rows"), false)
-            .unwrap();
+        sc.apply_matrix(
+            &mut scaled,
+            n,
+            d,
+            std::path::Path::new("rows"),
+            rosenblatt::data::scale::Overflow::Error,
+        )
+        .unwrap();
         let scaled: Vec<f32> = scaled.values().into_owned();
         let by_hand = algo::train(&data(&scaled), &p(Scale::None), &cpu, None, &mut ()).unwrap();
         // The model file without its report (which holds the times): every weight and the

@@ -9,7 +9,7 @@
 use std::io::Write;
 
 use naga::valid::{Capabilities, ShaderStages, SubgroupOperationSet, ValidationFlags, Validator};
-use rosenblatt::backend::gpu::batch::{batch_source, Entry, Shape};
+use rosenblatt::backend::gpu::batch::{batch_source, Entry, LaneSums, Shape};
 use rosenblatt::backend::gpu::plan::{reachable_shapes, GL_KT_CAP};
 
 fn validator(subgroups: bool) -> Validator {
@@ -52,9 +52,10 @@ fn all_shaders_parse_and_validate() {
         module(&src, false, &path.display().to_string());
         checked += 1;
     }
-    for subgroups in [false, true] {
-        module(&batch_source(subgroups), subgroups, "batch module");
-        let steps = rosenblatt::backend::gpu::steps::steps_source(subgroups);
+    for lanes in LaneSums::ALL {
+        let subgroups = lanes.needs_subgroups();
+        module(&batch_source(lanes), subgroups, "batch module");
+        let steps = rosenblatt::backend::gpu::steps::steps_source(lanes);
         module(&steps, subgroups, "stepped module");
         checked += 2;
     }
@@ -68,8 +69,9 @@ fn all_shaders_parse_and_validate() {
 
 #[test]
 fn batch_shader_has_the_entry_points_and_overrides_the_host_uses() {
-    for subgroups in [false, true] {
-        let (m, _) = module(&batch_source(subgroups), subgroups, "batch module");
+    for lanes in LaneSums::ALL {
+        let subgroups = lanes.needs_subgroups();
+        let (m, _) = module(&batch_source(lanes), subgroups, "batch module");
         let entries: Vec<&str> = m.entry_points.iter().map(|e| e.name.as_str()).collect();
         let mut want: Vec<&str> = Entry::ALL.iter().map(|e| e.name()).collect();
         let mut got = entries.clone();
@@ -236,7 +238,8 @@ fn every_specialisation_translates_to_spirv_msl_hlsl_and_glsl() {
     let dir = tempfile::tempdir().unwrap();
     let shapes = reachable_shapes();
     assert!(shapes.len() > 100, "{}", shapes.len());
-    let modules = [false, true].map(|sg| module(&batch_source(sg), sg, "batch module"));
+    let modules =
+        LaneSums::ALL.map(|l| module(&batch_source(l), l.needs_subgroups(), "batch module"));
     shapes.par_iter().enumerate().for_each(|(i, shape)| {
         let (m, info) = &modules[usize::from(shape.subgroups)];
         let words = translate(m, info, shape);
@@ -281,7 +284,11 @@ fn stepped_specialisations_translate() {
     use rosenblatt::backend::gpu::steps::{steps_csr_source, steps_source, LanesShape};
     let val = spirv_val();
     let dir = tempfile::tempdir().unwrap();
-    let (m, info) = module(&steps_source(true), true, "stepped module by lanes");
+    let (m, info) = module(
+        &steps_source(LaneSums::Subgroups),
+        true,
+        "stepped module by lanes",
+    );
     let limits = wgpu::Limits {
         max_compute_workgroup_storage_size: 32768,
         ..wgpu::Limits::default()
@@ -329,7 +336,7 @@ fn stepped_specialisations_translate() {
         }
     }
     let sources = [
-        (steps_source(false), "stepped module by threads"),
+        (steps_source(LaneSums::Tree), "stepped module by threads"),
         (steps_csr_source(), "stepped module for sparse rows"),
     ];
     for (i, (src, what)) in sources.iter().enumerate() {

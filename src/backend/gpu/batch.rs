@@ -30,14 +30,41 @@ pub const BATCH_SUBGROUP_WGSL: &str = include_str!("../../../shaders/batch_subgr
 /// the recursive halving).
 pub const SUBGROUPS_WGSL: &str = include_str!("../../../shaders/subgroups.wgsl");
 
+/// How a module's threads sum their lanes: which variant of a module is built.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum LaneSums {
+    /// A tree in workgroup memory (any adapter).
+    Tree,
+    /// Subgroup shuffles (adapters with subgroup operations).
+    Subgroups,
+}
+
+impl LaneSums {
+    /// Both variants, the tree first.
+    pub const ALL: [LaneSums; 2] = [LaneSums::Tree, LaneSums::Subgroups];
+
+    /// The variant a shape's entry points are built from.
+    pub fn of(shape: &Shape) -> LaneSums {
+        match shape.subgroups {
+            true => LaneSums::Subgroups,
+            false => LaneSums::Tree,
+        }
+    }
+
+    /// Whether this variant needs subgroup operations.
+    pub fn needs_subgroups(self) -> bool {
+        self == LaneSums::Subgroups
+    }
+}
+
 /// The batch module's source: the shared part, the stages, and the lane-sum variant (with the
 /// shared subgroup helpers).
-pub fn batch_source(subgroups: bool) -> String {
+pub fn batch_source(lanes: LaneSums) -> String {
     let [register, two_kernels, update] = BATCH_STAGES_WGSL;
     let common = format!("{BATCH_WGSL}\n{register}\n{two_kernels}\n{update}");
-    match subgroups {
-        true => format!("{common}\n{BATCH_SUBGROUP_WGSL}\n{SUBGROUPS_WGSL}"),
-        false => format!("{common}\n{BATCH_TREE_WGSL}"),
+    match lanes {
+        LaneSums::Subgroups => format!("{common}\n{BATCH_SUBGROUP_WGSL}\n{SUBGROUPS_WGSL}"),
+        LaneSums::Tree => format!("{common}\n{BATCH_TREE_WGSL}"),
     }
 }
 
@@ -421,33 +448,32 @@ impl BatchPipelines {
                 checks,
             }
         })?;
-        me.module(ctx, false)?;
+        me.module(ctx, LaneSums::Tree)?;
         Ok(me)
     }
 
     /// The module with lane sums by subgroups or by the tree, compiled on first use.
-    fn module(&self, ctx: &GpuContext, subgroups: bool) -> Result<&wgpu::ShaderModule> {
-        let slot = &self.modules[usize::from(subgroups)];
+    fn module(&self, ctx: &GpuContext, lanes: LaneSums) -> Result<&wgpu::ShaderModule> {
+        let slot = &self.modules[lanes as usize];
         if let Some(m) = slot.get() {
             return Ok(m);
         }
-        if subgroups && !ctx.features.contains(wgpu::Features::SUBGROUP) {
+        if lanes.needs_subgroups() && !ctx.features.contains(wgpu::Features::SUBGROUP) {
             return Err(Error::Gpu(format!(
                 "{} has no subgroup operations",
                 ctx.describe()
             )));
         }
-        let name = if subgroups {
-            "batch_subgroup"
-        } else {
-            "batch_tree"
+        let name = match lanes {
+            LaneSums::Subgroups => "batch_subgroup",
+            LaneSums::Tree => "batch_tree",
         };
         let m = ctx.scoped(
             &format!("compiling shaders/batch*.wgsl + {name}.wgsl"),
             || {
                 let desc = wgpu::ShaderModuleDescriptor {
                     label: Some(&format!("rosenblatt.{name}")),
-                    source: wgpu::ShaderSource::Wgsl(batch_source(subgroups).into()),
+                    source: wgpu::ShaderSource::Wgsl(batch_source(lanes).into()),
                 };
                 match self.checks.runtime_checks() {
                     // SAFETY: NoLoopCounters (a GPU's default) drops only the loop counters:
@@ -492,7 +518,7 @@ impl BatchPipelines {
         if let Some(p) = cache.get(&(entry, shape)) {
             return Ok(p.clone());
         }
-        let module = self.module(ctx, shape.subgroups)?;
+        let module = self.module(ctx, LaneSums::of(&shape))?;
         let label = format!("rosenblatt.{}", entry.name());
         let constants = shape.constants();
         let p = ctx.scoped(&format!("building pipeline {label}"), || {

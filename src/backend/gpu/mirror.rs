@@ -257,7 +257,9 @@ mod tests {
 
     #[test]
     fn batch_structs_have_the_wgsl_layout() {
-        let module = parse(&super::super::batch::batch_source(false));
+        let module = parse(&super::super::batch::batch_source(
+            super::super::batch::LaneSums::Tree,
+        ));
         check_layouts(
             &module,
             &[
@@ -327,7 +329,9 @@ mod tests {
 
     #[test]
     fn steps_structs_and_codes_have_the_wgsl_values() {
-        let module = parse(&super::super::steps::steps_source(false));
+        let module = parse(&super::super::steps::steps_source(
+            super::super::batch::LaneSums::Tree,
+        ));
         check_layouts(
             &module,
             &[
@@ -395,7 +399,9 @@ mod tests {
 
     #[test]
     fn batch_codes_and_limits_equal_the_rust_values() {
-        let module = parse(&super::super::batch::batch_source(false));
+        let module = parse(&super::super::batch::batch_source(
+            super::super::batch::LaneSums::Tree,
+        ));
         assert_eq!(constant(&module, "MAX_HEADS") as usize, MAX_HEADS);
         for (name, rule) in [
             ("RULE_BINARY", HeadRule::Binary),

@@ -734,19 +734,30 @@ pub fn plan_sparse(
 /// at most `LONG_WGS`).
 pub const MARGIN_WGS_CAP: usize = 4096;
 
+/// What a segment's rows are for: training segments of sparse rows also hold what the
+/// gather needs (the margins workgroups' bias sums and a column-major copy).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SegUse {
+    /// Rows trained on.
+    Training,
+    /// Rows only scored (held-out rows, prediction).
+    Scoring,
+}
+
 /// Cuts CSR rows into segments (start, rows) whose buffers each fit `binding` bytes: the
 /// values, the row starts with the columns and the list of long rows (at most one word a row
 /// and its count), the per-row outputs with, for training segments, the margins workgroups'
-/// bias sums (K for each of at most 2 rows + 1 workgroups), and for training segments
-/// (`gather`) the column-major copy (column starts, rows, values, the list of long columns).
+/// bias sums (K for each of at most 2 rows + 1 workgroups), and for training segments the
+/// column-major copy (column starts, rows, values, the list of long columns).
 /// A row that alone does not fit is an error.
 pub fn sparse_segments(
     c: CsrView<'_>,
     d: usize,
     heads: usize,
     binding: u64,
-    gather: bool,
+    seg_use: SegUse,
 ) -> Result<Vec<(usize, usize)>> {
+    let gather = seg_use == SegUse::Training;
     let eb = c.values.storage().bytes() as u64;
     let k = heads.max(1) as u64;
     let d1 = d as u64 + 1;

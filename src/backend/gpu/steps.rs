@@ -9,7 +9,7 @@
 use std::collections::HashMap;
 use std::sync::{Mutex, OnceLock};
 
-use super::batch::{storage, uniform, Access, SUBGROUPS_WGSL};
+use super::batch::{storage, uniform, Access, LaneSums, SUBGROUPS_WGSL};
 use super::buffers::{entire, init_buf, read_back, storage_buf};
 use super::context::GpuContext;
 use super::mirror::{StepParams, StreamStat};
@@ -35,12 +35,12 @@ pub const STEPS_SUBGROUP_WGSL: &str = include_str!("../../../shaders/steps_subgr
 
 /// The stepped module's source for dense rows: the common part, the rows' part and the entry
 /// point's variant.
-pub fn steps_source(subgroups: bool) -> String {
-    match subgroups {
-        true => {
+pub fn steps_source(lanes: LaneSums) -> String {
+    match lanes {
+        LaneSums::Subgroups => {
             format!("{STEPS_WGSL}\n{STEPS_DENSE_WGSL}\n{STEPS_SUBGROUP_WGSL}\n{SUBGROUPS_WGSL}")
         }
-        false => format!("{STEPS_WGSL}\n{STEPS_DENSE_WGSL}\n{STEPS_TREE_WGSL}"),
+        LaneSums::Tree => format!("{STEPS_WGSL}\n{STEPS_DENSE_WGSL}\n{STEPS_TREE_WGSL}"),
     }
 }
 
@@ -155,12 +155,19 @@ struct CsrPipelines {
     mix: wgpu::ComputePipeline,
 }
 
+/// The rows a stepped module reads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum StepsRows {
+    Dense,
+    Csr,
+}
+
 /// The stepped module's bind group layout and pipeline layout: binding 9 read (dense rows'
 /// fourth binding) or read and written (sparse rows' `last`).
-fn layouts(ctx: &GpuContext, csr: bool) -> (wgpu::BindGroupLayout, wgpu::PipelineLayout) {
-    let last = match csr {
-        true => Access::ReadWrite,
-        false => Access::Read,
+fn layouts(ctx: &GpuContext, rows: StepsRows) -> (wgpu::BindGroupLayout, wgpu::PipelineLayout) {
+    let last = match rows {
+        StepsRows::Csr => Access::ReadWrite,
+        StepsRows::Dense => Access::Read,
     };
     let layout = ctx
         .device
@@ -216,9 +223,9 @@ impl StepsPipelines {
                 .device
                 .create_shader_module(wgpu::ShaderModuleDescriptor {
                     label: Some("rosenblatt.steps_tree"),
-                    source: wgpu::ShaderSource::Wgsl(steps_source(false).into()),
+                    source: wgpu::ShaderSource::Wgsl(steps_source(LaneSums::Tree).into()),
                 });
-            let (layout, pipeline_layout) = layouts(ctx, false);
+            let (layout, pipeline_layout) = layouts(ctx, StepsRows::Dense);
             let constants = [("WG", wg as f64)];
             let pipeline =
                 |entry: &str| compute_pipeline(ctx, &pipeline_layout, &module, entry, &constants);
@@ -248,7 +255,7 @@ impl StepsPipelines {
                     label: Some("rosenblatt.steps_csr"),
                     source: wgpu::ShaderSource::Wgsl(steps_csr_source().into()),
                 });
-            let (layout, pipeline_layout) = layouts(ctx, true);
+            let (layout, pipeline_layout) = layouts(ctx, StepsRows::Csr);
             let constants = [("WG", self.wg as f64)];
             let pipeline =
                 |entry: &str| compute_pipeline(ctx, &pipeline_layout, &module, entry, &constants);
@@ -284,7 +291,7 @@ impl StepsPipelines {
                 ctx.device
                     .create_shader_module(wgpu::ShaderModuleDescriptor {
                         label: Some("rosenblatt.steps_subgroup"),
-                        source: wgpu::ShaderSource::Wgsl(steps_source(true).into()),
+                        source: wgpu::ShaderSource::Wgsl(steps_source(LaneSums::Subgroups).into()),
                     })
             });
             let constants = shape.constants();

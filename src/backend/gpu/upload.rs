@@ -9,7 +9,7 @@ use super::mirror::{Control, EpochOut, Params, Segment, WgStat, ROLE_HELD_OUT, R
 use super::plan::{
     binding_limit, device_workgroups, grid_floor, padded, plan, plan_sparse, rows_in_flight,
     rows_per_step, segment_grid, software_steps, sparse_segments, tile_rows, tpr_target, Plan,
-    PlanOptions, GL_KT_CAP, TARGET_TPR,
+    PlanOptions, SegUse, GL_KT_CAP, TARGET_TPR,
 };
 pub use crate::backend::gpu_options::ResidentOptions;
 use crate::backend::{
@@ -148,18 +148,27 @@ impl Feed<'_> {
 /// Pieces of this many bytes are copied into staging by the threads of the pool.
 const COPY_PIECE: usize = 4 << 20;
 
+/// How the kernels reach a staging buffer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Staging {
+    /// Copied into the segment's slot on the device each epoch.
+    Copied,
+    /// Bound as the segment's own array and read in place.
+    InPlace,
+}
+
 /// A staging buffer of `len` bytes (rounded up to 4) for copies to the device, written once
 /// by `fill` while mapped at creation (zeros elsewhere).
 fn staging_filled(
     ctx: &GpuContext,
     label: &str,
     len: usize,
-    bound: bool,
+    staging: Staging,
     fill: impl FnOnce(wgpu::WriteOnly<'_, [u8]>),
 ) -> wgpu::Buffer {
-    let usage = match bound {
-        true => host_staging_usage(ctx) | wgpu::BufferUsages::STORAGE,
-        false => host_staging_usage(ctx),
+    let usage = match staging {
+        Staging::InPlace => host_staging_usage(ctx) | wgpu::BufferUsages::STORAGE,
+        Staging::Copied => host_staging_usage(ctx),
     };
     let buf = ctx.device.create_buffer(&wgpu::BufferDescriptor {
         label: Some(label),
@@ -218,25 +227,27 @@ fn mapped_seg(
     seg: &StreamSeg<'_>,
     d: usize,
     storage: Storage,
-    bound: bool,
+    staging: Staging,
 ) -> MappedSeg {
     let label = |what: &str| format!("rosenblatt.{what}_staged[{k}]");
     let x = match seg.dense_rows {
         Some(rows) => {
             let eb = storage.bytes();
             let (row, prow) = (d * eb, padded(d) * eb);
-            staging_filled(ctx, &label("x"), rows * prow, bound, |v| {
+            staging_filled(ctx, &label("x"), rows * prow, staging, |v| {
                 par_rows(v, seg.x, row, prow)
             })
         }
-        None => staging_filled(ctx, &label("x"), seg.x.len(), bound, |v| {
+        None => staging_filled(ctx, &label("x"), seg.x.len(), staging, |v| {
             par_rows(v, seg.x, 0, 0)
         }),
     };
     let words = |what: &str, v: &[u32]| {
         (!v.is_empty()).then(|| {
             let b: &[u8] = bytemuck::cast_slice(v);
-            staging_filled(ctx, &label(what), b.len(), bound, |w| par_rows(w, b, 0, 0))
+            staging_filled(ctx, &label(what), b.len(), staging, |w| {
+                par_rows(w, b, 0, 0)
+            })
         })
     };
     MappedSeg {
@@ -372,7 +383,7 @@ fn make_plan(
 fn layout_segments(
     plan: &Plan,
     s: Sizes<'_>,
-    training: bool,
+    seg_use: SegUse,
     seg_binding: u64,
     opts: &ResidentOptions,
 ) -> Result<Vec<SegMeta>> {
@@ -385,9 +396,9 @@ fn layout_segments(
         heads,
     } = s;
     let len = heads * (d + 1);
-    let ranges = |m: Matrix<'_>, total: usize, gather: bool| -> Result<Vec<(usize, usize)>> {
+    let ranges = |m: Matrix<'_>, total: usize, seg_use: SegUse| -> Result<Vec<(usize, usize)>> {
         match m {
-            Matrix::Csr(c) => sparse_segments(c, d, heads, seg_binding, gather),
+            Matrix::Csr(c) => sparse_segments(c, d, heads, seg_binding, seg_use),
             Matrix::Dense(_) => Ok((0..total)
                 .step_by(plan.seg_rows.max(1))
                 .map(|a| (a, plan.seg_rows.min(total - a)))
@@ -395,9 +406,9 @@ fn layout_segments(
         }
     };
     let sparse = x.is_sparse();
-    let mut roles = vec![(ROLE_TRAIN, x, ranges(x, n, training)?)];
+    let mut roles = vec![(ROLE_TRAIN, x, ranges(x, n, seg_use)?)];
     if let Some(hx) = held_x {
-        roles.push((ROLE_HELD_OUT, hx, ranges(hx, held_n, false)?));
+        roles.push((ROLE_HELD_OUT, hx, ranges(hx, held_n, SegUse::Scoring)?));
     }
     let step = rows_per_step(&plan.shape, heads);
     let groups = (plan.shape.wg / plan.shape.tpr) as usize;
@@ -405,7 +416,7 @@ fn layout_segments(
     let (mut chunk_base, mut wg_base) = (0usize, 0usize);
     for (role, m, list) in roles {
         for (start, rows) in list {
-            let train = role == ROLE_TRAIN && training;
+            let train = role == ROLE_TRAIN && seg_use == SegUse::Training;
             let (chunks, wgs, chunk_rows, long_rows) = if plan.register_pass() {
                 let words = x_words(m, rows, d).max(1);
                 let (g, run) = match opts.workgroups {
@@ -834,7 +845,11 @@ impl<'a> Layout<'a> {
         } else {
             binding
         };
-        let metas = layout_segments(&plan, sizes, training, seg_binding, opts)?;
+        let seg_use = match training {
+            true => SegUse::Training,
+            false => SegUse::Scoring,
+        };
+        let metas = layout_segments(&plan, sizes, seg_use, seg_binding, opts)?;
         // Streaming from staging holds a second copy of X (with its index arrays) in host
         // memory: where half the budget holds it.
         let staged: u64 = (metas.iter())
@@ -959,7 +974,7 @@ impl<'a> Layout<'a> {
             (true, true, true) => Some(Feed::InPlace(placed)),
             (true, true, false) => Some(Feed::Mapped(
                 (stream.iter().enumerate())
-                    .map(|(k, sg)| mapped_seg(ctx, k, sg, d, storage, false))
+                    .map(|(k, sg)| mapped_seg(ctx, k, sg, d, storage, Staging::Copied))
                     .collect(),
             )),
         };
@@ -1011,7 +1026,7 @@ impl<'a> Layout<'a> {
                 };
                 if self.in_place {
                     // The staging is the segment's arrays (an empty one: a word of zeros).
-                    let ms = mapped_seg(ctx, k, &seg, d, orig.storage(), true);
+                    let ms = mapped_seg(ctx, k, &seg, d, orig.storage(), Staging::InPlace);
                     let none = |what| storage_buf(ctx, &format!("rosenblatt.{what}[{k}]"), 16);
                     let arrays = (
                         ms.x.clone(),
