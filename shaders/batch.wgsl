@@ -43,8 +43,9 @@
 // at most 2^16 (or halves a power of two), so every loop ends without naga's loop counters;
 // on a GPU the modules are built without them (ShaderChecks::NoLoopCounters, bounds checks
 // kept): the counters kept compilers from unrolling the loops over the per-thread arrays,
-// which then lived in local memory (H200: 3.66 against 1.64 ms an epoch at K = 10,
-// docs/performance.md). Software adapters and the tests build them with every check.
+// which then lived in local memory, and the epoch ran slower (docs/performance.md, "GPU
+// kernels IV", naga's loop counters). Software adapters and the tests build them with every
+// check.
 //
 // Rows whose K x V accumulators do not fit the register budget (very wide rows with many
 // heads), and CSR rows, take the two-kernel path: `margins` (scores and coefficients into

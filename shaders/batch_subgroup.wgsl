@@ -62,8 +62,8 @@ fn lane_sums(p: array<f32, KT_MAX>, lid: u32, lane: u32, sgs: u32) -> array<f32,
 // and its arithmetic. A row group's label word (four rows) and row weights are loaded once by
 // its lane 0 and shuffled to its lanes. The rows in flight are separate variables, not an array indexed by
 // a loop over them: NVIDIA's compiler kept such a loop (it holds subgroup operations) and
-// put the array in local memory (H200, 4,194,304 x 64 f32: 3.13 ms an epoch with 2 rows a
-// thread in an array, 0.56 ms with 1; docs/performance.md). Returns false, having done
+// put the array in local memory, where 2 rows a thread in an array ran several times slower
+// than 1 (docs/performance.md, "Figures behind the code's choices"). Returns false, having done
 // nothing, where the shape or this workgroup's subgroups do not allow it (uniform).
 // CPU twin: reference::epoch, reference::scores (the rule: backend::row_rule).
 fn rows_in_flight(lid: u32, r0: u32, r1: u32, mode: u32, sgs: u32) -> bool {
@@ -206,7 +206,7 @@ fn in_flight_row(q: ptr<function, array<vec4<u32>, V_MAX>>, r: u32, r1: u32, lan
 // scores with a flag for rows that change nothing. Barrier (training). Every lane adds
 // coefficient x its units, still in registers, for the rows that change something. Three
 // barriers a tile where `rows_by_step` takes two a row, and X is read once. The rule on every
-// lane instead (no third barrier) measured 2x slower on an H200: each lane's copy of the rule
+// lane instead (no third barrier) ran slower on a GPU: each lane's copy of the rule
 // is a long chain of dependent instructions a row (docs/performance.md, "Tiles of rows"). Workgroup memory: the subgroup sums at the start
 // of `redk`, the scores (then coefficients) after them, labels in `red`, row weights in
 // `red2`, the flags in `redu`, the bias weights in `sc`. Returns false, having done nothing,

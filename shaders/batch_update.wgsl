@@ -74,8 +74,8 @@ fn apply_weights(lid: u32, group: u32) {
         sq = update(j, red[lid], updates);
     }
     // The workgroup's squared steps summed in a fixed tree, one word a group for `finalize`
-    // (which summed all K (d + 1) of them in its one workgroup: 4 ms of a 5.4 ms sparse epoch
-    // at d = 4,000,000 on an H200).
+    // (which summed all K (d + 1) of them in its one workgroup: most of a sparse epoch at
+    // large d; docs/performance.md, "Figures behind the code's choices").
     let q = group_sum(lid, AJ, sq);
     if (lid == 0u) {
         set_aux(4u * P.heads * P.d_aug + group, q);

@@ -3,8 +3,8 @@
 //! The K-head epoch's 4 x 2 tile loads each row in 8-wide halves (see
 //! `matrix::simd::dot_tile_avx2`); when a row starts mid-line, every other load straddles
 //! two cache lines and costs two. The system allocator gives 16-byte alignment, so X's rows
-//! started 16 bytes into a line: at 60,000 x 784 (rows of 49 whole lines) K = 64 measured
-//! 60-61 ms per epoch against 50.5-52 with X on a line boundary (four alternated runs each).
+//! may start 16 bytes into a line; the K-head epoch is faster with X on a line boundary
+//! (docs/performance.md, "Every load on one cache line").
 //!
 //! [`CacheLines`] is the system allocator with every block of [`LARGE`] bytes or more (of
 //! alignment up to 16) aligned to 64 bytes; other blocks are left as they are. The `rosenblatt` binary and the Python

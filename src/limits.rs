@@ -51,11 +51,11 @@ fn system_budget() -> u64 {
 
 /// Under an address-space limit (`ulimit -v`), caps the C allocator's per-thread arenas so
 /// that their reservations leave the limit to the data: glibc reserves 64 MiB of address space
-/// for each arena, one per thread up to eight per core, so with 16 threads a 1 GiB limit was
-/// used up by reservations and a 16 MB block of weights failed (an abort, measured on a
-/// 16-core machine; 2 and 8 threads ran). The arenas then take at most an eighth of the limit
-/// (at least one). Without a limit, or on other C libraries, nothing changes. Call it first,
-/// while the process is one thread; the `rosenblatt` binary does.
+/// for each arena, one per thread up to eight per core, so with many threads the reservations
+/// alone can use up the limit, and then even a small block fails (an abort;
+/// docs/performance.md, "Figures behind the code's choices"). The arenas then take at most an
+/// eighth of the limit (at least one). Without a limit, or on other C libraries, nothing
+/// changes. Call it first, while the process is one thread; the `rosenblatt` binary does.
 pub fn fit_allocator_to_address_limit() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     {

@@ -210,8 +210,8 @@ pub(crate) fn run<R: OnlineRule>(
         };
         let on_device = rule.epoch(&order, &mut e)?;
         for (j, &i) in order.iter().enumerate().filter(|_| !on_device) {
-            // Shuffled rows are random reads: start fetching a row some steps ahead (a
-            // shuffled epoch at 500,000 x 64 went from 125-133 to 95-120 ms with it).
+            // Shuffled rows are random reads: start fetching a row some steps ahead, which
+            // makes a shuffled epoch faster (docs/performance.md, "The online epoch").
             if let Some(&a) = order.get(j + PREFETCH_ROWS) {
                 v.x.prefetch_row(a, d);
             }

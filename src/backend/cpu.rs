@@ -329,8 +329,8 @@ const BLOCK: usize = 64;
 const ONES: [f32; BLOCK] = [1.0; BLOCK];
 
 /// Rows per block of the binary epoch: as many as keep a block within 8 KiB (a quarter of a
-/// typical L1d; 8 KiB measured a little faster than 16 KiB at d = 64 and d = 256), from 1 to
-/// [`BLOCK`], for rows of `d` values of `bytes` bytes.
+/// typical L1d; 16 KiB blocks were a little slower: docs/performance.md, "Figures behind the
+/// code's choices"), from 1 to [`BLOCK`], for rows of `d` values of `bytes` bytes.
 fn block_rows(d: usize, bytes: usize) -> usize {
     (8192 / (d * bytes).max(1)).clamp(1, BLOCK)
 }
@@ -339,7 +339,8 @@ fn block_rows(d: usize, bytes: usize) -> usize {
 const PREFETCH_AHEAD: usize = 8 << 10;
 
 /// Rows longer than this (bytes) are not prefetched: the hardware prefetcher follows long
-/// rows on its own, and at d = 5000 prefetching measured slower (31 -> 24 GB/s).
+/// rows on its own, and prefetching them was slower (docs/performance.md, "CPU, measured
+/// here").
 const PREFETCH_MAX_ROW: usize = 4 << 10;
 
 /// The fused binary epoch over one chunk of rows: margins, mistakes, criterion, and the sum
@@ -460,10 +461,11 @@ simd_dispatch! {
 /// Rows go in groups of [`HEAD_ROWS`]; for each pair of heads, the whole group goes through
 /// one [`Lanes::dot_tile`] of 4 rows x 2 heads ([`Lanes::dot_group`]): each 8 columns of a row
 /// are loaded once for two heads, and each 8 columns of a head once for four rows (the
-/// per-head dots measured compute-bound on loads: 25 ms per epoch at 60,000 x 784, K = 10; two
-/// 2 x 2 tiles per pair, 19.8 ms; one 4 x 2 tile, with the next group prefetched meanwhile,
-/// 14.4 ms), and each pair of heads is loaded once for the whole group (at K = 10, d = 784 the
-/// heads outgrow L1 next to the rows). Rows over 4 KiB, and a chunk's last rows, go in pairs.
+/// per-head dots are compute-bound on loads: one 4 x 2 tile, with the next group prefetched
+/// meanwhile, beats per-head dots and two 2 x 2 tiles per pair; docs/performance.md, "Figures
+/// behind the code's choices"), and each pair of heads is loaded once for the whole group (at
+/// K = 10, d = 784 the heads outgrow L1 next to the rows). Rows over 4 KiB, and a chunk's last
+/// rows, go in pairs.
 /// The scores are bit-identical to per-head [`Lanes::decision`] calls. Then each row of the
 /// group in order: its rule, and its heads' updates while the row is in L1 (the reference's
 /// order).
@@ -489,10 +491,9 @@ fn chunk_epoch_heads<L: Lanes, E: Elem>(
     let s = &mut p.scratch;
     let prefetch = HEAD_PREFETCH_ROW.contains(&(d * size_of::<E>()));
     // Rows of up to 4 KiB go through the 4 x 2 tile, whose two passes read the group's rows
-    // twice per pair of heads; longer rows outgrow L1 and go in pairs (d = 5000 f32, K = 10:
-    // 42.1 ms per epoch with the 4 x 2 tile, 33.8 in pairs; at the limit, d = 1000 and 1024
-    // f32, the tile still measured faster: 17.0 and 18.2 ms against 21.0 and 20.2 in pairs,
-    // medians of four).
+    // twice per pair of heads; longer rows outgrow L1 and go in pairs, which are faster there
+    // (up to the limit the tile is the faster; docs/performance.md, "Figures behind the
+    // code's choices").
     let whole = d * size_of::<E>() <= PREFETCH_MAX_ROW;
     let mut i = start;
     while i < end {
@@ -598,9 +599,9 @@ simd_dispatch! {
 /// Copies the heads of `w` (stride `da`) into `buf` at a stride of `da` rounded up to 16
 /// floats, the first head on a 64-byte boundary, so that every head starts a cache line;
 /// returns the copy and its stride. At stride d + 1 all heads but the first start mid-line,
-/// and every other 8-wide load of them in the 4 x 2 tile straddled two lines: K = 64 at
-/// 60,000 x 784 measured 55-60 ms per epoch so against 50.5-51 ms with the copy (four
-/// alternated runs each). `buf` is kept between epochs; the copy costs K * d floats.
+/// and every other 8-wide load of them in the 4 x 2 tile straddled two lines; the K-head
+/// epoch is faster with the copy (docs/performance.md, "Every load on one cache line").
+/// `buf` is kept between epochs; the copy costs K * d floats.
 fn aligned_heads<'b>(buf: &'b mut Vec<f32>, w: &[f32], da: usize) -> (&'b [f32], usize) {
     let (k, ws) = (w.len() / da, da.next_multiple_of(16));
     let need = k * ws + 16;
@@ -791,8 +792,9 @@ impl<'a> CpuBound<'a> {
     }
 }
 
-/// Rows ahead of the one being scored whose weights the sparse epoch prefetches (100,000 x
-/// 4,000,000 with 40 non-zeros a row: 16.7 -> 15.5 ms an epoch; 1 and 16 rows ahead no better).
+/// Rows ahead of the one being scored whose weights the sparse epoch prefetches (faster than
+/// none; 1 and 16 rows ahead no better: docs/performance.md, "Figures behind the code's
+/// choices").
 const GATHER_AHEAD: usize = 4;
 
 /// Asks the CPU to start loading `w[j]` for every column `j` of `idx` (a hint; never faults).

@@ -28,8 +28,9 @@ pub struct KernelProfile {
 /// What a workgroup's time is made of when the loads are coalesced and the bytes are right:
 /// the register pass's chain of dependent steps, computed from its plan alone (no GPU
 /// needed), so that a layout can be judged before a real GPU runs it. Latency hiding wants
-/// many bytes in flight per compute unit (Little's law: ~25 KiB at 4.8 TB/s and ~0.7 us),
-/// many bytes of X per barrier, and no lane working while the others of its row wait.
+/// many bytes in flight per compute unit (Little's law: bandwidth times latency;
+/// docs/performance.md, "Figures behind the code's choices"), many bytes of X per barrier,
+/// and no lane working while the others of its row wait.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct Chain {
     /// Steps of the row loop one workgroup runs one after the other (its largest run).

@@ -60,10 +60,9 @@ pub struct Selected {
 }
 
 /// Values of X (rows x features) below which `Auto` trains on the CPU without opening a GPU
-/// adapter: opening one and uploading cost more than such a job's epochs (NVIDIA H200,
-/// 100,000 x 16: 0.18 s to open the device and build the pipelines and 0.66 s to upload,
-/// against 0.13 ms a CPU epoch on its 16 threads; probing the software adapters of a machine
-/// without a GPU costs 0.27 s and 62 MB).
+/// adapter: opening one (building the pipelines) and uploading X cost more than such a job's
+/// epochs on the CPU, and on a machine without a GPU probing the software adapters alone
+/// costs time and memory (docs/performance.md, "Figures behind the code's choices").
 pub const AUTO_GPU_MIN_VALUES: u64 = 1 << 22;
 
 /// `select` for a job of `values` values of X: under `Auto` with no adapter named, fewer

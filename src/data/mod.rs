@@ -346,9 +346,8 @@ pub enum Layout {
 impl Layout {
     /// Whether `nnz` non-zeros in `n` rows of `d` features are held as CSR: for `Auto`, below
     /// 10% density. There CSR takes a fifth of the dense memory or less (8 bytes per non-zero
-    /// against 4 per value) and its epochs measured faster (100,000 x 1,000: 3.0 against
-    /// 18.4 ms at 1%, 15.1 against 16.7 ms at 10%); at 20% dense epochs were faster (100,000
-    /// x 200: 3.3 against 7.4 ms; scripts/sparse_figures.py).
+    /// against 4 per value) and its epochs were faster at 1% and 10%; at 20% dense epochs were
+    /// faster (docs/performance.md, "Figures behind the code's choices").
     pub fn sparse_for(self, n: usize, d: usize, nnz: usize) -> bool {
         match self {
             Layout::Dense => false,

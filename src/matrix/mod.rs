@@ -85,8 +85,8 @@ pub enum Row<'b> {
 impl Row<'_> {
     /// x . w (w has at least d entries): SIMD for a dense row, the non-zeros in column order
     /// for a sparse one (the same sum on integer data, where every sum is exact). Four
-    /// interleaved partial sums for sparse rows measured no faster (16.6 vs 15.5 ms an epoch
-    /// at 100,000 x 4,000,000 with 40 non-zeros a row): the epoch waits on the gathers of w.
+    /// interleaved partial sums for sparse rows were no faster (docs/performance.md, "Figures
+    /// behind the code's choices"): the epoch waits on the gathers of w.
     #[inline]
     pub fn dot(&self, w: &[f32]) -> f32 {
         match *self {

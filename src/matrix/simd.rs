@@ -11,11 +11,11 @@
 //! (`ROSENBLATT_NO_SIMD=1` forces the portable path; tests compare them).
 //!
 //! Why fused: a multiply and an add are two instructions where an FMA is one, and the
-//! register-tiled K-head epoch issues little else. On the Zen 3 cores here the peak is the
-//! same (two FMAs, or two multiplies and two adds, per cycle), but the tile's loop ran out of
-//! issue slots with the separate pair: K = 64 at 60,000 x 784 took 66-67 ms per epoch with
-//! them and 51-53 ms fused (medians, alternated runs). On CPUs whose adds share the FMA ports
-//! (most Intel cores) the separate pair also halves the peak.
+//! register-tiled K-head epoch issues little else. On cores that issue two FMAs, or two
+//! multiplies and two adds, per cycle (Zen 3) the peak is the same, but the tile's loop runs
+//! out of issue slots with the separate pair, and the epoch is slower (docs/performance.md,
+//! "Fused multiply-add"). On CPUs whose adds share the FMA ports (most Intel cores) the
+//! separate pair also halves the peak.
 //!
 //! Why intrinsics: left to itself, LLVM vectorises the 16-lane portable dot into 128-bit
 //! operations with lane shuffles (seen in the disassembly), which made the batch epoch
@@ -304,8 +304,9 @@ unsafe fn dot_group_avx2<E: Elem>(
 /// per half of the 16 lanes, two steps of 16 columns per loop test and per line of `pf`
 /// prefetched (the rest of `pf` after). Out of line so that its loop has the registers to
 /// itself: inlined into the loop over the heads, the row pointers were reloaded from the
-/// stack every step, and how often depended on the code around it (K = 64 at 60,000 x 784:
-/// 51 to 67 ms per epoch between builds that differed only in dead code).
+/// stack every step, and how often depended on the code around it (so the epoch's time
+/// changed between builds that differed only in dead code; docs/performance.md, "The tile's
+/// loop out of line").
 ///
 /// # Safety
 /// AVX2, FMA and F16C; the rows `xp + r * d` (r < 4) and `w0`, `w1` readable for n16 values.
@@ -876,8 +877,8 @@ simd_dispatch! {
 /// Independent 8-lane chains in the arithmetic-peak probe: enough to cover the fused
 /// multiply-add latency at two per cycle (4 cycles on Zen 3, so 8 in flight; 12 leave room),
 /// and few enough that the chains and the two constants stay in the 16 AVX2 registers. With
-/// 16 chains they did not: the spills halved the measured peak (48 against 99 GFLOP/s on one
-/// Zen 3 core, measured with a separate multiply and add).
+/// 16 chains they did not: the spills halved the peak the probe found (docs/performance.md,
+/// "Figures behind the code's choices").
 pub const PROBE_CHAINS: usize = 12;
 
 /// `iters` rounds of [`PROBE_CHAINS`] independent 8-lane chains acc = acc * m + a (one fused

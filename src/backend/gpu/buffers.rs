@@ -23,11 +23,11 @@ pub(crate) fn storage_buf(ctx: &GpuContext, label: &str, size: u64) -> wgpu::Buf
 /// mapped at creation, that should lie in host memory: streamed X is there because device
 /// memory is short. On Vulkan wgpu places MAP_WRITE buffers by preferring memory that is
 /// both device-local and host-visible, which on a GPU with a resizable BAR is device memory
-/// (on an H200: 1 GiB of "staging" copied at 400 GB/s, more than any PCIe link moves, and
-/// taken from the device memory `--gpu-memory` limits); a MAP_READ buffer goes to host-cached
-/// memory, which is the host's. Where MAP_READ may be a copy source (the device was opened
-/// with MAPPABLE_PRIMARY_BUFFERS, on Vulkan) that is the usage; otherwise MAP_WRITE, which
-/// on the other APIs is upload memory on the host.
+/// (its "staging" copied faster than any PCIe link moves, and took the device memory
+/// `--gpu-memory` limits; docs/performance.md, "Figures behind the code's choices"); a
+/// MAP_READ buffer goes to host-cached memory, which is the host's. Where MAP_READ may be a
+/// copy source (the device was opened with MAPPABLE_PRIMARY_BUFFERS, on Vulkan) that is the
+/// usage; otherwise MAP_WRITE, which on the other APIs is upload memory on the host.
 pub(super) fn host_staging_usage(ctx: &GpuContext) -> wgpu::BufferUsages {
     use wgpu::BufferUsages as U;
     match ctx

@@ -21,8 +21,9 @@ pub const PARTIAL_SHARE: f64 = 0.02;
 pub const TARGET_TPR: usize = 32;
 
 /// Bytes of X each thread of the register pass aims to have in flight with rows in flight:
-/// Little's law at 4.8 TB/s and ~0.7 us of latency wants ~25 KiB per compute unit of an
-/// H200, which runs ~1,000 threads of the persistent grid (4 workgroups of 256).
+/// Little's law (bandwidth times latency) sets the bytes a compute unit of a large GPU needs
+/// in flight, and such a unit runs about 1,000 threads of the persistent grid (4 workgroups
+/// of 256; docs/performance.md, "Figures behind the code's choices").
 pub const FLIGHT_BYTES: usize = 64;
 
 /// Rows each thread loads before it uses the first (the register pass with subgroups, one
@@ -173,10 +174,10 @@ impl Layout {
 }
 
 /// Most heads per thread on OpenGL: Mesa's GLSL path compiles a register pass with several
-/// heads per thread for tens of seconds to minutes (llvmpipe GL: 8 s for KT = 2 at d = 64,
-/// 25 s for KT = 3, 110 s for KT = 8; lavapipe, from SPIR-V: under 0.5 s), one head per
-/// thread in milliseconds; so on GL the heads go one per thread group (HB = K), and rows too
-/// wide for that take the two-kernel path.
+/// heads per thread very slowly (far more slowly than Vulkan's path from SPIR-V), one head
+/// per thread quickly (docs/performance.md, "Figures behind the code's choices"); so on GL
+/// the heads go one per thread group (HB = K), and rows too wide for that take the
+/// two-kernel path.
 pub const GL_KT_CAP: u32 = 1;
 
 /// Workgroup sizes the planner can choose ([`workgroup_size`]: 256, or 128 where the device
@@ -345,9 +346,9 @@ pub fn rows_in_flight(
 /// several subgroups (one head block, more than `tpr_target` threads a row, as K = 10 at
 /// d = 784: 256 threads a row, one unit each): `requested` (0: off; else the largest of
 /// TT_CHOICES at or below it, at least 4), else, with one unit a thread, 16 rows for X in f32,
-/// 8 in f16 and 4 in bytes; 0 (the loop by steps) with more units a thread: what measured
-/// fastest on an H200 (docs/performance.md, "Tiles of rows"; K = 4's two units a thread ran
-/// 2x slower by tiles than by steps). The shader needs TT (WG / sgs + WG / TPR) <= WG words
+/// 8 in f16 and 4 in bytes; 0 (the loop by steps) with more units a thread: the fastest on a
+/// GPU (docs/performance.md, "Tiles of rows"; with two units a thread, as K = 4, tiles ran
+/// slower than steps). The shader needs TT (WG / sgs + WG / TPR) <= WG words
 /// a head of `redk`: fewer rows where the adapter's smallest subgroup, `subgroup_min`, leaves
 /// less, none where even 4 do not fit. 0 too where tiles do not apply (rows in flight, or no
 /// subgroups).
@@ -514,10 +515,10 @@ pub fn device_workgroups(info: &wgpu::AdapterInfo) -> usize {
 /// multiple of 4, as the labels are packed four to a word), every workgroup with at least one
 /// row.
 ///
-/// The floor is half the device's grid on a GPU ([`grid_floor`]): the share alone left an
-/// H200 59 workgroups for K = 10 at 60,000 x 784 (10.8 ms an epoch); 256 took 3.5 ms, the
-/// partials then 13% of one read of X (`bench --classes 10 --workgroups N --profile`,
-/// 2026-11-26).
+/// The floor is half the device's grid on a GPU ([`grid_floor`]): the share alone left a
+/// large GPU fewer workgroups than compute units for K = 10 at 60,000 x 784, and its epoch
+/// several times slower than with the floor (docs/performance.md, "The persistent grid, fixed
+/// the same day").
 pub fn segment_grid(
     n: usize,
     x_words: u64,
@@ -869,9 +870,9 @@ mod tests {
     fn the_chain_model_flags_the_serial_loops_and_passes_rows_in_flight() {
         // Binary 4,194,304 x 64 f32 on an H200-like GPU. By steps (the loop before rows in
         // flight): 16 KiB of X in flight per compute unit, ~2 KiB of X per barrier, 15 of 16
-        // lanes idle while one applies the rule: what the issue read off the kernel (1.47 ms
-        // an epoch there). Rows in flight (4 a thread, 0.61 ms): 64 KiB, no barrier in the
-        // loop, the rule on every lane.
+        // lanes idle while one applies the rule: what the issue read off the kernel. Rows in
+        // flight (4 a thread, faster: docs/performance.md, "GPU kernels IV"): 64 KiB, no
+        // barrier in the loop, the rule on every lane.
         let (_, by_steps) = gpu_chain(4_194_304, 64, 1, Storage::F32, Some(0), None);
         assert_eq!(by_steps.x_bytes_in_flight_per_cu, 16 << 10);
         assert!(by_steps.x_bytes_per_barrier < 32 << 10, "{by_steps:?}");
@@ -901,7 +902,7 @@ mod tests {
         // thread in flight, 16 x 3,136 bytes of X per three barriers, the rule on one lane a
         // row but for the tile's 16 rows at once (240 of 256 lanes idle meanwhile, once a
         // tile). The issue's "no one-lane loop over the heads" is not met:
-        // the rule on every lane measured 2x slower (docs/performance.md).
+        // the rule on every lane ran slower (docs/performance.md, "Tiles of rows").
         let (s, c) = gpu_chain(60_000, 784, 10, Storage::F32, None, None);
         assert_eq!((s.tpr, s.v, s.rt, s.tt), (256, 1, 0, 16));
         assert_eq!(c.one_lane_work_per_row, 10);
@@ -910,11 +911,11 @@ mod tests {
         assert!(c.x_bytes_in_flight_per_cu >= 32 << 10, "{c:?}");
         assert_eq!(c.x_bytes_per_barrier, 16 * 3136 / 3);
         assert_eq!(c.steps_per_workgroup, 15);
-        // Bytes: 4 rows a tile (16 measured slower).
+        // Bytes: 4 rows a tile (16 ran slower: docs/performance.md, "Tiles of rows").
         let (s, c) = gpu_chain(60_000, 784, 10, Storage::U8, None, None);
         assert_eq!(s.tt, 4);
         assert_eq!(c.x_bytes_per_barrier, 4 * 784 / 3);
-        // K = 4 (two units and 128 threads a row): by steps, tiles measured 2x slower.
+        // K = 4 (two units and 128 threads a row): by steps, where tiles ran slower.
         let (s, _) = gpu_chain(60_000, 784, 4, Storage::F32, None, None);
         assert_eq!((s.tpr, s.v, s.tt), (128, 2, 0));
         let (s, c) = gpu_chain(60_000, 784, 4, Storage::F32, None, Some(8));

@@ -867,9 +867,9 @@ impl<'a> Layout<'a> {
                 .mapped_staging
                 .unwrap_or(staged <= crate::limits::budget() / 2);
         // In place: the register pass (X read once an epoch, in order) where staging binds as
-        // storage. On an H200 in place against copies: 1 GiB dense 21.5 against 23.0 ms, K =
-        // 10 at 60,000 x 784 4.5 against 7.9; CSR rows 25.0 against 21.9 (their kernels'
-        // scattered reads go slower over the bus), so sparse rows are copied.
+        // storage. Dense rows read in place are faster than copied; CSR rows are slower (their
+        // kernels' scattered reads go slower over the bus), so sparse rows are copied
+        // (docs/performance.md, "Figures behind the code's choices").
         let in_place = mapped
             && ctx
                 .features
@@ -1137,7 +1137,7 @@ fn plan_for(
     stream_budget: Option<u64>,
 ) -> Result<Plan> {
     // Subgroup lane sums on GPUs that have them; software adapters run the tree, which is
-    // faster there (lavapipe, 65,536 x 64: 77 ms an epoch against 112).
+    // faster there (docs/performance.md, "GPU": "Software adapters run the workgroup tree").
     let subgroups = opts.subgroups.unwrap_or_else(|| {
         ctx.features.contains(wgpu::Features::SUBGROUP)
             && ctx.info.device_type != wgpu::DeviceType::Cpu
