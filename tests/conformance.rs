@@ -670,7 +670,10 @@ fn every_storage_gives_the_f32_results_bit_for_bit() {
             };
             assert_eq!(packed_view.x.storage(), storage);
             let mut backends = under_test();
-            if let Some(s) = &split {
+            // The split puts rows at odd offsets within the packed words; at K = 64 a segment
+            // is cut by its 64 outputs a row (a few rows a segment), which packs nothing new
+            // and on a software adapter took two thirds of this test's time.
+            if let (Some(s), true) = (&split, heads < 64) {
                 backends.push(("gpu split", s));
             }
             for rule in rules(heads).into_iter().take(4) {
