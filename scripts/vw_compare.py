@@ -8,8 +8,9 @@ Without --data it generates a click log (`rosenblatt gen --kind clicks`); the la
 the rows is the test set. Vowpal Wabbit runs from its PyPI package (`pip install
 vowpalwabbit`; `python -m vowpalwabbit`, the C++ driver reading the file), with
 `--loss_function hinge` (its perceptron-like loss); rosenblatt runs the release binary
-(`ROSENBLATT_BIN`, default target/release/rosenblatt) with its default rule (the averaged
-perceptron) for the same passes. Each run's peak memory is its own (os.wait4).
+(`ROSENBLATT_BIN`, default target/release/rosenblatt) with each rule of --algos (default: the
+averaged perceptron, the default rule, and AROW, the per-feature adaptive one) for the same
+passes. Each run's peak memory is its own (os.wait4).
 """
 
 import argparse
@@ -50,6 +51,8 @@ def main():
     ap.add_argument("--noise", type=float, default=0.05)
     ap.add_argument("--data", help="a Vowpal Wabbit text file (default: a generated click log)")
     ap.add_argument("--seed", type=int, default=7)
+    ap.add_argument("--algos", nargs="+", default=["averaged", "arow"],
+                    help="rosenblatt's rules to run (--algo values)")
     a = ap.parse_args()
     rb = os.environ.get("ROSENBLATT_BIN", str(ROOT / "target/release/rosenblatt"))
     work = Path(tempfile.mkdtemp(prefix="vw_compare."))
@@ -73,8 +76,8 @@ def main():
     n_train = cut
     print(f"data: {data.name}, {n_train} training rows, {len(truth)} test rows, "
           f"{train.stat().st_size / 1e6:.0f} MB of training text, {a.bits} hash bits")
-    print(f"| tool | passes | wall s | rows/s | peak RSS MB | test accuracy |")
-    print(f"|---|---:|---:|---:|---:|---:|")
+    print("| tool | passes | wall s | rows/s | peak RSS MB | test accuracy |")
+    print("|---|---:|---:|---:|---:|---:|")
     for passes in a.passes:
         # Vowpal Wabbit: one pass reads the text; more go through its cache (-c).
         model = work / "vw.model"
@@ -91,16 +94,16 @@ def main():
         acc = sum(g == t for g, t in zip(got, truth)) / len(truth)
         print(f"| Vowpal Wabbit {'' if passes == 1 else '(cache)'} | {passes} | {secs:.1f} | "
               f"{n_train * passes / secs:,.0f} | {rss:.0f} | {acc:.3f} |")
-        # rosenblatt: the default rule for exactly `passes` epochs.
-        out = work / "rb.json"
-        cmd = [rb, "train", str(train), "--hash-bits", str(a.bits), "--epochs", str(passes),
-               "--patience", "0", "--backend", "cpu", "-o", str(out)]
-        secs, rss, _ = run(cmd, work)
-        _, _, ev = run([rb, "eval", str(out), str(test), "--backend", "cpu", "--json"], work)
-        acc = json.loads(ev)["accuracy"]
-        print(f"| rosenblatt (averaged, held in memory) | {passes} | {secs:.1f} | "
-              f"{n_train * passes / secs:,.0f} | {rss:.0f} | {acc:.3f} |")
-
+        # rosenblatt: each rule for exactly `passes` epochs.
+        for algo in a.algos:
+            out = work / "rb.json"
+            cmd = [rb, "train", str(train), "--algo", algo, "--hash-bits", str(a.bits),
+                   "--epochs", str(passes), "--patience", "0", "--backend", "cpu", "-o", str(out)]
+            secs, rss, _ = run(cmd, work)
+            _, _, ev = run([rb, "eval", str(out), str(test), "--backend", "cpu", "--json"], work)
+            acc = json.loads(ev)["accuracy"]
+            print(f"| rosenblatt ({algo}, held in memory) | {passes} | {secs:.1f} | "
+                  f"{n_train * passes / secs:,.0f} | {rss:.0f} | {acc:.3f} |")
 
 if __name__ == "__main__":
     main()

@@ -271,6 +271,8 @@ pub enum Param {
     Density,
     /// The passive-aggressive rules' C.
     Aggressiveness,
+    /// AROW's regularization r.
+    ArowR,
     /// The direct multiclass update (argmax or all).
     MulticlassUpdate,
     /// Rows per step of the online perceptron.
@@ -315,6 +317,7 @@ impl Param {
             Param::Scale => "scaling",
             Param::Density => "density",
             Param::Aggressiveness => "aggressiveness C",
+            Param::ArowR => "AROW's r",
             Param::MulticlassUpdate => "multiclass update",
             Param::Minibatch => "rows per step",
             Param::Streams => "streams",

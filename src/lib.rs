@@ -140,8 +140,8 @@ pub use data::hashing::{HashSign, Hashing};
 pub use matrix::{CsrBuf, MappedF32, MatrixBuf, Storage};
 // Parameters, validated into `Params`.
 pub use params::{
-    default_stopping, Algo, ClassWeight, Kernel, Mode, MulticlassStrategy, MulticlassUpdate,
-    Params, PassiveAggressive, Scale, TrainParams,
+    default_epochs, default_stopping, Algo, Arow, ClassWeight, Kernel, Mode, MulticlassStrategy,
+    MulticlassUpdate, Params, PassiveAggressive, Scale, TrainParams,
 };
 // Training.
 pub use algo::{Progress, TrainReport, Trained};

@@ -8,6 +8,7 @@
 //! when the algorithm has them, and where it ran. [`train`] only builds the problem, picks
 //! the algorithm ([`fitter`]), checks the result is finite, and builds the model and report.
 
+pub mod arow;
 mod backends;
 pub mod batch;
 pub mod kernel;
@@ -109,6 +110,7 @@ pub fn fitter(params: &Params) -> Fit {
         (Algo::Kernel, _) => kernel::fit,
         (Algo::Winnow, Mode::Online) => winnow::fit,
         (Algo::PassiveAggressive, _) => pa::fit,
+        (Algo::Arow, _) => arow::fit,
         (_, Mode::Online) => online::fit,
         (_, Mode::Batch) => batch::fit,
     }
@@ -121,7 +123,7 @@ pub fn fitter(params: &Params) -> Fit {
 pub(crate) fn fitter_is_online(params: &Params) -> bool {
     match (params.algo, params.effective_mode()) {
         (Algo::Kernel | Algo::Voted, _) => false,
-        (Algo::PassiveAggressive, _) => true,
+        (Algo::PassiveAggressive | Algo::Arow, _) => true,
         (_, mode) => mode == Mode::Online,
     }
 }

@@ -166,7 +166,12 @@ fn heads_of(ds: &Dataset, params: &Params, k: usize) -> Result<(HeadRule, ModelK
         };
         return Ok((HeadRule::Binary, kind, 1));
     }
-    let (rule, kind) = match (params.multiclass, params.multiclass_update) {
+    // AROW is a binary rule: with K classes, one head per class against the rest.
+    let strategy = match params.algo {
+        Algo::Arow => MulticlassStrategy::Ovr,
+        _ => params.multiclass,
+    };
+    let (rule, kind) = match (strategy, params.multiclass_update) {
         (MulticlassStrategy::Ovr, _) => (HeadRule::OneVsRest, ModelKind::Ovr),
         (_, MulticlassUpdate::All) => (HeadRule::MulticlassAll, ModelKind::Multiclass),
         (_, MulticlassUpdate::Argmax) => (HeadRule::MulticlassArgmax, ModelKind::Multiclass),

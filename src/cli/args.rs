@@ -9,8 +9,8 @@ use clap::{Args, Parser, Subcommand};
 use rosenblatt::backend::{BackendChoice, Kernel, Storage};
 use rosenblatt::data::{Format, LabelCol};
 use rosenblatt::params::{
-    Algo, ClassWeight, Init, Mode, MulticlassStrategy, MulticlassUpdate, PaVariant, Params,
-    PassiveAggressive, Scale, TrainParams,
+    default_epochs, Algo, Arow, ClassWeight, Init, Mode, MulticlassStrategy, MulticlassUpdate,
+    PaVariant, Params, PassiveAggressive, Scale, TrainParams,
 };
 
 /// The training defaults, written once in the library ([`TrainParams::default`]): the flags'
@@ -468,15 +468,15 @@ pub(crate) struct TrainArgs {
     /// Write the model (JSON) here; without it nothing is written.
     #[arg(short, long, value_name = "MODEL")]
     pub(crate) output: Option<PathBuf>,
-    /// Algorithm: online, batch, multiclass, pocket, averaged, voted, winnow, kernel or pa
-    /// (passive-aggressive).
+    /// Algorithm: online, batch, multiclass, pocket, averaged, voted, winnow, kernel, pa
+    /// (passive-aggressive) or arow (per-feature confidences; binary or one-vs-rest).
     #[arg(long, default_value_t = defaults().algo)]
     pub(crate) algo: Algo,
     #[command(flatten)]
     pub(crate) backend: BackendArgs,
-    /// Maximum number of epochs.
-    #[arg(long, default_value_t = defaults().epochs)]
-    pub(crate) epochs: usize,
+    /// Maximum number of epochs [default: 1000; 1 for arow].
+    #[arg(long)]
+    pub(crate) epochs: Option<usize>,
     /// Learning rate eta, in (0, 1].
     #[arg(long, default_value_t = defaults().lr)]
     pub(crate) lr: f32,
@@ -527,6 +527,9 @@ pub(crate) struct TrainArgs {
     /// Passive-aggressive: the aggressiveness C of pa1 and pa2 (> 0).
     #[arg(long, value_name = "C", default_value_t = PassiveAggressive::default().c)]
     pub(crate) aggressiveness: f32,
+    /// AROW (--algo arow): the regularization r (> 0); larger, the confidences grow slower.
+    #[arg(long, value_name = "R", default_value_t = Arow::default().r)]
+    pub(crate) arow_r: f32,
     /// Kernel perceptron: linear, poly or rbf.
     #[arg(long, default_value = "linear", value_parser = ["linear", "poly", "rbf"])]
     pub(crate) kernel: String,
@@ -756,7 +759,7 @@ impl TryFrom<&TrainArgs> for Params {
         let stopping = rosenblatt::params::default_stopping(a.algo, a.mode);
         TrainParams {
             algo: a.algo,
-            epochs: a.epochs,
+            epochs: a.epochs.unwrap_or(default_epochs(a.algo)),
             lr: a.lr,
             tol: a.tol,
             seed: a.seed,
@@ -781,6 +784,7 @@ impl TryFrom<&TrainArgs> for Params {
                 variant: a.pa_variant,
                 c: a.aggressiveness,
             }),
+            arow: (a.algo == Algo::Arow).then_some(Arow { r: a.arow_r }),
             kernel: (a.algo == Algo::Kernel).then_some(match a.kernel.as_str() {
                 "poly" => Kernel::Poly {
                     degree: a.degree,

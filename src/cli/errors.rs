@@ -41,6 +41,7 @@ pub fn flag(p: Param) -> &'static str {
         Param::Scale => "--scale",
         Param::Density => "--density",
         Param::Aggressiveness => "--aggressiveness",
+        Param::ArowR => "--arow-r",
         Param::MulticlassUpdate => "--multiclass-update",
     }
 }

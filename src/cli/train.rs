@@ -396,7 +396,7 @@ fn choose_backend(
     }
     // The perceptron, averaged perceptron and passive-aggressive run on a GPU in steps and
     // streams; the other online rules run on the CPU.
-    let cpu_only = matches!(params.algo, Algo::Voted | Algo::Winnow);
+    let cpu_only = matches!(params.algo, Algo::Voted | Algo::Winnow | Algo::Arow);
     if params.effective_mode() == Mode::Online
         && sel.backend.kind() == BackendKind::Gpu
         && speaks
@@ -404,6 +404,7 @@ fn choose_backend(
     {
         let gpu_form = match params.algo {
             Algo::Winnow => "--mode batch runs its epochs on the GPU",
+            Algo::Arow => "--algo pa and averaged run in steps on the GPU",
             _ => "--algo batch runs its epochs on the GPU",
         };
         note!(

@@ -125,6 +125,25 @@ impl Row<'_> {
         }
     }
 
+    /// Calls `f(j, x_j)` for every non-zero value, in column order.
+    #[inline]
+    pub fn for_each_nonzero(&self, mut f: impl FnMut(usize, f32)) {
+        match *self {
+            Row::Dense(x) => {
+                for (j, &v) in x.iter().enumerate() {
+                    if v != 0.0 {
+                        f(j, v);
+                    }
+                }
+            }
+            Row::Sparse { idx, val } => {
+                for (&j, &v) in idx.iter().zip(val) {
+                    f(j as usize, v);
+                }
+            }
+        }
+    }
+
     /// ||x||^2.
     pub fn sq_norm(&self) -> f32 {
         match *self {

@@ -37,6 +37,10 @@ pub enum Algo {
     /// smallest step (capped by the aggressiveness C) that reaches it (online).
     #[serde(rename = "pa")]
     PassiveAggressive,
+    /// Crammer, Kulesza and Dredze's AROW: a per-feature confidence (diagonal covariance)
+    /// that makes steps large for rare features and small for frequent ones (online; binary
+    /// or one-vs-rest).
+    Arow,
 }
 
 impl Algo {
@@ -52,6 +56,7 @@ impl Algo {
             Algo::Winnow => "winnow",
             Algo::Kernel => "kernel",
             Algo::PassiveAggressive => "pa",
+            Algo::Arow => "arow",
         }
     }
 
@@ -59,6 +64,7 @@ impl Algo {
     pub fn title(self) -> String {
         match self {
             Algo::PassiveAggressive => "passive-aggressive".to_string(),
+            Algo::Arow => "AROW".to_string(),
             Algo::Winnow => "Winnow".to_string(),
             a => format!("{} perceptron", a.name()),
         }
@@ -71,7 +77,8 @@ impl Algo {
             | Algo::Averaged
             | Algo::Voted
             | Algo::Winnow
-            | Algo::PassiveAggressive => Mode::Online,
+            | Algo::PassiveAggressive
+            | Algo::Arow => Mode::Online,
             Algo::Batch | Algo::Multiclass | Algo::Pocket | Algo::Kernel => Mode::Batch,
         }
     }
@@ -90,9 +97,10 @@ impl std::str::FromStr for Algo {
             "winnow" => Algo::Winnow,
             "kernel" => Algo::Kernel,
             "pa" => Algo::PassiveAggressive,
+            "arow" => Algo::Arow,
             _ => {
                 return Err(format!(
-                    "unknown algorithm {s:?} (expected online, batch, multiclass, pocket, averaged, voted, winnow, kernel or pa)"
+                    "unknown algorithm {s:?} (expected online, batch, multiclass, pocket, averaged, voted, winnow, kernel, pa or arow)"
                 ))
             }
         })
@@ -178,6 +186,20 @@ impl PassiveAggressive {
             PaVariant::Pa1 => PaSize::Pa1(self.c),
             PaVariant::Pa2 => PaSize::Pa2(self.c),
         }
+    }
+}
+
+/// AROW's settings (Crammer, Kulesza and Dredze, NIPS 2009).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Arow {
+    /// The regularization r (> 0): how slowly the per-feature confidences grow.
+    pub r: f32,
+}
+
+impl Default for Arow {
+    fn default() -> Self {
+        Arow { r: 30.0 }
     }
 }
 
@@ -417,6 +439,9 @@ pub struct TrainParams {
     /// Passive-aggressive: the variant and C (default PA-I, C = 1).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub passive_aggressive: Option<PassiveAggressive>,
+    /// AROW's settings (`None`: the defaults).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arow: Option<Arow>,
     /// Stop after this many epochs without improvement of the monitored figure (training
     /// mistakes, or validation mistakes with a validation set); `None` or 0: no such rule
     /// (files of earlier versions have none).
@@ -526,6 +551,16 @@ pub fn default_stopping(algo: Algo, mode: Option<Mode>) -> (u32, f32) {
     }
 }
 
+/// The front ends' default epoch budget for `algo`: 1,000 (the stopping rule ends training
+/// well before), but one pass for AROW, whose confidences make its first pass its best on
+/// noisy data (docs/guide.md, "AROW"), as one pass is Vowpal Wabbit's default.
+pub fn default_epochs(algo: Algo) -> usize {
+    match algo {
+        Algo::Arow => 1,
+        _ => 1000,
+    }
+}
+
 /// The defaults: the averaged perceptron in its online form with its own stopping rule, which
 /// is what `train` with no flags and Python's `Perceptron()` run.
 impl Default for TrainParams {
@@ -552,7 +587,7 @@ impl TrainParams {
         let (patience, patience_floor) = default_stopping(algo, None);
         TrainParams {
             algo,
-            epochs: 1000,
+            epochs: default_epochs(algo),
             lr: 1.0,
             tol: None,
             seed: 0,
@@ -566,6 +601,7 @@ impl TrainParams {
             max_vectors: default_max_vectors(),
             kernel: None,
             passive_aggressive: None,
+            arow: None,
             patience: Some(patience),
             min_improvement: default_min_improvement(),
             patience_floor,
@@ -812,6 +848,18 @@ impl TrainParams {
                 ));
             }
         }
+        if let Some(a) = &self.arow {
+            if !(a.r.is_finite() && a.r > 0.0) {
+                return Err(Error::param(Param::ArowR, a.r, "should be finite and > 0"));
+            }
+        }
+        if self.algo == Algo::Arow && self.margin_threshold != 0.0 {
+            return Err(Error::param(
+                Param::MarginThreshold,
+                self.margin_threshold,
+                "is not available for AROW, whose margin is 1 (the hinge loss)",
+            ));
+        }
         if self.algo == Algo::PassiveAggressive && self.margin_threshold != 0.0 {
             return Err(Error::param(
                 Param::MarginThreshold,
@@ -851,7 +899,9 @@ impl TrainParams {
             ));
         }
         let ok = match self.algo {
-            Algo::Online | Algo::Voted | Algo::PassiveAggressive => mode == Mode::Online,
+            Algo::Online | Algo::Voted | Algo::PassiveAggressive | Algo::Arow => {
+                mode == Mode::Online
+            }
             Algo::Batch | Algo::Pocket | Algo::Kernel => mode == Mode::Batch,
             Algo::Multiclass | Algo::Averaged | Algo::Winnow => true,
         };
@@ -860,7 +910,7 @@ impl TrainParams {
                 Param::Mode,
                 format!("{mode:?}").to_lowercase(),
                 match self.algo {
-                    Algo::Online | Algo::Voted | Algo::PassiveAggressive => {
+                    Algo::Online | Algo::Voted | Algo::PassiveAggressive | Algo::Arow => {
                         "is not available: this algorithm has an online form only"
                     }
                     _ => "is not available: this algorithm has a batch form only",

@@ -10,6 +10,7 @@ mod common;
 
 mod api;
 mod architecture;
+mod arow;
 mod bench;
 mod cli;
 mod convergence;
