@@ -3,14 +3,12 @@
 //! passive-aggressive's one pass (what the rule is for); K classes train one-vs-rest; the CLI
 //! trains one pass by default and refuses what the rule does not take.
 
+use crate::common::train;
 use crate::common::{self, run, stderr, stdout};
 
-use std::path::Path;
-
 use approx::assert_abs_diff_eq;
-use rosenblatt::algo::{self, Trained};
 use rosenblatt::backend::cpu::CpuBackend;
-use rosenblatt::data::{self, Dataset, LoadOptions};
+use rosenblatt::data::{self, Dataset};
 use rosenblatt::model::ModelKind;
 use rosenblatt::params::{Algo, Arow, TrainParams};
 use serde_json::Value;
@@ -20,17 +18,6 @@ fn arow(r: f32) -> TrainParams {
         arow: Some(Arow { r }),
         ..TrainParams::for_algo(Algo::Arow)
     }
-}
-
-fn train(ds: &Dataset, p: TrainParams) -> Trained {
-    algo::train(
-        ds,
-        &p.validate().unwrap(),
-        &CpuBackend::new(),
-        None,
-        &mut (),
-    )
-    .unwrap()
 }
 
 #[test]
@@ -124,24 +111,7 @@ fn one_pass_over_sparse_noisy_rows_learns_more_than_the_other_rules() {
 
 #[test]
 fn classes_train_one_vs_rest_and_generalise() {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/digits.csv");
-    let ds = data::load(&path, &LoadOptions::default()).unwrap();
-    let keep = |test: bool| -> Dataset {
-        let rows: Vec<usize> = (0..ds.n).filter(|i| (i % 5 == 0) == test).collect();
-        let labels = ds.labels.as_ref().unwrap();
-        let names: Vec<&str> = rows
-            .iter()
-            .map(|&i| labels.classes[labels.index[i] as usize].as_str())
-            .collect();
-        Dataset::new(
-            rows.iter().flat_map(|&i| ds.row(i).to_vec()).collect(),
-            rows.len(),
-            ds.d,
-            Some(data::Labels::from_names(&names)),
-            "digits",
-        )
-    };
-    let (tr, te) = (keep(false), keep(true));
+    let (tr, te) = common::digits();
     let t = train(&tr, arow(10.0).epochs(3));
     assert_eq!(t.model.kind(), ModelKind::Ovr);
     let acc = t.model.evaluate(&te, &CpuBackend::new()).unwrap().accuracy;

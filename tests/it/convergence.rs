@@ -3,6 +3,7 @@
 //! CPU batch epoch gives the same bits on any number of threads.
 
 use crate::common;
+use crate::common::train;
 
 use rosenblatt::algo;
 use rosenblatt::backend::cpu::CpuBackend;
@@ -11,17 +12,6 @@ use rosenblatt::data::{Dataset, Labels};
 use rosenblatt::model::{Body, Hyperplane, Model};
 use rosenblatt::params::{Algo, Init, TrainParams};
 use rosenblatt::report::radius;
-
-fn train(ds: &Dataset, p: TrainParams) -> algo::Trained {
-    algo::train(
-        ds,
-        &p.validate().unwrap(),
-        &CpuBackend::new(),
-        None,
-        &mut (),
-    )
-    .unwrap()
-}
 
 #[test]
 fn both_algorithms_converge_on_separable_data() {

@@ -4,59 +4,23 @@
 //! perceptron on committees with many experts, and every model kind survives save and load.
 
 use crate::common;
+use crate::common::train;
 
 use std::path::Path;
 
-use rosenblatt::algo::{self, Trained};
 use rosenblatt::backend::cpu::CpuBackend;
-use rosenblatt::data::{self, Dataset, LoadOptions};
+use rosenblatt::data::{self, Dataset};
 use rosenblatt::experiment::committee_experiment;
 use rosenblatt::model::{Body, Model, ModelKind};
 use rosenblatt::params::{Algo, Mode, MulticlassStrategy, MulticlassUpdate, TrainParams};
-
-fn train(ds: &Dataset, p: TrainParams) -> Trained {
-    algo::train(
-        ds,
-        &p.validate().unwrap(),
-        &CpuBackend::new(),
-        None,
-        &mut (),
-    )
-    .unwrap()
-}
 
 fn accuracy(m: &Model, ds: &Dataset) -> f64 {
     m.evaluate(ds, &CpuBackend::new()).unwrap().accuracy
 }
 
-/// Rows `i % 5 != 0` for training, the others held out.
-fn split(ds: &Dataset, test: bool) -> Dataset {
-    let keep: Vec<usize> = (0..ds.n).filter(|i| (i % 5 == 0) == test).collect();
-    let labels = ds.labels.as_ref().unwrap();
-    let names: Vec<&str> = keep
-        .iter()
-        .map(|&i| labels.classes[labels.index[i] as usize].as_str())
-        .collect();
-    Dataset::new(
-        keep.iter().flat_map(|&i| ds.row(i).to_vec()).collect(),
-        keep.len(),
-        ds.d,
-        Some(data::Labels::from_names(&names)),
-        ds.source.clone(),
-    )
-}
-
-fn digits() -> (Dataset, Dataset) {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/digits.csv");
-    let ds = data::load(&path, &LoadOptions::default()).unwrap();
-    assert_eq!((ds.n, ds.d), (1797, 64));
-    assert_eq!(ds.labels.as_ref().unwrap().classes.len(), 10);
-    (split(&ds, false), split(&ds, true))
-}
-
 #[test]
 fn multiclass_reaches_high_accuracy_on_digits() {
-    let (tr, te) = digits();
+    let (tr, te) = common::digits();
     // Picked automatically for 10 classes, with the default (argmax) update.
     let t = train(&tr, TrainParams::for_algo(Algo::Online).epochs(200));
     assert_eq!(t.model.kind(), ModelKind::Multiclass);
@@ -313,7 +277,7 @@ fn winnow_stays_finite_under_many_updates() {
 
 #[test]
 fn every_model_kind_round_trips_through_its_file() {
-    let (tr, te) = digits();
+    let (tr, te) = common::digits();
     let (ntr, nte) = noisy(9);
     let (committee, _) = rosenblatt::data::synth::committee(300, 40, 3, 1).unwrap();
     let cases: Vec<(&Dataset, &Dataset, TrainParams)> = vec![

@@ -3,13 +3,13 @@
 //! saves and predicts with them and refuses what they do not take.
 
 use crate::common;
+use crate::common::train;
 
 use std::path::Path;
 
 use approx::assert_abs_diff_eq;
-use rosenblatt::algo::{self, Trained};
 use rosenblatt::backend::cpu::CpuBackend;
-use rosenblatt::data::{self, Dataset, LoadOptions};
+use rosenblatt::data::{self, Dataset};
 use rosenblatt::model::Body;
 use rosenblatt::params::{Algo, MulticlassStrategy, PaVariant, PassiveAggressive, TrainParams};
 
@@ -18,17 +18,6 @@ fn pa(variant: PaVariant, c: f32) -> TrainParams {
         passive_aggressive: Some(PassiveAggressive { variant, c }),
         ..TrainParams::for_algo(Algo::PassiveAggressive)
     }
-}
-
-fn train(ds: &Dataset, p: TrainParams) -> Trained {
-    algo::train(
-        ds,
-        &p.validate().unwrap(),
-        &CpuBackend::new(),
-        None,
-        &mut (),
-    )
-    .unwrap()
 }
 
 #[test]
@@ -110,24 +99,7 @@ fn every_variant_separates_separable_data() {
 
 #[test]
 fn digits_multiclass_and_one_vs_rest_generalise() {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/digits.csv");
-    let ds = data::load(&path, &LoadOptions::default()).unwrap();
-    let keep = |test: bool| -> Dataset {
-        let rows: Vec<usize> = (0..ds.n).filter(|i| (i % 5 == 0) == test).collect();
-        let labels = ds.labels.as_ref().unwrap();
-        let names: Vec<&str> = rows
-            .iter()
-            .map(|&i| labels.classes[labels.index[i] as usize].as_str())
-            .collect();
-        Dataset::new(
-            rows.iter().flat_map(|&i| ds.row(i).to_vec()).collect(),
-            rows.len(),
-            ds.d,
-            Some(data::Labels::from_names(&names)),
-            "digits",
-        )
-    };
-    let (tr, te) = (keep(false), keep(true));
+    let (tr, te) = common::digits();
     for strategy in [MulticlassStrategy::Direct, MulticlassStrategy::Ovr] {
         let p = TrainParams {
             multiclass: strategy,

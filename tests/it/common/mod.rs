@@ -118,3 +118,41 @@ pub fn rss_anon() -> Option<u64> {
     let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
     Some(kib * 1024)
 }
+
+/// Trains `p` on the CPU, unwrapping every error.
+pub fn train(ds: &Dataset, p: rosenblatt::params::TrainParams) -> rosenblatt::algo::Trained {
+    rosenblatt::algo::train(
+        ds,
+        &p.validate().unwrap(),
+        &rosenblatt::backend::cpu::CpuBackend::new(),
+        None,
+        &mut (),
+    )
+    .unwrap()
+}
+
+/// Rows `i % 5 != 0` of `ds` for training (`test` false), the others held out.
+pub fn split(ds: &Dataset, test: bool) -> Dataset {
+    let keep: Vec<usize> = (0..ds.n).filter(|i| (i % 5 == 0) == test).collect();
+    let labels = ds.labels.as_ref().unwrap();
+    let names: Vec<&str> = keep
+        .iter()
+        .map(|&i| labels.classes[labels.index[i] as usize].as_str())
+        .collect();
+    Dataset::new(
+        keep.iter().flat_map(|&i| ds.row(i).to_vec()).collect(),
+        keep.len(),
+        ds.d,
+        Some(Labels::from_names(&names)),
+        ds.source.clone(),
+    )
+}
+
+/// scikit-learn's digits (tests/data/digits.csv) split by [`split`]: (training, held out).
+pub fn digits() -> (Dataset, Dataset) {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/digits.csv");
+    let ds = rosenblatt::data::load(&path, &rosenblatt::data::LoadOptions::default()).unwrap();
+    assert_eq!((ds.n, ds.d), (1797, 64));
+    assert_eq!(ds.labels.as_ref().unwrap().classes.len(), 10);
+    (split(&ds, false), split(&ds, true))
+}
