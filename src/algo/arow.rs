@@ -11,8 +11,9 @@
 //! Theorem 2). x is augmented ([x, 1]), so the bias has its own confidence. `r` (> 0) sets
 //! how fast the confidence grows: larger is slower (default 30, chosen on the one-pass
 //! figures of docs/guide.md, "AROW"). Binary; with K classes one head per class
-//! against the rest (one-vs-rest), each head with its own confidences. Row and class weights
-//! and eta scale alpha. A "mistake" in the reports is a row the rule steps on (margin below
+//! against the rest (one-vs-rest), each head with its own confidences. A row's and its
+//! class's weight c enters as c copies would in AROW's objective (r / c in place of r, so
+//! beta = c / (c v + r): weight 0 changes nothing), and eta scales alpha. A "mistake" in the reports is a row the rule steps on (margin below
 //! 1), and the criterion the sum of the hinge losses, as for passive-aggressive. A warm start
 //! takes the model's weights with every confidence 1 again (model files hold no covariance).
 
@@ -107,8 +108,10 @@ impl OnlineRule for Arow {
             );
             let mut conf = sg[d] * bias * bias;
             row.for_each_nonzero(|j, x| conf += sg[j] * x * x);
-            let beta = 1.0 / (conf + self.r);
-            let a = self.eta * wi * loss * beta * sign;
+            // A row of weight c counts as c copies in AROW's objective: r becomes r / c, so
+            // beta = c / (c v + r); a row of weight 0 changes neither w nor the confidences.
+            let beta = wi / (wi * conf + self.r);
+            let a = self.eta * loss * beta * sign;
             row.for_each_nonzero(|j, x| {
                 let sx = sg[j] * x;
                 w[j] += a * sx;

@@ -45,6 +45,37 @@ fn steps_by_hand() {
 }
 
 #[test]
+fn a_row_of_weight_zero_changes_nothing_and_weight_one_is_the_plain_rule() {
+    // The rows of `steps_by_hand`, the first weighted 0: only the second row steps, from
+    // w = 0 and every confidence 1: margin 0, v = 1 + 1 = 2, beta = 1/3, alpha = 1/3:
+    // w = (0, -1/3), b = -1/3. With weights 1 the model is the unweighted one.
+    let rows = |weights: Vec<f32>| {
+        let mut ds = Dataset::new(
+            vec![2.0, 0.0, 0.0, 1.0],
+            2,
+            2,
+            Some(data::Labels::from_names(&["b", "a"])),
+            "tiny",
+        );
+        ds.weights = Some(weights);
+        ds
+    };
+    let p = || arow(1.0).shuffle(false).epochs(1);
+    let h = train(&rows(vec![0.0, 1.0]), p())
+        .model
+        .hyperplane()
+        .unwrap()
+        .clone();
+    assert_abs_diff_eq!(h.weights[0], 0.0, epsilon = 1e-7);
+    assert_abs_diff_eq!(h.weights[1], -1.0 / 3.0, epsilon = 1e-6);
+    assert_abs_diff_eq!(h.bias, -1.0 / 3.0, epsilon = 1e-6);
+    let ones = train(&rows(vec![1.0, 1.0]), p()).model.augmented();
+    let mut unweighted = rows(vec![]);
+    unweighted.weights = None;
+    assert_eq!(ones, train(&unweighted, p()).model.augmented());
+}
+
+#[test]
 fn one_pass_over_sparse_noisy_rows_learns_more_than_the_other_rules() {
     // 25,000 training rows of 20,000 features, 20 non-zeros a row, 5% of labels flipped;
     // 5,000 held out. One pass each: AROW's per-feature steps against one step size for all.
