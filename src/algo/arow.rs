@@ -77,9 +77,7 @@ impl OnlineRule for Arow {
         let v = pb.view();
         let (d, bias) = (v.d, v.bias);
         let da = d + 1;
-        for (h, sh) in self.s.iter_mut().enumerate() {
-            *sh = row.decision(&self.w[h * da..(h + 1) * da], bias);
-        }
+        row.decisions(&self.w, bias, &mut self.s);
         // The heads whose margin is at most 1, and their label signs (the rule is binary or
         // one-vs-rest: `Problem` gives AROW no joint multiclass rule).
         let rule = pb.rule;

@@ -106,9 +106,7 @@ impl OnlineRule for Pa {
         let v = pb.view();
         let (d, bias) = (v.d, v.bias);
         let da = d + 1;
-        for (h, sh) in self.s.iter_mut().enumerate() {
-            *sh = row.decision(&self.w[h * da..(h + 1) * da], bias);
-        }
+        row.decisions(&self.w, bias, &mut self.s);
         let (w, eta) = (&mut self.w, self.eta);
         let sq = row.sq_norm() + bias * bias;
         let pa_row = PaRow { y, wt, sq };

@@ -112,6 +112,16 @@ impl Row<'_> {
         }
     }
 
+    /// [`Row::decision`] for each head of augmented weights `w` (`out.len()` heads of `d + 1`
+    /// entries each), into `out`.
+    #[inline]
+    pub fn decisions(&self, w: &[f32], bias: f32, out: &mut [f32]) {
+        let da = w.len() / out.len().max(1);
+        for (h, o) in out.iter_mut().enumerate() {
+            *o = self.decision(&w[h * da..(h + 1) * da], bias);
+        }
+    }
+
     /// out += a * x (out has d entries; a sparse row touches only its columns).
     #[inline]
     pub fn axpy(&self, a: f32, out: &mut [f32]) {
