@@ -686,7 +686,7 @@ fn the_voted_perceptron_kept_as_steps_votes_as_every_vector_would() {
         assert_eq!(t.model.raw_scores(&ds, &cpu).unwrap(), want, "{k} classes");
         if let Some(g) = common::gpu() {
             assert_eq!(
-                t.model.raw_scores(&ds, &g).unwrap(),
+                t.model.raw_scores(&ds, g).unwrap(),
                 want,
                 "{k} classes, GPU"
             );
@@ -879,7 +879,7 @@ fn steps_of_rows_and_streams_by_hand() {
 }
 
 /// The averaged multiclass perceptron by steps of B rows in S streams as the GPU's kernels'
-/// CPU twin runs it (`backend::steps`, kept equal to shaders/steps.wgsl by tests/gpu.rs).
+/// CPU twin runs it (`backend::steps`, kept equal to shaders/steps.wgsl by tests/it/gpu.rs).
 fn steps_by_twin(
     x: &[f32],
     y: &[usize],

@@ -1,10 +1,10 @@
 //! The integration tests in one binary (linked once): a module a topic, each opening with
-//! what it proves; `common` holds the helpers every test binary shares. `cargo test --test it
-//! cli::` runs one topic; the MPI tests build with `--features mpi`. The GPU conformance
-//! tests (tests/conformance.rs, gpu.rs, sparse.rs, traffic.rs) are binaries of their own:
-//! each holds its GPU set-ups and their compiled pipelines for its whole run (conformance
-//! alone peaks near 8 GB on lavapipe), and in one process together they ran out of this
-//! machine's 24 GB.
+//! what it proves; `common` holds the helpers they share, the GPU backend on the default
+//! adapter among them (opened once for the binary, its pipelines compiled once). `cargo test
+//! --test it cli::` runs one topic; the MPI tests build with `--features mpi`. A GPU backend
+//! with other options is opened by the test that needs it and dropped with it, except the
+//! conformance variants, held for that topic's many tests: Mesa's software adapter keeps
+//! memory for each dispatch while a device lives (CONTRIBUTING.md, "Test memory").
 
 mod common;
 
@@ -13,10 +13,12 @@ mod architecture;
 mod arow;
 mod bench;
 mod cli;
+mod conformance;
 mod convergence;
 mod docs;
 mod family;
 mod fuzz;
+mod gpu;
 mod model_files;
 #[cfg(feature = "mpi")]
 mod mpi;
@@ -27,5 +29,7 @@ mod real_data;
 mod reliability;
 mod scale;
 mod shaders;
+mod sparse;
+mod traffic;
 mod vw;
 mod warm_start;

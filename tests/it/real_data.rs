@@ -362,7 +362,7 @@ fn every_new_rule_gives_the_same_model_on_the_gpu_and_the_cpu() {
                 let pb = Problem::build(&ds, &p, holdout, None).unwrap();
                 algo::fit(pb, &p, b, None, &mut ()).unwrap()
             };
-            let (c, gg) = (fit(&cpu), fit(&g));
+            let (c, gg) = (fit(&cpu), fit(g));
             let what = format!("k {k} {algo:?} {cw:?} validation {val} patience {patience}");
             assert_eq!(
                 c.report.mistakes_per_epoch, gg.report.mistakes_per_epoch,

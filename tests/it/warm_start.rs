@@ -47,7 +47,7 @@ fn check_n_plus_m(backend: &dyn Backend, name: &str) {
 fn n_epochs_then_m_more_equal_n_plus_m_on_the_cpu_and_the_gpu() {
     check_n_plus_m(&CpuBackend::new(), "cpu");
     if let Some(g) = common::gpu() {
-        check_n_plus_m(&g, "gpu");
+        check_n_plus_m(g, "gpu");
     }
 }
 

@@ -556,7 +556,7 @@ pub fn grid_floor(grid: usize, max_steps: Option<usize>) -> usize {
 /// has run 65,535 loop iterations in all (gallivm's loop limiter,
 /// LP_MAX_TGSI_LOOP_ITERATIONS); a step costs 2K + 11 to 2K + 18 iterations (the rule's two
 /// loops over the K scores and the loops the compiler does not unroll), measured on
-/// lavapipe for K = 1 to 64 (`tests/traffic.rs` keeps a check: K = 10 at d = 784 broke
+/// lavapipe for K = 1 to 64 (`tests/it/traffic.rs` keeps a check: K = 10 at d = 784 broke
 /// after 1,720 steps in one workgroup, K = 64 at d = 64 after 456). Workgroups stop at
 /// about 70% of that.
 pub fn software_steps(heads: usize) -> usize {

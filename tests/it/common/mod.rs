@@ -3,6 +3,7 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
+use std::sync::OnceLock;
 
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -48,19 +49,40 @@ pub fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
     p
 }
 
-/// The GPU backend on the default adapter, or `None` with a visible "skipped" line; with
-/// `ROSENBLATT_REQUIRE_GPU=1` a missing adapter fails the test instead.
-pub fn gpu() -> Option<GpuBackend> {
-    match GpuBackend::new(&GpuOptions::default()) {
+/// The GPU backend on the default adapter, opened once for the whole test binary (context
+/// and pipelines built once, shared by every topic), or `None` with a visible "skipped" line;
+/// with `ROSENBLATT_REQUIRE_GPU=1` a missing adapter fails the test instead.
+pub fn gpu() -> Option<&'static GpuBackend> {
+    static G: OnceLock<Option<GpuBackend>> = OnceLock::new();
+    G.get_or_init(|| open_gpu(&GpuOptions::default())).as_ref()
+}
+
+/// A GPU backend of its own opened with `opts`, or `None` with a visible "skipped" line (a
+/// failure under `ROSENBLATT_REQUIRE_GPU=1`). Dropped when the test is done with it: Mesa's
+/// software adapter keeps memory for every dispatch while a device lives.
+pub fn open_gpu(opts: &GpuOptions) -> Option<GpuBackend> {
+    match GpuBackend::new(opts) {
         Ok(g) => Some(g),
         Err(e) if std::env::var("ROSENBLATT_REQUIRE_GPU").is_ok_and(|v| v == "1") => {
             panic!("ROSENBLATT_REQUIRE_GPU=1 but no GPU backend: {e}")
         }
         Err(e) => {
             use std::io::Write;
+            // Written past the test harness's capture so that it shows.
             let _ = writeln!(std::io::stderr(), "skipped: no GPU adapter ({e})");
             None
         }
+    }
+}
+
+/// Gives the heap's free memory back to the system (glibc's `malloc_trim`): after a GPU
+/// backend of Mesa's software adapter is dropped, the memory it kept for its dispatches is
+/// free but stays with the process's allocator arenas until trimmed.
+pub fn trim_heap() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: malloc_trim only returns free pages of the allocator's arenas to the system.
+    unsafe {
+        libc::malloc_trim(0);
     }
 }
 

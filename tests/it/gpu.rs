@@ -7,11 +7,7 @@
 //! Tests that need an adapter print "skipped: no GPU adapter" when there is none, and fail
 //! instead when ROSENBLATT_REQUIRE_GPU=1.
 
-#[path = "it/common/mod.rs"]
-mod common;
-
-use std::io::Write;
-use std::sync::OnceLock;
+use crate::common;
 
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -25,27 +21,7 @@ use rosenblatt::data::{Dataset, Labels};
 use rosenblatt::params::{Algo, TrainParams};
 use rosenblatt::Error;
 
-fn required() -> bool {
-    std::env::var("ROSENBLATT_REQUIRE_GPU").is_ok_and(|v| v == "1")
-}
-
-fn open(opts: &GpuOptions) -> Option<GpuBackend> {
-    match GpuBackend::new(opts) {
-        Ok(g) => Some(g),
-        Err(e) if required() => panic!("ROSENBLATT_REQUIRE_GPU=1 but no GPU backend: {e}"),
-        Err(e) => {
-            // Written past the test harness's capture so that it shows.
-            let _ = writeln!(std::io::stderr(), "skipped: no GPU adapter ({e})");
-            None
-        }
-    }
-}
-
-/// One shared backend (context and pipelines built once for the whole file).
-fn gpu() -> Option<&'static GpuBackend> {
-    static G: OnceLock<Option<GpuBackend>> = OnceLock::new();
-    G.get_or_init(|| open(&GpuOptions::default())).as_ref()
-}
+use common::{gpu, open_gpu as open};
 
 /// Integer features in [-2, 2] (about a third zeros), labels from a seeded integer
 /// hyperplane with a little label noise so that training takes several epochs.

@@ -5,10 +5,7 @@
 //! CLI trains, predicts and evaluates a LIBSVM file whose dense form would need terabytes in
 //! a few hundred MB, and generates and times sparse data.
 
-#[path = "it/common/mod.rs"]
-mod common;
-
-use std::sync::OnceLock;
+use crate::common;
 
 use common::{run, stderr, stdout};
 use rand::{Rng, SeedableRng};
@@ -24,62 +21,82 @@ use rosenblatt::backend::{
 use rosenblatt::data::{Dataset, Labels};
 use rosenblatt::params::{Algo, Mode, Scale, TrainParams};
 
-fn gpu() -> Option<&'static GpuBackend> {
-    static G: OnceLock<Option<GpuBackend>> = OnceLock::new();
-    G.get_or_init(common::gpu).as_ref()
-}
+use common::gpu;
 
-/// A GPU backend opened once with `resident` options, when there is a GPU.
-fn gpu_with(
-    cell: &'static OnceLock<Option<GpuBackend>>,
-    resident: ResidentOptions,
-) -> Option<&'static GpuBackend> {
+/// A GPU backend of its own with `resident` options, when there is a GPU. Opened by the test
+/// that needs it and dropped with it: these run hundreds of CSR epochs over many segments,
+/// for which Mesa's software adapter keeps memory while the device lives (gigabytes if
+/// held for the whole run; CONTRIBUTING.md, "Test memory").
+fn gpu_with(resident: ResidentOptions) -> Option<GpuBackend> {
     gpu()?;
-    cell.get_or_init(|| {
-        GpuBackend::new(&GpuOptions {
-            resident,
-            ..Default::default()
-        })
-        .ok()
+    GpuBackend::new(&GpuOptions {
+        resident,
+        ..Default::default()
     })
-    .as_ref()
+    .ok()
 }
 
 /// The GPU with bindings of at most 1 KiB, so a few dozen rows fill a segment.
-fn gpu_split() -> Option<&'static GpuBackend> {
-    static G: OnceLock<Option<GpuBackend>> = OnceLock::new();
-    let resident = ResidentOptions {
+fn gpu_split() -> Option<GpuBackend> {
+    gpu_with(ResidentOptions {
         max_binding: Some(1024),
         ..Default::default()
-    };
-    gpu_with(&G, resident)
+    })
 }
 
 /// The GPU with 4 KiB of device memory for X: larger sets stream, a segment (values, row
 /// starts and columns, and the column-major copy) uploaded before its kernels every epoch.
-fn gpu_streamed() -> Option<&'static GpuBackend> {
-    static G: OnceLock<Option<GpuBackend>> = OnceLock::new();
-    let resident = ResidentOptions {
+fn gpu_streamed() -> Option<GpuBackend> {
+    gpu_with(ResidentOptions {
         gpu_memory: Some(4096),
         ..Default::default()
-    };
-    gpu_with(&G, resident)
+    })
 }
 
-fn backends() -> Vec<(&'static str, &'static dyn Backend)> {
-    static CPU: CpuBackend = CpuBackend;
-    static REF: ReferenceBackend = ReferenceBackend;
-    let mut v: Vec<(&str, &dyn Backend)> = vec![("reference", &REF), ("cpu", &CPU)];
-    if let Some(g) = gpu() {
-        v.push(("gpu", g));
+/// The backends a test holds to each other: the reference, the fast CPU and, when there is a
+/// GPU, a default one and the split and streamed ones, all the test's own. Dropped together,
+/// and the heap trimmed after them: the memory Mesa's software adapter kept for their
+/// dispatches goes back to the system.
+struct Backends {
+    gpu: Option<GpuBackend>,
+    split: Option<GpuBackend>,
+    streamed: Option<GpuBackend>,
+}
+
+impl Backends {
+    /// Every backend.
+    fn open() -> Self {
+        Backends {
+            gpu: gpu_with(ResidentOptions::default()),
+            split: gpu_split(),
+            streamed: gpu_streamed(),
+        }
     }
-    if let Some(g) = gpu_split() {
-        v.push(("gpu split", g));
+
+    fn list(&self) -> Vec<(&'static str, &dyn Backend)> {
+        static CPU: CpuBackend = CpuBackend;
+        static REF: ReferenceBackend = ReferenceBackend;
+        let mut v: Vec<(&str, &dyn Backend)> = vec![("reference", &REF), ("cpu", &CPU)];
+        for (name, g) in [
+            ("gpu", &self.gpu),
+            ("gpu split", &self.split),
+            ("gpu streamed", &self.streamed),
+        ] {
+            if let Some(g) = g {
+                v.push((name, g));
+            }
+        }
+        v
     }
-    if let Some(g) = gpu_streamed() {
-        v.push(("gpu streamed", g));
+}
+
+impl Drop for Backends {
+    fn drop(&mut self) {
+        self.gpu.take();
+        self.split.take();
+        self.streamed.take();
+        common::trim_heap();
     }
-    v
 }
 
 /// `n` rows of `d` integer features in [-3, 3], about `fill` of them non-zero, with every
@@ -190,6 +207,9 @@ fn sparse_rows_give_the_dense_results_bit_for_bit_on_every_backend() {
         let packed = FeatureBuf::pack(&cx.values, Storage::I8).unwrap();
         let packed_v = FeatureBuf::pack(&cv.values, Storage::I8).unwrap();
         for weighted in [false, true] {
+            // Opened for these runs alone, so what Mesa keeps for their dispatches goes with
+            // them.
+            let backends = Backends::open();
             let view = |x, xv| TrainView {
                 sw: weighted.then_some(&sw[..]),
                 val: (nv > 0).then_some(ValView {
@@ -207,7 +227,7 @@ fn sparse_rows_give_the_dense_results_bit_for_bit_on_every_backend() {
             );
             for rule in rules(heads) {
                 let want = run_epochs(&reference, dense, &rule, 5);
-                for (name, b) in backends() {
+                for (name, b) in backends.list() {
                     // The backend's own dense run: equal in every bit, update norm included.
                     let own = run_epochs(b, dense, &rule, 5);
                     for (form, v) in [("csr", csr), ("csr i8", compact)] {
@@ -238,7 +258,7 @@ fn batch_winnow_on_sparse_rows_agrees_within_rounding() {
     };
     let dense = TrainView::new(&x, &y, n, d, 0.0, 1);
     let want = run_epochs(&ReferenceBackend, dense, &rule, 6);
-    for (name, b) in backends() {
+    for (name, b) in Backends::open().list() {
         let got = run_epochs(
             b,
             TrainView::new(Matrix::Csr(cx.view()), &y, n, d, 0.0, 1),
@@ -435,10 +455,13 @@ fn four_million_features_train_alike_on_every_backend() {
     };
     let want = run_epochs(&ReferenceBackend, v, &rule, 4);
     assert!(want.0[0].mistakes > 0);
-    for (name, b) in backends() {
-        if name.starts_with("gpu split") || name.starts_with("gpu streamed") {
-            continue; // The 16 MiB column table needs a real binding, and memory for it.
-        }
+    // (Not split nor streamed: the 16 MiB column table needs a real binding, and memory.)
+    let backends = Backends {
+        gpu: gpu_with(ResidentOptions::default()),
+        split: None,
+        streamed: None,
+    };
+    for (name, b) in backends.list() {
         assert_same(&run_epochs(b, v, &rule, 4), &want, name);
     }
 }
@@ -642,13 +665,12 @@ fn a_dense_validation_file_checks_sparse_training_rows_alike() {
 /// backend there costs gigabytes of lavapipe's memory).
 #[test]
 fn csr_streamed_by_host_writes_equals_the_reference() {
-    static G: OnceLock<Option<GpuBackend>> = OnceLock::new();
     let resident = ResidentOptions {
         gpu_memory: Some(4096),
         mapped_staging: Some(false),
         ..Default::default()
     };
-    let Some(g) = gpu_with(&G, resident) else {
+    let Some(g) = gpu_with(resident) else {
         return;
     };
     let (n, d) = (150, 23);
@@ -657,7 +679,7 @@ fn csr_streamed_by_host_writes_equals_the_reference() {
     let v = TrainView::new(Matrix::Csr(cx.view()), &y, n, d, 1.0, 1);
     for rule in rules(1) {
         let want = run_epochs(&ReferenceBackend, v, &rule, 5);
-        assert_same(&run_epochs(g, v, &rule, 5), &want, "streamed by writes");
+        assert_same(&run_epochs(&g, v, &rule, 5), &want, "streamed by writes");
     }
 }
 

@@ -11,8 +11,7 @@
 //! Tests that need an adapter print "skipped: no GPU adapter" when there is none, and fail
 //! instead when ROSENBLATT_REQUIRE_GPU=1.
 
-#[path = "it/common/mod.rs"]
-mod common;
+use crate::common;
 
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -171,7 +170,7 @@ fn the_register_pass_reads_x_once_for_every_storage_and_head_count() {
     {
         for (hi, heads) in [1, 3, 10].into_iter().enumerate() {
             for (di, &(n, d)) in [(4096, 64), (8192, 200), (2048, 784)].iter().enumerate() {
-                if on_gl(&g) && !(si == hi && hi == di) {
+                if on_gl(g) && !(si == hi && hi == di) {
                     // OpenGL compiles each of these shapes for about half a minute (llvmpipe:
                     // 70% of it in LLVM, a quarter in coroutine frames, measured with perf;
                     // lavapipe a second): it takes 3 of the 27, every storage, head count and
@@ -184,7 +183,7 @@ fn the_register_pass_reads_x_once_for_every_storage_and_head_count() {
                     // partial of 7,850 sums is 6.7%. Real GPUs take runs of any length.
                     continue;
                 }
-                if on_gl(&g) && storage == Storage::U8 && d == 64 && heads == 10 {
+                if on_gl(g) && storage == Storage::U8 && d == 64 && heads == 10 {
                     // GL runs one head per thread: K = 10 takes ten thread groups and one row
                     // a step, so under the same loop limit 4,096 rows need 4 workgroups, whose
                     // partials (4 x 650 sums, written and read) are 7.9% of a u8 X of 16
@@ -194,14 +193,14 @@ fn the_register_pass_reads_x_once_for_every_storage_and_head_count() {
                 let (x, y) = data(n, d, heads, (n + d + heads) as u64);
                 let packed = FeatureBuf::pack(&x, storage).unwrap();
                 let view = TrainView::new(packed.view(), &y, n, d, 1.0, heads);
-                let p = counted(&g, view);
+                let p = counted(g, view);
                 let what = format!("{storage:?} n={n} d={d} K={heads}");
                 assert_eq!(p.x_words, (n * d * storage.bytes() / 4) as u64, "{what}");
                 if !p.plan.starts_with("register pass") {
-                    assert_one_read_or_gl_two_kernels(&g, &p, heads, d, &what);
+                    assert_one_read_or_gl_two_kernels(g, &p, heads, d, &what);
                     continue;
                 }
-                assert_one_read(&g, &p, heads * (d + 1), &what);
+                assert_one_read(g, &p, heads * (d + 1), &what);
                 // The labels once: a byte a row, four to a word.
                 assert_eq!(
                     p.loaded(ROWS),
@@ -226,11 +225,11 @@ fn at_the_issues_shapes_everything_besides_x_is_within_five_percent() {
     ] {
         let (x, y) = data(n, d, heads, 3);
         let packed = FeatureBuf::pack(&x, storage).unwrap();
-        let p = counted(&g, TrainView::new(packed.view(), &y, n, d, 1.0, heads));
+        let p = counted(g, TrainView::new(packed.view(), &y, n, d, 1.0, heads));
         let what = format!("{storage:?} n={n} d={d} K={heads}");
-        assert_one_read_or_gl_two_kernels(&g, &p, heads, d, &what);
+        assert_one_read_or_gl_two_kernels(g, &p, heads, d, &what);
         if p.plan.starts_with("register pass") {
-            assert_little_else(&g, &p, heads * (d + 1), &what);
+            assert_little_else(g, &p, heads * (d + 1), &what);
             continue;
         }
         // OpenGL's default (one head per thread) took two kernels: with several heads per
@@ -267,9 +266,11 @@ fn held_out_rows_row_weights_and_both_lane_sums_keep_one_read() {
         .ok()
     };
     let has_subgroups = base.context().features.contains(wgpu::Features::SUBGROUP);
-    let mut backends = vec![("default", base), ("tree", with(false).unwrap())];
-    if has_subgroups {
-        backends.push(("subgroups", with(true).unwrap()));
+    let tree = with(false).unwrap();
+    let subgroups = has_subgroups.then(|| with(true).unwrap());
+    let mut backends = vec![("default", base), ("tree", &tree)];
+    if let Some(s) = &subgroups {
+        backends.push(("subgroups", s));
     }
     let (n, nv, d, heads) = (3000, 700, 100, 3);
     let (x, y) = data(n, d, heads, 5);
@@ -312,8 +313,8 @@ fn padded_rows_count_their_padding_and_the_two_kernel_path_reads_more() {
     let (n, d) = (2000, 30);
     let (x, y) = data(n, d, 1, 9);
     let view = TrainView::new(&x, &y, n, d, 1.0, 1);
-    let p = counted(&g, view);
-    assert_one_read(&g, &p, d + 1, "d = 30");
+    let p = counted(g, view);
+    assert_one_read(g, &p, d + 1, "d = 30");
     assert_eq!(p.x_words, (n * 32) as u64);
     // The two-kernel path: scores then sums, with the mistakes' rows read again and the
     // coefficients through global memory.
@@ -363,7 +364,7 @@ fn the_sparse_epoch_loads_each_non_zero_at_most_twice_for_every_head_count() {
         (Storage::U8, 1),
         (Storage::U8, 10),
     ] {
-        if on_gl(&g) && (storage, heads) != (Storage::F32, 10) {
+        if on_gl(g) && (storage, heads) != (Storage::F32, 10) {
             // OpenGL compiles each shape for about half a minute: one case there.
             continue;
         }
@@ -378,7 +379,7 @@ fn the_sparse_epoch_loads_each_non_zero_at_most_twice_for_every_head_count() {
             1.0,
             heads,
         );
-        let p = counted(&g, view);
+        let p = counted(g, view);
         let what = format!("{storage:?} K={heads} nnz={nnz}");
         assert!(p.plan.contains("CSR"), "{what}: {}", describe(&p));
         let (xw, iw) = (p.loaded(X), p.loaded(INDEX));
@@ -408,7 +409,7 @@ fn a_column_holding_half_the_entries_is_not_walked_by_one_thread() {
     };
     let (n, d) = (6000, 300);
     for heads in [1, 10] {
-        if on_gl(&g) && heads == 1 {
+        if on_gl(g) && heads == 1 {
             continue;
         }
         let (c, nnz) = sparse_rows(n, d, 1, true, 11);
@@ -422,7 +423,7 @@ fn a_column_holding_half_the_entries_is_not_walked_by_one_thread() {
             1.0,
             heads,
         );
-        let p = counted(&g, view);
+        let p = counted(g, view);
         let gather = p.traffic.iter().find(|t| t.kernel == "gather").unwrap();
         assert!(
             gather.longest_thread * 8 <= n as u64,
@@ -430,7 +431,7 @@ fn a_column_holding_half_the_entries_is_not_walked_by_one_thread() {
             gather.longest_thread,
             describe(&p)
         );
-        assert_eq!(four_epochs(&g, view), four_epochs(&CPU, view), "K={heads}");
+        assert_eq!(four_epochs(g, view), four_epochs(&CPU, view), "K={heads}");
     }
 }
 
@@ -467,7 +468,7 @@ fn a_row_holding_half_the_entries_is_not_walked_by_a_few_threads() {
     };
     let (n, d) = (4000, 4000);
     for heads in [1, 10] {
-        if on_gl(&g) && heads == 1 {
+        if on_gl(g) && heads == 1 {
             continue;
         }
         let mut rng = ChaCha8Rng::seed_from_u64(heads as u64);
@@ -498,7 +499,7 @@ fn a_row_holding_half_the_entries_is_not_walked_by_a_few_threads() {
                 heads,
             )
         };
-        let p = counted(&g, view);
+        let p = counted(g, view);
         let margins = p.traffic.iter().find(|t| t.kernel == "margins").unwrap();
         assert!(
             margins.longest_thread * 8 <= d as u64,
@@ -506,6 +507,6 @@ fn a_row_holding_half_the_entries_is_not_walked_by_a_few_threads() {
             margins.longest_thread,
             describe(&p)
         );
-        assert_eq!(four_epochs(&g, view), four_epochs(&CPU, view), "K={heads}");
+        assert_eq!(four_epochs(g, view), four_epochs(&CPU, view), "K={heads}");
     }
 }

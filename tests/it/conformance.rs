@@ -4,8 +4,7 @@
 //! update and kept extra, at sizes that break assumptions; on float data they agree within
 //! tolerance. Kernel scores likewise.
 
-#[path = "it/common/mod.rs"]
-mod common;
+use crate::common;
 
 use std::sync::OnceLock;
 
@@ -21,10 +20,7 @@ use rosenblatt::backend::{
 };
 // (Patience and ValView are imported where used.)
 
-fn gpu() -> Option<&'static GpuBackend> {
-    static G: OnceLock<Option<GpuBackend>> = OnceLock::new();
-    G.get_or_init(common::gpu).as_ref()
-}
+use common::gpu;
 
 /// Whether the GPU under test runs on OpenGL (Mesa llvmpipe in CI). Two things differ there:
 /// each new pipeline compiles for seconds, so the GL pass takes a subset of the sizes (see
