@@ -10,7 +10,8 @@ vowpalwabbit`; `python -m vowpalwabbit`, the C++ driver reading the file), with
 `--loss_function hinge` (its perceptron-like loss); rosenblatt runs the release binary
 (`ROSENBLATT_BIN`, default target/release/rosenblatt) with each rule of --algos (default: the
 averaged perceptron, the default rule, and AROW, the per-feature adaptive one) for the same
-passes. Each run's peak memory is its own (os.wait4).
+passes, held in memory, and for one pass also streamed (`train --stream`: read in blocks,
+never held). Each run's peak memory is its own (os.wait4).
 """
 
 import argparse
@@ -104,6 +105,16 @@ def main():
             acc = json.loads(ev)["accuracy"]
             print(f"| rosenblatt ({algo}, held in memory) | {passes} | {secs:.1f} | "
                   f"{n_train * passes / secs:,.0f} | {rss:.0f} | {acc:.3f} |")
+            if passes != 1:
+                continue
+            # One pass streamed: the file read in blocks, never held (file order).
+            cmd = [rb, "train", str(train), "--stream", "--algo", algo, "--hash-bits",
+                   str(a.bits), "-o", str(out)]
+            secs, rss, _ = run(cmd, work)
+            _, _, ev = run([rb, "eval", str(out), str(test), "--backend", "cpu", "--json"], work)
+            acc = json.loads(ev)["accuracy"]
+            print(f"| rosenblatt ({algo}, --stream) | 1 | {secs:.1f} | "
+                  f"{n_train / secs:,.0f} | {rss:.0f} | {acc:.3f} |")
 
 if __name__ == "__main__":
     main()

@@ -89,6 +89,11 @@ pub struct TrainReport {
     /// How X was stored for the epochs (f32, f16, u8 or i8); absent in earlier reports.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub storage: Option<String>,
+    /// A streamed run (one pass over rows read in blocks, never held): the bytes of input it
+    /// read. Its `train_accuracy` is then progressive (each row predicted by the model as it
+    /// met the row, before the row's update) and its margin unknown. Absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub streamed_bytes: Option<u64>,
 }
 
 /// Where and how long a run went: the part of the report the algorithm itself cannot know.

@@ -4,8 +4,8 @@
 
 use crate::algo::{self, Holdout, Problem, Progress, Trained};
 use crate::backend::{self, cpu::CpuBackend, Backend, BackendChoice};
-use crate::data::Dataset;
-use crate::error::Result;
+use crate::data::{Dataset, LoadOptions};
+use crate::error::{Error, Result};
 use crate::model::Model;
 use crate::params::{Params, TrainParams};
 
@@ -120,6 +120,50 @@ impl<'a> Trainer<'a> {
     /// The parameters the run uses.
     pub fn params(&self) -> &Params {
         &self.params
+    }
+
+    /// Trains in one pass over the Vowpal Wabbit text at `path` (`-`: standard input), read
+    /// in blocks and never held whole: memory is the model's state plus a few blocks of 8 MiB,
+    /// whatever the size of the input, and each block is parsed on every core while the rule
+    /// trains on the one before. Runs on the CPU (the backend choice is not used). Takes the
+    /// online rules that keep no rows (online, averaged, multiclass in online mode,
+    /// passive-aggressive, AROW, Winnow), in file order, with the classes of the first block;
+    /// held-out rows, a fitted scaling, balanced class weights, mixed streams and a warm start
+    /// are refused. The report's accuracy is progressive: each row as the model met it
+    /// (see [`TrainReport::streamed_bytes`](crate::TrainReport::streamed_bytes)). Progress
+    /// comes after each block ([`Progress::rows`]).
+    ///
+    /// ```
+    /// use rosenblatt::{Algo, LoadOptions, TrainParams, Trainer};
+    ///
+    /// let dir = std::env::temp_dir().join(format!("rosenblatt-doc-{}", std::process::id()));
+    /// std::fs::create_dir_all(&dir).unwrap();
+    /// let path = dir.join("clicks.vw");
+    /// let rows: String = (0..400)
+    ///     .map(|i| if i % 2 == 0 { "1 |a red big\n" } else { "-1 |a blue small\n" })
+    ///     .collect();
+    /// std::fs::write(&path, rows).unwrap();
+    /// let trained = Trainer::new(TrainParams::default().algo(Algo::Arow))?
+    ///     .fit_stream(&path, &LoadOptions::default())?;
+    /// assert_eq!(trained.report.n, 400);
+    /// assert!(trained.report.train_accuracy > 0.99);
+    /// # std::fs::remove_dir_all(&dir).unwrap();
+    /// # Ok::<(), rosenblatt::Error>(())
+    /// ```
+    pub fn fit_stream(self, path: &std::path::Path, options: &LoadOptions) -> Result<Trained> {
+        if self.validation.is_some() || self.start.is_some() {
+            return Err(Error::data(
+                path,
+                "a streamed run takes neither held-out rows nor a model to go on from",
+            ));
+        }
+        let blocks = crate::data::stream(path, options)?;
+        let mut none = ();
+        let progress: &mut dyn Progress = match self.progress {
+            Some(p) => p,
+            None => &mut none,
+        };
+        algo::stream::fit(path, blocks, &self.params, progress)
     }
 
     /// Trains on `data` (labelled) and returns the model with its report.

@@ -30,16 +30,20 @@ pub fn fit(
     _backends: &Backends<'_>,
     progress: &mut dyn Progress,
 ) -> Result<Fitted> {
+    online::fitted(pb, online::run(pb, params, rule(pb, params), progress)?)
+}
+
+/// AROW's rule for `params` from the problem's initial weights, every confidence 1.
+pub(crate) fn rule(pb: &Problem<'_>, params: &Params) -> impl OnlineRule {
     let w = pb.initial_weights(params);
-    let rule = Arow {
+    Arow {
         sigma: vec![1.0; w.len()],
         w,
         s: vec![0.0; pb.heads],
         steps: Vec::new(),
         r: params.arow.unwrap_or_default().r,
         eta: params.lr,
-    };
-    online::fitted(pb, online::run(pb, params, rule, progress)?)
+    }
 }
 
 struct Arow {
@@ -57,6 +61,10 @@ struct Arow {
 
 impl OnlineRule for Arow {
     type Best = Vec<f32>;
+
+    fn row_scores(&self) -> Option<&[f32]> {
+        Some(&self.s)
+    }
 
     fn weights(&self) -> &[f32] {
         &self.w

@@ -15,6 +15,7 @@ pub mod kernel;
 pub mod online;
 pub mod pa;
 mod problem;
+pub mod stream;
 mod summary;
 pub mod winnow;
 
@@ -49,6 +50,9 @@ pub trait Progress {
     /// model `predict` would use if training stopped there (online: the running average of
     /// the averaged perceptron; batch: the epoch's weights, before any pocket or average).
     fn snapshot(&mut self, _epoch: usize, _w: &[f32]) {}
+    /// A streamed run after each block: the rows trained on and the bytes of input read so
+    /// far.
+    fn rows(&mut self, _rows: u64, _bytes: u64) {}
 }
 
 impl Progress for () {}

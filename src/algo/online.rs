@@ -94,6 +94,12 @@ pub(crate) trait OnlineRule {
 
     /// The model trained: the best epoch's when one was kept, else the model now.
     fn finish(self, pb: &Problem<'_>, best: Option<Self::Best>) -> Result<Snapshot>;
+
+    /// The scores of the last row stepped (one per head), as they were before its update:
+    /// what a streamed run's progressive accuracy counts. `None` where the rule keeps none.
+    fn row_scores(&self) -> Option<&[f32]> {
+        None
+    }
 }
 
 /// What one row did.
@@ -341,10 +347,7 @@ pub fn fit(
     backends: &Backends<'_>,
     progress: &mut dyn Progress,
 ) -> Result<Fitted> {
-    let keep = Keep {
-        average: params.algo == Algo::Averaged,
-        voted: (params.algo == Algo::Voted).then_some(params.max_vectors),
-    };
+    let keep = Keep::of(params);
     let w = pb.initial_weights(params);
     let choice = match keep.voted {
         None => StepsChoice::GpuMayPick,
@@ -383,6 +386,12 @@ pub fn fit(
         }),
         _ => stepped(fitted(pb, run(pb, params, rule, progress)?), cpu),
     }
+}
+
+/// The perceptron's sequential rule (plain, averaged or voted as `params` say, in steps of
+/// `params.minibatch` rows) from the problem's initial weights.
+pub(crate) fn perceptron(pb: &Problem<'_>, params: &Params) -> impl OnlineRule {
+    Perceptron::new(pb, params, Keep::of(params), pb.initial_weights(params))
 }
 
 /// Who sets a run's steps and streams where the user named neither.
@@ -854,6 +863,16 @@ pub(crate) struct Keep {
     pub(crate) voted: Option<usize>,
 }
 
+impl Keep {
+    /// What the perceptron of `params` keeps: the average (averaged), the vectors (voted).
+    pub(crate) fn of(params: &Params) -> Keep {
+        Keep {
+            average: params.algo == Algo::Averaged,
+            voted: (params.algo == Algo::Voted).then_some(params.max_vectors),
+        }
+    }
+}
+
 /// The vote at some step: the steps taken then and the count of the vector then current.
 #[derive(Debug, Clone, Copy)]
 struct VotePrefix {
@@ -1143,6 +1162,10 @@ impl Perceptron {
 
 impl OnlineRule for Perceptron {
     type Best = PerceptronBest;
+
+    fn row_scores(&self) -> Option<&[f32]> {
+        Some(&self.s)
+    }
 
     fn weights(&self) -> &[f32] {
         &self.w

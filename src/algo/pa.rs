@@ -61,16 +61,20 @@ pub fn fit(
             Err(why) => fallback = fallback.or(why),
         }
     }
-    let rule = Pa {
-        w,
-        s: vec![0.0; pb.heads],
-        steps: Vec::new(),
-        size,
-        eta: params.lr,
-    };
-    let mut f = online::fitted(pb, online::run(pb, params, rule, progress)?)?;
+    let mut f = online::fitted(pb, online::run(pb, params, rule(pb, params), progress)?)?;
     f.ran.fallback = fallback;
     Ok(f)
+}
+
+/// The sequential passive-aggressive rule of `params` from the problem's initial weights.
+pub(crate) fn rule(pb: &Problem<'_>, params: &Params) -> impl OnlineRule {
+    Pa {
+        w: pb.initial_weights(params),
+        s: vec![0.0; pb.heads],
+        steps: Vec::new(),
+        size: params.passive_aggressive.unwrap_or_default().size(),
+        eta: params.lr,
+    }
 }
 
 struct Pa {
@@ -86,6 +90,10 @@ struct Pa {
 
 impl OnlineRule for Pa {
     type Best = Vec<f32>;
+
+    fn row_scores(&self) -> Option<&[f32]> {
+        Some(&self.s)
+    }
 
     fn weights(&self) -> &[f32] {
         &self.w

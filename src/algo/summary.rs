@@ -53,6 +53,7 @@ pub fn build(
         seconds: run.seconds,
         fallback: run.ran.fallback,
         storage: Some(run.storage.name().to_string()),
+        streamed_bytes: None,
         heads: ovr.then(|| model.classes().len()),
         minibatch: run.ran.steps.map(|s| s.0),
         streams: run.ran.steps.map(|s| s.1),

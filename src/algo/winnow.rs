@@ -18,12 +18,16 @@ pub fn fit(
     _backends: &Backends<'_>,
     progress: &mut dyn Progress,
 ) -> Result<Fitted> {
+    online::fitted(pb, online::run(pb, params, rule(pb, params), progress)?)
+}
+
+/// Winnow's rule for `params`, from the warm start's log-weights or all 0.
+pub(crate) fn rule(pb: &Problem<'_>, params: &Params) -> impl OnlineRule {
     let logb: Vec<f64> = match &pb.start {
         Some(w) => w[..pb.ds.d].iter().map(|&v| v as f64).collect(),
         None => vec![0.0; pb.ds.d],
     };
-    let rule = Winnow::new(logb, params);
-    online::fitted(pb, online::run(pb, params, rule, progress)?)
+    Winnow::new(logb, params)
 }
 
 /// Winnow's state: the log-weights and the weights used, exp(log beta - max), with a bias
@@ -35,6 +39,8 @@ struct Winnow {
     top: f64,
     eta: f64,
     tau: f32,
+    /// The last row's score.
+    score: [f32; 1],
 }
 
 impl Winnow {
@@ -50,12 +56,17 @@ impl Winnow {
             top,
             eta: params.lr as f64,
             tau: params.margin_threshold,
+            score: [0.0],
         }
     }
 }
 
 impl OnlineRule for Winnow {
     type Best = Vec<f32>;
+
+    fn row_scores(&self) -> Option<&[f32]> {
+        Some(&self.score)
+    }
 
     fn weights(&self) -> &[f32] {
         &self.w
@@ -77,7 +88,8 @@ impl OnlineRule for Winnow {
         let d = self.logb.len();
         // In column order for dense and sparse rows alike: the weights are not integers, so
         // only one order of the sum gives the sparse and dense runs the same bits.
-        let m = y * row.dot_seq(&self.w[..d]);
+        self.score[0] = row.dot_seq(&self.w[..d]);
+        let m = y * self.score[0];
         if m > self.tau {
             return Ok(Step::default());
         }

@@ -560,6 +560,16 @@ pub(crate) struct TrainArgs {
     /// `--features mpi`.
     #[arg(long)]
     pub(crate) distributed: bool,
+    /// One pass over Vowpal Wabbit text read in blocks and never held whole (a file larger
+    /// than memory; `-` for standard input): memory is the model plus a few 8 MiB blocks, and
+    /// each block is parsed on every core while the one before trains. The online rules
+    /// (online, averaged, multiclass, pa, arow, winnow), in file order, on the CPU; the
+    /// accuracy reported is progressive (each row predicted as the model met it).
+    #[arg(long, conflicts_with_all = [
+        "distributed", "validation", "validation_fraction", "sample_weights", "init_model",
+        "plot", "animate",
+    ])]
+    pub(crate) stream: bool,
     /// Continue from this saved model (same kind, features and classes) instead of w = 0.
     /// `-o` may name the same file: it is read before anything is written.
     #[arg(long, value_name = "MODEL", conflicts_with = "init")]

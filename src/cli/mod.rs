@@ -378,6 +378,8 @@ struct Bar {
     bar: Option<ProgressBar>,
     /// The weights as training goes, for `--animate` (kept only when asked for).
     snapshots: Option<rosenblatt::plot::Recording>,
+    /// A streamed run: the size of its input, when known.
+    stream_bytes: Option<u64>,
 }
 
 impl Bar {
@@ -387,6 +389,7 @@ impl Bar {
             start: Instant::now(),
             bar: None,
             snapshots: None,
+            stream_bytes: None,
         }
     }
 
@@ -425,6 +428,34 @@ impl Progress for Bar {
         });
         bar.set_position(done as u64);
         bar.set_message(format!("mistakes {mistakes}"));
+    }
+
+    fn rows(&mut self, rows: u64, bytes: u64) {
+        if !self.enabled || self.start.elapsed() < Duration::from_millis(300) {
+            return;
+        }
+        let total = self.stream_bytes;
+        let bar = self.bar.get_or_insert_with(|| {
+            let (b, template) = match total {
+                Some(t) => (
+                    ProgressBar::with_draw_target(Some(t), ProgressDrawTarget::stderr()),
+                    "{elapsed_precise} [{bar:30}] {bytes}/{total_bytes} {msg}",
+                ),
+                None => (
+                    ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr()),
+                    "{elapsed_precise} {bytes} read {msg}",
+                ),
+            };
+            b.set_style(
+                ProgressStyle::with_template(template)
+                    .expect("valid template")
+                    .progress_chars("=> "),
+            );
+            b
+        });
+        bar.set_position(bytes);
+        let secs = self.start.elapsed().as_secs_f64().max(1e-9);
+        bar.set_message(format!("{rows} rows, {:.0} rows/s", rows as f64 / secs));
     }
 }
 

@@ -31,8 +31,8 @@ fn check_distributed(a: &TrainArgs, params: &Params) -> anyhow::Result<()> {
         return Err(usage(
             "--distributed",
             "trains the batch forms (batch, multiclass, pocket, averaged, winnow) and the online \
-             perceptron, averaged and Winnow by parameter mixing; the voted and kernel \
-             perceptrons (a model of many vectors) run in one process",
+             rules (online, averaged, winnow, pa, arow) by parameter mixing; the voted and \
+             kernel perceptrons (a model of many vectors) run in one process",
         ));
     }
     if a.animate.is_some() {
@@ -43,6 +43,9 @@ fn check_distributed(a: &TrainArgs, params: &Params) -> anyhow::Result<()> {
 
 pub fn train(a: TrainArgs) -> anyhow::Result<()> {
     let params = Params::try_from(&a)?;
+    if a.stream {
+        return train_streamed(&a, &params);
+    }
     let world = if a.distributed {
         check_distributed(&a, &params)?;
         Some(world()?)
@@ -67,6 +70,74 @@ pub fn train(a: TrainArgs) -> anyhow::Result<()> {
         }
     }
     r
+}
+
+/// `train --stream`: one pass over Vowpal Wabbit text read in blocks, the model written and
+/// the report printed as for any run.
+fn train_streamed(a: &TrainArgs, params: &Params) -> anyhow::Result<()> {
+    if let Some(e) = a.epochs.filter(|&e| e != 1) {
+        return Err(usage(
+            "--stream",
+            &format!("makes one pass over the rows, not --epochs {e}"),
+        ));
+    }
+    if a.data_args.labels.is_some() {
+        return Err(usage(
+            "--stream",
+            "reads each row's label from its line: --labels names a file of them",
+        ));
+    }
+    check_outputs(&[a.output.as_deref()], &[a.data.as_path()])?;
+    if a.backend.backend == BackendChoice::Gpu {
+        note!("note: --stream trains on the CPU: one row at a time, each block as it is read");
+    }
+    let opts = load_options(&a.data_args, Like::NONE)?;
+    let mut bar = Bar::new(if a.json { Voice::Quiet } else { Voice::Speaks });
+    bar.stream_bytes = std::fs::metadata(&a.data)
+        .ok()
+        .filter(|m| m.is_file())
+        .map(|m| m.len());
+    let trained = rosenblatt::Trainer::with_params(params.clone())
+        .progress(&mut bar)
+        .fit_stream(&a.data, &opts);
+    bar.finish();
+    let trained = trained?;
+    if let Some(out) = &a.output {
+        stage_model(out, &trained.model)?
+            .persist()
+            .with_context(|| format!("cannot write {}", out.display()))?;
+    }
+    if a.json {
+        outln!("{}", serde_json::to_string(&trained.report)?);
+    } else {
+        print_report(&trained.report, trained.model.kind())?;
+        if let Some(mb) = peak_resident_mb() {
+            outln!("  peak memory:       {mb:.0} MB (the process's largest resident set)");
+        }
+        if let Some(out) = &a.output {
+            outln!("model written to {}", out.display());
+        }
+    }
+    Ok(())
+}
+
+/// The process's largest resident set so far, in MB (1e6 bytes), where the system says.
+fn peak_resident_mb() -> Option<f64> {
+    #[cfg(unix)]
+    {
+        let mut u: libc::rusage = unsafe { std::mem::zeroed() };
+        // SAFETY: getrusage fills the struct it is given.
+        if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut u) } == 0 {
+            // Linux counts in KiB, macOS in bytes.
+            let unit = if cfg!(target_os = "macos") {
+                1.0
+            } else {
+                1024.0
+            };
+            return Some(u.ru_maxrss as f64 * unit / 1e6);
+        }
+    }
+    None
 }
 
 /// What every process of a data-parallel run must share before it loads anything: the
@@ -519,6 +590,7 @@ pub fn print_report(r: &TrainReport, kind: ModelKind) -> anyhow::Result<()> {
     let why = match r.stop_reason {
         StopReason::Converged => "converged: an epoch with no mistake".to_string(),
         StopReason::Tolerance => "stopped: update norm under --tol".to_string(),
+        StopReason::MaxEpochs if r.epochs == 1 => "one pass over the rows".to_string(),
         StopReason::MaxEpochs => "stopped at --epochs without converging".to_string(),
         StopReason::Patience => format!(
             "stopped by --patience: {figure} stopped improving; best epoch {}",
@@ -532,6 +604,14 @@ pub fn print_report(r: &TrainReport, kind: ModelKind) -> anyhow::Result<()> {
         outln!("  storage:           {s} (X read in that storage, exactly; the arithmetic is f32)");
     }
     outln!("  epochs:            {} ({why})", r.epochs);
+    if let Some(bytes) = r.streamed_bytes {
+        outln!(
+            "  streamed:          {} rows ({:.1} MB) read in blocks, never held: {:.0} rows/s",
+            r.n,
+            bytes as f64 / 1e6,
+            r.n as f64 / r.seconds.max(1e-9)
+        );
+    }
     if let (Some(b), Some(s)) = (r.minibatch, r.streams) {
         outln!(
             "  steps:             {b} rows a step in {s} stream{}, mixed by their mean after \
@@ -542,7 +622,14 @@ pub fn print_report(r: &TrainReport, kind: ModelKind) -> anyhow::Result<()> {
     if let Some(k) = r.gpu_plan.as_deref() {
         outln!("  GPU plan:          {k}");
     }
-    outln!("  training accuracy: {:.2}%", 100.0 * r.train_accuracy);
+    match r.streamed_bytes {
+        Some(_) => outln!(
+            "  progressive accuracy: {:.2}% (each row predicted by the model as it met the row, \
+             before learning from it)",
+            100.0 * r.train_accuracy
+        ),
+        None => outln!("  training accuracy: {:.2}%", 100.0 * r.train_accuracy),
+    }
     if let (Some(nv), Some(acc)) = (r.n_validation, r.validation_accuracy) {
         outln!(
             "  validation:        {:.2}% of {nv} rows (the model of epoch {}, the best)",
@@ -570,6 +657,11 @@ pub fn print_report(r: &TrainReport, kind: ModelKind) -> anyhow::Result<()> {
         );
     }
     match (r.margin, r.mistake_bound) {
+        _ if r.streamed_bytes.is_some() => outln!(
+            "  Novikoff:          R = {:.4}; the rows are not kept, so the saved model's margin \
+             on them is unknown",
+            r.radius
+        ),
         (Some(g), Some(b)) => {
             outln!(
             "  Novikoff:          R = {:.4}, achieved margin gamma = {:.4e}, (R/gamma)^2 = {:.4e}",

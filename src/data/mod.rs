@@ -14,7 +14,7 @@ pub mod synth;
 pub mod vw;
 
 use std::fs::File;
-use std::io::{BufRead, BufReader};
+use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Result};
@@ -388,6 +388,31 @@ pub fn load(path: &Path, opts: &LoadOptions) -> Result<Dataset> {
             let size = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
             csv::parse_reader(path, open().map_err(|e| Error::io(path, e))?, size, opts)
         }
+    }
+}
+
+/// The rows of the file at `path` (`-`: standard input) as a stream of blocks, for one pass
+/// that never holds them whole ([`vw::Blocks`]): Vowpal Wabbit text, by `opts.format` or as
+/// detected from the file's name and first bytes (standard input is taken as such).
+pub fn stream(path: &Path, opts: &LoadOptions) -> Result<vw::Blocks> {
+    let format = if path == Path::new("-") || opts.format != Format::Auto {
+        opts.format
+    } else {
+        let mut head = Vec::new();
+        File::open(path)
+            .and_then(|f| f.take(64 << 10).read_to_end(&mut head))
+            .map_err(|e| Error::io(path, e))?;
+        detect_format(Format::Auto, path, &head)
+    };
+    match format {
+        Format::Vw | Format::Auto => vw::blocks(path, opts),
+        other => Err(Error::data(
+            path,
+            format!(
+                "a streamed run reads Vowpal Wabbit text, and this is {other:?} input: train \
+                 on it without streaming, or write it as Vowpal Wabbit text"
+            ),
+        )),
     }
 }
 

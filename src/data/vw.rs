@@ -40,6 +40,23 @@ pub fn parse_with<R: BufRead>(
     mut open: impl FnMut() -> std::io::Result<R>,
     opts: &LoadOptions,
 ) -> Result<Dataset> {
+    let hashing = checked_hashing(path, opts)?;
+    let d = hashing.columns();
+    let mut r = open().map_err(|e| Error::io(path, e))?;
+    let mut all = Rows::new(path, &hashing);
+    let mut labels = LabelBuilder::default();
+    let mut reader = BlockReader::default();
+    while let Some(parts) = reader.next_parts(path, &hashing, &mut r)? {
+        for part in parts {
+            all.append(part, &mut labels)?;
+        }
+    }
+    all.finish(d, labels)
+}
+
+/// The hashing `opts` name (Vowpal Wabbit's 18 bits, signed, when they name none), checked,
+/// and a feature count, if given, that it matches.
+fn checked_hashing(path: &Path, opts: &LoadOptions) -> Result<Hashing> {
     let hashing = opts.hashing.clone().unwrap_or_default();
     hashing.check().map_err(|m| Error::data(path, m))?;
     let d = hashing.columns();
@@ -53,49 +70,160 @@ pub fn parse_with<R: BufRead>(
             ),
         ));
     }
-    let io = |e| Error::io(path, e);
-    let mut r = open().map_err(io)?;
-    // Blocks of whole lines, each cut into parts parsed on every core, appended in order: the
-    // rows, and any error's line, are those of a parse line by line.
-    let mut all = Rows::new(path, &hashing);
-    let mut labels = LabelBuilder::default();
-    let mut first_line = 1usize;
-    let mut block = Vec::new();
-    let cuts = 4 * rayon::current_num_threads();
-    loop {
-        block.clear();
-        (&mut r)
-            .take(BLOCK_BYTES)
-            .read_to_end(&mut block)
+    Ok(hashing)
+}
+
+/// Reads whole lines a block at a time and parses each block on every core: the rows, and
+/// any error's line, are those of a parse line by line.
+#[derive(Default)]
+struct BlockReader {
+    /// The next block's first line (1-based).
+    next_line: usize,
+    text: Vec<u8>,
+    /// Bytes read so far.
+    bytes: u64,
+}
+
+impl BlockReader {
+    /// The next block's rows, in parts in order; `None` at the end of the input.
+    fn next_parts<'a, R: BufRead>(
+        &mut self,
+        path: &'a Path,
+        hashing: &'a Hashing,
+        r: &mut R,
+    ) -> Result<Option<Vec<Rows<'a>>>> {
+        let io = |e| Error::io(path, e);
+        self.next_line = self.next_line.max(1);
+        self.text.clear();
+        r.take(BLOCK_BYTES)
+            .read_to_end(&mut self.text)
             .map_err(io)?;
-        if block.is_empty() {
-            break;
+        if self.text.is_empty() {
+            return Ok(None);
         }
-        if block.last() != Some(&b'\n') {
-            r.read_until(b'\n', &mut block).map_err(io)?;
+        if self.text.last() != Some(&b'\n') {
+            r.read_until(b'\n', &mut self.text).map_err(io)?;
         }
+        self.bytes += self.text.len() as u64;
+        let cuts = 4 * rayon::current_num_threads();
         let mut parts = Vec::with_capacity(cuts);
-        let mut line = first_line;
-        for text in line_parts(&block, cuts) {
+        let mut line = self.next_line;
+        for text in line_parts(&self.text, cuts) {
             parts.push((line, text));
             line += text.iter().filter(|&&b| b == b'\n').count();
         }
-        first_line = line;
-        let parsed: Vec<Result<Rows>> = parts
+        self.next_line = line;
+        parts
             .into_par_iter()
             .map(|(start, text)| {
-                let mut rows = Rows::new(path, &hashing);
+                let mut rows = Rows::new(path, hashing);
                 for (k, l) in text.split_inclusive(|&b| b == b'\n').enumerate() {
                     rows.line(start + k, l)?;
                 }
                 Ok(rows)
             })
-            .collect();
-        for part in parsed {
-            all.append(part?, &mut labels)?;
-        }
+            .collect::<Result<Vec<Rows>>>()
+            .map(Some)
     }
-    all.finish(d, labels)
+}
+
+/// Vowpal Wabbit text read as a stream of blocks of rows, never held whole: a reader thread
+/// reads 8 MiB of whole lines at a time, parses shares of them on every core, and hands the
+/// shares over in order, each a block (a data set of its own: its rows, their labels as its
+/// classes, importances as row weights, hashed as the options say), while the caller uses
+/// the text before. Memory holds two texts' rows at most. Ends at the first error (the
+/// file, line and column named), which it yields.
+pub struct Blocks {
+    rx: std::sync::mpsc::Receiver<Result<Vec<Block>>>,
+    /// The blocks of the last part received, in reverse order.
+    ready: Vec<Block>,
+}
+
+/// One block of a [`Blocks`] stream.
+pub struct Block {
+    /// Its rows.
+    pub data: Dataset,
+    /// Bytes of text read up to the end of the text this block came from.
+    pub bytes: u64,
+}
+
+impl Iterator for Blocks {
+    type Item = Result<Block>;
+
+    fn next(&mut self) -> Option<Result<Block>> {
+        while self.ready.is_empty() {
+            match self.rx.recv().ok()? {
+                Ok(mut parts) => {
+                    parts.reverse();
+                    self.ready = parts;
+                }
+                Err(e) => return Some(Err(e)),
+            }
+        }
+        self.ready.pop().map(Ok)
+    }
+}
+
+/// Streams the Vowpal Wabbit text at `path` (`-`: standard input) a block at a time
+/// ([`Blocks`]), hashed as `opts.hashing` says (Vowpal Wabbit's 18 bits, signed, when it says
+/// nothing).
+pub fn blocks(path: &Path, opts: &LoadOptions) -> Result<Blocks> {
+    let hashing = checked_hashing(path, opts)?;
+    let input: Box<dyn BufRead + Send> = if path == Path::new("-") {
+        Box::new(std::io::BufReader::with_capacity(1 << 20, std::io::stdin()))
+    } else {
+        let f = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
+        Box::new(std::io::BufReader::with_capacity(1 << 20, f))
+    };
+    // The reader parses the next block while the caller uses one, then waits to hand it
+    // over: two blocks in memory at most. Each part of a block (a share of its lines, parsed
+    // on one core) goes over as a block of its own, in order: never copied into one.
+    let (tx, rx) = std::sync::mpsc::sync_channel(0);
+    let name = path.to_path_buf();
+    let path = path.to_path_buf();
+    std::thread::Builder::new()
+        .name("rosenblatt-vw-reader".into())
+        .spawn(move || {
+            let mut r = input;
+            let mut reader = BlockReader::default();
+            let d = hashing.columns();
+            loop {
+                let parts = match reader.next_parts(&path, &hashing, &mut r) {
+                    Ok(None) => return,
+                    Ok(Some(parts)) => parts
+                        .into_iter()
+                        .filter(|part| part.csr.n() > 0)
+                        .map(|part| {
+                            let mut labels = LabelBuilder::default();
+                            for name in &part.names {
+                                labels.push(name);
+                            }
+                            part.finish(d, labels)
+                        })
+                        .collect::<Result<Vec<Dataset>>>(),
+                    Err(e) => Err(e),
+                };
+                let bytes = reader.bytes;
+                let sent = match parts {
+                    Ok(parts) => tx.send(Ok(parts
+                        .into_iter()
+                        .map(|data| Block { data, bytes })
+                        .collect())),
+                    Err(e) => {
+                        let _ = tx.send(Err(e));
+                        return;
+                    }
+                };
+                if sent.is_err() {
+                    return; // The caller stopped listening.
+                }
+            }
+        })
+        .map_err(|e| Error::io(&name, e))?;
+    Ok(Blocks {
+        rx,
+        ready: Vec::new(),
+    })
 }
 
 /// Bytes of text read at a time (then cut into parts for the cores).

@@ -567,6 +567,12 @@ fn cli_case(dir: &Path, seed: &Seed, bytes: &[u8], rng: &mut ChaCha8Rng) -> Resu
         "m.json",
     ];
     train.extend_from_slice(extras[rng.random_range(0..extras.len())]);
+    // Vowpal Wabbit text also streamed in one pass, by a rule that streams.
+    if name.ends_with(".vw") && rng.random_bool(0.5) {
+        let rules = ["online", "averaged", "pa", "arow", "winnow"];
+        let rule = rules[rng.random_range(0..rules.len())];
+        train = vec!["train", name, "--stream", "--algo", rule, "-o", "m.json"];
+    }
     let (code, _) = check_run(run_limited(dir, &train, 60), &train.join(" "))?;
     if code != 0 {
         return Ok(());

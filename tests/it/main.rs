@@ -30,6 +30,7 @@ mod reliability;
 mod scale;
 mod shaders;
 mod sparse;
+mod stream;
 mod traffic;
 mod vw;
 mod warm_start;
