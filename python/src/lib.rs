@@ -20,9 +20,9 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyList, PyString, PyTuple};
 
 use rosenblatt::{
-    default_stopping, AdapterQuery, BackendChoice, Body, ClassWeight, CpuBackend, CsrBuf, Dataset,
-    DenseRows, Error, Fallback, GpuOptions, Kernel, LabelType, Labels, MappedF32, MatrixBuf, Model,
-    Param, PassiveAggressive, Progress, Selected, Storage, TrainParams, Trainer,
+    default_stopping, AdapterQuery, Arow, BackendChoice, Body, ClassWeight, CpuBackend, CsrBuf,
+    Dataset, DenseRows, Error, Fallback, GpuOptions, Kernel, LabelType, Labels, MappedF32,
+    MatrixBuf, Model, Param, PassiveAggressive, Progress, Selected, Storage, TrainParams, Trainer,
 };
 
 /// The crate's errors as Python exceptions, with the crate's messages: GPU and MPI failures
@@ -70,6 +70,7 @@ fn python_name(p: Param) -> &'static str {
         Param::SampleWeight => "sample_weight",
         Param::Scale => "scale",
         Param::Aggressiveness => "C",
+        Param::ArowR => "r",
         Param::MulticlassUpdate => "multiclass_update",
         Param::Minibatch => "minibatch",
         Param::Streams => "streams",
@@ -86,6 +87,7 @@ fn known_keys() -> Vec<String> {
             variant: Default::default(),
             c: 1.0,
         }),
+        arow: Some(Arow { r: 30.0 }),
         validation_fraction: Some(0.1),
         class_weight: Some(ClassWeight::Balanced),
         // (Written only where not 1.)

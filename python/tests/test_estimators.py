@@ -2,7 +2,12 @@
 
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-from rosenblatt import KernelPerceptron, PassiveAggressiveClassifier, Perceptron
+from rosenblatt import (
+    AROWClassifier,
+    KernelPerceptron,
+    PassiveAggressiveClassifier,
+    Perceptron,
+)
 
 ONLINE = ("online", "averaged", "voted", "winnow", "pa")
 
@@ -37,6 +42,7 @@ def expected_failures(est):
         Perceptron(algo="batch", multiclass="ovr", backend="cpu"),
         PassiveAggressiveClassifier(backend="cpu"),
         PassiveAggressiveClassifier(multiclass="ovr", backend="cpu"),
+        AROWClassifier(backend="cpu"),
         KernelPerceptron(backend="cpu"),
     ],
     expected_failed_checks=expected_failures,

@@ -337,6 +337,32 @@ def test_passive_aggressive_matches_scikit_learn():
             assert np.mean(ours) > np.mean(theirs) - 0.04, (classes, loss, ours, theirs)
 
 
+def test_arow_trains_one_pass_like_the_cli_and_saves_and_loads(tmp_path):
+    """AROWClassifier is the CLI's `--algo arow` (one pass by default, one-vs-rest for more
+    than two classes), and its model file loads back as an AROWClassifier."""
+    X, y = digits()
+    clf = rosenblatt.AROWClassifier(r=10.0, backend="cpu").fit(X, y)
+    assert clf.n_iter_ == 1
+    assert clf.report_["algo"] == "arow" and clf.report_["heads"] == 10
+    assert clf.score(X, y) > 0.9
+    assert not hasattr(clf, "partial_fit")
+    clf.save(tmp_path / "arow.json")
+    back = rosenblatt.load(tmp_path / "arow.json")
+    assert isinstance(back, rosenblatt.AROWClassifier)
+    assert (back.r, back.max_iter) == (10.0, 1)
+    np.testing.assert_array_equal(back.predict(X), clf.predict(X))
+    # The same model as the command line's on the same rows.
+    subprocess.run(
+        [cli(), "train", str(DIGITS), "--algo", "arow", "--arow-r", "10", "--scale", "maxabs",
+         "--backend", "cpu", "-o", str(tmp_path / "cli.json")],
+        check=True, capture_output=True,
+    )
+    theirs = rosenblatt.load(tmp_path / "cli.json")
+    np.testing.assert_array_equal(theirs.coef_, clf.coef_)
+    with pytest.raises(ValueError, match="r must be"):
+        rosenblatt.AROWClassifier(r=0.0).fit(X, y)
+
+
 def test_passive_aggressive_saves_and_loads(tmp_path):
     X, y = digits()
     clf = rosenblatt.PassiveAggressiveClassifier(

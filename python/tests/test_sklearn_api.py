@@ -15,6 +15,7 @@ from sklearn.datasets import load_digits, make_classification
 
 import rosenblatt
 from rosenblatt import (
+    AROWClassifier,
     InvalidParameterError,
     KernelPerceptron,
     PassiveAggressiveClassifier,
@@ -52,7 +53,7 @@ SHARED_DEFAULTS = {
 }
 
 
-@pytest.mark.parametrize("cls", [Perceptron, PassiveAggressiveClassifier])
+@pytest.mark.parametrize("cls", [Perceptron, PassiveAggressiveClassifier, AROWClassifier])
 def test_the_estimators_defaults_are_the_librarys(cls):
     """The defaults are written once, in the crate (TrainParams::for_algo): every default
     an estimator shares with the CLI is the crate's, and Perceptron() trains its algorithm."""
@@ -154,6 +155,11 @@ EVERY = {
         class_weight="balanced", fit_intercept=False, shuffle=False, random_state=3,
         verbose=1, warm_start=True, n_jobs=2, backend="cpu", adapter="x",
     ),
+    AROWClassifier: dict(
+        r=10.0, max_iter=50, tol=0.1, eta0=0.5, n_iter_no_change=4, early_stopping=True,
+        validation_fraction=0.2, scale=None, class_weight="balanced", fit_intercept=False,
+        shuffle=False, random_state=3, verbose=1, n_jobs=2, backend="cpu", adapter="x",
+    ),
     KernelPerceptron: dict(
         kernel="poly", gamma=0.5, degree=2, coef0=0.0, max_iter=50, tol=0.1, eta0=0.5,
         n_iter_no_change=4, early_stopping=True, validation_fraction=0.2, scale="minmax",
@@ -170,10 +176,10 @@ def test_every_parameter_round_trips_get_set_params_and_clone(cls):
     got = est.get_params()
     for k, v in given.items():
         assert got[k] == v, k
-    # Every scikit-learn name is there, and every parameter is in the table above.
-    assert set(got) - set(given) == {
-        "epochs", "lr", "seed", "patience", "min_improvement", "progress"
-    }
+    # Every scikit-learn name is there, and every parameter is in the table above (the
+    # deprecated names of rosenblatt 0.1 besides, on the estimators 0.1 had).
+    deprecated = {"epochs", "lr", "seed", "patience", "min_improvement", "progress"}
+    assert set(got) - set(given) == (set() if cls is AROWClassifier else deprecated)
     c = clone(est)
     assert c.get_params() == got
     back = cls().set_params(**given)
@@ -523,7 +529,7 @@ def test_weights_equal_scikit_learns_exactly_where_the_docs_say():
     assert not np.array_equal(direct.coef_, ours.coef_)
 
 
-ESTIMATORS = (Perceptron, PassiveAggressiveClassifier, KernelPerceptron)
+ESTIMATORS = (Perceptron, PassiveAggressiveClassifier, AROWClassifier, KernelPerceptron)
 
 
 @pytest.mark.parametrize("cls", ESTIMATORS)

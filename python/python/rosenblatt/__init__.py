@@ -5,10 +5,10 @@ as scikit-learn estimators.
     >>> clf = Perceptron(backend="gpu").fit(X, y)
     >>> clf.score(X_test, y_test), clf.report_["mistake_bound"]
 
-Three estimators: :class:`Perceptron` (the linear family: the online and batch rules, pocket,
+Four estimators: :class:`Perceptron` (the linear family: the online and batch rules, pocket,
 averaged, voted and Winnow, binary or multiclass, chosen by ``algo``),
-:class:`PassiveAggressiveClassifier` and :class:`KernelPerceptron` (the dual form with a
-linear, polynomial or RBF kernel). Their parameters are scikit-learn's where scikit-learn has
+:class:`PassiveAggressiveClassifier`, :class:`AROWClassifier` (a confidence per weight) and
+:class:`KernelPerceptron` (the dual form with a linear, polynomial or RBF kernel). Their parameters are scikit-learn's where scikit-learn has
 them (``max_iter``, ``eta0``, ``tol``, ``n_iter_no_change``, ``random_state``, ...). All train
 through the Rust crate, whose model file (``save``/``load``) is the command line's, and the
 linear models export to ONNX (``to_onnx``).
@@ -36,6 +36,7 @@ from ._params import DEPRECATED, InvalidParameterError
 __all__ = [
     "Perceptron",
     "PassiveAggressiveClassifier",
+    "AROWClassifier",
     "KernelPerceptron",
     "InvalidParameterError",
     "load",
@@ -582,7 +583,7 @@ class Perceptron(_Estimator):
         # A voted model keeps many vectors: there is no single weight vector to go on from.
         return bool(self.algo != "voted")
 
-    @_available_if(_continues)
+    @_available_if(lambda self: self._continues())
     def partial_fit(
         self, X: Any, y: Any, classes: Any = None, sample_weight: Any = None
     ) -> Perceptron:
@@ -750,6 +751,118 @@ class PassiveAggressiveClassifier(Perceptron):
 
     def _continues(self) -> bool:
         return True
+
+
+_AROW_DEFAULTS = dict(_SK_DEFAULTS, max_iter=1)
+
+
+class AROWClassifier(Perceptron):
+    """AROW, adaptive regularisation of weight vectors (Crammer, Kulesza and Dredze, NIPS
+    2009), online, on the CPU: every weight keeps a confidence (a diagonal covariance, 1 at
+    the start), and on a row with margin y w.x below 1 the weights step by the hinge loss
+    times their confidences, which then shrink where the row had values; rare features keep
+    large steps, common ones settle. What Vowpal Wabbit's adaptive, normalised steps learn
+    in one pass, so one pass is the default (``max_iter=1``; more passes fit noisy labels).
+    More than two classes: one binary model per class (one-vs-rest). The model file keeps
+    the weights, not the confidences, so a fitted AROW model is not continued
+    (``warm_start`` and ``partial_fit`` are not offered).
+
+    Parameters
+    ----------
+    r : float, default=30.0
+        The regularisation (> 0): larger r, smaller and steadier steps.
+    max_iter : int, default=1
+        Passes over the rows (with ``n_iter_no_change``, at most this many).
+    tol : float in [0, 1) or None, default=0.01
+        As for :class:`Perceptron`.
+    eta0 : float in (0, 1], default=1.0
+        As for :class:`Perceptron` (it scales every step; 1 is the rule itself).
+    n_iter_no_change : int or None, default=None
+        As for :class:`Perceptron` (None: 30).
+    early_stopping : bool, default=False
+        As for :class:`Perceptron`.
+    validation_fraction : float in (0, 1), default=0.1
+        As for :class:`Perceptron`.
+    scale : {"maxabs", None, "standard", "minmax"}, default="maxabs"
+        As for :class:`Perceptron`.
+    class_weight : None, "balanced" or dict, default=None
+        As for :class:`Perceptron` (a row's weight counts as that many copies of it).
+    fit_intercept : bool, default=True
+        As for :class:`Perceptron`.
+    shuffle : bool, default=True
+        As for :class:`Perceptron`.
+    random_state : int, RandomState, Generator or None, default=0
+        As for :class:`Perceptron`.
+    verbose : int, default=0
+        As for :class:`Perceptron`.
+    n_jobs : int or None, default=None
+        As for :class:`Perceptron`.
+    backend : {"auto", "cpu", "gpu"}, default="auto"
+        As for :class:`Perceptron` (AROW runs on the CPU whatever it says).
+    adapter : str or None, default=None
+        As for :class:`Perceptron`.
+
+    Attributes
+    ----------
+    coef_, intercept_, classes_, n_features_in_, feature_names_in_, n_iter_, report_, model_ :
+        As for :class:`Perceptron`; the report's mistakes are the rows stepped on (a positive
+        hinge loss) and its criterion the sum of their losses.
+    """
+
+    algo = "arow"
+
+    @_params.keyword_only
+    def __init__(  # noqa: PLR0913
+        self,
+        *,
+        r: float = 30.0,
+        max_iter: int = 1,
+        tol: Optional[float] = 0.01,
+        eta0: float = 1.0,
+        n_iter_no_change: Optional[int] = None,
+        early_stopping: bool = False,
+        validation_fraction: float = 0.1,
+        scale: Optional[str] = "maxabs",
+        class_weight: Any = None,
+        fit_intercept: bool = True,
+        shuffle: bool = True,
+        random_state: Any = 0,
+        verbose: int = 0,
+        n_jobs: Optional[int] = None,
+        backend: str = "auto",
+        adapter: Optional[str] = None,
+    ) -> None:
+        self.r = r
+        self.max_iter = max_iter
+        self.tol = tol
+        self.eta0 = eta0
+        self.n_iter_no_change = n_iter_no_change
+        self.early_stopping = early_stopping
+        self.validation_fraction = validation_fraction
+        self.scale = scale
+        self.class_weight = class_weight
+        self.fit_intercept = fit_intercept
+        self.shuffle = shuffle
+        self.random_state = random_state
+        self.verbose = verbose
+        self.n_jobs = n_jobs
+        self.backend = backend
+        self.adapter = adapter
+
+    def _sk_defaults(self) -> dict[str, Any]:
+        return _AROW_DEFAULTS
+
+    def _train_params(self, classes: Optional[np.ndarray]) -> dict[str, Any]:
+        p = _params.train_params(self, "arow", self._sk_defaults())
+        p["class_weight"] = _params.class_weight(self.class_weight, classes)
+        p["arow"] = {"r": _params.real("r", self.r, 0.0, low_open=True)}
+        return p
+
+    def _binary_only(self) -> Union[str, bool]:
+        return False
+
+    def _continues(self) -> bool:
+        return False
 
 
 _KERNEL_DEFAULTS = dict(_SK_DEFAULTS, max_iter=100)
@@ -960,6 +1073,8 @@ def load(path: PathLike, cls: Optional[type] = None) -> Any:
             cls = KernelPerceptron
         elif params.get("algo") == "pa":
             cls = PassiveAggressiveClassifier
+        elif params.get("algo") == "arow":
+            cls = AROWClassifier
         else:
             cls = Perceptron
     est = cls()
@@ -986,6 +1101,8 @@ def load(path: PathLike, cls: Optional[type] = None) -> Any:
             loss=losses.get(str(pa.get("variant"))),
             multiclass=params.get("multiclass"),
         )
+    elif cls is AROWClassifier:
+        mapped.update(r=(params.get("arow") or {}).get("r", 30.0))
     elif cls is Perceptron:
         mapped.update(
             algo=params.get("algo"),
