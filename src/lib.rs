@@ -133,7 +133,9 @@ mod trainer;
 
 // Data: a data set, its loaders and the synthetic generator.
 pub use data::synth::{self, SynthSpec, Synthetic};
-pub use data::{load, Dataset, Format, LabelCol, LabelType, Labels, Layout, LoadOptions};
+pub use data::{
+    load, load_bytes, Dataset, Format, LabelCol, LabelType, Labels, Layout, LoadOptions,
+};
 // Raw features hashed into columns (Vowpal Wabbit text).
 pub use data::hashing::{HashSign, Hashing};
 // Feature storage a data set is built from.

@@ -20,9 +20,10 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyList, PyString, PyTuple};
 
 use rosenblatt::{
-    default_stopping, AdapterQuery, Arow, BackendChoice, Body, ClassWeight, CpuBackend, CsrBuf,
-    Dataset, DenseRows, Error, Fallback, GpuOptions, Kernel, LabelType, Labels, MappedF32,
-    MatrixBuf, Model, Param, PassiveAggressive, Progress, Selected, Storage, TrainParams, Trainer,
+    default_stopping, load_bytes, AdapterQuery, Arow, BackendChoice, Body, ClassWeight, CpuBackend,
+    CsrBuf, Dataset, DenseRows, Error, Fallback, Format, GpuOptions, HashSign, Hashing, Kernel,
+    LabelType, Labels, LoadOptions, MappedF32, MatrixBuf, Model, Param, PassiveAggressive,
+    Progress, Selected, Storage, TrainParams, Trainer,
 };
 
 /// The crate's errors as Python exceptions, with the crate's messages: GPU and MPI failures
@@ -854,6 +855,54 @@ impl PyModel {
 }
 
 /// The prefix of this process's temporaries (`.rosenblatt-MACHINE-PID-`), as the CLI names its.
+/// Vowpal Wabbit text (whole lines) hashed as `train data.vw` hashes it: 2^bits columns,
+/// the interactions `quadratic` names, signed or not. Returns the rows as CSR parts
+/// (n, d, indptr, indices, values); any labels and importances in the lines are dropped.
+#[pyfunction]
+#[pyo3(signature = (text, bits, quadratic, signed))]
+#[allow(clippy::type_complexity)]
+fn hash_vw<'py>(
+    py: Python<'py>,
+    text: &[u8],
+    bits: u32,
+    quadratic: Vec<String>,
+    signed: bool,
+) -> PyResult<(
+    usize,
+    usize,
+    Bound<'py, PyArray1<i64>>,
+    Bound<'py, PyArray1<i32>>,
+    Bound<'py, PyArray1<f32>>,
+)> {
+    let opts = LoadOptions {
+        format: Format::Vw,
+        hashing: Some(Hashing {
+            bits,
+            sign: if signed {
+                HashSign::Signed
+            } else {
+                HashSign::Unsigned
+            },
+            quadratic,
+        }),
+        ..LoadOptions::default()
+    };
+    let ds = py
+        .detach(|| load_bytes(Path::new("<text>"), text, &opts))
+        .map_err(py_err)?;
+    let (n, d) = (ds.n, ds.d);
+    let MatrixBuf::Csr(c) = ds.x else {
+        return Err(PyRuntimeError::new_err("hashed rows are held sparse"));
+    };
+    Ok((
+        n,
+        d,
+        PyArray1::from_vec(py, c.indptr.iter().map(|&p| p as i64).collect()),
+        PyArray1::from_vec(py, c.indices.iter().map(|&j| j as i32).collect()),
+        PyArray1::from_vec(py, c.values),
+    ))
+}
+
 #[pyfunction]
 fn temp_prefix() -> String {
     rosenblatt::temp_prefix()
@@ -898,6 +947,7 @@ static ALLOC: rosenblatt::CacheLines = rosenblatt::CacheLines;
 fn _rosenblatt(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(fit, m)?)?;
     m.add_class::<PyModel>()?;
+    m.add_function(wrap_pyfunction!(hash_vw, m)?)?;
     m.add_function(wrap_pyfunction!(temp_prefix, m)?)?;
     m.add_function(wrap_pyfunction!(remove_stale_temps, m)?)?;
     m.add_function(wrap_pyfunction!(adapters, m)?)?;

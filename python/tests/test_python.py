@@ -377,3 +377,41 @@ def test_passive_aggressive_saves_and_loads(tmp_path):
         rosenblatt.PassiveAggressiveClassifier(loss="log").fit(X, y)
     with pytest.raises(ValueError, match="C must be"):
         rosenblatt.PassiveAggressiveClassifier(C=0.0).fit(X, y)
+
+
+def test_vw_hasher_gives_the_command_lines_columns(tmp_path):
+    """VWHasher hashes raw features as `train data.vw` does: a model trained on its output
+    equals the command line's trained on the same lines, and it sits in a Pipeline."""
+    from sklearn.pipeline import make_pipeline
+
+    lines = (ROOT / "tests" / "fixtures" / "v5" / "binary.vw").read_text().splitlines()
+    y = np.array([int(line.split()[0]) for line in lines])
+    features = [line[line.index("|"):] for line in lines]
+    X = rosenblatt.VWHasher(n_bits=8, quadratic=["ab"]).fit_transform(features)
+    assert X.shape == (len(lines), 256) and X.dtype == np.float32
+    # The same columns and values from the whole lines (labels, importances, tags dropped).
+    np.testing.assert_array_equal(
+        rosenblatt.VWHasher(n_bits=8, quadratic=["ab"]).transform(lines).toarray(), X.toarray()
+    )
+    ours = rosenblatt.Perceptron(
+        algo="online", max_iter=1, shuffle=False, scale=None, tol=None, backend="cpu"
+    ).fit(X, y)
+    # (The same lines without their importances, which the hasher drops.)
+    (tmp_path / "t.vw").write_text("\n".join(f"{c} {f}" for c, f in zip(y, features)) + "\n")
+    subprocess.run(
+        [cli(), "train", str(tmp_path / "t.vw"), "--hash-bits", "8", "-q", "ab", "--algo",
+         "online", "--epochs", "1", "--no-shuffle", "--backend", "cpu", "-o",
+         str(tmp_path / "m.json")],
+        check=True, capture_output=True,
+    )
+    theirs = rosenblatt.load(tmp_path / "m.json")
+    np.testing.assert_array_equal(ours.coef_, theirs.coef_)
+    np.testing.assert_array_equal(ours.intercept_, theirs.intercept_)
+    pipe = make_pipeline(rosenblatt.VWHasher(n_bits=10), rosenblatt.AROWClassifier(backend="cpu"))
+    assert pipe.fit(features, y).score(features, y) > 0.8
+    with pytest.raises(ValueError, match="n_bits"):
+        rosenblatt.VWHasher(n_bits=40).transform(features)
+    with pytest.raises(ValueError, match="line break"):
+        rosenblatt.VWHasher().transform(["|a x\n|a y"])
+    with pytest.raises(ValueError, match="a sequence of strings"):
+        rosenblatt.VWHasher().transform("|a x")

@@ -24,7 +24,7 @@ from typing import Any, Callable, Optional, TypeVar, Union, cast
 import numpy as np
 import numpy.typing as npt
 import scipy.sparse as sp
-from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.base import BaseEstimator, ClassifierMixin, TransformerMixin
 from sklearn.utils import check_array
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.multiclass import check_classification_targets, type_of_target
@@ -37,6 +37,7 @@ __all__ = [
     "Perceptron",
     "PassiveAggressiveClassifier",
     "AROWClassifier",
+    "VWHasher",
     "KernelPerceptron",
     "InvalidParameterError",
     "load",
@@ -811,7 +812,6 @@ class AROWClassifier(Perceptron):
 
     algo = "arow"
 
-    @_params.keyword_only
     def __init__(  # noqa: PLR0913
         self,
         *,
@@ -863,6 +863,86 @@ class AROWClassifier(Perceptron):
 
     def _continues(self) -> bool:
         return False
+
+
+class VWHasher(TransformerMixin, BaseEstimator):  # type: ignore[misc]
+    """Raw features in Vowpal Wabbit's text form hashed into columns exactly as
+    ``rosenblatt train data.vw`` hashes them (murmur3, as Vowpal Wabbit), as a scipy CSR
+    matrix: so a model trained here on them equals the command line's on the same lines,
+    and raw text and categorical fields reach every estimator (as scikit-learn's
+    ``HashingVectorizer`` output does, which the estimators take as it is). Stateless:
+    ``fit`` learns nothing.
+
+    Each row of X is one example's features, ``|namespace feature[:value] ...`` (several
+    namespaces, values, ``field=value`` categoricals); a label, importance or tag before the
+    first ``|`` is dropped (the rows must all have one, or none).
+
+    Parameters
+    ----------
+    n_bits : int, default=18
+        Columns are 2^n_bits (1 to 28), Vowpal Wabbit's ``-b`` and the CLI's ``--hash-bits``.
+    quadratic : sequence of str, default=()
+        Interactions of the namespaces starting with each pair of characters, as ``-q ab``.
+    sign : {"signed", "unsigned"}, default="signed"
+        Signed hashing (each value times +1 or -1 from its hash, so that collisions cancel on
+        average) or Vowpal Wabbit's own values.
+    """
+
+    def __init__(
+        self, *, n_bits: int = 18, quadratic: Any = (), sign: str = "signed"
+    ) -> None:
+        self.n_bits = n_bits
+        self.quadratic = quadratic
+        self.sign = sign
+
+    def fit(self, X: Any, y: Any = None) -> VWHasher:
+        """Checks the parameters; there is nothing to learn."""
+        self._checked()
+        return self
+
+    def _checked(self) -> tuple[int, list[str], bool]:
+        bits = _params.integer("n_bits", self.n_bits, 1, 28)
+        quadratic = [self.quadratic] if isinstance(self.quadratic, str) else self.quadratic
+        pairs = [str(q) for q in quadratic]
+        for q in pairs:
+            if len(q) != 2:
+                raise InvalidParameterError(
+                    f"quadratic must hold pairs of namespace initials such as 'ab', got {q!r}"
+                )
+        sign = _params.choice("sign", self.sign, ("signed", "unsigned"))
+        return bits, pairs, sign == "signed"
+
+    def transform(self, X: Any) -> sp.csr_matrix:
+        """The rows of X (strings, one example each) hashed: a CSR matrix of float32 with
+        2^n_bits columns."""
+        bits, pairs, signed = self._checked()
+        if isinstance(X, (str, bytes)):
+            raise ValueError("X must be a sequence of strings, one example each, not a string")
+        lines = []
+        for i, row in enumerate(X):
+            text = row.decode() if isinstance(row, bytes) else row
+            if not isinstance(text, str):
+                raise ValueError(f"row {i} of X is {type(row).__name__}, not a string")
+            if "\n" in text or "\r" in text:
+                raise ValueError(f"row {i} of X holds a line break: one example a row")
+            if "|" not in text:
+                text = "| " + text
+            lines.append(text)
+        if not lines:
+            return sp.csr_matrix((0, 1 << bits), dtype=np.float32)
+        n, d, indptr, indices, values = _rosenblatt.hash_vw(
+            ("\n".join(lines) + "\n").encode(), bits, pairs, signed
+        )
+        if n != len(lines):
+            raise RuntimeError(f"{len(lines)} rows hashed into {n} (please report this)")
+        return sp.csr_matrix((values, indices, indptr), shape=(n, d))
+
+    def __sklearn_tags__(self) -> Any:
+        tags = super().__sklearn_tags__()
+        tags.input_tags.two_d_array = False
+        tags.input_tags.string = True
+        tags.requires_fit = False
+        return tags
 
 
 _KERNEL_DEFAULTS = dict(_SK_DEFAULTS, max_iter=100)

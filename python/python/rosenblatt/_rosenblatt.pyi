@@ -78,6 +78,11 @@ def remove_stale_temps(dir: str) -> int:
 
 def adapters() -> list[tuple[str, str, str]]:
     """(name, API, type) of each GPU adapter found."""
+def hash_vw(
+    text: bytes, bits: int, quadratic: list[str], signed: bool
+) -> tuple[int, int, npt.NDArray[np.int64], npt.NDArray[np.int32], npt.NDArray[np.float32]]:
+    """Vowpal Wabbit lines hashed as the command line hashes them: (n, d, indptr, indices,
+    values) of the CSR rows."""
 def defaults(algo: Optional[str] = None) -> str:
     """The crate's training defaults for ``algo`` (``TrainParams::for_algo``; None: the
     default algorithm's) as JSON."""
