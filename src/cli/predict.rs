@@ -5,7 +5,11 @@ use rosenblatt::model::{Evaluation, Model};
 use anyhow::Context;
 
 use super::args::{EvalArgs, ExportArgs, PredictArgs};
-use super::{check_outputs, load_data, select_backend, stage, write_output, Like, Voice};
+use rosenblatt::Format;
+
+use super::{
+    check_outputs, load_data, load_options, select_backend, stage, write_output, Like, Voice,
+};
 
 /// `rosenblatt export`: the model as an ONNX graph, written atomically.
 pub fn export(a: ExportArgs) -> anyhow::Result<()> {
@@ -29,30 +33,75 @@ pub fn export(a: ExportArgs) -> anyhow::Result<()> {
 pub fn predict(a: PredictArgs) -> anyhow::Result<()> {
     let model = Model::load(&a.model)?;
     check_outputs(&[a.output.as_deref()], &[&a.model, &a.data])?;
+    let opts = load_options(&a.data_args, Like::model(&model))?;
+    if rosenblatt::data::format_of(&a.data, &opts)? == Some(Format::Vw) {
+        return predict_streamed(&a, &model, &opts);
+    }
     let ds = load_data(&a.data, &a.data_args, Like::model(&model))?;
     model.check_features(&ds)?;
     let sel = select_backend(&a.backend, Voice::Quiet)?;
     let raw = model.raw_scores(&ds, &*sel.backend)?;
-    let pred = model.predict(&raw);
-    let per_class = !model.is_binary();
-    let values = if per_class {
-        raw
-    } else {
-        model.decision_values(&raw)
-    };
-    let width = model.outputs();
     write_output(a.output.as_deref(), |w| {
-        for (p, s) in pred.iter().zip(values.chunks_exact(width)) {
-            let name = &model.classes()[*p as usize];
-            if a.margins {
-                let s: Vec<String> = s.iter().map(f32::to_string).collect();
-                writeln!(w, "{name}\t{}", s.join("\t"))?;
-            } else {
-                writeln!(w, "{name}")?;
+        write_predictions(w, &model, &raw, a.margins)
+    })
+}
+
+/// Vowpal Wabbit text of any size: read in blocks (as `train --stream` reads it), each
+/// scored and written before the next, so the rows are never held. A bad line anywhere is
+/// the run's error, and nothing is written to `-o` then.
+fn predict_streamed(
+    a: &PredictArgs,
+    model: &Model,
+    opts: &rosenblatt::LoadOptions,
+) -> anyhow::Result<()> {
+    let blocks = rosenblatt::data::stream(&a.data, opts)?;
+    let sel = select_backend(&a.backend, Voice::Quiet)?;
+    let mut failed = None;
+    let written = write_output(a.output.as_deref(), |w| {
+        for block in blocks {
+            let raw = block.and_then(|b| {
+                model.check_features(&b.data)?;
+                model.raw_scores(&b.data, &*sel.backend)
+            });
+            match raw {
+                Ok(raw) => write_predictions(w, model, &raw, a.margins)?,
+                Err(e) => {
+                    failed = Some(e);
+                    return Err(std::io::Error::other("the input stopped"));
+                }
             }
         }
         Ok(())
-    })
+    });
+    match failed {
+        Some(e) => Err(e.into()),
+        None => written,
+    }
+}
+
+/// One line a row: the predicted class, and with `margins` the scores after it.
+fn write_predictions(
+    w: &mut dyn std::io::Write,
+    model: &Model,
+    raw: &[f32],
+    margins: bool,
+) -> std::io::Result<()> {
+    let pred = model.predict(raw);
+    let values = if model.is_binary() {
+        model.decision_values(raw)
+    } else {
+        raw.to_vec()
+    };
+    for (p, s) in pred.iter().zip(values.chunks_exact(model.outputs())) {
+        let name = &model.classes()[*p as usize];
+        if margins {
+            let s: Vec<String> = s.iter().map(f32::to_string).collect();
+            writeln!(w, "{name}\t{}", s.join("\t"))?;
+        } else {
+            writeln!(w, "{name}")?;
+        }
+    }
+    Ok(())
 }
 
 pub fn eval(a: EvalArgs) -> anyhow::Result<()> {

@@ -121,14 +121,26 @@ fn train_streamed(a: &TrainArgs, params: &Params) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// The process's largest resident set so far, in MB (1e6 bytes), where the system says.
+/// The process's largest resident set so far, in MB (1e6 bytes), where the system says:
+/// Linux's VmHWM (this program's own: `getrusage` would count what a large parent had when
+/// it forked this process), else `getrusage`.
 fn peak_resident_mb() -> Option<f64> {
+    if let Ok(status) = std::fs::read_to_string("/proc/self/status") {
+        let kib = status
+            .lines()
+            .find_map(|l| l.strip_prefix("VmHWM:"))
+            .and_then(|v| v.split_whitespace().next()?.parse::<f64>().ok());
+        if let Some(kib) = kib {
+            return Some(kib * 1024.0 / 1e6);
+        }
+    }
     #[cfg(unix)]
     {
+        // SAFETY: an all-zero rusage is a valid value, which getrusage then fills.
         let mut u: libc::rusage = unsafe { std::mem::zeroed() };
-        // SAFETY: getrusage fills the struct it is given.
+        // SAFETY: getrusage writes only the struct it is given.
         if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut u) } == 0 {
-            // Linux counts in KiB, macOS in bytes.
+            // macOS counts in bytes, the other systems in KiB.
             let unit = if cfg!(target_os = "macos") {
                 1.0
             } else {

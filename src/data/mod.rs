@@ -391,22 +391,30 @@ pub fn load(path: &Path, opts: &LoadOptions) -> Result<Dataset> {
     }
 }
 
-/// The rows of the file at `path` (`-`: standard input) as a stream of blocks, for one pass
-/// that never holds them whole ([`vw::Blocks`]): Vowpal Wabbit text, by `opts.format` or as
-/// detected from the file's name and first bytes (standard input is taken as such).
+/// The format of the input at `path` as `opts` name it, or as detected from a regular
+/// file's name and first bytes; `None` for standard input, pipes and devices under
+/// [`Format::Auto`] (what is read to sniff them could not be read again).
+pub fn format_of(path: &Path, opts: &LoadOptions) -> Result<Option<Format>> {
+    if opts.format != Format::Auto {
+        return Ok(Some(opts.format));
+    }
+    if path == Path::new("-") || !std::fs::metadata(path).map_or(true, |m| m.is_file()) {
+        return Ok(None);
+    }
+    let mut head = Vec::new();
+    File::open(path)
+        .and_then(|f| f.take(64 << 10).read_to_end(&mut head))
+        .map_err(|e| Error::io(path, e))?;
+    Ok(Some(detect_format(Format::Auto, path, &head)))
+}
+
+/// The rows of the input at `path` (`-`: standard input) as a stream of blocks, for one
+/// pass that never holds them whole ([`vw::Blocks`]): Vowpal Wabbit text, by `opts.format`
+/// or as detected ([`format_of`]; standard input and pipes are taken as such).
 pub fn stream(path: &Path, opts: &LoadOptions) -> Result<vw::Blocks> {
-    let format = if path == Path::new("-") || opts.format != Format::Auto {
-        opts.format
-    } else {
-        let mut head = Vec::new();
-        File::open(path)
-            .and_then(|f| f.take(64 << 10).read_to_end(&mut head))
-            .map_err(|e| Error::io(path, e))?;
-        detect_format(Format::Auto, path, &head)
-    };
-    match format {
-        Format::Vw | Format::Auto => vw::blocks(path, opts),
-        other => Err(Error::data(
+    match format_of(path, opts)? {
+        Some(Format::Vw | Format::Auto) | None => vw::blocks(path, opts),
+        Some(other) => Err(Error::data(
             path,
             format!(
                 "a streamed run reads Vowpal Wabbit text, and this is {other:?} input: train \

@@ -323,3 +323,61 @@ fn what_one_pass_cannot_do_and_bad_input_are_exit_2_naming_the_place() {
         &["empty.vw", "no examples"],
     );
 }
+
+#[test]
+fn predict_streams_vowpal_wabbit_text_and_prints_what_the_model_predicts_in_memory() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path();
+    let mut t = text(100_000, 4, 6);
+    std::fs::write(p.join("rows.vw"), &t).unwrap();
+    let o = run(
+        p,
+        &[
+            "train",
+            "rows.vw",
+            "--stream",
+            "--algo",
+            "arow",
+            "--hash-bits",
+            "12",
+            "-o",
+            "m.json",
+        ],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let o = run(
+        p,
+        &[
+            "predict",
+            "m.json",
+            "rows.vw",
+            "--backend",
+            "cpu",
+            "--margins",
+        ],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    // What the model predicts of the rows held in memory, and its scores.
+    let model = rosenblatt::Model::load(&p.join("m.json")).unwrap();
+    let whole = data::load(&p.join("rows.vw"), &hashed()).unwrap();
+    let raw = model
+        .raw_scores(&whole, &rosenblatt::CpuBackend::new())
+        .unwrap();
+    let want: Vec<String> = model
+        .predict(&raw)
+        .iter()
+        .zip(raw.chunks_exact(4))
+        .map(|(&c, s)| {
+            let s: Vec<String> = s.iter().map(f32::to_string).collect();
+            format!("{}\t{}", model.classes()[c as usize], s.join("\t"))
+        })
+        .collect();
+    assert_eq!(stdout(&o).lines().collect::<Vec<_>>(), want);
+    // A bad line in a later block: exit 2 naming it, and no file of predictions.
+    t.push_str("1 |t tok1:x\n");
+    std::fs::write(p.join("bad.vw"), &t).unwrap();
+    let o = run(p, &["predict", "m.json", "bad.vw", "-o", "pred.txt"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("line 100001"), "{}", stderr(&o));
+    assert!(!p.join("pred.txt").exists());
+}
