@@ -7,6 +7,9 @@
 #   git worktree add /tmp/base <baseline commit> && (cd /tmp/base && cargo build --release)
 #   strip -o .gpu/rb-base /tmp/base/target/release/rosenblatt
 #   cargo build --release && strip -o .gpu/rb-new target/release/rosenblatt
+#   (optional, the GPU conformance tests: the integration-test binary, whose `conformance::`
+#   topic holds them) cargo test --release --test it --no-run &&
+#   strip -o .gpu/conformance target/release/deps/it-<hash>
 #   (the Vulkan loader as debs in .gl/: /work/.library/device/README.md)
 # There (device tool, carry .gpu and .gl):
 #   bash scripts/gpu_compare.sh [PHASE]
@@ -150,7 +153,7 @@ if [ "${1:-}" = tiles2 ]; then
   # Tiles with the rule on every lane (.gpu/rb-tile1) against the rule once a row between a
   # third barrier (the current build), at K = 10 and K = 4; the GPU conformance of tiles.
   if [ -x .gpu/conformance ]; then
-    ROSENBLATT_REQUIRE_GPU=1 timeout 100 .gpu/conformance tiles_of_rows 2>&1 \
+    ROSENBLATT_REQUIRE_GPU=1 timeout 100 .gpu/conformance conformance::tiles_of_rows 2>&1 \
       | grep -E "panicked|left|right|test result" | head -8 | tee "$OUT/conformance.txt"
   fi
   T1=.gpu/rb-tile1; chmod +x $T1
@@ -168,8 +171,9 @@ fi
 if [ "${1:-}" = tiles ]; then
   # Tiles of rows for rows wider than a subgroup (K = 10 and 4 at 60,000 x 784): the
   # previous build against tiles of 4, 8 (the default) and 16 rows and the loop by steps;
-  # naga's checks off; the grid; the GPU conformance test of tiles (release test binary
-  # carried as .gpu/conformance, if there); PyTorch and the CPU at K = 10.
+  # naga's checks off; the grid; the GPU conformance test of tiles (the release
+  # integration-test binary carried as .gpu/conformance, if there); PyTorch and the CPU at
+  # K = 10.
   bench base.k10.f32 $B $K10
   for tt in 8 4 16 0; do bench "new.k10.f32.tt$tt" $N $K10 --tile-rows $tt; done
   bench new.k10.f32.tt8.unchecked $N $K10 --shader-checks none
@@ -182,8 +186,8 @@ if [ "${1:-}" = tiles ]; then
   bench new.k4.f32.tt16 $N $K4 --tile-rows 16
   bench new.bin28.f32 $N $BIN1
   if [ -x .gpu/conformance ]; then
-    ROSENBLATT_REQUIRE_GPU=1 timeout 120 .gpu/conformance tiles_of_rows rows_in_flight \
-      batch_epochs_equal every_storage 2>&1 | tail -5 | tee "$OUT/conformance.txt"
+    ROSENBLATT_REQUIRE_GPU=1 timeout 120 .gpu/conformance conformance::tiles_of_rows \
+      conformance::rows_in_flight conformance::batch_epochs_equal conformance::every_storage 2>&1 | tail -5 | tee "$OUT/conformance.txt"
   fi
   timeout 90 $N bench --backend cpu --no-converge --json $K10 >"$RUNS/cpu.k10.json" 2>/dev/null \
     && python3 -c "import json,sys; r=json.load(open(sys.argv[1])); print('cpu k10', r.get('cpu', r).get('ms_per_epoch'))" "$RUNS/cpu.k10.json"
