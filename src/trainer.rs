@@ -127,7 +127,7 @@ impl<'a> Trainer<'a> {
     /// whatever the size of the input, and each block is parsed on every core while the rule
     /// trains on the one before. Runs on the CPU (the backend choice is not used). Takes the
     /// online rules that keep no rows (online, averaged, multiclass in online mode,
-    /// passive-aggressive, AROW, Winnow), in file order, with the classes of the first block;
+    /// passive-aggressive, AROW, Winnow), in file order, with the classes of its first 8 MiB;
     /// held-out rows, a fitted scaling, balanced class weights, mixed streams and a warm start
     /// are refused. The report's accuracy is progressive: each row as the model met it
     /// (see [`TrainReport::streamed_bytes`](crate::TrainReport::streamed_bytes)). Progress

@@ -1,10 +1,10 @@
 //! One pass over rows that arrive in blocks, never held whole: training on a file larger
-//! than memory. Each block is a data set of its own (a few MiB of text parsed on every core
-//! while the rule trains on the block before), made a [`Problem`] with the classes of the
-//! first block, and its rows are stepped through the same online rule the in-memory run
+//! than memory. Each block is a data set of its own (a share of 8 MiB of text, the shares
+//! parsed on every core while the rule trains on the text before), made a [`Problem`] with
+//! the classes of the first 8 MiB, and its rows are stepped through the same online rule the in-memory run
 //! steps ([`OnlineRule`]): the perceptron (plain, averaged, multiclass, one-vs-rest),
 //! passive-aggressive, AROW and Winnow. Memory is the rule's state (the weights, and the
-//! running average or the confidences) plus a few blocks.
+//! running average or the confidences) plus two texts' blocks.
 //!
 //! What a pass cannot do is refused, not approximated: held-out rows and patience (no rows
 //! are kept), a fitted scaling and balanced class weights (both need every row first), the
@@ -14,14 +14,14 @@
 //! loss): the rows are gone by the end, so the final model is never scored on them, and the
 //! achieved margin is not known; R is.
 
+use std::path::Path;
+
 use super::online::{self, OnlineRule, Snapshot};
 use super::{arow, overflow, pa, winnow, Holdout, Problem, Progress, Trained};
 use crate::backend::cpu::CpuBackend;
 use crate::backend::{predicted_wrong, EpochStats, HeadRule, StopReason};
-use std::path::Path;
-
 use crate::data::vw::Block;
-use crate::data::Labels;
+use crate::data::{LabelBuilder, Labels};
 use crate::error::{Error, Param, Result};
 use crate::model::Model;
 use crate::params::{Algo, ClassWeight, Mode, Params, Scale};
@@ -116,34 +116,54 @@ struct Tally {
 
 /// The pass: the rule `make` builds from the first block, stepped through every row.
 fn run<R: OnlineRule>(
-    Input { source, mut blocks }: Input<'_, impl Iterator<Item = Result<Block>>>,
+    Input { source, blocks }: Input<'_, impl Iterator<Item = Result<Block>>>,
     params: &Params,
     progress: &mut dyn Progress,
     make: impl FnOnce(&Problem<'_>, &Params) -> R,
 ) -> Result<Trained> {
     let t0 = std::time::Instant::now();
-    let Some(mut block) = blocks.next().transpose()? else {
+    let mut blocks = blocks.peekable();
+    let Some(first) = blocks.next().transpose()? else {
         return Err(Error::data(source, "empty input: no examples"));
     };
-    let labels = block.data.require_labels()?;
-    let (classes, ty) = (labels.classes.clone(), labels.ty);
+    // The classes: those of the first text read (every block parsed from its 8 MiB), held
+    // already; a class first met later is an error.
+    let mut head = vec![first];
+    let text_end = head[0].bytes;
+    while let Some(b) = blocks.next_if(|b| matches!(b, Ok(b) if b.bytes == text_end)) {
+        head.push(b?);
+    }
+    let ty = head[0].data.require_labels()?.ty;
+    let mut names = LabelBuilder::default();
+    for b in &head {
+        for c in &b.data.require_labels()?.classes {
+            names.push(c);
+        }
+    }
+    let classes = names.finish().classes;
+    let mut blocks = head.into_iter().map(Ok).chain(blocks);
+    let mut block = blocks
+        .next()
+        .transpose()?
+        .ok_or_else(|| Error::data(source, "no rows"))?;
+    let relabel = |block: &mut Block| -> Result<()> {
+        let index = block
+            .data
+            .class_indices_in(&classes, ty, "the stream's first 8 MiB's")?;
+        block.data.labels = Some(Labels {
+            classes: classes.clone(),
+            index,
+            ty,
+        });
+        Ok(())
+    };
+    relabel(&mut block)?;
     let mut rule = make(
         &Problem::build(&block.data, params, Holdout::FromParams, None)?,
         params,
     );
     let mut t = Tally::default();
     loop {
-        if t.n > 0 {
-            // Later blocks take the first block's classes (a new class is an error).
-            let index = block
-                .data
-                .class_indices_in(&classes, ty, "the stream's first block's")?;
-            block.data.labels = Some(Labels {
-                classes: classes.clone(),
-                index,
-                ty,
-            });
-        }
         let pb = Problem::build(&block.data, params, Holdout::FromParams, None)?;
         let stop = pass(&mut rule, &pb, &mut t)?;
         t.bytes = block.bytes;
@@ -153,7 +173,10 @@ fn run<R: OnlineRule>(
             Some(_) => None,
         };
         match next {
-            Some(b) => block = b,
+            Some(mut b) => {
+                relabel(&mut b)?;
+                block = b;
+            }
             None => return finish(rule, &pb, params, t, stop, t0.elapsed().as_secs_f64()),
         }
     }
