@@ -106,17 +106,30 @@ fn write_predictions(
 
 pub fn eval(a: EvalArgs) -> anyhow::Result<()> {
     let model = Model::load(&a.model)?;
-    let ds = load_data(
-        &a.data,
-        &a.data_args,
-        Like {
-            features: None,
-            hashing: model.hashing(),
-        },
-    )?;
-    model.check_features(&ds)?;
+    let like = Like {
+        features: None,
+        hashing: model.hashing(),
+    };
     let sel = select_backend(&a.backend, Voice::Quiet)?;
-    let ev = model.evaluate(&ds, &*sel.backend)?;
+    let opts = load_options(&a.data_args, like)?;
+    let ev = if rosenblatt::data::format_of(&a.data, &opts)? == Some(Format::Vw) {
+        // Vowpal Wabbit text of any size, in blocks: only each row's class and scores kept.
+        let (mut truth, mut raw) = (Vec::new(), Vec::new());
+        for block in rosenblatt::data::stream(&a.data, &opts)? {
+            let b = block?;
+            model.check_features(&b.data)?;
+            truth.extend(model.class_indices(&b.data)?);
+            raw.extend(model.raw_scores(&b.data, &*sel.backend)?);
+        }
+        if truth.is_empty() {
+            return Err(rosenblatt::Error::data(&a.data, "empty file: no examples").into());
+        }
+        model.evaluation(&truth, &raw)
+    } else {
+        let ds = load_data(&a.data, &a.data_args, like)?;
+        model.check_features(&ds)?;
+        model.evaluate(&ds, &*sel.backend)?
+    };
     if a.json {
         outln!("{}", serde_json::to_string(&ev)?);
     } else {

@@ -794,13 +794,21 @@ impl Model {
 
     /// Evaluates on labelled data (labels matched as in [`Model::class_indices`]).
     pub fn evaluate(&self, ds: &Dataset, backend: &dyn Backend) -> Result<Evaluation> {
-        let k = self.classes.len();
         let truth = self.class_indices(ds)?;
         let raw = self.raw_scores(ds, backend)?;
-        let pred = self.predict(&raw);
+        Ok(self.evaluation(&truth, &raw))
+    }
+
+    /// The evaluation of rows whose classes (indices into the model's) are `truth` and whose
+    /// scores ([`Model::raw_scores`]) are `raw`: what [`Model::evaluate`] gives for the rows,
+    /// from their scores alone (rows read in blocks keep only these).
+    pub fn evaluation(&self, truth: &[u32], raw: &[f32]) -> Evaluation {
+        let k = self.classes.len();
+        let n = truth.len();
+        let pred = self.predict(raw);
         let mut matrix = vec![vec![0u64; k]; k];
         let mut correct = 0usize;
-        for (p, &t) in pred.iter().zip(&truth) {
+        for (p, &t) in pred.iter().zip(truth) {
             let t = t as usize;
             matrix[t][*p as usize] += 1;
             correct += usize::from(t == *p as usize);
@@ -808,18 +816,18 @@ impl Model {
         let binary = self.is_binary();
         let auc = if binary {
             let positive: Vec<bool> = truth.iter().map(|&t| t == 1).collect();
-            metrics::auc(&self.decision_values(&raw), &positive)
+            metrics::auc(&self.decision_values(raw), &positive)
         } else {
             None
         };
         let (per_class, macros) = metrics::per_class(&self.classes, &matrix);
         let pos = per_class.get(1).filter(|_| binary);
-        Ok(Evaluation {
-            n: ds.n,
-            accuracy: if ds.n == 0 {
+        Evaluation {
+            n,
+            accuracy: if n == 0 {
                 0.0
             } else {
-                correct as f64 / ds.n as f64
+                correct as f64 / n as f64
             },
             confusion: Confusion {
                 classes: self.classes.clone(),
@@ -833,7 +841,7 @@ impl Model {
             macro_precision: macros[0],
             macro_recall: macros[1],
             macro_f1: macros[2],
-        })
+        }
     }
 }
 

@@ -347,7 +347,7 @@ fn what_one_pass_cannot_do_and_bad_input_are_exit_2_naming_the_place() {
 }
 
 #[test]
-fn predict_streams_vowpal_wabbit_text_and_prints_what_the_model_predicts_in_memory() {
+fn predict_and_eval_stream_vowpal_wabbit_text_and_give_what_the_rows_held_give() {
     let dir = tempfile::tempdir().unwrap();
     let p = dir.path();
     let mut t = text(100_000, 4, 6);
@@ -381,6 +381,17 @@ fn predict_streams_vowpal_wabbit_text_and_prints_what_the_model_predicts_in_memo
         })
         .collect();
     assert_eq!(stdout(&o).lines().collect::<Vec<_>>(), want);
+    // eval reads it in blocks too: the evaluation of the rows held in memory.
+    let o = run(
+        p,
+        &["eval", "m.json", "rows.vw", "--backend", "cpu", "--json"],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let got: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    let ev = model
+        .evaluate(&whole, &rosenblatt::CpuBackend::new())
+        .unwrap();
+    assert_eq!(got, serde_json::to_value(&ev).unwrap());
     // A bad line in a later block: exit 2 naming it, and no file of predictions.
     t.push_str("1 |t tok1:x\n");
     std::fs::write(p.join("bad.vw"), &t).unwrap();
