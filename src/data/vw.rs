@@ -134,9 +134,14 @@ impl BlockReader {
 /// the text before. Memory holds two texts' rows at most. Ends at the first error (the
 /// file, line and column named), which it yields.
 pub struct Blocks {
-    rx: std::sync::mpsc::Receiver<Result<Vec<Block>>>,
-    /// The blocks of the last part received, in reverse order.
+    /// Each text's blocks, then `None` at the end of the input (or an error).
+    rx: std::sync::mpsc::Receiver<Result<Option<Vec<Block>>>>,
+    /// The blocks of the last text received, in reverse order.
     ready: Vec<Block>,
+    /// The end (or an error) was received: nothing follows.
+    done: bool,
+    /// The input, for the error of a reader that stopped without saying why.
+    path: std::path::PathBuf,
 }
 
 /// One block of a [`Blocks`] stream.
@@ -152,12 +157,28 @@ impl Iterator for Blocks {
 
     fn next(&mut self) -> Option<Result<Block>> {
         while self.ready.is_empty() {
-            match self.rx.recv().ok()? {
-                Ok(mut parts) => {
+            if self.done {
+                return None;
+            }
+            match self.rx.recv() {
+                Ok(Ok(Some(mut parts))) => {
                     parts.reverse();
                     self.ready = parts;
                 }
-                Err(e) => return Some(Err(e)),
+                Ok(Ok(None)) => self.done = true,
+                Ok(Err(e)) => {
+                    self.done = true;
+                    return Some(Err(e));
+                }
+                // The reader ended without the end of the input or an error: never a
+                // shorter input in silence.
+                Err(_) => {
+                    self.done = true;
+                    return Some(Err(Error::data(
+                        &self.path,
+                        "the reader of the input stopped before its end",
+                    )));
+                }
             }
         }
         self.ready.pop().map(Ok)
@@ -189,7 +210,10 @@ pub fn blocks(path: &Path, opts: &LoadOptions) -> Result<Blocks> {
             let d = hashing.columns();
             loop {
                 let parts = match reader.next_parts(&path, &hashing, &mut r) {
-                    Ok(None) => return,
+                    Ok(None) => {
+                        let _ = tx.send(Ok(None));
+                        return;
+                    }
                     Ok(Some(parts)) => parts
                         .into_iter()
                         .filter(|part| part.csr.n() > 0)
@@ -205,10 +229,12 @@ pub fn blocks(path: &Path, opts: &LoadOptions) -> Result<Blocks> {
                 };
                 let bytes = reader.bytes;
                 let sent = match parts {
-                    Ok(parts) => tx.send(Ok(parts
-                        .into_iter()
-                        .map(|data| Block { data, bytes })
-                        .collect())),
+                    Ok(parts) => tx.send(Ok(Some(
+                        parts
+                            .into_iter()
+                            .map(|data| Block { data, bytes })
+                            .collect(),
+                    ))),
                     Err(e) => {
                         let _ = tx.send(Err(e));
                         return;
@@ -223,6 +249,8 @@ pub fn blocks(path: &Path, opts: &LoadOptions) -> Result<Blocks> {
     Ok(Blocks {
         rx,
         ready: Vec::new(),
+        done: false,
+        path: name,
     })
 }
 
@@ -579,6 +607,32 @@ fn split_value(t: &[u8]) -> (&[u8], Option<&[u8]>) {
 mod tests {
     use super::*;
     use crate::data::hashing::HashSign;
+
+    #[test]
+    fn a_stream_whose_reader_stops_before_the_end_is_an_error_not_a_shorter_input() {
+        let (tx, rx) = std::sync::mpsc::sync_channel(0);
+        drop(tx);
+        let mut b = Blocks {
+            rx,
+            ready: Vec::new(),
+            done: false,
+            path: "x.vw".into(),
+        };
+        match b.next() {
+            Some(Err(e)) => assert!(e.to_string().contains("stopped before its end"), "{e}"),
+            _ => panic!("expected an error"),
+        }
+        assert!(b.next().is_none());
+        // The reader's end marker ends the stream cleanly.
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("a.vw");
+        std::fs::write(&p, "1 |a x\n-1 |a y\n").unwrap();
+        let rows: usize = blocks(&p, &LoadOptions::default())
+            .unwrap()
+            .map(|b| b.unwrap().data.n)
+            .sum();
+        assert_eq!(rows, 2);
+    }
 
     fn load(text: &str, hashing: Option<Hashing>) -> Result<Dataset> {
         let opts = LoadOptions {
