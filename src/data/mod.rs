@@ -14,7 +14,7 @@ pub mod synth;
 pub mod vw;
 
 use std::fs::File;
-use std::io::{BufRead, BufReader, Read};
+use std::io::{BufReader, Read};
 use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Result};
@@ -371,15 +371,8 @@ pub fn load(path: &Path, opts: &LoadOptions) -> Result<Dataset> {
     let open = || -> std::io::Result<BufReader<File>> {
         Ok(BufReader::with_capacity(1 << 20, File::open(path)?))
     };
-    let format = match opts.format {
-        Format::Auto => {
-            let mut r = open().map_err(|e| Error::io(path, e))?;
-            let head = r.fill_buf().map_err(|e| Error::io(path, e))?;
-            detect_format(Format::Auto, path, head)
-        }
-        f => f,
-    };
-    match format {
+    // (A regular file: its format is always named or detected.)
+    match format_of(path, opts)?.unwrap_or(opts.format) {
         Format::Npy => npy::load_npy(path, opts.labels.as_deref()),
         Format::Npz => npy::load_npz(path, opts),
         Format::Libsvm => libsvm::parse_with(path, open, opts),
