@@ -9,11 +9,11 @@
 use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
-use rosenblatt::backend::cpu::CpuBackend;
-use rosenblatt::backend::gpu::context::AdapterQuery;
-use rosenblatt::backend::gpu::{GpuBackend, GpuOptions};
-use rosenblatt::backend::{Backend, BatchRule, TrainView};
-use rosenblatt::data::synth::{generate, SynthSpec};
+use rosenblatt_backend::cpu::CpuBackend;
+use rosenblatt_backend::gpu::context::AdapterQuery;
+use rosenblatt_backend::gpu::{GpuBackend, GpuOptions};
+use rosenblatt_backend::{Backend, BatchRule, TrainView};
+use rosenblatt_core::data::synth::{generate, SynthSpec};
 
 fn sizes() -> Vec<(usize, usize)> {
     match std::env::var("ROSENBLATT_BENCH_SIZES") {

@@ -5,8 +5,8 @@ use std::path::Path;
 use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use rosenblatt::data::synth::{generate, write_csv, write_libsvm, SynthSpec};
-use rosenblatt::data::{csv, libsvm, LoadOptions};
+use rosenblatt_core::data::synth::{generate, write_csv, write_libsvm, SynthSpec};
+use rosenblatt_core::data::{csv, libsvm, LoadOptions};
 
 fn parse(c: &mut Criterion) {
     let s = generate(&SynthSpec {

@@ -3,13 +3,13 @@
 // head, each d + 1 long (the last is the bias).
 //
 // The batch module is one WGSL module in files by stage, joined by the host in this order
-// (`batch_source` in src/backend/gpu/batch.rs): this file (the parameters, bindings, storage
+// (`batch_source` in crates/backend/src/gpu/batch.rs): this file (the parameters, bindings, storage
 // access and the rule every stage shares), batch_register.wgsl (the register pass),
 // batch_two_kernels.wgsl (the two-kernel and sparse paths), batch_update.wgsl (the update and
 // the stop), then batch_tree.wgsl (lane sums by a workgroup tree; any adapter) or
 // batch_subgroup.wgsl (lane sums by subgroup shuffles; adapters with the subgroup feature).
 // Those last hold the entry points that take subgroup built-ins (`epoch`, `scores`) and
-// `lane_sums`. Each stage's CPU twins are in src/backend/reference/, in the file of the same
+// `lane_sums`. Each stage's CPU twins are in crates/backend/src/reference/, in the file of the same
 // name.
 //
 // One epoch over dense rows is `epoch` once per segment of rows, then `apply` and `finalize`:
@@ -53,10 +53,10 @@
 // twice there.
 //
 // Many epochs are recorded in one submit; `finalize` takes the stop decision (BatchRule::stop
-// in src/backend/mod.rs) and every entry point returns at once when `ctl.done` is set, so the
+// in crates/backend/src/lib.rs) and every entry point returns at once when `ctl.done` is set, so the
 // epochs after a stop cost one load per workgroup.
 //
-// Every entry point has a plain CPU twin of the same name in src/backend/reference/
+// Every entry point has a plain CPU twin of the same name in crates/backend/src/reference/
 // (`margins`, `accumulate`, `gather`, `epoch`, `apply`, `fold`, `finalize`, `scores`); tests
 // keep the GPU bit-identical to them on integer data.
 //
@@ -71,7 +71,7 @@
 // coefficients, partials, weights, control), added into `counters` at the end of the entry
 // point (64-bit sums). Off (0) in normal pipelines, where the tallies fold away.
 //
-// The structs, rule and flag codes and MAX_HEADS are checked against src/backend/gpu/mirror.rs,
+// The structs, rule and flag codes and MAX_HEADS are checked against crates/backend/src/gpu/mirror.rs,
 // HeadRule::code and backend::MAX_HEADS by the tests in mirror.rs (naga's layouter).
 
 override WG: u32 = 256u;   // workgroup size (checked against the device limits by the host)
@@ -188,7 +188,7 @@ struct Segment {
     long_rows: u32,    // sparse: long rows, scored by the last workgroups of `margins`
 }
 
-// The stop rules' memory: StopState in src/backend/mod.rs, plus the per-call counters and
+// The stop rules' memory: StopState in crates/backend/src/lib.rs, plus the per-call counters and
 // the averaged pocket's epoch counts. Everything but `done` and `epoch` persists across
 // calls.
 struct Control {
@@ -378,7 +378,7 @@ fn get_sw(r: u32) -> f32 {
 }
 
 // The weight in head k of a row of class t and row weight wr: times the class's factor in
-// its own head under one-vs-rest. CPU twin: RowWeight::head (src/backend/rule.rs).
+// its own head under one-vs-rest. CPU twin: RowWeight::head (crates/backend/src/rule.rs).
 fn head_weight(wr: f32, k: u32, t: u32) -> f32 {
     if (P.rule == RULE_OVR && k == t) {
         return wr * P.own[t / 4u][t % 4u];

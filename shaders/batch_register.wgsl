@@ -1,7 +1,7 @@
 // rosenblatt: the batch module by stage, the register pass: `epoch` and dense `scores` (their lane sums are in
 // batch_tree.wgsl or batch_subgroup.wgsl).
 // Joined after batch.wgsl, which declares what this uses (see its header); the CPU twins
-// are in src/backend/reference/batch_register.rs.
+// are in crates/backend/src/reference/batch_register.rs.
 
 // ---- The register pass (`epoch`, dense `scores`) ---------------------------------------
 
@@ -509,7 +509,7 @@ fn rows_by_step(lid: u32, r0: u32, r1: u32, mode: u32, sgs: u32) {
 // One epoch over this workgroup's run of a dense segment's rows: training rows (the rule,
 // one partial and one WgStat per workgroup) or held-out rows (the rows predicted wrong).
 // Called by the `epoch` entry point of batch_tree.wgsl / batch_subgroup.wgsl.
-// CPU twin: reference::epoch (src/backend/reference/batch_register.rs).
+// CPU twin: reference::epoch (crates/backend/src/reference/batch_register.rs).
 fn epoch_main(lid: u32, wid: u32, sgs: u32) {
     if (stopped(lid)) {
         return;
@@ -520,7 +520,7 @@ fn epoch_main(lid: u32, wid: u32, sgs: u32) {
 // Scores w_k . [x_r, bias] into coef (row-major, heads per row), for prediction and the
 // training summary: the register pass where it is planned (V > 0, dense rows, one run of rows
 // per workgroup), else TPR threads per row striding over the workgroups.
-// CPU twin: reference::scores (src/backend/reference/batch_register.rs).
+// CPU twin: reference::scores (crates/backend/src/reference/batch_register.rs).
 fn scores_main(lid: u32, wid: u32, nwg: u32, sgs: u32) {
     if (V != 0u && SPARSE == 0u) {
         pass_rows(lid, wid, MODE_SCORES, sgs);

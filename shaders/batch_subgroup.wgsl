@@ -4,7 +4,7 @@
 // fit in one subgroup. Used only where every subgroup of the workgroup is a contiguous,
 // aligned run of local_invocation_index of one power-of-two size (checked per workgroup at
 // the start; WGSL does not promise it), else the workgroup tree of batch.wgsl.
-// CPU twins: reference::epoch and reference::scores (src/backend/reference/batch_register.rs).
+// CPU twins: reference::epoch and reference::scores (crates/backend/src/reference/batch_register.rs).
 // subgroup_layout and subgroup_sums: shaders/subgroups.wgsl, appended after this file.
 
 // The KT values of each thread summed over the TPR threads of its row group (valid in lane 0):

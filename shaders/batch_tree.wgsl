@@ -1,6 +1,6 @@
 // rosenblatt: the batch module's entry points for adapters without subgroups (appended to
 // batch.wgsl by the host): the register pass's lane sums go through a workgroup tree.
-// CPU twins: reference::epoch and reference::scores (src/backend/reference/batch_register.rs).
+// CPU twins: reference::epoch and reference::scores (crates/backend/src/reference/batch_register.rs).
 
 // The KT values of each thread summed over the TPR threads of its row group (valid in lane 0).
 fn lane_sums(p: array<f32, KT_MAX>, lid: u32, lane: u32, sgs: u32) -> array<f32, KT_MAX> {

@@ -1,6 +1,6 @@
 // rosenblatt: the batch module by stage, the two-kernel and sparse paths: `margins`, `accumulate` and `gather`.
 // Joined after batch.wgsl, which declares what this uses (see its header); the CPU twins
-// are in src/backend/reference/batch_two_kernels.rs.
+// are in crates/backend/src/reference/batch_two_kernels.rs.
 
 // ---- The two-kernel path (CSR rows; dense rows too wide for the register pass) ---------
 
@@ -59,7 +59,7 @@ fn row_scores(lid: u32, r: u32, k0: u32, by_sum: bool, end: u32, skip_long: bool
 // is left to the workgroups after the first S.wgs - long_wgs(), which take the long rows one
 // at a time with every thread (`margins_long`), so one row holding a large share of the
 // entries is not walked by a few threads while the rest wait at the barriers.
-// CPU twin: reference::margins (src/backend/reference/batch_two_kernels.rs).
+// CPU twin: reference::margins (crates/backend/src/reference/batch_two_kernels.rs).
 @compute @workgroup_size(WG)
 fn margins(
     @builtin(local_invocation_index) lid: u32,
@@ -309,7 +309,7 @@ fn group_sum(lid: u32, width: u32, v: f32) -> f32 {
 
 // Grid: x = tile of TC "columns" over heads * d_aug (head k, column j), y = row chunk. Sums
 // coef[r, k] * x[r, j] over the chunk's rows; rows whose coefficient is 0 are not read.
-// CPU twin: reference::accumulate (src/backend/reference/batch_two_kernels.rs).
+// CPU twin: reference::accumulate (crates/backend/src/reference/batch_two_kernels.rs).
 @compute @workgroup_size(WG)
 fn accumulate(
     @builtin(local_invocation_index) lid: u32,
@@ -372,7 +372,7 @@ fn accumulate_tile(lid: u32, tile: u32, chunk: u32) {
 // (chunk S.chunk_base), so `apply` and `finalize` follow unchanged. No atomics: each sum has
 // one owner, so the result is deterministic and exact on integer data.
 // Grid: the column groups, then the long columns, folded over y past the per-dimension limit.
-// CPU twin: reference::gather (src/backend/reference/batch_two_kernels.rs).
+// CPU twin: reference::gather (crates/backend/src/reference/batch_two_kernels.rs).
 @compute @workgroup_size(WG)
 fn gather(
     @builtin(local_invocation_index) lid: u32,

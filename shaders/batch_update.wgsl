@@ -1,6 +1,6 @@
 // rosenblatt: the batch module by stage, the update and the stop: `apply`, `fold` and `finalize`.
 // Joined after batch.wgsl, which declares what this uses (see its header); the CPU twins
-// are in src/backend/reference/batch_update.rs.
+// are in crates/backend/src/reference/batch_update.rs.
 
 // ---- The update and the stop -----------------------------------------------------------
 
@@ -44,7 +44,7 @@ fn update(j: u32, s: f32, updates: u32) -> f32 {
 // l, l + WG / AJ, ... in order, then the lanes are added in a fixed tree, and `update`. Reads
 // are coalesced (a lane's AJ threads read consecutive words of one partial); the result is
 // deterministic and exact on integer data. Grid folded over y past 65,535.
-// CPU twin: reference::apply (src/backend/reference/batch_update.rs; it sums the partials in order, which
+// CPU twin: reference::apply (crates/backend/src/reference/batch_update.rs; it sums the partials in order, which
 // equals this on integer data).
 @compute @workgroup_size(WG)
 fn apply(
@@ -111,7 +111,7 @@ fn sum_partials(lid: u32, group: u32) -> u32 {
 // and tree of `apply`, the other chunks zeroed, no update, so that the host reads back and
 // sums over the processes K (d + 1) words an epoch instead of every chunk's. Each thread
 // writes only the words it read. Grid as `apply`'s.
-// CPU twin: reference::fold (src/backend/reference/batch_update.rs; it adds the chunks in order, which
+// CPU twin: reference::fold (crates/backend/src/reference/batch_update.rs; it adds the chunks in order, which
 // equals this on integer data).
 @compute @workgroup_size(WG)
 fn fold(
@@ -137,9 +137,9 @@ fn fold_partials(lid: u32, group: u32) {
 }
 
 // One workgroup: the epoch's mistakes, criterion, held-out mistakes and update norm, the
-// Winnow weights, the pocket, and the stop rules (StopState::record in src/backend/mod.rs,
+// Winnow weights, the pocket, and the stop rules (StopState::record in crates/backend/src/lib.rs,
 // with the same f32 arithmetic). Reads each workgroup's statistics once (strided by WG).
-// CPU twin: reference::finalize (src/backend/reference/batch_update.rs).
+// CPU twin: reference::finalize (crates/backend/src/reference/batch_update.rs).
 @compute @workgroup_size(WG)
 fn finalize(@builtin(local_invocation_index) lid: u32) {
     if (!stopped(lid)) {

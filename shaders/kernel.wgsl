@@ -5,8 +5,8 @@
 // vectors are streamed through workgroup memory in tiles of TJ vectors x TD features shared
 // by the whole workgroup. svsq holds the squared norm of every row of xs.
 //
-// CPU twin: `kscores` in src/backend/reference/kernel.rs. KParams, the kernel codes and the tile size
-// are checked against src/backend/gpu/mirror.rs and Kernel::code by its tests.
+// CPU twin: `kscores` in crates/backend/src/reference/kernel.rs. KParams, the kernel codes and the tile size
+// are checked against crates/backend/src/gpu/mirror.rs and Kernel::code by its tests.
 
 override WG: u32 = 256u;
 const TJ: u32 = 16u;   // support vectors per tile
@@ -52,7 +52,7 @@ fn kern(xz: f32, xx: f32, zz: f32) -> f32 {
     return xz;
 }
 
-// CPU twin: reference::kscores (src/backend/reference/kernel.rs).
+// CPU twin: reference::kscores (crates/backend/src/reference/kernel.rs).
 @compute @workgroup_size(WG)
 fn kscores(
     @builtin(local_invocation_index) lid: u32,

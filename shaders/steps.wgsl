@@ -16,7 +16,7 @@
 // stream's weights in registers and the lanes' sums meet by shuffles), appended by the host.
 // Each rows' file holds `steps_by_threads` and `catch_up`.
 //
-// CPU twins of the same names: backend::steps::{steps, mix} (src/backend/steps.rs); tests
+// CPU twins of the same names: backend::steps::{steps, mix} (crates/backend/src/steps.rs); tests
 // keep them equal bit for bit on integer data. The bias column's value is P.bias (1, or 0
 // without a bias); rows' weights (sample weight, and class weights) ride with the labels.
 //

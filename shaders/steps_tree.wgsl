@@ -1,6 +1,6 @@
 // rosenblatt: the stepped perceptron's entry point for adapters without subgroups (appended to
 // steps.wgsl by the host): every step by the workgroup's threads, the weights in storage.
-// CPU twin: backend::steps::steps (src/backend/steps.rs).
+// CPU twin: backend::steps::steps (crates/backend/src/steps.rs).
 
 // Lanes' sums need subgroup shuffles.
 fn steps_by_lanes(lid: u32, s: u32, lo: u32, hi: u32, sgs: u32) -> u32 {

@@ -23,113 +23,20 @@
 //! # Ok::<(), rosenblatt::Error>(())
 //! ```
 //!
-//! Building with `default-features = false` gives this API alone (no command-line crates,
-//! every module private). The `cli` feature (the default, which the `rosenblatt` binary and
-//! the tests use) also opens the modules themselves, hidden from these docs: they are the
-//! command line's and the tests' view, not a stable API.
+//! Building with `default-features = false` gives this API alone (no command-line crates).
+//! The crates it is built from (rosenblatt-core, rosenblatt-backend, rosenblatt-train, and
+//! rosenblatt-app for the command line) are the command line's and the tests' view, not a
+//! stable API.
 #![warn(missing_docs)]
-// Without the command line, code that only it and the tests call is unused here.
-#![cfg_attr(not(feature = "internals"), allow(dead_code, unused_imports))]
 
-// The crate's modules: public (and hidden from the docs) with the `internals` feature, for
-// the binary, the tests and the benches; private without it, so a library user reaches
-// the names re-exported below and nothing else. (Written out: modules declared by a macro
-// could not export their macros by path.)
-#[cfg(feature = "internals")]
-#[doc(hidden)]
-pub mod algo;
-#[cfg(not(feature = "internals"))]
-mod algo;
-#[cfg(feature = "internals")]
-#[doc(hidden)]
-pub mod alloc;
-#[cfg(not(feature = "internals"))]
-mod alloc;
-#[cfg(feature = "internals")]
-#[doc(hidden)]
-pub mod backend;
-#[cfg(not(feature = "internals"))]
-mod backend;
-#[cfg(all(feature = "cli", feature = "internals"))]
-#[doc(hidden)]
-pub mod bench;
-#[cfg(all(feature = "cli", not(feature = "internals")))]
-mod bench;
-#[cfg(feature = "internals")]
-#[doc(hidden)]
-pub mod data;
-#[cfg(not(feature = "internals"))]
-mod data;
-#[cfg(all(feature = "mpi", feature = "internals"))]
-#[doc(hidden)]
-pub mod distributed;
-#[cfg(all(feature = "mpi", not(feature = "internals")))]
-mod distributed;
-#[cfg(feature = "internals")]
-#[doc(hidden)]
-pub mod error;
-#[cfg(not(feature = "internals"))]
-mod error;
-#[cfg(all(feature = "cli", feature = "internals"))]
-#[doc(hidden)]
-pub mod experiment;
-#[cfg(all(feature = "cli", not(feature = "internals")))]
-mod experiment;
-#[cfg(all(unix, feature = "internals"))]
-#[doc(hidden)]
-pub mod fault;
-#[cfg(all(unix, not(feature = "internals")))]
-mod fault;
-#[cfg(feature = "internals")]
-#[doc(hidden)]
-pub mod limits;
-#[cfg(not(feature = "internals"))]
-mod limits;
-#[cfg(feature = "internals")]
-#[doc(hidden)]
-pub mod matrix;
-#[cfg(not(feature = "internals"))]
-mod matrix;
-#[cfg(feature = "internals")]
-#[doc(hidden)]
-pub mod metrics;
-#[cfg(not(feature = "internals"))]
-mod metrics;
-#[cfg(feature = "internals")]
-#[doc(hidden)]
-pub mod model;
-#[cfg(not(feature = "internals"))]
-mod model;
-#[cfg(feature = "internals")]
-#[doc(hidden)]
-pub mod output;
-#[cfg(not(feature = "internals"))]
-mod output;
-#[cfg(feature = "internals")]
-#[doc(hidden)]
-pub mod params;
-#[cfg(not(feature = "internals"))]
-mod params;
-#[cfg(all(feature = "plot", feature = "internals"))]
-#[doc(hidden)]
-pub mod plot;
-#[cfg(all(feature = "plot", not(feature = "internals")))]
-mod plot;
-#[cfg(feature = "internals")]
-#[doc(hidden)]
-pub mod reduce;
-#[cfg(not(feature = "internals"))]
-mod reduce;
-#[cfg(feature = "internals")]
-#[doc(hidden)]
-pub mod report;
-#[cfg(not(feature = "internals"))]
-mod report;
-#[cfg(feature = "internals")]
-#[doc(hidden)]
-pub mod trainer;
-#[cfg(not(feature = "internals"))]
-mod trainer;
+// The layers (each a crate of this workspace, so that a wrong-way import fails to compile):
+// rosenblatt-core (data, matrix and storage types, parameters, errors) <- rosenblatt-backend
+// (the CPU and the GPU behind one seam) <- rosenblatt-train (the algorithms, the trainer, the
+// model file). This crate re-exports the names below from them and adds nothing else; the
+// command line (src/main.rs, src/cli) builds on these crates too.
+use rosenblatt_backend as backend;
+use rosenblatt_core::{alloc, data, error, matrix, output, params};
+use rosenblatt_train::{algo, model, trainer};
 
 // Data: a data set, its loaders and the synthetic generator.
 pub use data::synth::{self, SynthSpec, Synthetic};
@@ -153,11 +60,8 @@ pub use model::{Body, DenseRows, Model, ModelKind};
 pub use model::{FORMAT as MODEL_FORMAT, VERSION as MODEL_VERSION};
 // Where work runs.
 pub use backend::cpu::CpuBackend;
-#[cfg(feature = "gpu")]
-pub use backend::gpu::list_adapters;
-#[cfg(not(feature = "gpu"))]
-pub use backend::gpu_options::list_adapters;
 pub use backend::gpu_options::{AdapterQuery, AdapterReport, GpuOptions};
+pub use backend::list_adapters;
 pub use backend::AUTO_GPU_MIN_VALUES;
 pub use backend::{select_for as select_backend, Backend, BackendChoice, Selected};
 // Errors.

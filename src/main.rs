@@ -10,10 +10,10 @@ fn main() {
     if std::env::var_os("XDG_RUNTIME_DIR").is_none() {
         std::env::set_var("XDG_RUNTIME_DIR", std::env::temp_dir());
     }
-    rosenblatt::limits::fit_allocator_to_address_limit();
+    rosenblatt_core::limits::fit_allocator_to_address_limit();
     std::process::exit(cli::run());
 }
 
-/// Large blocks (X, the weights) on cache-line boundaries: see `rosenblatt::alloc`.
+/// Large blocks (X, the weights) on cache-line boundaries: see `rosenblatt_core::alloc`.
 #[global_allocator]
-static ALLOC: rosenblatt::alloc::CacheLines = rosenblatt::alloc::CacheLines;
+static ALLOC: rosenblatt_core::alloc::CacheLines = rosenblatt_core::alloc::CacheLines;

@@ -1,6 +1,6 @@
 //! `rosenblatt._rosenblatt`: the crate's training and scoring for the Python estimators
-//! (python/python/rosenblatt), built on the crate root's API alone (the crate's modules are
-//! private without its `internals` feature). X arrives as C-contiguous NumPy arrays, borrowed
+//! (python/python/rosenblatt), built on the `rosenblatt` crate's API alone (it declares no
+//! module, only the names it re-exports from the layer crates). X arrives as C-contiguous NumPy arrays, borrowed
 //! for the call (not copied), or as the three arrays of a CSR matrix; labels as class indices
 //! with the class names. A fitted model is a native handle (`Model`), parsed and validated
 //! once; it pickles as the model file's text (the CLI's format). The GIL is released while

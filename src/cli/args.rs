@@ -6,9 +6,9 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
 
-use rosenblatt::backend::{BackendChoice, Kernel, Storage};
-use rosenblatt::data::{Format, LabelCol};
-use rosenblatt::params::{
+use rosenblatt_backend::{BackendChoice, Kernel, Storage};
+use rosenblatt_core::data::{Format, LabelCol};
+use rosenblatt_core::params::{
     default_epochs, Algo, Arow, ClassWeight, Init, Mode, MulticlassStrategy, MulticlassUpdate,
     PaVariant, Params, PassiveAggressive, Scale, TrainParams,
 };
@@ -359,7 +359,7 @@ pub(crate) struct BenchArgs {
     /// no-loop-counters (bounds checks only), none (default: full on a software adapter,
     /// no-loop-counters on a GPU).
     #[arg(long, value_name = "C")]
-    pub(crate) shader_checks: Option<rosenblatt::backend::gpu::ShaderChecks>,
+    pub(crate) shader_checks: Option<rosenblatt_backend::gpu::ShaderChecks>,
     /// Under `mpirun -np N` (a build with `--features mpi`): each process times the epoch on
     /// its CPU (with --backend gpu: on a GPU of its machine) over its share of the rows with
     /// the sums over all processes, and the first reports the time those sums take.
@@ -424,7 +424,7 @@ pub(crate) struct HashArgs {
     /// Vowpal Wabbit input: signed (each feature's value times +1 or -1 from its hash, so
     /// collisions cancel on average; the default) or unsigned (Vowpal Wabbit's own).
     #[arg(long, value_name = "S")]
-    pub(crate) hash_sign: Option<rosenblatt::data::hashing::HashSign>,
+    pub(crate) hash_sign: Option<rosenblatt_core::data::hashing::HashSign>,
     /// Vowpal Wabbit input: a quadratic interaction of the namespaces whose names start with
     /// the two characters AB (as Vowpal Wabbit's -q ab); repeat for more.
     #[arg(short = 'q', long, value_name = "AB")]
@@ -766,7 +766,7 @@ impl TryFrom<&TrainArgs> for Params {
     type Error = rosenblatt::Error;
 
     fn try_from(a: &TrainArgs) -> Result<Params, rosenblatt::Error> {
-        let stopping = rosenblatt::params::default_stopping(a.algo, a.mode);
+        let stopping = rosenblatt_core::params::default_stopping(a.algo, a.mode);
         TrainParams {
             algo: a.algo,
             epochs: a.epochs.unwrap_or(default_epochs(a.algo)),

@@ -1,5 +1,5 @@
 //! SIGBUS from a memory-mapped input truncated or replaced while in use: the file named with
-//! both sizes (`rosenblatt::fault`), the temporaries removed, exit 1. A SIGBUS anywhere else
+//! both sizes (`rosenblatt_core::fault`), the temporaries removed, exit 1. A SIGBUS anywhere else
 //! goes to the handler that was there before (Rust's own, or the default action).
 
 use std::sync::OnceLock;
@@ -32,7 +32,7 @@ extern "C" fn on_bus(sig: libc::c_int, info: *mut libc::siginfo_t, ctx: *mut lib
     // SAFETY: the kernel passes a valid siginfo for an SA_SIGINFO handler.
     let addr = unsafe { (*info).si_addr() } as usize;
     let mut buf = [0u8; 1536];
-    if let Some(n) = rosenblatt::fault::mapped_fault(addr, &mut buf) {
+    if let Some(n) = rosenblatt_core::fault::mapped_fault(addr, &mut buf) {
         if REPORTED.swap(true, std::sync::atomic::Ordering::AcqRel) {
             // Another thread faulted on the same file first and is ending the process.
             loop {
@@ -40,7 +40,7 @@ extern "C" fn on_bus(sig: libc::c_int, info: *mut libc::siginfo_t, ctx: *mut lib
                 unsafe { libc::pause() };
             }
         }
-        rosenblatt::output::remove_temps_in_signal_handler();
+        rosenblatt_core::output::remove_temps_in_signal_handler();
         // SAFETY: write and _exit are async-signal-safe.
         unsafe {
             libc::write(2, buf.as_ptr().cast(), n);

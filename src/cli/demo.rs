@@ -1,10 +1,10 @@
 //! `rosenblatt demo`: the README's main job. Generates a 2-D set and a larger separable set,
 //! trains them, and prints what happened next to what the theory promises.
 
-use rosenblatt::algo;
-use rosenblatt::backend::cpu::CpuBackend;
-use rosenblatt::data::synth::{self, SynthSpec};
-use rosenblatt::params::{Algo, TrainParams};
+use rosenblatt_backend::cpu::CpuBackend;
+use rosenblatt_core::data::synth::{self, SynthSpec};
+use rosenblatt_core::params::{Algo, TrainParams};
+use rosenblatt_train::algo;
 
 use super::args::DemoArgs;
 use super::train::epoch_list;
@@ -46,7 +46,7 @@ pub fn run(a: DemoArgs) -> anyhow::Result<()> {
     for (title, spec) in sets {
         let s = synth::generate(&spec)?;
         outln!("== {title}: n = {}, d = {} ==", spec.n, spec.d);
-        let r_star = rosenblatt::report::radius(&s.data.x, s.data.d, 1.0);
+        let r_star = rosenblatt_train::report::radius(&s.data.x, s.data.d, 1.0);
         let bound_star = (r_star / s.margin_augmented).powi(2);
         for algo in [Algo::Online, Algo::Batch] {
             let params = TrainParams::for_algo(algo).seed(a.seed).validate()?;

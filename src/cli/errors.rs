@@ -2,7 +2,7 @@
 //! (`Param::LearningRate` -> `--lr`), errors get the hint that names the flag to change, and
 //! every error gets its exit code (2 for the user's input or parameters, 1 for the rest).
 
-use rosenblatt::error::{Error, Param};
+use rosenblatt_core::error::{Error, Param};
 
 /// The flag that sets `p`.
 pub fn flag(p: Param) -> &'static str {
@@ -153,7 +153,7 @@ mod tests {
 
     #[test]
     fn parameters_are_shown_with_their_flags() {
-        let e = rosenblatt::params::TrainParams::for_algo(rosenblatt::Algo::Batch)
+        let e = rosenblatt_core::params::TrainParams::for_algo(rosenblatt::Algo::Batch)
             .lr(2.0)
             .validate()
             .unwrap_err();

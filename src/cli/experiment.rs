@@ -1,9 +1,9 @@
 //! `rosenblatt experiment ...`: the theory's claims measured (committee, margin, averaging,
 //! complexity), as tables, JSON and pictures.
 
-use rosenblatt::backend::{BackendChoice, BackendKind};
-use rosenblatt::params::TrainParams;
-use rosenblatt::plot::{self, Chart, Series};
+use rosenblatt_app::plot::{self, Chart, Series};
+use rosenblatt_backend::{BackendChoice, BackendKind};
+use rosenblatt_core::params::TrainParams;
 
 use super::args::{
     AveragingArgs, CommitteeArgs, ComplexityArgs, ExperimentOut, MarginArgs, TimeArgs,
@@ -15,7 +15,7 @@ pub fn committee(a: CommitteeArgs) -> anyhow::Result<()> {
     TrainParams::for_algo(rosenblatt::Algo::Batch)
         .lr(a.lr)
         .validate()?;
-    let rows = rosenblatt::experiment::committee_experiment(&a.p, a.k, a.n, a.lr, a.seed)?;
+    let rows = rosenblatt_app::experiment::committee_experiment(&a.p, a.k, a.n, a.lr, a.seed)?;
     if a.json {
         outln!(
             "{}",
@@ -106,7 +106,7 @@ pub fn margin(a: MarginArgs) -> anyhow::Result<()> {
             "must each be at least 1",
         ));
     }
-    let runs = rosenblatt::experiment::margin_experiment(
+    let runs = rosenblatt_app::experiment::margin_experiment(
         &a.margins,
         a.seeds,
         a.n,
@@ -163,7 +163,7 @@ pub fn margin(a: MarginArgs) -> anyhow::Result<()> {
         "converged"
     );
     for &m in &a.margins {
-        let rs: Vec<&rosenblatt::experiment::MarginRun> =
+        let rs: Vec<&rosenblatt_app::experiment::MarginRun> =
             runs.iter().filter(|r| r.requested_margin == m).collect();
         let mut radii: Vec<f64> = rs.iter().map(|r| r.radius).collect();
         radii.sort_by(f64::total_cmp);
@@ -191,7 +191,7 @@ pub fn margin(a: MarginArgs) -> anyhow::Result<()> {
 }
 
 /// The line mistakes = bound across the runs' range.
-fn bound_line(runs: &[rosenblatt::experiment::MarginRun]) -> Vec<(f64, f64)> {
+fn bound_line(runs: &[rosenblatt_app::experiment::MarginRun]) -> Vec<(f64, f64)> {
     let lo = runs
         .iter()
         .map(|r| r.bound)
@@ -219,8 +219,9 @@ pub fn averaging(a: AveragingArgs) -> anyhow::Result<()> {
             &format!("must be in [0, 0.5], got {}", a.noise),
         ));
     }
-    let rows = rosenblatt::experiment::averaging_experiment(a.n, a.d, a.noise, a.epochs, a.seed)?;
-    let series = |name: &str, f: fn(&rosenblatt::experiment::AveragingRow) -> f64| Series {
+    let rows =
+        rosenblatt_app::experiment::averaging_experiment(a.n, a.d, a.noise, a.epochs, a.seed)?;
+    let series = |name: &str, f: fn(&rosenblatt_app::experiment::AveragingRow) -> f64| Series {
         name: name.into(),
         points: rows.iter().map(|r| (r.epoch as f64, f(r))).collect(),
         dots: false,
@@ -284,8 +285,8 @@ pub fn complexity(a: ComplexityArgs) -> anyhow::Result<()> {
         a.n.iter()
             .flat_map(|&n| a.d.iter().map(move |&d| (n, d)))
             .collect();
-    let cpu = rosenblatt::backend::cpu::CpuBackend::new();
-    let mut backends: Vec<&dyn rosenblatt::backend::Backend> = vec![&cpu];
+    let cpu = rosenblatt_backend::cpu::CpuBackend::new();
+    let mut backends: Vec<&dyn rosenblatt_backend::Backend> = vec![&cpu];
     let sel = match a.backend.backend {
         BackendChoice::Cpu => None,
         _ => Some(select_backend(&a.backend, Voice::Quiet)?),
@@ -298,7 +299,7 @@ pub fn complexity(a: ComplexityArgs) -> anyhow::Result<()> {
     }
     let mut rows = Vec::new();
     for b in &backends {
-        rows.extend(rosenblatt::experiment::complexity_experiment(
+        rows.extend(rosenblatt_app::experiment::complexity_experiment(
             &sizes, a.reps, *b, a.seed,
         )?);
     }
@@ -311,7 +312,7 @@ pub fn complexity(a: ComplexityArgs) -> anyhow::Result<()> {
     let devices: Vec<String> = backends.iter().map(|b| b.device()).collect();
     let slopes: Vec<Option<f64>> = devices
         .iter()
-        .map(|d| rosenblatt::experiment::fitted_slope(&by_device(d)))
+        .map(|d| rosenblatt_app::experiment::fitted_slope(&by_device(d)))
         .collect();
     picture(&a.out, || Chart {
         title: "Time per batch epoch against n x d".into(),
@@ -381,7 +382,7 @@ pub fn time_to_accuracy(a: TimeArgs) -> anyhow::Result<()> {
         ..a.data.clone()
     };
     let test = super::load_data(&a.test, &test_args, super::Like::data(&train))?;
-    let cpu = rosenblatt::backend::cpu::CpuBackend::new();
+    let cpu = rosenblatt_backend::cpu::CpuBackend::new();
     let sel = match a.backend.backend {
         BackendChoice::Cpu => None,
         _ => Some(select_backend(&a.backend, Voice::Quiet)?),
@@ -390,35 +391,35 @@ pub fn time_to_accuracy(a: TimeArgs) -> anyhow::Result<()> {
         .as_ref()
         .filter(|s| s.backend.kind() == BackendKind::Gpu)
         .map(|s| &*s.backend);
-    let averaged = TrainParams::for_algo(rosenblatt::params::Algo::Averaged);
-    let mut rules = vec![rosenblatt::experiment::TimedRule {
+    let averaged = TrainParams::for_algo(rosenblatt_core::params::Algo::Averaged);
+    let mut rules = vec![rosenblatt_app::experiment::TimedRule {
         name: "CPU: averaged, sequential (train's default)".into(),
         params: averaged.clone(),
         backend: &cpu,
     }];
     match gpu {
         Some(g) => {
-            rules.push(rosenblatt::experiment::TimedRule {
+            rules.push(rosenblatt_app::experiment::TimedRule {
                 name: "GPU: batch".into(),
-                params: TrainParams::for_algo(rosenblatt::params::Algo::Batch),
+                params: TrainParams::for_algo(rosenblatt_core::params::Algo::Batch),
                 backend: g,
             });
-            rules.push(rosenblatt::experiment::TimedRule {
+            rules.push(rosenblatt_app::experiment::TimedRule {
                 name: "GPU: averaged, steps and streams".into(),
                 params: averaged,
                 backend: g,
             });
         }
         None => {
-            let (b, s) = rosenblatt::params::gpu_steps(train.n);
-            rules.push(rosenblatt::experiment::TimedRule {
+            let (b, s) = rosenblatt_core::params::gpu_steps(train.n);
+            rules.push(rosenblatt_app::experiment::TimedRule {
                 name: format!("CPU: averaged, the GPU's steps and streams (B {b}, S {s})"),
                 params: averaged.minibatch(b).streams(s),
                 backend: &cpu,
             });
         }
     }
-    let points = rosenblatt::experiment::time_to_accuracy(&train, &test, &rules, &a.epochs)?;
+    let points = rosenblatt_app::experiment::time_to_accuracy(&train, &test, &rules, &a.epochs)?;
     picture(&a.out, || Chart {
         title: format!(
             "Test accuracy against training time, n = {}, d = {}",

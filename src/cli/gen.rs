@@ -1,15 +1,15 @@
 //! `rosenblatt gen`: generated data sets written as CSV or LIBSVM; `rosenblatt convert`: text
 //! data to a float32 .npy that training memory-maps.
 
-use rosenblatt::data::synth::{self, SynthSpec};
-use rosenblatt::data::Format;
+use rosenblatt_core::data::synth::{self, SynthSpec};
+use rosenblatt_core::data::Format;
 
 use std::io::IsTerminal;
 use std::path::PathBuf;
 
 use anyhow::Context;
-use rosenblatt::data::{convert as conv, LoadOptions};
-use rosenblatt::output::temp_beside;
+use rosenblatt_core::data::{convert as conv, LoadOptions};
+use rosenblatt_core::output::temp_beside;
 
 use super::args::{ConvertArgs, GenArgs};
 use super::errors::usage;
@@ -31,7 +31,7 @@ pub fn gen(a: GenArgs) -> anyhow::Result<()> {
             ));
         }
         return write_output(a.output.as_deref(), |w| {
-            rosenblatt::data::clicks::write_clicks(a.n, a.noise, a.seed, w)
+            rosenblatt_core::data::clicks::write_clicks(a.n, a.noise, a.seed, w)
         });
     }
     let data = if a.kind == "committee" {

@@ -1,9 +1,9 @@
 //! `rosenblatt info` and `rosenblatt bench`: the adapters there are, and the batch epoch timed
 //! on each backend.
 
-use rosenblatt::backend::gpu::context::AdapterQuery;
-use rosenblatt::backend::gpu::{list_adapters, GpuOptions};
-use rosenblatt::bench::{self, BackendBench, BenchReport, BenchSpec};
+use rosenblatt_app::bench::{self, BackendBench, BenchReport, BenchSpec};
+use rosenblatt_backend::gpu::context::AdapterQuery;
+use rosenblatt_backend::gpu::{list_adapters, GpuOptions};
 
 use super::args::{BenchArgs, InfoArgs};
 
@@ -20,7 +20,7 @@ pub fn info(a: InfoArgs) -> anyhow::Result<()> {
     }
     if adapters.is_empty() {
         outln!("no GPU adapter found; --backend auto uses the CPU.");
-        outln!("To get one: {}", rosenblatt::backend::gpu::HOW_TO_GET_ONE);
+        outln!("To get one: {}", rosenblatt_backend::gpu::HOW_TO_GET_ONE);
     }
     for (i, ad) in adapters.iter().enumerate() {
         let mark = if Some(i) == auto {
@@ -118,7 +118,7 @@ fn bench_spec(a: &BenchArgs) -> BenchSpec {
                 name: a.adapter.clone(),
                 nth: None,
             },
-            resident: rosenblatt::backend::gpu::ResidentOptions {
+            resident: rosenblatt_backend::gpu::ResidentOptions {
                 gpu_memory: a.gpu_memory,
                 mapped_staging: a.stream_writes.then_some(false),
                 read_in_place: a.stream_copies.then_some(false),
@@ -265,7 +265,7 @@ fn print_bench(b: &BackendBench) -> anyhow::Result<()> {
                 c.steps_per_workgroup,
                 c.x_bytes_in_flight_per_thread,
                 c.x_bytes_in_flight_per_cu / 1024,
-                rosenblatt::backend::CHAIN_WORKGROUPS_PER_CU,
+                rosenblatt_backend::CHAIN_WORKGROUPS_PER_CU,
                 c.x_bytes_per_barrier / 1024,
                 100.0 * c.idle_lanes_in_rule,
                 c.one_lane_work_per_row
@@ -303,8 +303,8 @@ fn print_bench(b: &BackendBench) -> anyhow::Result<()> {
 
 /// The profile's counted traffic: words loaded and stored per kernel and category, and X
 /// loaded against one read of X.
-fn print_traffic(p: &rosenblatt::backend::KernelProfile) -> anyhow::Result<()> {
-    use rosenblatt::backend::TRAFFIC_CATEGORIES;
+fn print_traffic(p: &rosenblatt_backend::KernelProfile) -> anyhow::Result<()> {
+    use rosenblatt_backend::TRAFFIC_CATEGORIES;
     outln!("  words per epoch, counted by instrumented kernels (loaded / stored):");
     for t in &p.traffic {
         let parts: Vec<String> = TRAFFIC_CATEGORIES
@@ -333,7 +333,7 @@ fn print_traffic(p: &rosenblatt::backend::KernelProfile) -> anyhow::Result<()> {
 
 /// Runs the benchmark; in a data-parallel run an error ends every process (the others may be
 /// waiting for this one in a sum).
-fn run_or_abort(spec: &BenchSpec) -> anyhow::Result<rosenblatt::bench::BenchReport> {
+fn run_or_abort(spec: &BenchSpec) -> anyhow::Result<rosenblatt_app::bench::BenchReport> {
     let r = bench::run(spec)
         .map(|mut r| {
             for b in [r.cpu.as_mut(), r.gpu.as_mut()].into_iter().flatten() {

@@ -44,13 +44,13 @@ use clap::Parser;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use errors::usage;
-use rosenblatt::algo::Progress;
-use rosenblatt::backend::gpu::context::AdapterQuery;
-use rosenblatt::backend::gpu::GpuOptions;
-use rosenblatt::backend::{self, BackendChoice, Selected};
-use rosenblatt::data::hashing::{Hashing, DEFAULT_HASH_BITS, MAX_HASH_BITS};
-use rosenblatt::data::{self, Dataset, Layout, LoadOptions};
-use rosenblatt::output::{check_distinct, check_target, temp_beside, Temp};
+use rosenblatt_backend::gpu::context::AdapterQuery;
+use rosenblatt_backend::gpu::GpuOptions;
+use rosenblatt_backend::{self as backend, BackendChoice, Selected};
+use rosenblatt_core::data::hashing::{Hashing, DEFAULT_HASH_BITS, MAX_HASH_BITS};
+use rosenblatt_core::data::{self, Dataset, Layout, LoadOptions};
+use rosenblatt_core::output::{check_distinct, check_target, temp_beside, Temp};
+use rosenblatt_train::algo::Progress;
 
 use args::{BackendArgs, Cli, Command, DataArgs, ExperimentCmd, HashArgs, PlotCmd};
 
@@ -58,7 +58,7 @@ use args::{BackendArgs, Cli, Command, DataArgs, ExperimentCmd, HashArgs, PlotCmd
 pub fn run() -> i32 {
     // SIGINT and SIGTERM remove the temporary files of outputs not yet in place.
     let _ = ctrlc::set_handler(|| {
-        rosenblatt::output::remove_temps();
+        rosenblatt_core::output::remove_temps();
         std::process::exit(130);
     });
     #[cfg(unix)]
@@ -245,12 +245,12 @@ fn load_options(a: &DataArgs, like: Like<'_>) -> anyhow::Result<LoadOptions> {
 
 /// The MPI world of a `--distributed` run.
 #[cfg(feature = "mpi")]
-pub(crate) fn world() -> anyhow::Result<std::rc::Rc<dyn rosenblatt::backend::Reduce>> {
-    Ok(std::rc::Rc::new(rosenblatt::distributed::Mpi::init()?))
+pub(crate) fn world() -> anyhow::Result<std::rc::Rc<dyn rosenblatt_backend::Reduce>> {
+    Ok(std::rc::Rc::new(rosenblatt_train::distributed::Mpi::init()?))
 }
 
 #[cfg(not(feature = "mpi"))]
-pub(crate) fn world() -> anyhow::Result<std::rc::Rc<dyn rosenblatt::backend::Reduce>> {
+pub(crate) fn world() -> anyhow::Result<std::rc::Rc<dyn rosenblatt_backend::Reduce>> {
     Err(errors::usage(
         "--distributed",
         "needs a rosenblatt built with MPI: cargo build --release --features mpi (with Open \
@@ -287,7 +287,7 @@ fn select_backend_nth(
             hardware_only: false,
             nth,
         },
-        resident: rosenblatt::backend::gpu::ResidentOptions {
+        resident: rosenblatt_backend::gpu::ResidentOptions {
             gpu_memory: a.gpu_memory,
             ..Default::default()
         },
@@ -316,7 +316,7 @@ fn select_backend_nth(
 
 /// Writes a file through a temporary beside its target, renamed into place only when
 /// everything was written, so a failure never leaves a partial file (see
-/// `rosenblatt::output` for the rules).
+/// `rosenblatt_core::output` for the rules).
 fn write_atomic(
     path: &Path,
     f: impl FnOnce(&mut dyn Write) -> std::io::Result<()>,
@@ -377,7 +377,7 @@ struct Bar {
     start: Instant,
     bar: Option<ProgressBar>,
     /// The weights as training goes, for `--animate` (kept only when asked for).
-    snapshots: Option<rosenblatt::plot::Recording>,
+    snapshots: Option<rosenblatt_app::plot::Recording>,
     /// A streamed run: the size of its input, when known.
     stream_bytes: Option<u64>,
 }

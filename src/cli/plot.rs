@@ -1,14 +1,14 @@
 //! `rosenblatt plot boundary|training|roc`: pictures of a model or a run.
 
-use rosenblatt::error::Param;
-use rosenblatt::model::Model;
+use rosenblatt_core::error::Param;
+use rosenblatt_train::model::Model;
 
 use super::args::{PlotModelArgs, PlotTrainingArgs};
 use super::{check_outputs, load_data, select_backend, Like, Voice};
 
-fn plot_inputs(a: &PlotModelArgs) -> anyhow::Result<(Model, rosenblatt::data::Dataset)> {
-    rosenblatt::plot::image_kind(&a.output)?;
-    rosenblatt::plot::check_size((a.size.width, a.size.height))?;
+fn plot_inputs(a: &PlotModelArgs) -> anyhow::Result<(Model, rosenblatt_core::data::Dataset)> {
+    rosenblatt_app::plot::image_kind(&a.output)?;
+    rosenblatt_app::plot::check_size((a.size.width, a.size.height))?;
     check_outputs(&[Some(&a.output)], &[&a.model, &a.data])?;
     let model = Model::load(&a.model)?;
     let ds = load_data(&a.data, &a.data_args.clone().into(), Like::model(&model))?;
@@ -32,7 +32,7 @@ pub fn plot_boundary(a: PlotModelArgs) -> anyhow::Result<()> {
         None => None,
     };
     let sel = select_backend(&a.backend, Voice::Quiet)?;
-    rosenblatt::plot::boundary(
+    rosenblatt_app::plot::boundary(
         &model,
         &ds,
         &*sel.backend,
@@ -45,11 +45,11 @@ pub fn plot_boundary(a: PlotModelArgs) -> anyhow::Result<()> {
 }
 
 pub fn plot_training(a: PlotTrainingArgs) -> anyhow::Result<()> {
-    rosenblatt::plot::image_kind(&a.output)?;
-    rosenblatt::plot::check_size((a.size.width, a.size.height))?;
+    rosenblatt_app::plot::image_kind(&a.output)?;
+    rosenblatt_app::plot::check_size((a.size.width, a.size.height))?;
     check_outputs(&[Some(&a.output)], &[&a.run])?;
-    let report = rosenblatt::plot::load_report(&a.run)?;
-    rosenblatt::plot::training(&report, &a.output, (a.size.width, a.size.height))?;
+    let report = rosenblatt_app::plot::load_report(&a.run)?;
+    rosenblatt_app::plot::training(&report, &a.output, (a.size.width, a.size.height))?;
     outln!("training plot written to {}", a.output.display());
     Ok(())
 }
@@ -57,7 +57,7 @@ pub fn plot_training(a: PlotTrainingArgs) -> anyhow::Result<()> {
 pub fn plot_roc(a: PlotModelArgs) -> anyhow::Result<()> {
     let (model, ds) = plot_inputs(&a)?;
     let sel = select_backend(&a.backend, Voice::Quiet)?;
-    rosenblatt::plot::roc(
+    rosenblatt_app::plot::roc(
         &model,
         &ds,
         &*sel.backend,

@@ -1,6 +1,6 @@
 //! `rosenblatt predict` and `rosenblatt eval`: a saved model applied to data.
 
-use rosenblatt::model::{Evaluation, Model};
+use rosenblatt_train::model::{Evaluation, Model};
 
 use anyhow::Context;
 
@@ -15,7 +15,7 @@ use super::{
 pub fn export(a: ExportArgs) -> anyhow::Result<()> {
     let model = Model::load(&a.model)?;
     check_outputs(&[Some(a.output.as_path())], &[&a.model])?;
-    let bytes = rosenblatt::model::onnx::to_onnx(&model)?;
+    let bytes = rosenblatt_train::model::onnx::to_onnx(&model)?;
     let tmp = stage(&a.output, ".onnx", |w| w.write_all(&bytes))?;
     tmp.persist()
         .with_context(|| format!("cannot write {}", a.output.display()))?;
@@ -25,7 +25,7 @@ pub fn export(a: ExportArgs) -> anyhow::Result<()> {
         model.classes().len(),
         model.n_features(),
         a.output.display(),
-        rosenblatt::model::onnx::OPSET
+        rosenblatt_train::model::onnx::OPSET
     );
     Ok(())
 }
@@ -34,7 +34,7 @@ pub fn predict(a: PredictArgs) -> anyhow::Result<()> {
     let model = Model::load(&a.model)?;
     check_outputs(&[a.output.as_deref()], &[&a.model, &a.data])?;
     let opts = load_options(&a.data_args, Like::model(&model))?;
-    if rosenblatt::data::format_of(&a.data, &opts)? == Some(Format::Vw) {
+    if rosenblatt_core::data::format_of(&a.data, &opts)? == Some(Format::Vw) {
         return predict_streamed(&a, &model, &opts);
     }
     let ds = load_data(&a.data, &a.data_args, Like::model(&model))?;
@@ -54,7 +54,7 @@ fn predict_streamed(
     model: &Model,
     opts: &rosenblatt::LoadOptions,
 ) -> anyhow::Result<()> {
-    let blocks = rosenblatt::data::stream(&a.data, opts)?;
+    let blocks = rosenblatt_core::data::stream(&a.data, opts)?;
     let sel = select_backend(&a.backend, Voice::Quiet)?;
     let mut failed = None;
     let written = write_output(a.output.as_deref(), |w| {
@@ -112,10 +112,10 @@ pub fn eval(a: EvalArgs) -> anyhow::Result<()> {
     };
     let sel = select_backend(&a.backend, Voice::Quiet)?;
     let opts = load_options(&a.data_args, like)?;
-    let ev = if rosenblatt::data::format_of(&a.data, &opts)? == Some(Format::Vw) {
+    let ev = if rosenblatt_core::data::format_of(&a.data, &opts)? == Some(Format::Vw) {
         // Vowpal Wabbit text of any size, in blocks: only each row's class and scores kept.
         let (mut truth, mut raw) = (Vec::new(), Vec::new());
-        for block in rosenblatt::data::stream(&a.data, &opts)? {
+        for block in rosenblatt_core::data::stream(&a.data, &opts)? {
             let b = block?;
             model.check_features(&b.data)?;
             truth.extend(model.class_indices(&b.data)?);

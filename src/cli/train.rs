@@ -4,17 +4,17 @@
 use std::path::Path;
 
 use anyhow::Context;
-use rosenblatt::algo::{self, Holdout, Problem, TrainReport};
-use rosenblatt::backend::cpu::CpuBackend;
-use rosenblatt::backend::{Backend, BackendChoice, BackendKind, StopReason};
-use rosenblatt::data;
-use rosenblatt::data::scale::range_spread;
-use rosenblatt::model::{Model, ModelKind};
-use rosenblatt::output::{temp_beside, Temp};
-use rosenblatt::params::{Algo, ClassWeight, Mode, Params, Scale};
-use rosenblatt::plot;
+use rosenblatt_app::plot;
+use rosenblatt_backend::cpu::CpuBackend;
+use rosenblatt_backend::{Backend, BackendChoice, BackendKind, StopReason};
+use rosenblatt_core::data;
+use rosenblatt_core::data::scale::range_spread;
+use rosenblatt_core::output::{temp_beside, Temp};
+use rosenblatt_core::params::{Algo, ClassWeight, Mode, Params, Scale};
+use rosenblatt_train::algo::{self, Holdout, Problem, TrainReport};
+use rosenblatt_train::model::{Model, ModelKind};
 
-use rosenblatt::backend::{Distributed, Reduce, Selected};
+use rosenblatt_backend::{Distributed, Reduce, Selected};
 
 use super::args::TrainArgs;
 use super::errors::{flag_error, usage};
@@ -197,7 +197,7 @@ fn run_fields(a: &TrainArgs, params: &Params) -> Vec<(String, String)> {
 /// Stops every process with exit 2 when `fields` differ between them; only the first process
 /// says so, naming the first field that differs and the processes.
 fn same_everywhere(w: &dyn Reduce, fields: &[(String, String)]) -> anyhow::Result<()> {
-    let Some(d) = rosenblatt::backend::agree(w, fields) else {
+    let Some(d) = rosenblatt_backend::agree(w, fields) else {
         return Ok(());
     };
     let field = match d.field.strip_prefix("params.") {
@@ -347,10 +347,10 @@ fn load_training(
     };
     super::hashed_if_asked(&a.data_args.hash, &ds)?;
     if let Some(p) = &a.sample_weights {
-        ds.weights = Some(rosenblatt::data::npy::load_weights(p, ds.n)?);
+        ds.weights = Some(rosenblatt_core::data::npy::load_weights(p, ds.n)?);
     }
     let classes = ds.labels.as_ref().map_or(1, |l| l.classes.len());
-    rosenblatt::algo::weights_fit(&ds, if classes > 2 { classes } else { 1 })?;
+    rosenblatt_train::algo::weights_fit(&ds, if classes > 2 { classes } else { 1 })?;
     Ok((ds, share.is_some()))
 }
 
@@ -587,7 +587,7 @@ pub fn print_report(r: &TrainReport, kind: ModelKind) -> anyhow::Result<()> {
     outln!(
         "{} on {} ({}): n = {}, d = {}",
         r.algo
-            .parse::<rosenblatt::params::Algo>()
+            .parse::<rosenblatt_core::params::Algo>()
             .map_or_else(|_| r.algo.clone(), |a| a.title()),
         r.backend,
         r.device,

@@ -26,7 +26,7 @@ fn the_trainer_gives_the_model_of_the_algorithms_own_entry() {
     for algo in [Algo::Averaged, Algo::Batch, Algo::Pocket] {
         let tp = TrainParams::for_algo(algo).epochs(7);
         let params = tp.clone().validate().unwrap();
-        let want = rosenblatt::algo::train(&ds, &params, &cpu, None, &mut ()).unwrap();
+        let want = rosenblatt_train::algo::train(&ds, &params, &cpu, None, &mut ()).unwrap();
         let got = Trainer::new(tp.clone())
             .unwrap()
             .backend(BackendChoice::Cpu)
@@ -46,14 +46,14 @@ fn the_trainer_gives_the_model_of_the_algorithms_own_entry() {
             .unwrap();
         assert_eq!(on.model.augmented(), want.model.augmented());
         // Held-out rows watched: as the problem built with them.
-        let pb = rosenblatt::algo::Problem::build(
+        let pb = rosenblatt_train::algo::Problem::build(
             &ds,
             &params,
-            rosenblatt::algo::Holdout::Rows(&held),
+            rosenblatt_train::algo::Holdout::Rows(&held),
             None,
         )
         .unwrap();
-        let want = rosenblatt::algo::fit(pb, &params, &cpu, None, &mut ()).unwrap();
+        let want = rosenblatt_train::algo::fit(pb, &params, &cpu, None, &mut ()).unwrap();
         let got = Trainer::new(tp.clone())
             .unwrap()
             .backend(BackendChoice::Cpu)
@@ -68,7 +68,8 @@ fn the_trainer_gives_the_model_of_the_algorithms_own_entry() {
         assert_eq!(got.report.n_validation, Some(100));
         // A warm start: as `train_from`.
         let start = &want.model;
-        let want = rosenblatt::algo::train_from(start, &ds, &params, &cpu, None, &mut ()).unwrap();
+        let want =
+            rosenblatt_train::algo::train_from(start, &ds, &params, &cpu, None, &mut ()).unwrap();
         let got = Trainer::new(tp)
             .unwrap()
             .backend(BackendChoice::Cpu)

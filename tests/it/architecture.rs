@@ -1,6 +1,10 @@
-//! The library's modules form no circle: for every top-level module of `src/` (a file or a
-//! folder), the modules it names through `crate::` are collected, and the graph must be
-//! acyclic (ARCHITECTURE.md draws it). A new `use crate::x` that closes a circle fails here.
+//! The library's layers (ARCHITECTURE.md draws them). Between crates the compiler keeps
+//! them: rosenblatt-core <- rosenblatt-backend <- rosenblatt-train <- rosenblatt-app <- the
+//! `rosenblatt` package, each depending only on those below, so a wrong-way import does not
+//! compile (and cargo refuses the circle a wrong-way dependency would make); the manifests
+//! are checked here to be that chain. Inside a crate, the top-level modules (a file or a
+//! folder of its `src/`) must form no circle, and rosenblatt-core's keep their order: the
+//! modules each names through `crate::` are collected and checked.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -20,9 +24,18 @@ fn ident(c: char) -> bool {
     c.is_ascii_alphanumeric() || c == '_'
 }
 
-/// Top-level module -> the top-level modules it uses.
-fn graph() -> BTreeMap<String, BTreeSet<String>> {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+/// The workspace's library crates, lowest first: (package, folder).
+const CRATES: [(&str, &str); 4] = [
+    ("rosenblatt-core", "crates/core"),
+    ("rosenblatt-backend", "crates/backend"),
+    ("rosenblatt-train", "crates/train"),
+    ("rosenblatt-app", "crates/app"),
+];
+
+/// Top-level module -> the top-level modules of the same crate it uses, for the crate in
+/// `dir` (relative to the workspace root).
+fn graph(dir: &str) -> BTreeMap<String, BTreeSet<String>> {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join(dir).join("src");
     let mut files = Vec::new();
     rust_files(&src, &mut files);
     // `pub use error::{Error, Result};` in lib.rs: Error -> error, Result -> error.
@@ -47,8 +60,7 @@ fn graph() -> BTreeMap<String, BTreeSet<String>> {
             .as_os_str()
             .to_string_lossy();
         let module = first.trim_end_matches(".rs").to_string();
-        // The binary's modules (main.rs, cli/) use the library by name, not by crate::.
-        if module == "main" || module == "cli" || module == "lib" {
+        if module == "lib" {
             continue;
         }
         // Code only: comments and doc comments may name modules they do not use.
@@ -92,7 +104,8 @@ fn graph() -> BTreeMap<String, BTreeSet<String>> {
             }
         }
     }
-    // Names that are not modules (macros exported at the root, re-exports) are dropped.
+    // Names that are not modules of this crate (macros exported at the root, the layers
+    // below named at the root) are dropped.
     let modules: BTreeSet<String> = g.keys().cloned().collect();
     for uses in g.values_mut() {
         uses.retain(|u| modules.contains(u));
@@ -136,16 +149,71 @@ fn circle(g: &BTreeMap<String, BTreeSet<String>>) -> Option<Vec<String>> {
 }
 
 #[test]
-fn the_library_modules_form_no_circle() {
-    let g = graph();
-    assert!(g.len() >= 10, "{g:?}");
-    assert!(g["algo"].contains("backend"), "{g:?}");
-    // Seen through a root re-export (crate::Error) and through a grouped import.
-    assert!(g["backend"].contains("error"), "{g:?}");
-    assert!(g["model"].contains("report"), "{g:?}");
-    if let Some(c) = circle(&g) {
-        panic!("module circle: {}", c.join(" -> "));
+fn the_modules_of_each_crate_form_no_circle() {
+    for (name, dir) in CRATES {
+        let g = graph(dir);
+        if let Some(c) = circle(&g) {
+            panic!("module circle in {name}: {}", c.join(" -> "));
+        }
     }
+    let train = graph("crates/train");
+    assert!(train.len() >= 4, "{train:?}");
+    // Seen through a grouped import; the layers below (`crate::backend`, named at the root)
+    // are not this crate's modules.
+    assert!(train["model"].contains("report"), "{train:?}");
+    assert!(!train["algo"].contains("backend"), "{train:?}");
+}
+
+/// `[dependencies]` of a manifest (the target-specific tables too, not the dev ones): the
+/// workspace's crates named there.
+fn workspace_deps(manifest: &str) -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    let mut normal = false;
+    for line in manifest.lines() {
+        let t = line.trim();
+        if t.starts_with('[') {
+            normal = t == "[dependencies]"
+                || (t.starts_with("[target.") && t.ends_with(".dependencies]"));
+            continue;
+        }
+        if normal {
+            let name = t.split(['=', '.', ' ']).next().unwrap_or("");
+            if name.starts_with("rosenblatt") {
+                out.insert(name.to_string());
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn each_crate_depends_only_on_the_crates_below_it() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    for (i, (name, dir)) in CRATES.iter().enumerate() {
+        let manifest = std::fs::read_to_string(root.join(dir).join("Cargo.toml")).unwrap();
+        assert!(manifest.contains(&format!("name = \"{name}\"")), "{dir}");
+        let below: BTreeSet<String> = CRATES[..i].iter().map(|c| c.0.to_string()).collect();
+        let deps = workspace_deps(&manifest);
+        assert!(deps.is_subset(&below), "{name} depends on {deps:?}");
+    }
+    // The package on top re-exports the API and runs the command line; without its default
+    // features it carries no application crate.
+    let top = std::fs::read_to_string(root.join("Cargo.toml")).unwrap();
+    assert_eq!(
+        workspace_deps(&top),
+        CRATES
+            .iter()
+            .map(|c| c.0.to_string())
+            .collect::<BTreeSet<_>>()
+    );
+    assert!(top.contains("rosenblatt-app = { workspace = true, optional = true }"));
+    // And the manifest reader sees a wrong-way dependency.
+    let wrong =
+        "[dependencies]\nrosenblatt-train.workspace = true\n[dev-dependencies]\nrosenblatt = 1\n";
+    assert_eq!(
+        workspace_deps(wrong),
+        BTreeSet::from(["rosenblatt-train".to_string()])
+    );
 }
 
 #[test]
@@ -156,9 +224,9 @@ fn a_circle_is_found() {
     assert_eq!(circle(&g).unwrap(), vec!["a", "b", "a"]);
 }
 
-/// The Python crate builds on the crate root's API alone: it takes the library without its
-/// default features and without `internals`, where every module is private, so a path into
-/// a module fails to compile there.
+/// The Python crate builds on the `rosenblatt` crate's API alone: it depends on that crate
+/// (without its default features) and on none of the layers, and that crate declares no
+/// module of its own, only the re-exported names.
 #[test]
 fn the_python_crate_sees_only_the_root_api() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
@@ -168,25 +236,22 @@ fn the_python_crate_sees_only_the_root_api() {
         .find(|l| l.trim_start().starts_with("rosenblatt ="))
         .expect("python/Cargo.toml depends on rosenblatt");
     assert!(dep.contains("default-features = false"), "{dep}");
-    assert!(
-        !dep.contains("internals") && !dep.contains("\"cli\""),
-        "{dep}"
-    );
-    // And the library's own manifest keeps the modules behind `internals`.
+    assert!(!dep.contains("\"cli\""), "{dep}");
+    assert!(workspace_deps(&manifest) == BTreeSet::from(["rosenblatt".to_string()]));
     let lib = std::fs::read_to_string(root.join("src/lib.rs")).unwrap();
-    let public = lib.lines().filter(|l| l.starts_with("pub mod ")).count();
-    let hidden = lib.lines().filter(|l| l.trim() == "#[doc(hidden)]").count();
-    assert!(
-        public > 10 && public == hidden,
-        "{public} pub mods, {hidden} hidden"
-    );
+    assert!(!lib
+        .lines()
+        .any(|l| l.starts_with("pub mod ") || l.starts_with("mod ")));
     assert!(lib.contains("#![warn(missing_docs)]"));
+    for (_, dir) in CRATES {
+        let lib = std::fs::read_to_string(root.join(dir).join("src/lib.rs")).unwrap();
+        assert!(lib.contains("#![warn(missing_docs)]"), "{dir}");
+    }
 }
 
-/// The library's layers, lowest first (ARCHITECTURE.md draws them): a module may use its own
-/// layer's modules and lower ones, never a higher one. So the data loaders and the parameters
-/// cannot reach a backend, and the backends cannot reach the algorithms or the model.
-const LAYERS: [&[&str]; 6] = [
+/// rosenblatt-core's layers, lowest first (ARCHITECTURE.md draws them): a module may use its
+/// own layer's modules and lower ones, never a higher one. (Above these, the crates.)
+const LAYERS: [&[&str]; 3] = [
     // Foundations: errors, limits, files written whole, fault hooks, the allocator, the
     // matrix and storage types with their SIMD kernels, the collectives' seam, metrics.
     &[
@@ -194,11 +259,6 @@ const LAYERS: [&[&str]; 6] = [
     ],
     &["params"],
     &["data"],
-    &["backend"],
-    // What trains and what it makes: algorithms, the trainer, the model, the report, MPI.
-    &["algo", "trainer", "model", "report", "distributed"],
-    // The command line's application code.
-    &["bench", "experiment", "plot"],
 ];
 
 fn layer(m: &str) -> Option<usize> {
@@ -227,20 +287,16 @@ fn wrong_way(g: &BTreeMap<String, BTreeSet<String>>) -> Vec<String> {
 
 #[test]
 fn every_module_uses_only_its_layer_and_those_below() {
-    let g = graph();
+    let g = graph("crates/core");
     let bad = wrong_way(&g);
     assert!(bad.is_empty(), "{}", bad.join("\n"));
-    // The matrix and storage types are below the backends: the loaders use them, not a
-    // backend.
+    // The loaders use the matrix and storage types and the parameters.
     assert!(
-        g["data"].contains("matrix") && !g["data"].contains("backend"),
+        g["data"].contains("matrix") && g["data"].contains("params"),
         "{g:?}"
     );
     // ... and a wrong-way use is found.
     let mut g2 = g.clone();
-    g2.get_mut("data").unwrap().insert("backend".to_string());
-    assert_eq!(
-        wrong_way(&g2),
-        vec!["data (layer 2) uses backend (layer 3)"]
-    );
+    g2.get_mut("params").unwrap().insert("data".to_string());
+    assert_eq!(wrong_way(&g2), vec!["params (layer 1) uses data (layer 2)"]);
 }

@@ -7,10 +7,10 @@ use crate::common::train;
 use crate::common::{self, run, stderr, stdout};
 
 use approx::assert_abs_diff_eq;
-use rosenblatt::backend::cpu::CpuBackend;
-use rosenblatt::data::{self, Dataset};
-use rosenblatt::model::ModelKind;
-use rosenblatt::params::{Algo, Arow, TrainParams};
+use rosenblatt_backend::cpu::CpuBackend;
+use rosenblatt_core::data::{self, Dataset};
+use rosenblatt_core::params::{Algo, Arow, TrainParams};
+use rosenblatt_train::model::ModelKind;
 use serde_json::Value;
 
 fn arow(r: f32) -> TrainParams {

@@ -3,8 +3,8 @@
 
 use crate::common;
 
-use rosenblatt::backend::Storage;
-use rosenblatt::bench::{self, known_peak, BenchSpec};
+use rosenblatt_app::bench::{self, known_peak, BenchSpec};
+use rosenblatt_backend::Storage;
 
 #[test]
 fn cpu_bench_reports_every_figure() {
@@ -186,7 +186,7 @@ fn simd_and_baseline_cpu_paths_agree_bit_for_bit() {
 
 #[test]
 fn gpu_profile_times_each_kernel_or_says_why_not() {
-    use rosenblatt::backend::gpu::{GpuBackend, GpuOptions};
+    use rosenblatt_backend::gpu::{GpuBackend, GpuOptions};
     if let Err(e) = GpuBackend::new(&GpuOptions::default()) {
         assert!(
             !std::env::var("ROSENBLATT_REQUIRE_GPU").is_ok_and(|v| v == "1"),
@@ -283,7 +283,7 @@ fn bench_times_the_sparse_epoch_with_k_heads_on_both_backends() {
     // Sparse rows in 4 classes (was refused with a garbled message): the CPU and, where there
     // is an adapter, the GPU time the K-head epoch, with non-zeros per second and, on the GPU,
     // the words its kernels load (the sparse plan reads X more than once: issue 31).
-    let gpu = rosenblatt::backend::gpu::GpuBackend::new(&Default::default());
+    let gpu = rosenblatt_backend::gpu::GpuBackend::new(&Default::default());
     if let Err(e) = &gpu {
         assert!(
             !std::env::var("ROSENBLATT_REQUIRE_GPU").is_ok_and(|v| v == "1"),
@@ -330,7 +330,7 @@ fn sparse_bench_data_wider_than_its_rows_has_mistakes_in_every_timed_epoch() {
     // an H200 that timed a call's fixed costs as 16 ms "epochs"). Every tenth row now
     // contradicts the one before it: at least a tenth of the rows are mistakes, and every
     // epoch asked runs.
-    let gpu = rosenblatt::backend::gpu::GpuBackend::new(&Default::default());
+    let gpu = rosenblatt_backend::gpu::GpuBackend::new(&Default::default());
     if let Err(e) = &gpu {
         assert!(
             !std::env::var("ROSENBLATT_REQUIRE_GPU").is_ok_and(|v| v == "1"),
@@ -369,7 +369,7 @@ fn bench_streams_x_from_staging_or_by_writes_and_reports_the_copy_rate() {
     // X of 5 MB through 64 KiB of device memory: from host staging filled once (several
     // epochs a submit, the kernels timed between the copies) and by host writes before each
     // segment (one epoch a submit); both report the measured copy rate.
-    let gpu = rosenblatt::backend::gpu::GpuBackend::new(&Default::default());
+    let gpu = rosenblatt_backend::gpu::GpuBackend::new(&Default::default());
     if let Err(e) = &gpu {
         assert!(
             !std::env::var("ROSENBLATT_REQUIRE_GPU").is_ok_and(|v| v == "1"),

@@ -1,5 +1,5 @@
 //! Backend conformance: the fast CPU backend and the GPU (when an adapter is present) against
-//! the plain reference twins of the WGSL entry points (src/backend/reference/). On integer
+//! the plain reference twins of the WGSL entry points (crates/backend/src/reference/). On integer
 //! data every sum is exact, so all three must agree bit for bit, for every per-row rule,
 //! update and kept extra, at sizes that break assumptions; on float data they agree within
 //! tolerance. Kernel scores likewise.
@@ -11,10 +11,10 @@ use std::sync::OnceLock;
 use approx::assert_relative_eq;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use rosenblatt::backend::cpu::CpuBackend;
-use rosenblatt::backend::gpu::GpuBackend;
-use rosenblatt::backend::reference::ReferenceBackend;
-use rosenblatt::backend::{
+use rosenblatt_backend::cpu::CpuBackend;
+use rosenblatt_backend::gpu::GpuBackend;
+use rosenblatt_backend::reference::ReferenceBackend;
+use rosenblatt_backend::{
     Backend, BatchRule, DataView, EpochStats, Extras, HeadRule, Keep, Kernel, Storage, TrainView,
     Update,
 };
@@ -71,7 +71,7 @@ fn assert_winnow_close(got: &Run, want: &Run, what: &str) {
 /// two-kernel path forced, and persistent grids of one and three workgroups (results do not
 /// depend on it), the latter with one head per thread (head blocks sharing each row).
 fn gpu_variants() -> Vec<(&'static str, &'static GpuBackend)> {
-    use rosenblatt::backend::gpu::{GpuOptions, ResidentOptions};
+    use rosenblatt_backend::gpu::{GpuOptions, ResidentOptions};
     static G: OnceLock<Vec<(&'static str, GpuBackend)>> = OnceLock::new();
     let Some(base) = gpu() else {
         return Vec::new();
@@ -387,7 +387,7 @@ fn many_chunks_reduce_in_a_tree_and_still_equal_the_reference() {
 
 #[test]
 fn row_weights_held_out_rows_and_patience_equal_the_reference_bit_for_bit() {
-    use rosenblatt::backend::{Patience, ValView};
+    use rosenblatt_backend::{Patience, ValView};
     let all = [
         (1, 1, 1, 1),
         (63, 3, 1, 17),
@@ -470,7 +470,7 @@ fn row_weights_held_out_rows_and_patience_equal_the_reference_bit_for_bit() {
 /// change the run (the test can fail).
 #[test]
 fn one_vs_rest_class_factors_equal_the_reference_bit_for_bit() {
-    use rosenblatt::backend::Patience;
+    use rosenblatt_backend::Patience;
     for (n, d, heads) in sizes(&[(300, 4, 3), (257, 9, 10), (63, 2, 4)], &[0, 1]) {
         let (x, y) = integer_set(n, d, heads, (n * 5 + d) as u64);
         let mut rng = ChaCha8Rng::seed_from_u64(d as u64);
@@ -618,8 +618,8 @@ fn storage_set(
 
 #[test]
 fn every_storage_gives_the_f32_results_bit_for_bit() {
-    use rosenblatt::backend::gpu::{GpuOptions, ResidentOptions};
-    use rosenblatt::backend::{FeatureBuf, ValView};
+    use rosenblatt_backend::gpu::{GpuOptions, ResidentOptions};
+    use rosenblatt_backend::{FeatureBuf, ValView};
     // A GPU whose bindings hold 1 KiB, so packed X is split into many segments whose rows do
     // not start on a word boundary.
     let split = gpu().and_then(|_| {
@@ -706,7 +706,7 @@ fn one_workgroup_over_thousands_of_rows_still_equals_the_reference() {
     // invocation stops every loop after 65,535 iterations in all, which 2,500 rows at K = 10
     // (about 36 each) pass; the plan splits such runs there (plan::software_steps), and a real
     // GPU takes them whole. Either way the sums equal the reference.
-    use rosenblatt::backend::gpu::{GpuOptions, ResidentOptions};
+    use rosenblatt_backend::gpu::{GpuOptions, ResidentOptions};
     let Some(_) = gpu() else {
         return;
     };
@@ -738,7 +738,7 @@ fn one_workgroup_over_thousands_of_rows_still_equals_the_reference() {
 #[derive(Debug)]
 struct Solo;
 
-impl rosenblatt::backend::Reduce for Solo {
+impl rosenblatt_backend::Reduce for Solo {
     fn rank(&self) -> usize {
         0
     }
@@ -795,7 +795,7 @@ fn a_data_parallel_process_folds_its_partials_on_the_device_and_equals_the_refer
 #[test]
 fn the_fold_twin_adds_the_chunks_in_order_into_the_first() {
     let mut p = vec![1.0, 2.0, 10.0, 20.0, 100.0, 200.0];
-    rosenblatt::backend::reference::fold(&mut p, 2);
+    rosenblatt_backend::reference::fold(&mut p, 2);
     assert_eq!(p, [111.0, 222.0, 0.0, 0.0, 0.0, 0.0]);
 }
 
@@ -805,8 +805,8 @@ fn rows_in_flight_equal_the_reference_with_one_two_and_four_rows_a_thread() {
     // loads 1, 2 or 4 rows before it uses the first and every lane applies the rule; with
     // naga's full checks (software adapters' default) and without its loop counters (a
     // GPU's). Row weights and held-out rows included; the plan must say rows are in flight.
-    use rosenblatt::backend::gpu::{GpuOptions, ResidentOptions, ShaderChecks};
-    use rosenblatt::backend::ValView;
+    use rosenblatt_backend::gpu::{GpuOptions, ResidentOptions, ShaderChecks};
+    use rosenblatt_backend::ValView;
     if gpu_with_subgroups().is_none() {
         return;
     }
@@ -884,8 +884,8 @@ fn rows_in_flight_equal_the_reference_with_one_two_and_four_rows_a_thread() {
 /// and 16, and without naga's loop counters.
 #[test]
 fn tiles_of_rows_equal_the_reference() {
-    use rosenblatt::backend::gpu::{GpuOptions, ResidentOptions, ShaderChecks};
-    use rosenblatt::backend::ValView;
+    use rosenblatt_backend::gpu::{GpuOptions, ResidentOptions, ShaderChecks};
+    use rosenblatt_backend::ValView;
     let Some(base) = gpu_with_subgroups() else {
         return;
     };
@@ -978,10 +978,10 @@ fn tiles_of_rows_equal_the_reference() {
 /// workgroup's threads.
 #[test]
 fn stepped_kernels_equal_their_cpu_twin_bit_for_bit_on_integer_data() {
-    use rosenblatt::backend::gpu::steps::LanesShape;
-    use rosenblatt::backend::gpu::{GpuOptions, ResidentOptions};
-    use rosenblatt::backend::steps::StepsSetup;
-    use rosenblatt::backend::HeadRule;
+    use rosenblatt_backend::gpu::steps::LanesShape;
+    use rosenblatt_backend::gpu::{GpuOptions, ResidentOptions};
+    use rosenblatt_backend::steps::StepsSetup;
+    use rosenblatt_backend::HeadRule;
     let Some(g) = gpu() else { return };
     let ctx = g.context();
     let subgroups = ctx.features.contains(wgpu::Features::SUBGROUP);
@@ -1044,8 +1044,8 @@ fn stepped_kernels_equal_their_cpu_twin_bit_for_bit_on_integer_data() {
         };
         // Every other case with integer row weights (and twice that in a one-vs-rest row's
         // own head, as class weights give).
-        let weights: Vec<rosenblatt::backend::RowWeight> = (0..n)
-            .map(|i| rosenblatt::backend::RowWeight {
+        let weights: Vec<rosenblatt_backend::RowWeight> = (0..n)
+            .map(|i| rosenblatt_backend::RowWeight {
                 row: (i % 3 + 1) as f32,
                 own: (2 * (i % 3 + 1)) as f32,
             })
@@ -1053,7 +1053,7 @@ fn stepped_kernels_equal_their_cpu_twin_bit_for_bit_on_integer_data() {
         let weighted = case % 2 == 1 || rule == HeadRule::OneVsRest;
         let what =
             format!("n {n} d {d} K {k} {rule:?} B {b} S {s} average {average} weighted {weighted}");
-        let rows = rosenblatt::backend::steps::StepRows {
+        let rows = rosenblatt_backend::steps::StepRows {
             weights: weighted.then_some(&weights[..]),
             ..rows(&x, &y, d)
         };
@@ -1096,7 +1096,7 @@ fn stepped_kernels_equal_their_cpu_twin_bit_for_bit_on_integer_data() {
             .map(|&v| if rng.random_range(0..3) == 0 { v } else { 0.0 })
             .collect();
         let skip = 5 * (case % 2);
-        let mut csr = rosenblatt::backend::CsrBuf {
+        let mut csr = rosenblatt_backend::CsrBuf {
             indptr: vec![skip],
             indices: vec![0; skip],
             values: vec![7.0; skip],
@@ -1108,11 +1108,11 @@ fn stepped_kernels_equal_their_cpu_twin_bit_for_bit_on_integer_data() {
                     .filter(|e| e.1 != 0.0),
             );
         }
-        let sparse = rosenblatt::backend::steps::StepRows {
+        let sparse = rosenblatt_backend::steps::StepRows {
             x: (&csr).into(),
             ..rows
         };
-        let dense = rosenblatt::backend::steps::StepRows {
+        let dense = rosenblatt_backend::steps::StepRows {
             x: (&xs).into(),
             ..rows
         };
@@ -1160,9 +1160,9 @@ fn stepped_kernels_equal_their_cpu_twin_bit_for_bit_on_integer_data() {
 /// the losses' sums agree over the epochs tested.
 #[test]
 fn stepped_passive_aggressive_equals_its_cpu_twin() {
-    use rosenblatt::backend::gpu::{GpuOptions, ResidentOptions};
-    use rosenblatt::backend::steps::StepsSetup;
-    use rosenblatt::backend::{HeadRule, PaSize};
+    use rosenblatt_backend::gpu::{GpuOptions, ResidentOptions};
+    use rosenblatt_backend::steps::StepsSetup;
+    use rosenblatt_backend::{HeadRule, PaSize};
     let Some(g) = gpu() else { return };
     let by_threads = GpuBackend::new(&GpuOptions {
         resident: ResidentOptions {
@@ -1216,9 +1216,9 @@ fn stepped_passive_aggressive_equals_its_cpu_twin() {
             heads: k,
             pa: Some(size),
         };
-        let csr = rosenblatt::backend::CsrBuf::from_dense(&x, d);
+        let csr = rosenblatt_backend::CsrBuf::from_dense(&x, d);
         let dense = rows(&x, &y, d);
-        let sparse = rosenblatt::backend::steps::StepRows {
+        let sparse = rosenblatt_backend::steps::StepRows {
             x: (&csr).into(),
             ..dense
         };
@@ -1255,9 +1255,9 @@ fn stepped_passive_aggressive_equals_its_cpu_twin() {
 /// from one; more than four is refused with the sizes.
 #[test]
 fn stepped_kernels_read_x_across_bindings() {
-    use rosenblatt::backend::gpu::{GpuOptions, ResidentOptions};
-    use rosenblatt::backend::steps::StepsSetup;
-    use rosenblatt::backend::HeadRule;
+    use rosenblatt_backend::gpu::{GpuOptions, ResidentOptions};
+    use rosenblatt_backend::steps::StepsSetup;
+    use rosenblatt_backend::HeadRule;
     if gpu().is_none() {
         return;
     }
@@ -1303,8 +1303,8 @@ fn stepped_kernels_read_x_across_bindings() {
 }
 
 /// Unweighted rows with a bias column of 1 for the stepped kernels.
-fn rows<'a>(x: &'a [f32], y: &'a [f32], d: usize) -> rosenblatt::backend::steps::StepRows<'a> {
-    rosenblatt::backend::steps::StepRows {
+fn rows<'a>(x: &'a [f32], y: &'a [f32], d: usize) -> rosenblatt_backend::steps::StepRows<'a> {
+    rosenblatt_backend::steps::StepRows {
         x: x.into(),
         y,
         weights: None,

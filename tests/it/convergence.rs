@@ -5,13 +5,13 @@
 use crate::common;
 use crate::common::train;
 
-use rosenblatt::algo;
-use rosenblatt::backend::cpu::CpuBackend;
-use rosenblatt::backend::StopReason;
-use rosenblatt::data::{Dataset, Labels};
-use rosenblatt::model::{Body, Hyperplane, Model};
-use rosenblatt::params::{Algo, Init, TrainParams};
-use rosenblatt::report::radius;
+use rosenblatt_backend::cpu::CpuBackend;
+use rosenblatt_backend::StopReason;
+use rosenblatt_core::data::{Dataset, Labels};
+use rosenblatt_core::params::{Algo, Init, TrainParams};
+use rosenblatt_train::algo;
+use rosenblatt_train::model::{Body, Hyperplane, Model};
+use rosenblatt_train::report::radius;
 
 #[test]
 fn both_algorithms_converge_on_separable_data() {
@@ -115,7 +115,10 @@ fn sign_of_zero_predicts_the_positive_class() {
     .unwrap();
     let s = m.decision_function(&ds, &CpuBackend::new()).unwrap();
     assert_eq!(s, vec![0.0, 0.0]);
-    assert_eq!(rosenblatt::model::Model::predict_index(&s), vec![1, 1]);
+    assert_eq!(
+        rosenblatt_train::model::Model::predict_index(&s),
+        vec![1, 1]
+    );
 }
 
 #[test]

@@ -8,11 +8,11 @@ use crate::common::train;
 
 use std::path::Path;
 
-use rosenblatt::backend::cpu::CpuBackend;
-use rosenblatt::data::{self, Dataset};
-use rosenblatt::experiment::committee_experiment;
-use rosenblatt::model::{Body, Model, ModelKind};
-use rosenblatt::params::{Algo, Mode, MulticlassStrategy, MulticlassUpdate, TrainParams};
+use rosenblatt_app::experiment::committee_experiment;
+use rosenblatt_backend::cpu::CpuBackend;
+use rosenblatt_core::data::{self, Dataset};
+use rosenblatt_core::params::{Algo, Mode, MulticlassStrategy, MulticlassUpdate, TrainParams};
+use rosenblatt_train::model::{Body, Model, ModelKind};
 
 fn accuracy(m: &Model, ds: &Dataset) -> f64 {
     m.evaluate(ds, &CpuBackend::new()).unwrap().accuracy
@@ -96,7 +96,7 @@ fn multiclass_reaches_high_accuracy_on_digits() {
 
 /// 2,000 training and 2,000 held-out points with 10% label noise.
 fn noisy(seed: u64) -> (Dataset, Dataset) {
-    let s = rosenblatt::data::synth::generate(&rosenblatt::data::synth::SynthSpec {
+    let s = rosenblatt_core::data::synth::generate(&rosenblatt_core::data::synth::SynthSpec {
         n: 4000,
         d: 20,
         margin: 0.1,
@@ -247,7 +247,7 @@ fn winnow_beats_the_perceptron_with_many_experts() {
 #[test]
 fn winnow_stays_finite_under_many_updates() {
     // Non-separable committee-like data and many epochs: log-space weights never overflow.
-    let (ds, _) = rosenblatt::data::synth::committee(500, 50, 5, 2).unwrap();
+    let (ds, _) = rosenblatt_core::data::synth::committee(500, 50, 5, 2).unwrap();
     let mut noisy = ds.clone();
     let l = noisy.labels.as_mut().unwrap();
     for i in (0..500).step_by(7) {
@@ -279,7 +279,7 @@ fn winnow_stays_finite_under_many_updates() {
 fn every_model_kind_round_trips_through_its_file() {
     let (tr, te) = common::digits();
     let (ntr, nte) = noisy(9);
-    let (committee, _) = rosenblatt::data::synth::committee(300, 40, 3, 1).unwrap();
+    let (committee, _) = rosenblatt_core::data::synth::committee(300, 40, 3, 1).unwrap();
     let cases: Vec<(&Dataset, &Dataset, TrainParams)> = vec![
         (&ntr, &nte, TrainParams::for_algo(Algo::Batch).epochs(5)),
         (&ntr, &nte, TrainParams::for_algo(Algo::Online).epochs(5)),
@@ -475,7 +475,7 @@ fn cli_family_options_and_errors() {
 
 #[test]
 fn batch_winnow_learns_committees() {
-    let (ds, panel) = rosenblatt::data::synth::committee(2000, 60, 5, 4).unwrap();
+    let (ds, panel) = rosenblatt_core::data::synth::committee(2000, 60, 5, 4).unwrap();
     let t = train(
         &ds,
         TrainParams::for_algo(Algo::Winnow)
@@ -541,7 +541,7 @@ fn xor_and_circles() -> (Dataset, Dataset) {
 
 #[test]
 fn rbf_kernel_separates_what_no_linear_rule_can() {
-    use rosenblatt::backend::Kernel;
+    use rosenblatt_backend::Kernel;
     let (xor, circles) = xor_and_circles();
     for (name, ds) in [("xor", &xor), ("circles", &circles)] {
         let lin = train(ds, TrainParams::for_algo(Algo::Batch).epochs(300));
@@ -610,7 +610,7 @@ fn linear_kernel_dual_is_the_primal_batch_perceptron() {
 
 #[test]
 fn kernel_models_round_trip_and_bad_kernel_parameters_are_refused() {
-    use rosenblatt::backend::Kernel;
+    use rosenblatt_backend::Kernel;
     let (_, circles) = xor_and_circles();
     for kernel in [
         Kernel::Rbf { gamma: 2.0 },
@@ -698,7 +698,7 @@ fn the_voted_perceptron_kept_as_steps_votes_as_every_vector_would() {
 
 #[test]
 fn novikoffs_bound_holds_on_every_run_of_a_margin_sweep() {
-    use rosenblatt::experiment::margin_experiment;
+    use rosenblatt_app::experiment::margin_experiment;
     let runs = margin_experiment(&[0.2, 0.05, 0.01], 5, 200, 3, 100_000, 7).unwrap();
     assert_eq!(runs.len(), 15);
     for r in &runs {
@@ -723,10 +723,10 @@ fn novikoffs_bound_holds_on_every_run_of_a_margin_sweep() {
 
 #[test]
 fn averaged_and_voted_beat_the_last_vector_epoch_after_epoch_on_noisy_data() {
-    use rosenblatt::experiment::averaging_experiment;
+    use rosenblatt_app::experiment::averaging_experiment;
     let rows = averaging_experiment(600, 10, 0.1, 8, 3).unwrap();
     assert_eq!(rows.len(), 8);
-    let mean = |f: fn(&rosenblatt::experiment::AveragingRow) -> f64| {
+    let mean = |f: fn(&rosenblatt_app::experiment::AveragingRow) -> f64| {
         rows.iter().map(f).sum::<f64>() / rows.len() as f64
     };
     let (last, avg, voted) = (mean(|r| r.last), mean(|r| r.averaged), mean(|r| r.voted));
@@ -743,8 +743,8 @@ fn averaged_and_voted_beat_the_last_vector_epoch_after_epoch_on_noisy_data() {
 
 #[test]
 fn the_complexity_experiment_times_every_size_and_fits_a_slope() {
-    use rosenblatt::backend::Backend;
-    use rosenblatt::experiment::{complexity_experiment, fitted_slope};
+    use rosenblatt_app::experiment::{complexity_experiment, fitted_slope};
+    use rosenblatt_backend::Backend;
     let cpu = CpuBackend::new();
     let rows = complexity_experiment(&[(500, 4), (2000, 8)], 3, &cpu, 1).unwrap();
     assert_eq!(rows.len(), 2);
@@ -889,9 +889,9 @@ fn steps_by_twin(
     s: usize,
     epochs: usize,
 ) -> Vec<f32> {
-    use rosenblatt::backend::steps::{CpuSteps, StepsBound, StepsSetup};
+    use rosenblatt_backend::steps::{CpuSteps, StepsBound, StepsSetup};
     let setup = StepsSetup {
-        rule: rosenblatt::backend::HeadRule::MulticlassArgmax,
+        rule: rosenblatt_backend::HeadRule::MulticlassArgmax,
         tau: 0.0,
         eta: 1.0,
         step_rows: b,
@@ -902,7 +902,7 @@ fn steps_by_twin(
         pa: None,
     };
     let yf: Vec<f32> = y.iter().map(|&c| c as f32).collect();
-    let rows = rosenblatt::backend::steps::StepRows {
+    let rows = rosenblatt_backend::steps::StepRows {
         x: x.into(),
         y: &yf,
         weights: None,
@@ -1097,7 +1097,7 @@ fn time_to_accuracy_trains_each_rule_for_each_budget_and_draws_them() {
     let points = v["points"].as_array().unwrap();
     // Two rules (the CPU's default and, without a GPU, the GPU's rule on the CPU), two budgets.
     assert_eq!(points.len(), 4, "{v}");
-    let (b, s) = rosenblatt::params::gpu_steps(v["n"].as_u64().unwrap() as usize);
+    let (b, s) = rosenblatt_core::params::gpu_steps(v["n"].as_u64().unwrap() as usize);
     for (i, pt) in points.iter().enumerate() {
         assert_eq!(pt["epochs"], [1, 3][i % 2], "{pt}");
         let acc = pt["accuracy"].as_f64().unwrap();

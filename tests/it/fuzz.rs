@@ -22,12 +22,12 @@ use std::time::{Duration, Instant};
 
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use rosenblatt::algo;
-use rosenblatt::backend::cpu::CpuBackend;
-use rosenblatt::data::hashing::Hashing;
-use rosenblatt::data::{self, Dataset, Format, Layout, LoadOptions};
-use rosenblatt::model::Model;
-use rosenblatt::params::{Algo, TrainParams};
+use rosenblatt_backend::cpu::CpuBackend;
+use rosenblatt_core::data::hashing::Hashing;
+use rosenblatt_core::data::{self, Dataset, Format, Layout, LoadOptions};
+use rosenblatt_core::params::{Algo, TrainParams};
+use rosenblatt_train::algo;
+use rosenblatt_train::model::Model;
 
 /// One seed: a file name (its extension picks the loader) and its bytes.
 struct Seed {
@@ -416,7 +416,7 @@ fn in_process_case(seed: &Seed, bytes: &[u8], rng: &mut ChaCha8Rng) -> Result<()
 }
 
 fn in_process(cases: usize, seed: u64) {
-    rosenblatt::limits::set_budget(256 << 20);
+    rosenblatt_core::limits::set_budget(256 << 20);
     let seeds = seeds();
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let mut failures = Vec::new();

@@ -11,15 +11,15 @@ use crate::common;
 
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use rosenblatt::algo::{self, Trained};
-use rosenblatt::backend::cpu::CpuBackend;
-use rosenblatt::backend::gpu::context::AdapterQuery;
-use rosenblatt::backend::gpu::ResidentOptions;
-use rosenblatt::backend::gpu::{GpuBackend, GpuOptions};
-use rosenblatt::backend::{Backend, DataView, StopReason};
-use rosenblatt::data::{Dataset, Labels};
-use rosenblatt::params::{Algo, TrainParams};
 use rosenblatt::Error;
+use rosenblatt_backend::cpu::CpuBackend;
+use rosenblatt_backend::gpu::context::AdapterQuery;
+use rosenblatt_backend::gpu::ResidentOptions;
+use rosenblatt_backend::gpu::{GpuBackend, GpuOptions};
+use rosenblatt_backend::{Backend, DataView, StopReason};
+use rosenblatt_core::data::{Dataset, Labels};
+use rosenblatt_core::params::{Algo, TrainParams};
+use rosenblatt_train::algo::{self, Trained};
 
 use common::{gpu, open_gpu as open};
 
@@ -195,7 +195,7 @@ fn data_split_over_many_bindings_matches_cpu() {
     // A row larger than the binding limit is refused with the sizes, not truncated.
     let ds = integer_data(4, 2000, 1);
     let f32_params = TrainParams {
-        storage: Some(rosenblatt::backend::Storage::F32),
+        storage: Some(rosenblatt_backend::Storage::F32),
         ..TrainParams::for_algo(Algo::Batch)
     };
     let p = f32_params.validate().unwrap();
@@ -483,7 +483,7 @@ fn cli_gpu_training_gives_the_cpu_model() {
     );
     let v: serde_json::Value = serde_json::from_str(common::stdout(&o).trim()).unwrap();
     let n = v["n"].as_u64().unwrap() as usize;
-    let (b, s) = rosenblatt::params::gpu_steps(n);
+    let (b, s) = rosenblatt_core::params::gpu_steps(n);
     assert!(b * s > 1, "{n} rows");
     assert_eq!(v["backend"], "gpu");
     assert_eq!(
@@ -572,7 +572,7 @@ fn integer_classes(n: usize, d: usize, k: usize, seed: u64) -> (Vec<f32>, Vec<f3
 
 #[test]
 fn multiclass_ovr_tau_pocket_and_average_are_bit_identical_to_cpu() {
-    use rosenblatt::backend::{BatchRule, HeadRule, Keep, TrainView};
+    use rosenblatt_backend::{BatchRule, HeadRule, Keep, TrainView};
     let Some(g) = gpu() else { return };
     let cpu = CpuBackend::new();
     let split = GpuOptions {
@@ -624,7 +624,7 @@ fn multiclass_ovr_tau_pocket_and_average_are_bit_identical_to_cpu() {
             let c = run(&cpu);
             for (name, gpu_backend) in [("gpu", g), ("gpu split", &gs)] {
                 let gp = run(gpu_backend);
-                let mistakes = |s: &[rosenblatt::backend::EpochStats]| {
+                let mistakes = |s: &[rosenblatt_backend::EpochStats]| {
                     s.iter()
                         .map(|e| (e.mistakes, e.wrong_rows))
                         .collect::<Vec<_>>()
@@ -649,11 +649,11 @@ fn multiclass_ovr_tau_pocket_and_average_are_bit_identical_to_cpu() {
 
 #[test]
 fn family_batch_forms_train_the_same_models_on_the_gpu() {
-    use rosenblatt::params::{Algo, Mode, MulticlassStrategy, MulticlassUpdate};
+    use rosenblatt_core::params::{Algo, Mode, MulticlassStrategy, MulticlassUpdate};
     let Some(g) = gpu() else { return };
     let cpu = CpuBackend::new();
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/digits.csv");
-    let digits = rosenblatt::data::load(&path, &Default::default()).unwrap();
+    let digits = rosenblatt_core::data::load(&path, &Default::default()).unwrap();
     let binary = integer_data(3000, 12, 5);
     let cases: Vec<(&Dataset, TrainParams)> = vec![
         (&digits, TrainParams::for_algo(Algo::Multiclass)),
@@ -697,10 +697,10 @@ fn family_batch_forms_train_the_same_models_on_the_gpu() {
 
 #[test]
 fn batch_winnow_on_the_gpu_agrees_with_the_cpu() {
-    use rosenblatt::params::{Algo, Mode};
+    use rosenblatt_core::params::{Algo, Mode};
     let Some(g) = gpu() else { return };
     let cpu = CpuBackend::new();
-    let (ds, _) = rosenblatt::data::synth::committee(1500, 41, 5, 8).unwrap();
+    let (ds, _) = rosenblatt_core::data::synth::committee(1500, 41, 5, 8).unwrap();
     let p = TrainParams::for_algo(Algo::Winnow)
         .mode(Mode::Batch)
         .lr(0.005)
@@ -731,8 +731,8 @@ fn batch_winnow_on_the_gpu_agrees_with_the_cpu() {
 
 #[test]
 fn kernel_scores_on_the_gpu_match_the_cpu() {
-    use rosenblatt::backend::Kernel;
-    use rosenblatt::params::Algo;
+    use rosenblatt_backend::Kernel;
+    use rosenblatt_core::params::Algo;
     let Some(g) = gpu() else { return };
     let cpu = CpuBackend::new();
     // Integer data: linear and poly scores are exact on both, so bit-identical; rbf within
@@ -788,7 +788,7 @@ fn kernel_scores_on_the_gpu_match_the_cpu() {
 
 #[test]
 fn voted_models_with_many_vectors_score_on_the_gpu_in_blocks() {
-    use rosenblatt::params::Algo;
+    use rosenblatt_core::params::Algo;
     let Some(g) = gpu() else { return };
     let cpu = CpuBackend::new();
     // Noisy integer data: the voted perceptron keeps one vector per mistake, far more than the
@@ -799,7 +799,7 @@ fn voted_models_with_many_vectors_score_on_the_gpu_in_blocks() {
         .validate()
         .unwrap();
     let t = algo::train(&ds, &p, &cpu, None, &mut ()).unwrap();
-    let rosenblatt::model::Body::Voted(v) = t.model.body() else {
+    let rosenblatt_train::model::Body::Voted(v) = t.model.body() else {
         panic!("not voted")
     };
     let vectors = v.vectors();
@@ -829,7 +829,7 @@ fn streamed_x_gives_the_resident_results() {
 }
 
 fn streamed_x_gives_the_resident_results_with(mapped: bool, in_place: Option<bool>) {
-    use rosenblatt::backend::{
+    use rosenblatt_backend::{
         BatchRule, FeatureBuf, HeadRule, Keep, Matrix, Storage, TrainView, ValView,
     };
     let Some(_) = gpu() else { return };
@@ -938,7 +938,7 @@ fn stepped_training_on_the_gpu_equals_the_cpu() {
     let Some(g) = gpu() else { return };
     let cpu = CpuBackend::new();
     let dense = integer_data(600, 6, 5);
-    let csr = rosenblatt::backend::CsrBuf::from_dense(&dense.x.values(), dense.d);
+    let csr = rosenblatt_backend::CsrBuf::from_dense(&dense.x.values(), dense.d);
     let sparse = Dataset::from_matrix(csr.into(), dense.n, dense.d, dense.labels.clone(), "s");
     let classes = dense.labels.as_ref().unwrap().classes.clone();
     for (ds, b, s, held, weighed) in [
@@ -953,8 +953,8 @@ fn stepped_training_on_the_gpu_equals_the_cpu() {
         // Weighed: one class's rows step three times as far.)
         let what = format!("B {b} S {s}, sparse {}", ds.x.is_sparse());
         let cw = weighed
-            .then(|| rosenblatt::params::ClassWeight::Given(vec![(classes[0].clone(), 3.0)]));
-        let p = TrainParams::for_algo(rosenblatt::params::Algo::Averaged)
+            .then(|| rosenblatt_core::params::ClassWeight::Given(vec![(classes[0].clone(), 3.0)]));
+        let p = TrainParams::for_algo(rosenblatt_core::params::Algo::Averaged)
             .epochs(6)
             .patience(if held { 2 } else { 0 })
             .validation_fraction(held.then_some(0.25))
@@ -987,13 +987,13 @@ fn passive_aggressive_trains_on_the_gpu() {
     let Some(g) = gpu() else { return };
     let cpu = CpuBackend::new();
     let dense = integer_data(900, 6, 8);
-    let csr = rosenblatt::backend::CsrBuf::from_dense(&dense.x.values(), dense.d);
+    let csr = rosenblatt_backend::CsrBuf::from_dense(&dense.x.values(), dense.d);
     let sparse = Dataset::from_matrix(csr.into(), dense.n, dense.d, dense.labels.clone(), "s");
     for (ds, b, s) in [(&dense, 4, 2), (&sparse, 2, 4), (&dense, 1, 1)] {
         let what = format!("B {b} S {s}, sparse {}", ds.x.is_sparse());
         let p = TrainParams {
-            passive_aggressive: Some(rosenblatt::params::PassiveAggressive::default()),
-            ..TrainParams::for_algo(rosenblatt::params::Algo::PassiveAggressive)
+            passive_aggressive: Some(rosenblatt_core::params::PassiveAggressive::default()),
+            ..TrainParams::for_algo(rosenblatt_core::params::Algo::PassiveAggressive)
         }
         .epochs(3)
         .patience(0)

@@ -9,8 +9,8 @@ use crate::common;
 
 use std::path::{Path, PathBuf};
 
-use rosenblatt::backend::cpu::CpuBackend;
-use rosenblatt::model::{Model, ModelKind};
+use rosenblatt_backend::cpu::CpuBackend;
+use rosenblatt_train::model::{Model, ModelKind};
 
 fn fixtures() -> PathBuf {
     fixtures_of("v1")
@@ -358,7 +358,7 @@ fn invalid_models_are_refused_whole_with_the_reason() {
 #[test]
 fn a_model_that_loads_predicts_one_line_per_row() {
     // Every fixture, on data with the model's feature count but a different row count.
-    let ds = rosenblatt::data::Dataset::new(
+    let ds = rosenblatt_core::data::Dataset::new(
         (0..7 * 3).map(|i| (i % 5) as f32 - 2.0).collect(),
         7,
         3,
@@ -562,17 +562,17 @@ fn v5_hashing_loads_predicts_raw_text_as_recorded_and_is_checked_whole() {
 fn a_scaled_model_scores_block_by_block_as_one_scaled_copy() {
     // 100 rows of 70,000 features: the model scales 59 rows (16 MiB) at a time when it
     // scores, never all of X, and gives the bits of scoring one scaled copy.
-    use rosenblatt::params::{Scale, TrainParams};
+    use rosenblatt_core::params::{Scale, TrainParams};
     let (n, d) = (100, 70_000);
     let x: Vec<f32> = (0..n * d)
         .map(|i| ((i * 7919 % 13) as f32 - 6.0) * (1 + i % d % 5) as f32)
         .collect();
     let names: Vec<String> = (0..n).map(|i| ((i * 31 % 7) % 2).to_string()).collect();
-    let ds = rosenblatt::data::Dataset::new(
+    let ds = rosenblatt_core::data::Dataset::new(
         x,
         n,
         d,
-        Some(rosenblatt::data::Labels::from_names(&names)),
+        Some(rosenblatt_core::data::Labels::from_names(&names)),
         "rows",
     );
     let params = TrainParams::for_algo(rosenblatt::Algo::Batch)
@@ -580,7 +580,7 @@ fn a_scaled_model_scores_block_by_block_as_one_scaled_copy() {
         .epochs(2)
         .validate()
         .unwrap();
-    let t = rosenblatt::algo::train(&ds, &params, &CpuBackend::new(), None, &mut ()).unwrap();
+    let t = rosenblatt_train::algo::train(&ds, &params, &CpuBackend::new(), None, &mut ()).unwrap();
     let blocks = t.model.raw_scores(&ds, &CpuBackend::new()).unwrap();
     let mut x = ds.x.clone();
     t.model
@@ -591,10 +591,10 @@ fn a_scaled_model_scores_block_by_block_as_one_scaled_copy() {
             n,
             d,
             &ds.source,
-            rosenblatt::data::scale::Overflow::Saturate,
+            rosenblatt_core::data::scale::Overflow::Saturate,
         )
         .unwrap();
-    let whole = rosenblatt::data::Dataset::from_matrix(x, n, d, None, ds.source.clone());
+    let whole = rosenblatt_core::data::Dataset::from_matrix(x, n, d, None, ds.source.clone());
     let copy = t
         .model
         .scores_of_scaled(&whole, &CpuBackend::new())
@@ -612,8 +612,8 @@ fn rows_in_memory_score_as_the_data_set_does_bit_for_bit() {
     // at a time, never a data set) against `raw_scores` on the CPU backend, for binary,
     // multiclass and one-vs-rest models, unscaled and with each scaling, f32 and f64 rows,
     // 1 row, a block's worth and more than one thread's share (257 features, 700 rows).
-    use rosenblatt::model::DenseRows;
-    use rosenblatt::params::{Algo, MulticlassStrategy, Scale, TrainParams};
+    use rosenblatt_core::params::{Algo, MulticlassStrategy, Scale, TrainParams};
+    use rosenblatt_train::model::DenseRows;
     let (n, d) = (700, 257);
     let x: Vec<f32> = (0..n * d)
         .map(|i| ((i * 7919 % 13) as f32 - 6.0) * 0.37 * (1 + i % d % 5) as f32)
@@ -628,11 +628,11 @@ fn rows_in_memory_score_as_the_data_set_does_bit_for_bit() {
         let names: Vec<String> = (0..n)
             .map(|i| ((x[i * d] + x[i * d + 1] > 0.0) as usize + 2 * (i % (k / 2))).to_string())
             .collect();
-        let ds = rosenblatt::data::Dataset::new(
+        let ds = rosenblatt_core::data::Dataset::new(
             x.clone(),
             n,
             d,
-            Some(rosenblatt::data::Labels::from_names(&names)),
+            Some(rosenblatt_core::data::Labels::from_names(&names)),
             "rows",
         );
         for scale in [Scale::None, Scale::Maxabs, Scale::Standard, Scale::Minmax] {
@@ -642,11 +642,16 @@ fn rows_in_memory_score_as_the_data_set_does_bit_for_bit() {
                 .epochs(3)
                 .validate()
                 .unwrap();
-            let t = rosenblatt::algo::train(&ds, &params, &cpu, None, &mut ()).unwrap();
+            let t = rosenblatt_train::algo::train(&ds, &params, &cpu, None, &mut ()).unwrap();
             let m = &t.model;
             for rows in [1, 63, n] {
-                let part =
-                    rosenblatt::data::Dataset::new(x[..rows * d].to_vec(), rows, d, None, "rows");
+                let part = rosenblatt_core::data::Dataset::new(
+                    x[..rows * d].to_vec(),
+                    rows,
+                    d,
+                    None,
+                    "rows",
+                );
                 let want = m.raw_scores(&part, &cpu).unwrap();
                 let got = m
                     .scores_of_rows(DenseRows::F32(&x[..rows * d]), rows, Path::new("rows"))
@@ -673,7 +678,7 @@ fn rows_in_memory_score_as_the_data_set_does_bit_for_bit() {
     }
     // A value that is not finite is an error naming its row and column (from 0); so is an
     // f64 past f32's range; a row count that disagrees with the values is refused.
-    let t = rosenblatt::algo::train(
+    let t = rosenblatt_train::algo::train(
         &common::separable(50, 3, 0.1, 1).data,
         &TrainParams::for_algo(Algo::Batch).validate().unwrap(),
         &cpu,

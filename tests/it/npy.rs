@@ -6,7 +6,7 @@ use crate::common;
 use std::io::Write;
 use std::path::Path;
 
-use rosenblatt::data::{self, LoadOptions};
+use rosenblatt_core::data::{self, LoadOptions};
 
 /// The bytes of a version-1 .npy file.
 fn npy(descr: &str, fortran: bool, shape: &[usize], data: &[u8]) -> Vec<u8> {
@@ -134,7 +134,7 @@ fn npy_features_in_both_orders_with_npy_labels() {
         if mapped {
             assert_ne!(
                 ds.view().storage(),
-                rosenblatt::backend::Storage::F32,
+                rosenblatt_backend::Storage::F32,
                 "{name}"
             );
         }

@@ -8,10 +8,12 @@ use crate::common::train;
 use std::path::Path;
 
 use approx::assert_abs_diff_eq;
-use rosenblatt::backend::cpu::CpuBackend;
-use rosenblatt::data::{self, Dataset};
-use rosenblatt::model::Body;
-use rosenblatt::params::{Algo, MulticlassStrategy, PaVariant, PassiveAggressive, TrainParams};
+use rosenblatt_backend::cpu::CpuBackend;
+use rosenblatt_core::data::{self, Dataset};
+use rosenblatt_core::params::{
+    Algo, MulticlassStrategy, PaVariant, PassiveAggressive, TrainParams,
+};
+use rosenblatt_train::model::Body;
 
 fn pa(variant: PaVariant, c: f32) -> TrainParams {
     TrainParams {
@@ -176,8 +178,8 @@ fn cli_trains_saves_predicts_and_refuses_what_pa_does_not_take() {
 /// their step from `backend::pa_rule`.
 #[test]
 fn passive_aggressive_in_one_step_of_one_row_is_the_sequential_rule() {
-    use rosenblatt::backend::steps::{CpuSteps, StepRows, StepsBound, StepsSetup};
-    use rosenblatt::backend::{CsrBuf, HeadRule};
+    use rosenblatt_backend::steps::{CpuSteps, StepRows, StepsBound, StepsSetup};
+    use rosenblatt_backend::{CsrBuf, HeadRule};
     for (variant, c) in [
         (PaVariant::Pa, 1.0),
         (PaVariant::Pa1, 0.5),
@@ -243,8 +245,8 @@ fn passive_aggressive_in_one_step_of_one_row_is_the_sequential_rule() {
 /// size (only the GPU's kernels cap a step's scores).
 #[test]
 fn stepped_rows_are_checked_and_the_twin_takes_any_step() {
-    use rosenblatt::backend::steps::{CpuSteps, StepRows, StepX, StepsSetup};
-    use rosenblatt::backend::{HeadRule, PaSize};
+    use rosenblatt_backend::steps::{CpuSteps, StepRows, StepX, StepsSetup};
+    use rosenblatt_backend::{HeadRule, PaSize};
     let setup = StepsSetup {
         rule: HeadRule::Binary,
         tau: 0.0,

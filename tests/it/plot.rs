@@ -842,9 +842,9 @@ fn one_vs_rest_mistakes_are_counted_per_head_and_said_so() {
 }
 
 /// Records every step of a training run, as `train --animate` does.
-struct Rec(rosenblatt::plot::Recording);
+struct Rec(rosenblatt_app::plot::Recording);
 
-impl rosenblatt::algo::Progress for Rec {
+impl rosenblatt_train::algo::Progress for Rec {
     fn wants_snapshots(&self) -> bool {
         true
     }
@@ -855,10 +855,10 @@ impl rosenblatt::algo::Progress for Rec {
 
 #[test]
 fn animations_start_at_start_end_on_the_saved_model_and_thin_evenly() {
-    use rosenblatt::algo;
-    use rosenblatt::backend::cpu::CpuBackend;
-    use rosenblatt::params::{Algo, Mode, TrainParams};
-    use rosenblatt::plot::{animation_frame, Recording, MAX_FRAMES};
+    use rosenblatt_app::plot::{animation_frame, Recording, MAX_FRAMES};
+    use rosenblatt_backend::cpu::CpuBackend;
+    use rosenblatt_core::params::{Algo, Mode, TrainParams};
+    use rosenblatt_train::algo;
     let dir = tempfile::tempdir().unwrap();
     let p = dir.path();
     let s = common::separable(300, 2, 0.02, 5);

@@ -10,14 +10,14 @@ use std::path::Path;
 
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use rosenblatt::algo::{self, stratified_split, Holdout, Problem};
-use rosenblatt::backend::cpu::CpuBackend;
-use rosenblatt::backend::{Backend, StopReason};
-use rosenblatt::data::scale::Scaler;
-use rosenblatt::data::synth::{generate, SynthSpec};
-use rosenblatt::data::{Dataset, Labels};
-use rosenblatt::model::Model;
-use rosenblatt::params::{Algo, ClassWeight, Mode, Scale, TrainParams};
+use rosenblatt_backend::cpu::CpuBackend;
+use rosenblatt_backend::{Backend, StopReason};
+use rosenblatt_core::data::scale::Scaler;
+use rosenblatt_core::data::synth::{generate, SynthSpec};
+use rosenblatt_core::data::{Dataset, Labels};
+use rosenblatt_core::params::{Algo, ClassWeight, Mode, Scale, TrainParams};
+use rosenblatt_train::algo::{self, stratified_split, Holdout, Problem};
+use rosenblatt_train::model::Model;
 
 /// Generated data with `noise` of the labels flipped (not separable when noise > 0).
 fn noisy(n: usize, d: usize, noise: f32, seed: u64) -> Dataset {
@@ -391,7 +391,7 @@ fn the_voted_perceptron_handles_more_than_two_classes() {
     let cpu = CpuBackend::new();
     let t = algo::train(&ds, &p, &cpu, None, &mut ()).unwrap();
     let v = match t.model.body() {
-        rosenblatt::model::Body::Voted(v) => v.clone(),
+        rosenblatt_train::model::Body::Voted(v) => v.clone(),
         b => panic!("not voted: {b:?}"),
     };
     assert_eq!(v.heads(), 3);
@@ -426,7 +426,7 @@ fn the_voted_perceptron_handles_more_than_two_classes() {
     let c = algo::train(&ds, &capped, &cpu, None, &mut ()).unwrap();
     assert_eq!(c.report.stop_reason, StopReason::MaxVectors);
     match c.model.body() {
-        rosenblatt::model::Body::Voted(v) => assert_eq!(v.vectors(), 30),
+        rosenblatt_train::model::Body::Voted(v) => assert_eq!(v.vectors(), 30),
         b => panic!("not voted: {b:?}"),
     }
 }
@@ -584,9 +584,9 @@ fn online_rules_scale_rows_as_they_read_them_with_the_bits_of_a_scaled_copy() {
     // The online rules read X as given and scale each row they visit (no scaled copy of X):
     // the model, its report and its scores are those of training unscaled on a scaled copy
     // made by hand, to the bit, dense and sparse, for every online rule and scaling.
-    use rosenblatt::backend::{CsrBuf, MatrixBuf};
-    use rosenblatt::data::{Dataset, Labels};
-    use rosenblatt::params::{Algo, Mode, Scale, TrainParams};
+    use rosenblatt_backend::{CsrBuf, MatrixBuf};
+    use rosenblatt_core::data::{Dataset, Labels};
+    use rosenblatt_core::params::{Algo, Mode, Scale, TrainParams};
     let (n, d) = (300, 12);
     let x: Vec<f32> = (0..n * d)
         .map(|i| {
@@ -669,14 +669,14 @@ fn online_rules_scale_rows_as_they_read_them_with_the_bits_of_a_scaled_copy() {
             n,
             d,
             std::path::Path::new("rows"),
-            rosenblatt::data::scale::Overflow::Error,
+            rosenblatt_core::data::scale::Overflow::Error,
         )
         .unwrap();
         let scaled: Vec<f32> = scaled.values().into_owned();
         let by_hand = algo::train(&data(&scaled), &p(Scale::None), &cpu, None, &mut ()).unwrap();
         // The model file without its report (which holds the times): every weight and the
         // scaling, written in the shortest form that reads back to the same f32.
-        let bits = |m: &rosenblatt::model::Model| -> serde_json::Value {
+        let bits = |m: &rosenblatt_train::model::Model| -> serde_json::Value {
             let mut buf = Vec::new();
             m.write(&mut buf).unwrap();
             let mut v: serde_json::Value = serde_json::from_slice(&buf).unwrap();

@@ -8,7 +8,7 @@ use std::path::Path;
 use std::process::{Command, Output, Stdio};
 
 use common::{run, stderr, stdout, write};
-use rosenblatt::model::Model;
+use rosenblatt_train::model::Model;
 
 fn bin() -> &'static str {
     env!("CARGO_BIN_EXE_rosenblatt")
@@ -586,10 +586,10 @@ fn interrupted_runs_leave_no_temporary_files() {
 
 #[test]
 fn averaged_perceptron_stays_exact_past_2_to_the_24_steps() {
-    use rosenblatt::algo;
-    use rosenblatt::backend::cpu::CpuBackend;
-    use rosenblatt::data::{Dataset, Labels};
-    use rosenblatt::params::{Algo, TrainParams};
+    use rosenblatt_backend::cpu::CpuBackend;
+    use rosenblatt_core::data::{Dataset, Labels};
+    use rosenblatt_core::params::{Algo, TrainParams};
+    use rosenblatt_train::algo;
     // Three integer rows that no line separates: the online perceptron never converges.
     let x = vec![1.0f32, 2.0, -1.0];
     let names = ["pos", "neg", "neg"];
@@ -736,7 +736,7 @@ fn temporaries_of_killed_runs_are_removed_by_the_next_write() {
         .unwrap();
     child.wait().unwrap();
     let killed = temps();
-    let host = rosenblatt::output::machine_tag();
+    let host = rosenblatt_core::output::machine_tag();
     assert_eq!(killed.len(), 1, "{killed:?}");
     assert!(
         killed[0].starts_with(&format!(".rosenblatt-{host}-{killed_pid}-")),
@@ -1006,7 +1006,7 @@ fn outputs_killed_anywhere_are_old_or_whole_and_their_temporaries_go() {
             let whole = match which {
                 0 => got == new[0],
                 1 => got == new[1 + i],
-                _ => rosenblatt::model::Model::load(&p.join(t)).is_ok(),
+                _ => rosenblatt_train::model::Model::load(&p.join(t)).is_ok(),
             };
             assert!(
                 got == old || whole,

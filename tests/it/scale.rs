@@ -10,10 +10,10 @@ use std::path::Path;
 
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use rosenblatt::algo;
-use rosenblatt::backend::cpu::CpuBackend;
-use rosenblatt::data::{self, npy, LoadOptions};
-use rosenblatt::params::TrainParams;
+use rosenblatt_backend::cpu::CpuBackend;
+use rosenblatt_core::data::{self, npy, LoadOptions};
+use rosenblatt_core::params::TrainParams;
+use rosenblatt_train::algo;
 
 /// Writes `n` x `d` integer features in -3..=3 (row by row, never all in memory) and labels
 /// from a fixed integer hyperplane with 5% flipped.
@@ -66,7 +66,7 @@ fn a_mapped_npy_larger_than_the_budget_trains_like_in_memory() {
         .validate()
         .unwrap();
     let cpu = CpuBackend::new();
-    rosenblatt::limits::set_budget(16 << 20);
+    rosenblatt_core::limits::set_budget(16 << 20);
     let before = common::rss_anon();
     let mapped = data::load(&p.join("x.npy"), &opts).unwrap();
     assert!(mapped.x.is_mapped(), "a float32 C-order .npy is mapped");
@@ -84,7 +84,7 @@ fn a_mapped_npy_larger_than_the_budget_trains_like_in_memory() {
     // place: the same model, anonymous memory as small.
     let before = common::rss_anon();
     let m8 = data::load(&p.join("x8.npy"), &opts).unwrap();
-    assert!(m8.x.is_mapped() && m8.view().storage() == rosenblatt::backend::Storage::I8);
+    assert!(m8.x.is_mapped() && m8.view().storage() == rosenblatt_backend::Storage::I8);
     let t8 = algo::train(&m8, &params, &cpu, None, &mut ()).unwrap();
     if let (Some(a), Some(b)) = (before, common::rss_anon()) {
         let grown = b.saturating_sub(a);
@@ -103,7 +103,7 @@ fn a_mapped_npy_larger_than_the_budget_trains_like_in_memory() {
         .to_string();
     assert!(e.contains("x.npy"), "{e}");
     // ...and with the budget lifted it trains the same model.
-    rosenblatt::limits::set_budget(0);
+    rosenblatt_core::limits::set_budget(0);
     let in_memory = npy::parse_npy(&p.join("x.npy"), &bytes, Some(&p.join("y.npy"))).unwrap();
     drop(bytes);
     assert!(!in_memory.x.is_mapped());

@@ -9,8 +9,8 @@
 use std::io::Write;
 
 use naga::valid::{Capabilities, ShaderStages, SubgroupOperationSet, ValidationFlags, Validator};
-use rosenblatt::backend::gpu::batch::{batch_source, Entry, LaneSums, Shape};
-use rosenblatt::backend::gpu::plan::{reachable_shapes, GL_KT_CAP};
+use rosenblatt_backend::gpu::batch::{batch_source, Entry, LaneSums, Shape};
+use rosenblatt_backend::gpu::plan::{reachable_shapes, GL_KT_CAP};
 
 fn validator(subgroups: bool) -> Validator {
     let caps = if subgroups {
@@ -55,12 +55,12 @@ fn all_shaders_parse_and_validate() {
     for lanes in LaneSums::ALL {
         let subgroups = lanes.needs_subgroups();
         module(&batch_source(lanes), subgroups, "batch module");
-        let steps = rosenblatt::backend::gpu::steps::steps_source(lanes);
+        let steps = rosenblatt_backend::gpu::steps::steps_source(lanes);
         module(&steps, subgroups, "stepped module");
         checked += 2;
     }
     {
-        let csr = rosenblatt::backend::gpu::steps::steps_csr_source();
+        let csr = rosenblatt_backend::gpu::steps::steps_csr_source();
         module(&csr, false, "stepped module for sparse rows");
         checked += 1;
     }
@@ -281,7 +281,7 @@ fn spirv_validate(
 /// memory the host counts; the modules by threads (dense and sparse rows) translate too.
 #[test]
 fn stepped_specialisations_translate() {
-    use rosenblatt::backend::gpu::steps::{steps_csr_source, steps_source, LanesShape};
+    use rosenblatt_backend::gpu::steps::{steps_csr_source, steps_source, LanesShape};
     let val = spirv_val();
     let dir = tempfile::tempdir().unwrap();
     let (m, info) = module(

@@ -10,16 +10,16 @@ use crate::common;
 use common::{run, stderr, stdout};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use rosenblatt::algo;
-use rosenblatt::backend::cpu::CpuBackend;
-use rosenblatt::backend::gpu::{GpuBackend, GpuOptions, ResidentOptions};
-use rosenblatt::backend::reference::ReferenceBackend;
-use rosenblatt::backend::{
+use rosenblatt_backend::cpu::CpuBackend;
+use rosenblatt_backend::gpu::{GpuBackend, GpuOptions, ResidentOptions};
+use rosenblatt_backend::reference::ReferenceBackend;
+use rosenblatt_backend::{
     Backend, BatchRule, CsrBuf, CsrView, EpochStats, Extras, FeatureBuf, HeadRule, Keep, Kernel,
     Matrix, Storage, TrainView, Update, ValView,
 };
-use rosenblatt::data::{Dataset, Labels};
-use rosenblatt::params::{Algo, Mode, Scale, TrainParams};
+use rosenblatt_core::data::{Dataset, Labels};
+use rosenblatt_core::params::{Algo, Mode, Scale, TrainParams};
+use rosenblatt_train::algo;
 
 use common::gpu;
 

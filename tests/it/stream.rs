@@ -8,9 +8,8 @@ use std::io::Write;
 use std::path::Path;
 use std::process::{Command, Stdio};
 
-use rosenblatt::{
-    data, Algo, Hashing, LoadOptions, Mode, MulticlassStrategy, TrainParams, Trainer,
-};
+use rosenblatt::{Algo, Hashing, LoadOptions, Mode, MulticlassStrategy, TrainParams, Trainer};
+use rosenblatt_core::data;
 
 use crate::common::{run, stderr, stdout};
 

@@ -15,8 +15,8 @@ use crate::common;
 
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use rosenblatt::backend::gpu::{GpuBackend, GpuOptions, ResidentOptions};
-use rosenblatt::backend::{
+use rosenblatt_backend::gpu::{GpuBackend, GpuOptions, ResidentOptions};
+use rosenblatt_backend::{
     Backend, BatchRule, FeatureBuf, HeadRule, Keep, KernelProfile, Storage, TrainView, ValView,
 };
 
@@ -88,7 +88,7 @@ fn partial_allowance(g: &GpuBackend, p: &KernelProfile, len: usize) -> u64 {
 /// Partial-sum words (written and read) of the device's grid floor with `len` sums a
 /// partial: 0 on a software adapter (floor 1: the 2% share decides there).
 fn floor_partials(g: &GpuBackend, len: usize) -> u64 {
-    use rosenblatt::backend::gpu::plan::{device_workgroups, grid_floor};
+    use rosenblatt_backend::gpu::plan::{device_workgroups, grid_floor};
     let info = &g.context().info;
     let software = info.device_type == wgpu::DeviceType::Cpu;
     match grid_floor(device_workgroups(info), software.then_some(1)) {
@@ -332,7 +332,7 @@ fn sparse_rows(
     per_row: usize,
     skewed: bool,
     seed: u64,
-) -> (rosenblatt::backend::CsrBuf, usize) {
+) -> (rosenblatt_backend::CsrBuf, usize) {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let mut x = vec![0f32; n * d];
     for row in x.chunks_exact_mut(d) {
@@ -343,7 +343,7 @@ fn sparse_rows(
             row[rng.random_range(1..d)] = rng.random_range(1..=3) as f32;
         }
     }
-    let c = rosenblatt::backend::CsrBuf::from_dense(&x, d);
+    let c = rosenblatt_backend::CsrBuf::from_dense(&x, d);
     let nnz = c.view().nnz();
     (c, nnz)
 }
@@ -372,7 +372,7 @@ fn the_sparse_epoch_loads_each_non_zero_at_most_twice_for_every_head_count() {
         let packed = FeatureBuf::pack(c.view().values.to_f32().as_ref(), storage).unwrap();
         let (_, y) = data(n, 1, heads, 7);
         let view = TrainView::new(
-            rosenblatt::backend::Matrix::Csr(c.view_with(packed.view())),
+            rosenblatt_backend::Matrix::Csr(c.view_with(packed.view())),
             &y,
             n,
             d,
@@ -416,7 +416,7 @@ fn a_column_holding_half_the_entries_is_not_walked_by_one_thread() {
         assert!(nnz < 2 * n + 1, "column 0 holds more than half of {nnz}");
         let (_, y) = data(n, 1, heads, 8);
         let view = TrainView::new(
-            rosenblatt::backend::Matrix::Csr(c.view()),
+            rosenblatt_backend::Matrix::Csr(c.view()),
             &y,
             n,
             d,
@@ -435,14 +435,14 @@ fn a_column_holding_half_the_entries_is_not_walked_by_one_thread() {
     }
 }
 
-static CPU: rosenblatt::backend::cpu::CpuBackend = rosenblatt::backend::cpu::CpuBackend;
+static CPU: rosenblatt_backend::cpu::CpuBackend = rosenblatt_backend::cpu::CpuBackend;
 
 /// Four epochs of `rule` from zero weights on `b`: each epoch's training and held-out mistakes,
 /// the weights and the extras (pocket, stop state).
 type Epochs4 = (
     Vec<(u64, Option<u64>)>,
     Vec<f32>,
-    rosenblatt::backend::Extras,
+    rosenblatt_backend::Extras,
 );
 
 fn four_epochs(b: &dyn Backend, view: TrainView<'_>) -> Epochs4 {
@@ -481,17 +481,17 @@ fn a_row_holding_half_the_entries_is_not_walked_by_a_few_threads() {
                 row[rng.random_range(0..d)] = rng.random_range(1..=3) as f32;
             }
         }
-        let c = rosenblatt::backend::CsrBuf::from_dense(&x, d);
+        let c = rosenblatt_backend::CsrBuf::from_dense(&x, d);
         let (_, y) = data(n, 1, heads, 9);
         let (_, yv) = data(n, 1, heads, 10);
         let view = TrainView {
             val: Some(ValView {
-                x: rosenblatt::backend::Matrix::Csr(c.view()),
+                x: rosenblatt_backend::Matrix::Csr(c.view()),
                 y: &yv,
                 n,
             }),
             ..TrainView::new(
-                rosenblatt::backend::Matrix::Csr(c.view()),
+                rosenblatt_backend::Matrix::Csr(c.view()),
                 &y,
                 n,
                 d,

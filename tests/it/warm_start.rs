@@ -6,11 +6,11 @@ use crate::common;
 
 use std::path::Path;
 
-use rosenblatt::algo;
-use rosenblatt::backend::cpu::CpuBackend;
-use rosenblatt::backend::Backend;
-use rosenblatt::model::Model;
-use rosenblatt::params::{Algo, MulticlassStrategy, TrainParams};
+use rosenblatt_backend::cpu::CpuBackend;
+use rosenblatt_backend::Backend;
+use rosenblatt_core::params::{Algo, MulticlassStrategy, TrainParams};
+use rosenblatt_train::algo;
+use rosenblatt_train::model::Model;
 
 fn check_n_plus_m(backend: &dyn Backend, name: &str) {
     for (k, algo, ovr) in [

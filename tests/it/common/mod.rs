@@ -7,9 +7,9 @@ use std::sync::OnceLock;
 
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use rosenblatt::backend::gpu::{GpuBackend, GpuOptions};
-use rosenblatt::data::synth::{generate, SynthSpec, Synthetic};
-use rosenblatt::data::{Dataset, Labels};
+use rosenblatt_backend::gpu::{GpuBackend, GpuOptions};
+use rosenblatt_core::data::synth::{generate, SynthSpec, Synthetic};
+use rosenblatt_core::data::{Dataset, Labels};
 
 /// Generated separable data.
 pub fn separable(n: usize, d: usize, margin: f32, seed: u64) -> Synthetic {
@@ -142,11 +142,14 @@ pub fn rss_anon() -> Option<u64> {
 }
 
 /// Trains `p` on the CPU, unwrapping every error.
-pub fn train(ds: &Dataset, p: rosenblatt::params::TrainParams) -> rosenblatt::algo::Trained {
-    rosenblatt::algo::train(
+pub fn train(
+    ds: &Dataset,
+    p: rosenblatt_core::params::TrainParams,
+) -> rosenblatt_train::algo::Trained {
+    rosenblatt_train::algo::train(
         ds,
         &p.validate().unwrap(),
-        &rosenblatt::backend::cpu::CpuBackend::new(),
+        &rosenblatt_backend::cpu::CpuBackend::new(),
         None,
         &mut (),
     )
@@ -173,7 +176,8 @@ pub fn split(ds: &Dataset, test: bool) -> Dataset {
 /// scikit-learn's digits (tests/data/digits.csv) split by [`split`]: (training, held out).
 pub fn digits() -> (Dataset, Dataset) {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/digits.csv");
-    let ds = rosenblatt::data::load(&path, &rosenblatt::data::LoadOptions::default()).unwrap();
+    let ds =
+        rosenblatt_core::data::load(&path, &rosenblatt_core::data::LoadOptions::default()).unwrap();
     assert_eq!((ds.n, ds.d), (1797, 64));
     assert_eq!(ds.labels.as_ref().unwrap().classes.len(), 10);
     (split(&ds, false), split(&ds, true))
