@@ -884,6 +884,7 @@ fn hash_vw<'py>(
                 HashSign::Unsigned
             },
             quadratic,
+            ..Hashing::default()
         }),
         ..LoadOptions::default()
     };

@@ -413,22 +413,28 @@ pub(crate) struct DataArgs {
     pub(crate) hash: HashArgs,
 }
 
-/// How Vowpal Wabbit input's raw features are hashed (train; predict and eval take the
-/// model's).
+/// How raw features are hashed: Vowpal Wabbit input, or CSV with categorical columns
+/// (train; predict and eval take the model's).
 #[derive(Args, Debug, Clone, Default)]
 pub(crate) struct HashArgs {
-    /// Vowpal Wabbit input: hash the features into 2^B columns (1 to 28; default 18, as
-    /// Vowpal Wabbit's -b).
+    /// Vowpal Wabbit input, or CSV with --categorical: hash the features into 2^B columns (1
+    /// to 28; default 18, as Vowpal Wabbit's -b).
     #[arg(long, value_name = "B")]
     pub(crate) hash_bits: Option<u32>,
-    /// Vowpal Wabbit input: signed (each feature's value times +1 or -1 from its hash, so
-    /// collisions cancel on average; the default) or unsigned (Vowpal Wabbit's own).
+    /// Hashed input: signed (each feature's value times +1 or -1 from its hash, so collisions
+    /// cancel on average; the default) or unsigned (Vowpal Wabbit's own).
     #[arg(long, value_name = "S")]
     pub(crate) hash_sign: Option<rosenblatt_core::data::hashing::HashSign>,
     /// Vowpal Wabbit input: a quadratic interaction of the namespaces whose names start with
     /// the two characters AB (as Vowpal Wabbit's -q ab); repeat for more.
     #[arg(short = 'q', long, value_name = "AB")]
     pub(crate) quadratic: Vec<String>,
+    /// CSV input: hash the rows, the columns COLS (header names or 0-based indices, comma
+    /// separated) as categories: a value v in column c is the feature "c=v", every other
+    /// feature column its name with its number as the value, an empty field missing (as the
+    /// Vowpal Wabbit line "| c=v name:x" would be hashed).
+    #[arg(long, value_name = "COLS", value_delimiter = ',')]
+    pub(crate) categorical: Vec<String>,
 }
 
 #[derive(Args, Debug)]
@@ -680,7 +686,7 @@ pub(crate) struct GenArgs {
     /// What to generate: separable (a hyperplane with a margin), committee (p experts
     /// voting ±1, labelled by the majority of a hidden panel of k) or clicks (a click log
     /// shaped as Criteo's: 13 counts, 26 categorical fields with skewed frequencies, a planted
-    /// linear rule; Vowpal Wabbit text, written row by row).
+    /// linear rule; Vowpal Wabbit text, or CSV with --format csv, written row by row).
     #[arg(long, default_value = "separable", value_parser = ["separable", "committee", "clicks"])]
     pub(crate) kind: String,
     /// Number of points.
@@ -710,7 +716,8 @@ pub(crate) struct GenArgs {
     #[arg(long, default_value_t = 42)]
     pub(crate) seed: u64,
     /// Output format: csv (the default), libsvm or vw (Vowpal Wabbit text, features named by
-    /// their 0-based column); clicks: vw only.
+    /// their 0-based column); clicks: vw (the default) or csv (label,I1..I13,C1..C26: train
+    /// it with --categorical C1,...,C26).
     #[arg(long)]
     pub(crate) format: Option<Format>,
     /// Write here instead of stdout.

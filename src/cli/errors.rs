@@ -38,6 +38,7 @@ pub fn flag(p: Param) -> &'static str {
         Param::ClassWeight => "--class-weight",
         Param::SampleWeight => "--sample-weights",
         Param::WeightColumn => "--weight-col",
+        Param::Categorical => "--categorical",
         Param::Scale => "--scale",
         Param::Density => "--density",
         Param::Aggressiveness => "--aggressiveness",

@@ -24,14 +24,19 @@ pub fn gen(a: GenArgs) -> anyhow::Result<()> {
                 &format!("must be in [0, 0.5], but is {}", a.noise),
             ));
         }
-        if a.format.is_some_and(|f| f != Format::Vw) {
-            return Err(usage(
-                "--format",
-                "must be vw for clicks (the log is Vowpal Wabbit text)",
-            ));
-        }
+        use rosenblatt_core::data::clicks::{write_clicks, ClickText};
+        let text = match a.format {
+            None | Some(Format::Vw) => ClickText::Vw,
+            Some(Format::Csv) => ClickText::Csv,
+            Some(_) => {
+                return Err(usage(
+                    "--format",
+                    "must be vw (the default) or csv for clicks",
+                ))
+            }
+        };
         return write_output(a.output.as_deref(), |w| {
-            rosenblatt_core::data::clicks::write_clicks(a.n, a.noise, a.seed, w)
+            write_clicks(a.n, a.noise, a.seed, text, w)
         });
     }
     let data = if a.kind == "committee" {

@@ -165,16 +165,28 @@ fn load_data(path: &Path, a: &DataArgs, like: Like<'_>) -> anyhow::Result<Datase
     Ok(ds)
 }
 
-/// Hashing flags on input that is not hashed (not Vowpal Wabbit text) would be ignored: an
-/// error instead.
+/// Whether any hashing flag is given.
+fn hash_named(a: &HashArgs) -> bool {
+    a.hash_bits.is_some()
+        || a.hash_sign.is_some()
+        || !a.quadratic.is_empty()
+        || !a.categorical.is_empty()
+}
+
+/// Hashing flags on input that is not hashed (not Vowpal Wabbit text, nor CSV with
+/// categorical columns) would be ignored: an error instead.
 fn hashed_if_asked(a: &HashArgs, ds: &Dataset) -> anyhow::Result<()> {
-    let named = a.hash_bits.is_some() || a.hash_sign.is_some() || !a.quadratic.is_empty();
-    if named && ds.hashing.is_none() {
+    if hash_named(a) && ds.hashing.is_none() {
+        let flag = if a.categorical.is_empty() {
+            "--hash-bits"
+        } else {
+            "--categorical"
+        };
         return Err(usage(
-            "--hash-bits",
+            flag,
             &format!(
-                "and the other hashing flags apply to Vowpal Wabbit text only, and {} is not \
-                 (its features are columns already)",
+                "and the other hashing flags apply to Vowpal Wabbit text and to CSV with \
+                 --categorical, and {} is neither (its features are columns already)",
                 ds.source.display()
             ),
         ));
@@ -185,11 +197,13 @@ fn hashed_if_asked(a: &HashArgs, ds: &Dataset) -> anyhow::Result<()> {
 /// The hashing the flags ask for (`None` when they name none), refused where it differs
 /// from the model's or the training data's (`like`), which is used otherwise.
 fn hashing(a: &HashArgs, like: Option<&Hashing>) -> anyhow::Result<Option<Hashing>> {
-    let named = a.hash_bits.is_some() || a.hash_sign.is_some() || !a.quadratic.is_empty();
+    let named = hash_named(a);
     let given = named.then(|| Hashing {
         bits: a.hash_bits.unwrap_or(DEFAULT_HASH_BITS),
         sign: a.hash_sign.unwrap_or_default(),
         quadratic: a.quadratic.clone(),
+        categorical: a.categorical.clone(),
+        csv_features: None,
     });
     if let Some(g) = &given {
         if g.check().is_err() {
@@ -197,6 +211,18 @@ fn hashing(a: &HashArgs, like: Option<&Hashing>) -> anyhow::Result<Option<Hashin
                 Some(b) if !(1..=MAX_HASH_BITS).contains(&b) => usage(
                     "--hash-bits",
                     &format!("must be in [1, {MAX_HASH_BITS}], but is {b}"),
+                ),
+                _ if !g.categorical.is_empty() && !g.quadratic.is_empty() => usage(
+                    "--quadratic",
+                    "pairs Vowpal Wabbit namespaces, and a CSV file's columns are in none: \
+                     leave it out with --categorical",
+                ),
+                _ if g.categorical.iter().any(|c| c.trim().is_empty()) => usage(
+                    "--categorical",
+                    &format!(
+                        "names columns separated by commas, and one is empty in {:?}",
+                        g.categorical.join(",")
+                    ),
                 ),
                 _ => usage(
                     "--quadratic",
@@ -213,12 +239,17 @@ fn hashing(a: &HashArgs, like: Option<&Hashing>) -> anyhow::Result<Option<Hashin
         }
     }
     match (given, like) {
-        (Some(g), Some(l)) if &g != l => Err(usage(
-            "--hash-bits",
+        (Some(g), Some(l)) if !g.same_scheme(l) => Err(usage(
+            if g.categorical != l.categorical {
+                "--categorical"
+            } else {
+                "--hash-bits"
+            },
             &format!(
                 "and the other hashing flags must be left out: the data is hashed as the \
-                 model's or the training data's were ({} bits, {}, quadratic {:?})",
-                l.bits, l.sign, l.quadratic
+                 model's or the training data's were ({} bits, {}, quadratic {:?}, \
+                 categorical {:?})",
+                l.bits, l.sign, l.quadratic, l.categorical
             ),
         )),
         (g, l) => Ok(l.cloned().or(g)),

@@ -83,6 +83,11 @@ fn seeds() -> Vec<Seed> {
             name: "b.csv",
             bytes: b"1.5,2,cat\n-1,0,dog\n2,-2,eel\n0,1,cat\n-3,2,dog\n1,-1,eel\n".to_vec(),
         },
+        // Categorical text beside numbers, empty fields, a header naming the column.
+        Seed {
+            name: "e.csv",
+            bytes: b"a,color,label\n1,red,1\n,blue,-1\n2,,1\n-2,red,-1\n0.5,teal,1\n".to_vec(),
+        },
         Seed {
             name: "c.svm",
             bytes: b"+1 1:0.5 3:2 # c\n-1 2:1\n+1 1:1 2:0.25 3:-1\n-1 3:4\n".to_vec(),
@@ -337,11 +342,22 @@ fn in_process_case(seed: &Seed, bytes: &[u8], rng: &mut ChaCha8Rng) -> Result<()
     let layout = [Layout::Auto, Layout::Sparse, Layout::Dense][rng.random_range(0..3)];
     // Vowpal Wabbit text hashed into few columns (so its rows also train), with an
     // interaction.
-    let hashing = seed.name.ends_with(".vw").then(|| Hashing {
-        bits: rng.random_range(1..=8),
-        quadratic: vec!["aS".into()],
-        ..Hashing::default()
-    });
+    let hashing = if seed.name.ends_with(".vw") {
+        Some(Hashing {
+            bits: rng.random_range(1..=8),
+            quadratic: vec!["aS".into()],
+            ..Hashing::default()
+        })
+    } else if seed.name.ends_with(".csv") && rng.random_bool(0.3) {
+        // CSV with a categorical column (by index or by a name the header may have), hashed.
+        Some(Hashing {
+            bits: rng.random_range(1..=8),
+            categorical: vec![["0", "1", "-2", "a", "color"][rng.random_range(0..5)].into()],
+            ..Hashing::default()
+        })
+    } else {
+        None
+    };
     let opts = LoadOptions {
         format,
         layout,
@@ -573,13 +589,22 @@ fn cli_case(dir: &Path, seed: &Seed, bytes: &[u8], rng: &mut ChaCha8Rng) -> Resu
         let rule = rules[rng.random_range(0..rules.len())];
         train = vec!["train", name, "--stream", "--algo", rule, "-o", "m.json"];
     }
+    // CSV also with a categorical column, hashed.
+    if name.ends_with(".csv") && rng.random_bool(0.3) {
+        let cols = ["0", "1", "-2", "color", "a"];
+        train.extend_from_slice(&["--categorical", cols[rng.random_range(0..cols.len())]]);
+    }
     let (code, _) = check_run(run_limited(dir, &train, 60), &train.join(" "))?;
     if code != 0 {
         return Ok(());
     }
     let model = Model::load(&dir.join("m.json"))
         .map_err(|e| format!("{}: the model written does not load: {e}", train.join(" ")))?;
-    let n = data::load_bytes(Path::new(name), bytes, &LoadOptions::default())
+    let recorded = LoadOptions {
+        hashing: model.hashing().cloned(),
+        ..LoadOptions::default()
+    };
+    let n = data::load_bytes(Path::new(name), bytes, &recorded)
         .map_err(|e| format!("train accepted data the loader refuses: {e}"))?
         .n;
     let predict = ["predict", "m.json", name, "--backend", "cpu"];

@@ -707,3 +707,48 @@ fn rows_in_memory_score_as_the_data_set_does_bit_for_bit() {
         .scores_of_rows(DenseRows::F32(&bad), 39, Path::new("X"))
         .is_err());
 }
+
+#[test]
+fn v6_csv_hashing_loads_predicts_a_csv_as_recorded_and_is_checked_whole() {
+    // Version 6: a model trained on CSV with categorical columns (`train categorical.csv
+    // --categorical color,shape --hash-bits 6 --algo batch --backend cpu`) records them and
+    // the training file's feature columns, and predict hashes a CSV file so.
+    let dir = fixtures_of("v6");
+    let path = dir.join("hashed.json");
+    let m = Model::load(&path).unwrap();
+    let h = m.hashing().expect("hashing kept");
+    assert_eq!(h.categorical, ["color", "shape"]);
+    assert_eq!((h.bits, h.csv_features), (6, Some(3)));
+    assert_eq!(m.n_features(), 64);
+    predicts_as_recorded(&dir, "hashed", "categorical.csv");
+    let new = writes_as_committed(&m, &path, "hashed");
+    assert_eq!(new["version"], 6);
+    let text = std::fs::read_to_string(&path).unwrap();
+    for (edit, words) in [
+        (
+            Box::new(|v: &mut serde_json::Value| v["version"] = 5.into())
+                as Box<dyn Fn(&mut serde_json::Value)>,
+            "version 6",
+        ),
+        (
+            Box::new(|v| {
+                v["hashing"].as_object_mut().unwrap().remove("csv_features");
+            }),
+            "both its categorical columns",
+        ),
+        (
+            Box::new(|v| v["hashing"]["categorical"][1] = "".into()),
+            "name is empty",
+        ),
+        (
+            Box::new(|v| v["hashing"]["quadratic"] = serde_json::json!(["ab"])),
+            "namespaces",
+        ),
+        (
+            Box::new(|v| v["hashing"]["csv_features"] = (-1).into()),
+            "invalid value",
+        ),
+    ] {
+        refused_with(&text, edit, words);
+    }
+}

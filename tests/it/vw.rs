@@ -203,7 +203,7 @@ fn numbered_features_unsigned_train_the_model_the_same_rows_train_from_libsvm() 
     refused(
         p,
         &["train", "g.svm", "--hash-bits", "5"],
-        "Vowpal Wabbit text only",
+        "Vowpal Wabbit text and to CSV with --categorical",
     );
     // Raw text hashed for a model of numeric columns is refused, not scored.
     refused(
@@ -245,7 +245,190 @@ fn a_generated_click_log_trains_above_the_majority_rule() {
     assert!(acc > majority + 0.05, "accuracy {acc}, majority {majority}");
     refused(
         p,
-        &["gen", "--kind", "clicks", "--n", "5", "--format", "csv"],
-        "--format must be vw",
+        &["gen", "--kind", "clicks", "--n", "5", "--format", "libsvm"],
+        "--format must be vw (the default) or csv",
     );
+    // As CSV, the same rows train through its categorical columns.
+    let csv = ok(
+        p,
+        &["gen", "--kind", "clicks", "--n", "300", "--format", "csv"],
+    );
+    std::fs::write(p.join("clicks.csv"), &csv).unwrap();
+    let cats: Vec<String> = (1..=26).map(|j| format!("C{j}")).collect();
+    let report = ok(
+        p,
+        &[
+            "train",
+            "clicks.csv",
+            "--categorical",
+            &cats.join(","),
+            "--algo",
+            "arow",
+            "--json",
+            "-o",
+            "c.json",
+        ],
+    );
+    let r: serde_json::Value = serde_json::from_str(&report).unwrap();
+    assert_eq!(r["n"], 300, "{report}");
+    assert!(r["train_accuracy"].as_f64().unwrap() > 0.5, "{report}");
+}
+
+/// `rows` click-like rows: (label, n1, n2, color, shape), a planted rule on color and n1.
+fn categorical_rows(rows: usize) -> Vec<(i32, f32, f32, &'static str, &'static str)> {
+    const COLORS: [&str; 4] = ["red", "blue", "green", "teal"];
+    const SHAPES: [&str; 3] = ["square", "round", ""];
+    (0..rows)
+        .map(|i| {
+            let color = COLORS[(i * 7) % 4];
+            let shape = SHAPES[(i * 5) % 3];
+            let n1 = ((i * 37) % 11) as f32 / 4.0;
+            let n2 = ((i * 13) % 5) as f32;
+            let score = match color {
+                "red" | "teal" => 1.5,
+                _ => -1.5,
+            } + n1
+                - 1.25;
+            (if score > 0.0 { 1 } else { -1 }, n1, n2, color, shape)
+        })
+        .collect()
+}
+
+#[test]
+fn csv_with_categorical_columns_trains_the_model_its_vowpal_wabbit_lines_train() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path();
+    let rows = categorical_rows(400);
+    let mut csv = String::from("label,n1,n2,color,shape\n");
+    let mut unlabelled = String::from("n1,n2,color,shape\n");
+    let mut vw = String::new();
+    for &(y, n1, n2, color, shape) in &rows {
+        csv.push_str(&format!("{y},{n1},{n2},{color},{shape}\n"));
+        unlabelled.push_str(&format!("{n1},{n2},{color},{shape}\n"));
+        // The same row as Vowpal Wabbit text: an empty field is a missing feature, a zero
+        // none at all.
+        let mut line = format!("{y} |");
+        for (name, v) in [("n1", n1), ("n2", n2)] {
+            if v != 0.0 {
+                line.push_str(&format!(" {name}:{v}"));
+            }
+        }
+        line.push_str(&format!(" color={color}"));
+        if !shape.is_empty() {
+            line.push_str(&format!(" shape={shape}"));
+        }
+        vw.push_str(&line);
+        vw.push('\n');
+    }
+    std::fs::write(p.join("train.csv"), csv).unwrap();
+    std::fs::write(p.join("new.csv"), unlabelled).unwrap();
+    std::fs::write(p.join("train.vw"), vw).unwrap();
+    let common_args = ["--hash-bits", "10", "--backend", "cpu", "--algo", "online"];
+    let report = ok(
+        p,
+        &[
+            &[
+                "train",
+                "train.csv",
+                "--categorical",
+                "color,shape",
+                "--json",
+            ][..],
+            &common_args,
+            &["-o", "csv.json"],
+        ]
+        .concat(),
+    );
+    let r: serde_json::Value = serde_json::from_str(&report).unwrap();
+    assert!(r["train_accuracy"].as_f64().unwrap() >= 0.95, "{report}");
+    ok(
+        p,
+        &[&["train", "train.vw"][..], &common_args, &["-o", "vw.json"]].concat(),
+    );
+    let read = |f: &str| -> serde_json::Value {
+        serde_json::from_str(&std::fs::read_to_string(p.join(f)).unwrap()).unwrap()
+    };
+    let (m, v) = (read("csv.json"), read("vw.json"));
+    // The same features in the same columns: the same model, bit for bit.
+    assert_eq!(m["weights"], v["weights"]);
+    assert_eq!(m["bias"], v["bias"]);
+    assert_eq!(m["version"], 6);
+    assert_eq!(m["n_features"], 1024);
+    assert_eq!(
+        m["hashing"],
+        serde_json::json!({"bits": 10, "sign": "signed",
+            "categorical": ["color", "shape"], "csv_features": 4})
+    );
+    // Predict hashes a file without the label column as the model records, and gives what
+    // it gives for the labelled rows; eval reads the labels.
+    let labelled = ok(p, &["predict", "csv.json", "train.csv"]);
+    let new = ok(p, &["predict", "csv.json", "new.csv"]);
+    assert_eq!(labelled, new);
+    assert_eq!(new.lines().count(), 400);
+    let eval = ok(p, &["eval", "csv.json", "train.csv", "--json"]);
+    let e: serde_json::Value = serde_json::from_str(&eval).unwrap();
+    assert_eq!(e["accuracy"], r["train_accuracy"], "{eval}");
+
+    refused(
+        p,
+        &[
+            "train",
+            "train.csv",
+            "--categorical",
+            "colour",
+            "-o",
+            "x.json",
+        ],
+        "no column named \"colour\"",
+    );
+    refused(
+        p,
+        &[
+            "train",
+            "train.csv",
+            "--categorical",
+            "label",
+            "-o",
+            "x.json",
+        ],
+        "is the label column",
+    );
+    refused(
+        p,
+        &[
+            "train",
+            "train.csv",
+            "--categorical",
+            "color",
+            "-q",
+            "ab",
+            "-o",
+            "x.json",
+        ],
+        "--quadratic",
+    );
+    refused(
+        p,
+        &[
+            "train",
+            "train.vw",
+            "--categorical",
+            "color",
+            "-o",
+            "x.json",
+        ],
+        "names CSV columns",
+    );
+    std::fs::write(p.join("numbers.csv"), "a,b,label\n1,2,0\n3,4,1\n").unwrap();
+    refused(
+        p,
+        &["train", "numbers.csv", "--hash-bits", "8", "-o", "x.json"],
+        "CSV with --categorical",
+    );
+    refused(
+        p,
+        &["predict", "csv.json", "new.csv", "--categorical", "shape"],
+        "--categorical",
+    );
+    assert!(!p.join("x.json").exists());
 }

@@ -267,6 +267,8 @@ pub enum Param {
     SampleWeight,
     /// The weight column of a CSV file.
     WeightColumn,
+    /// The categorical columns of a CSV file (hashed).
+    Categorical,
     /// Feature scaling.
     Scale,
     /// Share of non-zero features in generated sparse data.
@@ -316,6 +318,7 @@ impl Param {
             Param::ClassWeight => "class weight",
             Param::SampleWeight => "sample weight",
             Param::WeightColumn => "weight column",
+            Param::Categorical => "categorical columns",
             Param::Scale => "scaling",
             Param::Density => "density",
             Param::Aggressiveness => "aggressiveness C",

@@ -1,6 +1,6 @@
 //! A generated click log in the shape of Criteo's display-advertising logs, written as Vowpal
-//! Wabbit text one row at a time (memory does not grow with the rows), so anyone can make a
-//! file of any size to train on.
+//! Wabbit text or as CSV one row at a time (memory does not grow with the rows), so anyone can
+//! make a file of any size to train on.
 //!
 //! Each row has 13 count features `I1..I13` (namespace `n`, written as log(1 + count); each
 //! missing in 10% of the rows) and 26 categorical fields `C1..C26` (namespace `c`, written as
@@ -10,6 +10,10 @@
 //! planted linear rule: every count feature and every categorical value has a hidden weight
 //! (drawn from the seed), the row is a click (1) when its score is above a threshold (about a
 //! quarter of the rows), and `noise` of the labels are flipped; else -1.
+//!
+//! As CSV ([`ClickText::Csv`]) the same rows are the columns `label,I1,...,I13,C1,...,C26`:
+//! the label 1 or 0 (as Criteo's), a missing count an empty field, a categorical field its
+//! value alone (hash it with the categorical columns `C1..C26`).
 
 use std::io::Write;
 
@@ -42,13 +46,34 @@ fn skewed(rng: &mut ChaCha8Rng, m: u64) -> u64 {
     v.min(m - 1)
 }
 
-/// Writes `n` rows of the click log to `out`; `noise` of the labels flipped.
+/// The text a click log is written as.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ClickText {
+    /// Vowpal Wabbit lines, the counts in namespace `n` and the fields in `c`.
+    Vw,
+    /// CSV with a header: `label,I1..I13,C1..C26`.
+    Csv,
+}
+
+/// Writes `n` rows of the click log to `out` as `text`; `noise` of the labels flipped.
 pub fn write_clicks(
     n: usize,
     noise: f32,
     seed: u64,
+    text: ClickText,
     out: &mut (impl Write + ?Sized),
 ) -> std::io::Result<()> {
+    if text == ClickText::Csv {
+        let mut header = String::from("label");
+        for j in 1..=NUMERIC {
+            header.push_str(&format!(",I{j}"));
+        }
+        for j in 1..=CATEGORICAL {
+            header.push_str(&format!(",C{j}"));
+        }
+        header.push('\n');
+        out.write_all(header.as_bytes())?;
+    }
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let wn: Vec<f32> = (0..NUMERIC).map(|j| weight(seed, j as u64)).collect();
     let mut line = String::with_capacity(1024);
@@ -74,20 +99,37 @@ pub fn write_clicks(
         if rng.random::<f32>() < noise {
             click = !click;
         }
-        line.clear();
-        line.push_str(if click { "1 |n" } else { "-1 |n" });
-        for (j, c) in counts.iter().enumerate() {
-            if let Some(x) = c {
-                line.push_str(&format!(" I{}:{x:.4}", j + 1));
-            }
-        }
-        line.push_str(" |c");
-        for (j, c) in cats.iter().enumerate() {
-            // The value as Criteo writes it: an 8-digit hex token.
-            let token = (weight(seed ^ 0x5eed, ((j as u64) << 40) ^ c).to_bits() as u64)
+        let token = |j: usize, c: u64| {
+            (weight(seed ^ 0x5eed, ((j as u64) << 40) ^ c).to_bits() as u64)
                 .wrapping_mul(2_654_435_761)
-                & 0xffff_ffff;
-            line.push_str(&format!(" C{}={token:08x}", j + 1));
+                & 0xffff_ffff
+        };
+        line.clear();
+        match text {
+            ClickText::Vw => {
+                line.push_str(if click { "1 |n" } else { "-1 |n" });
+                for (j, c) in counts.iter().enumerate() {
+                    if let Some(x) = c {
+                        line.push_str(&format!(" I{}:{x:.4}", j + 1));
+                    }
+                }
+                line.push_str(" |c");
+                for (j, &c) in cats.iter().enumerate() {
+                    line.push_str(&format!(" C{}={:08x}", j + 1, token(j, c)));
+                }
+            }
+            ClickText::Csv => {
+                line.push_str(if click { "1" } else { "0" });
+                for c in &counts {
+                    line.push(',');
+                    if let Some(x) = c {
+                        line.push_str(&format!("{x:.4}"));
+                    }
+                }
+                for (j, &c) in cats.iter().enumerate() {
+                    line.push_str(&format!(",{:08x}", token(j, c)));
+                }
+            }
         }
         line.push('\n');
         out.write_all(line.as_bytes())?;
@@ -102,7 +144,7 @@ mod tests {
     #[test]
     fn rows_have_the_fields_a_quarter_clicks_and_skewed_values() {
         let mut buf = Vec::new();
-        write_clicks(4000, 0.0, 7, &mut buf).unwrap();
+        write_clicks(4000, 0.0, 7, ClickText::Vw, &mut buf).unwrap();
         let text = String::from_utf8(buf).unwrap();
         let lines: Vec<&str> = text.lines().collect();
         assert_eq!(lines.len(), 4000);
@@ -122,10 +164,41 @@ mod tests {
         assert!(c1.len() <= 10 && *top > 4000 / 5, "{c1:?}");
         // The same seed, the same file; another seed, another.
         let mut again = Vec::new();
-        write_clicks(4000, 0.0, 7, &mut again).unwrap();
+        write_clicks(4000, 0.0, 7, ClickText::Vw, &mut again).unwrap();
         assert_eq!(again, text.as_bytes());
         let mut other = Vec::new();
-        write_clicks(10, 0.0, 8, &mut other).unwrap();
+        write_clicks(10, 0.0, 8, ClickText::Vw, &mut other).unwrap();
         assert_ne!(&other[..], &text.as_bytes()[..other.len()]);
+    }
+
+    #[test]
+    fn the_csv_form_has_the_same_rows() {
+        let (mut vw, mut csv) = (Vec::new(), Vec::new());
+        write_clicks(300, 0.1, 3, ClickText::Vw, &mut vw).unwrap();
+        write_clicks(300, 0.1, 3, ClickText::Csv, &mut csv).unwrap();
+        let (vw, csv) = (
+            String::from_utf8(vw).unwrap(),
+            String::from_utf8(csv).unwrap(),
+        );
+        let mut rows = csv.lines();
+        let header: Vec<&str> = rows.next().unwrap().split(',').collect();
+        assert_eq!(header.len(), 1 + NUMERIC + CATEGORICAL);
+        assert_eq!((header[0], header[1], header[14]), ("label", "I1", "C1"));
+        for (v, c) in vw.lines().zip(rows) {
+            let fields: Vec<&str> = c.split(',').collect();
+            assert_eq!(fields.len(), header.len(), "{c}");
+            let label = if v.starts_with("1 ") { "1" } else { "0" };
+            assert_eq!(fields[0], label, "{v} / {c}");
+            for (j, f) in fields[1..=NUMERIC].iter().enumerate() {
+                let want = v
+                    .split(&format!(" I{}:", j + 1))
+                    .nth(1)
+                    .map(|t| t.split(' ').next().unwrap());
+                assert_eq!(want.unwrap_or(""), *f, "{v} / {c}");
+            }
+            for (j, f) in fields[1 + NUMERIC..].iter().enumerate() {
+                assert!(v.contains(&format!(" C{}={f}", j + 1)), "{v} / {c}");
+            }
+        }
     }
 }

@@ -2,16 +2,22 @@
 //! features parsed straight into the dataset's one f32 buffer (no second copy of X).
 //!
 //! A first row is a header when it has a non-numeric field in a column whose second-row
-//! value is numeric (features are always numeric; only the label column may hold text),
-//! or, in a one-line file, when no field is numeric. `#` starts a comment line.
+//! value is numeric (features are numeric, unless categorical; the label column may hold
+//! text), or, in a one-line file, when no field is numeric. `#` starts a comment line.
+//!
+//! With categorical columns ([`Hashing::categorical`]) the rows are hashed whole into
+//! 2^bits sparse columns instead, each row as the Vowpal Wabbit line `| c=v name:x ...`
+//! would be ([`parse_reader`]).
 
 use std::io::Read;
 use std::path::Path;
 
 use csv::{ByteRecord, ReaderBuilder, Trim};
 
+use super::hashing::Hashing;
 use super::{Dataset, LabelBuilder, LabelCol, LoadOptions};
 use crate::error::{Error, Param, Result};
+use crate::matrix::{CsrBuf, MatrixBuf};
 
 /// Column names recognised as the label when `--label-col` is not given, in order of
 /// preference (so in `x,y,label` the label is `label`, not the feature `y`).
@@ -47,13 +53,32 @@ pub fn parse(path: &Path, bytes: &[u8], opts: &LoadOptions) -> Result<Dataset> {
 }
 
 /// Parses CSV streamed from `reader` (`size_hint`: its length in bytes, to size X once).
-/// Only X and one record are held in memory, never the whole text.
+/// Only X and one record are held in memory, never the whole text. Where `opts.hashing`
+/// names categorical columns, X is the rows hashed into CSR (recorded in the dataset's
+/// hashing, with the number of feature columns).
 pub fn parse_reader<R: Read>(
     path: &Path,
     reader: R,
     size_hint: u64,
     opts: &LoadOptions,
 ) -> Result<Dataset> {
+    if let Some(h) = opts.hashing.as_ref().filter(|h| h.hashes_csv()) {
+        h.check()
+            .map_err(|m| Error::param(Param::Categorical, h.categorical.join(","), m))?;
+        let mut target = Target::Hashed(Box::new(HashedRows::new(h)));
+        let (n, _, labels, weights) = records(path, reader, opts, &mut target)?;
+        let Target::Hashed(rows) = target else {
+            unreachable!("the target stays hashed")
+        };
+        let d = h.columns();
+        let mut ds = Dataset::from_matrix(MatrixBuf::Csr(rows.csr), n, d, labels, path);
+        ds.weights = weights;
+        ds.hashing = Some(Hashing {
+            csv_features: Some(rows.features),
+            ..h.clone()
+        });
+        return Ok(ds);
+    }
     let mut x = VecSink {
         path,
         size_hint,
@@ -158,12 +183,173 @@ pub fn first_record<R: Read>(
 pub type Parsed = (usize, usize, Option<super::Labels>, Option<Vec<f32>>);
 
 /// Parses CSV streamed from `reader`, sending the features to `sink` row by row; the labels
-/// and row weights are kept (O(n)).
+/// and row weights are kept (O(n)). Categorical columns are refused: their rows are hashed
+/// into sparse rows, which [`parse_reader`] makes.
 pub fn parse_into<R: Read>(
     path: &Path,
     reader: R,
     opts: &LoadOptions,
     sink: &mut dyn ValueSink,
+) -> Result<Parsed> {
+    if let Some(h) = opts.hashing.as_ref().filter(|h| h.hashes_csv()) {
+        return Err(Error::param(
+            Param::Categorical,
+            h.categorical.join(","),
+            format!(
+                "makes hashed sparse rows, which {} cannot be read into here (dense values)",
+                path.display()
+            ),
+        ));
+    }
+    records(path, reader, opts, &mut Target::Sink(sink))
+}
+
+/// Where a record's features go.
+enum Target<'s> {
+    /// Every feature a number, row-major, to a sink.
+    Sink(&'s mut dyn ValueSink),
+    /// Every feature hashed, the rows into CSR.
+    Hashed(Box<HashedRows<'s>>),
+}
+
+/// A hashed CSV file's rows, as they are read.
+struct HashedRows<'h> {
+    hashing: &'h Hashing,
+    /// For each column: a feature column's kind (categorical or not) and name; `None` for
+    /// the label and weight columns. Set once the columns are known.
+    cols: Vec<Option<(bool, Vec<u8>)>>,
+    /// Feature columns.
+    features: usize,
+    /// One row's features: (namespace initial, hash, value); scratch for the hashing.
+    feats: Vec<(u8, u32, f32)>,
+    entries: Vec<(u32, f32)>,
+    key: Vec<u8>,
+    csr: CsrBuf,
+    budget: u64,
+}
+
+impl<'h> HashedRows<'h> {
+    fn new(hashing: &'h Hashing) -> Self {
+        HashedRows {
+            hashing,
+            cols: Vec::new(),
+            features: 0,
+            feats: Vec::new(),
+            entries: Vec::new(),
+            key: Vec::new(),
+            csr: CsrBuf::new(),
+            budget: crate::limits::budget(),
+        }
+    }
+
+    /// Names the columns: the categorical ones (by header name or 0-based index), and every
+    /// feature column by its header's name or its position among the feature columns.
+    fn set_columns(
+        &mut self,
+        path: &Path,
+        names: Option<&[String]>,
+        ncols: usize,
+        skip: [Option<usize>; 2],
+    ) -> Result<()> {
+        let mut categorical = vec![false; ncols];
+        for spec in &self.hashing.categorical {
+            let col = match spec.parse::<i64>() {
+                Ok(i) => LabelCol::Index(i),
+                Err(_) => LabelCol::Name(spec.clone()),
+            };
+            let j = resolve_label_col(path, &col, names, ncols, None, Param::Categorical)?
+                .expect("a named or numbered column resolves to one");
+            if skip.contains(&Some(j)) {
+                let what = if skip[0] == Some(j) {
+                    "label"
+                } else {
+                    "row weight"
+                };
+                return Err(Error::param(
+                    Param::Categorical,
+                    spec,
+                    format!("is the {what} column of {}", path.display()),
+                ));
+            }
+            categorical[j] = true;
+        }
+        let mut k = 0usize;
+        self.cols = (0..ncols)
+            .map(|j| {
+                (!skip.contains(&Some(j))).then(|| {
+                    let name = match names {
+                        Some(n) => n[j].clone().into_bytes(),
+                        None => k.to_string().into_bytes(),
+                    };
+                    k += 1;
+                    (categorical[j], name)
+                })
+            })
+            .collect();
+        self.features = k;
+        Ok(())
+    }
+
+    /// Column `j`'s field `field` as a feature of the row (an empty field is missing).
+    fn field(&mut self, j: usize, field: &[u8]) -> std::result::Result<(), &'static str> {
+        let (categorical, name) = self.cols[j].as_ref().expect("a feature column");
+        if field.is_empty() {
+            return Ok(());
+        }
+        if *categorical {
+            self.key.clear();
+            self.key.extend_from_slice(name);
+            self.key.push(b'=');
+            self.key.extend_from_slice(field);
+            self.feats
+                .push((b' ', Hashing::feature_hash(&self.key, 0), 1.0));
+        } else {
+            let v = parse_value(field)?;
+            if v != 0.0 {
+                self.feats.push((b' ', Hashing::feature_hash(name, 0), v));
+            }
+        }
+        Ok(())
+    }
+
+    /// Hashes the row read into `feats` and appends it, within the memory budget.
+    fn end_row(&mut self, path: &Path, line: Option<u64>, rows: usize) -> Result<()> {
+        let (hashing, feats) = (self.hashing, &self.feats);
+        super::vw::push_hashed(hashing, &[], feats, &mut self.entries, &mut self.csr).map_err(
+            |()| {
+                parse_error(
+                    path,
+                    line,
+                    None,
+                    b"",
+                    "the features of one column add up out of f32 range",
+                )
+            },
+        )?;
+        self.feats.clear();
+        let bytes = 8 * (self.csr.nnz() as u64 + self.csr.indptr.len() as u64);
+        if bytes > self.budget {
+            return Err(Error::Memory {
+                what: format!(
+                    "{}: {} rows with {} hashed non-zeros",
+                    path.display(),
+                    rows + 1,
+                    self.csr.nnz()
+                ),
+                bytes,
+                available: self.budget,
+            });
+        }
+        Ok(())
+    }
+}
+
+/// The records of `reader`: labels and row weights kept, the features to `target`.
+fn records<R: Read>(
+    path: &Path,
+    reader: R,
+    opts: &LoadOptions,
+    target: &mut Target<'_>,
 ) -> Result<Parsed> {
     let mut rdr = ReaderBuilder::new()
         .has_headers(false)
@@ -205,6 +391,19 @@ pub fn parse_into<R: Read>(
         return Err(Error::data(path, "the file has a header but no data rows"));
     }
 
+    // A hashed file is unlabelled where it has as many columns as the training file had
+    // feature columns (the model's features are its 2^bits hashed columns).
+    let hashed_opts;
+    let opts = match target {
+        Target::Hashed(h) => {
+            hashed_opts = LoadOptions {
+                features: h.hashing.csv_features,
+                ..opts.clone()
+            };
+            &hashed_opts
+        }
+        Target::Sink(_) => opts,
+    };
     let (label_idx, weight_idx) = columns(path, names.as_deref(), ncols, opts)?;
     let d = ncols - usize::from(label_idx.is_some()) - usize::from(weight_idx.is_some());
     if d == 0 {
@@ -216,7 +415,12 @@ pub fn parse_into<R: Read>(
 
     let first_line = first.position().map_or(1, |p| p.line());
     let sample = if header { &second } else { &first };
-    sink.start(d, (sample.as_slice().len() + ncols) as u64)?;
+    match target {
+        Target::Sink(sink) => sink.start(d, (sample.as_slice().len() + ncols) as u64)?,
+        Target::Hashed(h) => {
+            h.set_columns(path, names.as_deref(), ncols, [label_idx, weight_idx])?;
+        }
+    }
     let mut rows = Rows {
         path,
         ncols,
@@ -226,7 +430,7 @@ pub fn parse_into<R: Read>(
         labels: LabelBuilder::default(),
         weights: Vec::new(),
         n: 0,
-        sink,
+        target,
     };
     if !header {
         rows.push(&first)?;
@@ -247,8 +451,8 @@ pub fn parse_into<R: Read>(
 }
 
 /// Where each record's fields go: the label to the labels, the row weight to the weights,
-/// the features to the sink.
-struct Rows<'a> {
+/// the features to the target.
+struct Rows<'a, 't> {
     path: &'a Path,
     ncols: usize,
     /// The line of the first record (ragged rows name it).
@@ -259,10 +463,10 @@ struct Rows<'a> {
     weights: Vec<f32>,
     /// Rows pushed.
     n: usize,
-    sink: &'a mut dyn ValueSink,
+    target: &'a mut Target<'t>,
 }
 
-impl Rows<'_> {
+impl Rows<'_, '_> {
     /// Parses one record's fields, checking each, and sends them on.
     fn push(&mut self, rec: &ByteRecord) -> Result<()> {
         let line = rec.position().map(|p| p.line());
@@ -299,9 +503,17 @@ impl Rows<'_> {
                 }
                 self.weights.push(v);
             } else {
-                let v = parse_value(field).map_err(|m| perr(at, field, m))?;
-                self.sink.push(v, self.n)?;
+                match self.target {
+                    Target::Sink(sink) => {
+                        let v = parse_value(field).map_err(|m| perr(at, field, m))?;
+                        sink.push(v, self.n)?;
+                    }
+                    Target::Hashed(h) => h.field(j, field).map_err(|m| perr(at, field, m))?,
+                }
             }
+        }
+        if let Target::Hashed(h) = self.target {
+            h.end_row(path, line, self.n)?;
         }
         self.n += 1;
         Ok(())
@@ -504,5 +716,108 @@ mod tests {
         assert!(e.contains("empty"), "{e}");
         let e = load("1,1e39,1\n", LabelCol::Auto).unwrap_err().to_string();
         assert!(e.contains("f32 range"), "{e}");
+    }
+
+    fn hashed(categorical: &[&str]) -> LoadOptions {
+        LoadOptions {
+            hashing: Some(Hashing {
+                bits: 10,
+                categorical: categorical.iter().map(|c| c.to_string()).collect(),
+                ..Hashing::default()
+            }),
+            ..Default::default()
+        }
+    }
+
+    fn vw(text: &str) -> Dataset {
+        let opts = LoadOptions {
+            hashing: Some(Hashing {
+                bits: 10,
+                ..Hashing::default()
+            }),
+            ..Default::default()
+        };
+        crate::data::vw::parse_with(Path::new("t.vw"), || Ok(text.as_bytes()), &opts).unwrap()
+    }
+
+    fn same_rows(a: &Dataset, b: &Dataset) {
+        let (ca, cb) = (a.x.csr().unwrap(), b.x.csr().unwrap());
+        assert_eq!((a.n, a.d), (b.n, b.d));
+        assert_eq!(ca.indptr, cb.indptr);
+        assert_eq!(ca.indices, cb.indices);
+        assert_eq!(ca.values, cb.values);
+    }
+
+    #[test]
+    fn categorical_columns_hash_each_row_as_its_vowpal_wabbit_line() {
+        let text = "label,a,color,b\n1,0.5,red,2\n-1,,blue,0\n1,3,,1\n";
+        let ds = parse(Path::new("t.csv"), text.as_bytes(), &hashed(&["COLOR"])).unwrap();
+        // An empty field is missing, a zero adds nothing.
+        same_rows(
+            &ds,
+            &vw("1 | a:0.5 color=red b:2\n-1 | color=blue\n1 | a:3 b:1\n"),
+        );
+        assert_eq!(ds.labels.as_ref().unwrap().index, vec![1, 0, 1]);
+        let h = ds.hashing.as_ref().unwrap();
+        assert_eq!((h.csv_features, h.bits), (Some(3), 10));
+        assert_eq!(h.categorical, vec!["COLOR".to_string()]);
+
+        // Without a header: columns by 0-based index, features named by their position
+        // among the feature columns; a file with as many columns as the training file had
+        // feature columns is unlabelled.
+        let ds = parse(
+            Path::new("t.csv"),
+            b"0.5,red,7\n2,blue,8\n",
+            &hashed(&["1"]),
+        )
+        .unwrap();
+        let want = vw("7 | 0:0.5 1=red\n8 | 0:2 1=blue\n");
+        same_rows(&ds, &want);
+        let mut opts = hashed(&["1"]);
+        opts.hashing.as_mut().unwrap().csv_features = Some(2);
+        let unlabelled = parse(Path::new("t.csv"), b"0.5,red\n2,blue\n", &opts).unwrap();
+        assert!(unlabelled.labels.is_none());
+        same_rows(&unlabelled, &want);
+    }
+
+    #[test]
+    fn categorical_columns_are_checked() {
+        let err = |text: &str, cols: &[&str]| {
+            parse(Path::new("t.csv"), text.as_bytes(), &hashed(cols))
+                .unwrap_err()
+                .to_string()
+        };
+        let e = err("a,c,label\n1,x,0\n", &["color"]);
+        assert!(
+            e.contains("no column named \"color\"") && e.contains("a, c, label"),
+            "{e}"
+        );
+        let e = err("a,c,label\n1,x,0\n", &["label"]);
+        assert!(e.contains("is the label column of t.csv"), "{e}");
+        let e = err("a,c,label\n1,x,0\n", &["7"]);
+        assert!(e.contains("column index"), "{e}");
+        // A column that is not categorical holds numbers.
+        let e = err("a,c,label\n1,x,0\nz,y,1\n", &["c"]);
+        assert!(e.contains("line 3") && e.contains("column 1"), "{e}");
+        // Quadratic interactions name namespaces, which CSV columns are in none of.
+        let mut opts = hashed(&["c"]);
+        opts.hashing.as_mut().unwrap().quadratic = vec!["ab".into()];
+        let e = parse(Path::new("t.csv"), b"a,c,label\n1,x,0\n", &opts).unwrap_err();
+        assert!(e.to_string().contains("namespaces"), "{e}");
+        // Dense readers refuse them.
+        struct Nothing;
+        impl ValueSink for Nothing {
+            fn push(&mut self, _: f32, _: usize) -> Result<()> {
+                Ok(())
+            }
+        }
+        let e = parse_into(
+            Path::new("t.csv"),
+            &b"1,x,0\n"[..],
+            &hashed(&["1"]),
+            &mut Nothing,
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("sparse rows"), "{e}");
     }
 }

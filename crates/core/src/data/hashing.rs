@@ -79,6 +79,19 @@ pub struct Hashing {
     /// Quadratic interactions: pairs of namespace initials ("ab").
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub quadratic: Vec<String>,
+    /// CSV input: the columns hashed as categories, each named by its header's name or its
+    /// 0-based index. With any, the CSV's rows are hashed whole, as the Vowpal Wabbit line
+    /// `| c=v ... name:x ...` would be: a categorical column `c` holding `v` is the feature
+    /// `c=v` with value 1, every other feature column `name` the feature `name` with its
+    /// number (a column's name is its header's, or its position among the feature columns
+    /// where the file has none); an empty field is a missing feature.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub categorical: Vec<String>,
+    /// CSV input with categorical columns: how many feature columns the training file had,
+    /// recorded by the loader, so that a file with exactly that many columns is read as
+    /// unlabelled when predicting.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub csv_features: Option<usize>,
 }
 
 impl Default for Hashing {
@@ -87,12 +100,15 @@ impl Default for Hashing {
             bits: DEFAULT_HASH_BITS,
             sign: HashSign::Signed,
             quadratic: Vec::new(),
+            categorical: Vec::new(),
+            csv_features: None,
         }
     }
 }
 
 impl Hashing {
-    /// Checks the bits and the interactions (each two characters).
+    /// Checks the bits, the interactions (each two characters, and none for CSV input, whose
+    /// columns are in no namespace) and the categorical columns' names (not empty).
     pub fn check(&self) -> std::result::Result<(), String> {
         if !(1..=MAX_HASH_BITS).contains(&self.bits) {
             return Err(format!(
@@ -108,7 +124,32 @@ impl Hashing {
                 ));
             }
         }
+        if !self.categorical.is_empty() && !self.quadratic.is_empty() {
+            return Err(
+                "quadratic interactions pair Vowpal Wabbit namespaces, and a CSV file's \
+                 columns (hashed with categorical columns) are in none"
+                    .into(),
+            );
+        }
+        if self.categorical.iter().any(|c| c.trim().is_empty()) {
+            return Err("a categorical column's name is empty".into());
+        }
+        if self.csv_features == Some(0) {
+            return Err("a hashed CSV file had no feature columns".into());
+        }
         Ok(())
+    }
+
+    /// Whether CSV input is hashed (some column is categorical).
+    pub fn hashes_csv(&self) -> bool {
+        !self.categorical.is_empty()
+    }
+
+    /// Whether `other` hashes raw features into the same columns (what a loader records
+    /// about the training file, such as [`Hashing::csv_features`], aside).
+    pub fn same_scheme(&self, other: &Hashing) -> bool {
+        (self.bits, self.sign, &self.quadratic, &self.categorical)
+            == (other.bits, other.sign, &other.quadratic, &other.categorical)
     }
 
     /// Columns: 2^bits.

@@ -58,6 +58,17 @@ pub fn parse_with<R: BufRead>(
 /// and a feature count, if given, that it matches.
 fn checked_hashing(path: &Path, opts: &LoadOptions) -> Result<Hashing> {
     let hashing = opts.hashing.clone().unwrap_or_default();
+    if hashing.hashes_csv() {
+        return Err(Error::param(
+            crate::error::Param::Categorical,
+            hashing.categorical.join(","),
+            format!(
+                "names CSV columns, and {} is Vowpal Wabbit text (its features are hashed by \
+                 name already)",
+                path.display()
+            ),
+        ));
+    }
     hashing.check().map_err(|m| Error::data(path, m))?;
     let d = hashing.columns();
     if let Some(f) = opts.features.filter(|&f| f != d) {
@@ -478,42 +489,19 @@ impl<'a> Rows<'a> {
 
     /// Hashes the row's features (and their interactions) into columns and appends it.
     fn row(&mut self, label: Option<&str>, weight: f32, line_no: usize) -> Result<()> {
-        self.entries.clear();
-        for &(_, h, v) in &self.feats {
-            let (col, s) = self.hashing.place(h);
-            self.entries.push((col, s * v));
-        }
-        for &(a, b) in &self.pairs {
-            for (i, &(ia, ha, va)) in self.feats.iter().enumerate() {
-                if ia != a {
-                    continue;
-                }
-                // For "aa" each unordered pair of distinct features once.
-                let from = if a == b { i + 1 } else { 0 };
-                for &(ib, hb, vb) in &self.feats[from..] {
-                    if ib == b {
-                        let (col, s) = self.hashing.place(Hashing::pair_hash(ha, hb));
-                        self.entries.push((col, s * va * vb));
-                    }
-                }
-            }
-        }
-        self.entries.sort_unstable_by_key(|e| e.0);
-        let mut merged: Vec<(u32, f32)> = Vec::with_capacity(self.entries.len());
-        for &(c, v) in &self.entries {
-            match merged.last_mut() {
-                Some(last) if last.0 == c => last.1 += v,
-                _ => merged.push((c, v)),
-            }
-        }
-        if merged.iter().any(|e| !e.1.is_finite()) {
-            return Err(Error::data(
+        push_hashed(
+            self.hashing,
+            &self.pairs,
+            &self.feats,
+            &mut self.entries,
+            &mut self.csr,
+        )
+        .map_err(|()| {
+            Error::data(
                 self.path,
                 format!("line {line_no}: the features of one column add up out of f32 range"),
-            ));
-        }
-        self.csr
-            .push_row(merged.into_iter().filter(|&(_, v)| v != 0.0));
+            )
+        })?;
         let seen = if label.is_some() {
             &mut self.labelled
         } else {
@@ -593,6 +581,52 @@ impl<'a> Rows<'a> {
         ds.hashing = Some(self.hashing.clone());
         Ok(ds)
     }
+}
+
+/// Hashes one row's features `feats` (namespace initial, hash, value) and the interactions
+/// `pairs` of namespace initials into columns (features in one column added, in column
+/// order; `entries` is scratch) and appends the row to `csr`. `Err` where a column's sum
+/// leaves the f32 range (nothing appended).
+pub(crate) fn push_hashed(
+    hashing: &Hashing,
+    pairs: &[(u8, u8)],
+    feats: &[(u8, u32, f32)],
+    entries: &mut Vec<(u32, f32)>,
+    csr: &mut CsrBuf,
+) -> std::result::Result<(), ()> {
+    entries.clear();
+    for &(_, h, v) in feats {
+        let (col, s) = hashing.place(h);
+        entries.push((col, s * v));
+    }
+    for &(a, b) in pairs {
+        for (i, &(ia, ha, va)) in feats.iter().enumerate() {
+            if ia != a {
+                continue;
+            }
+            // For "aa" each unordered pair of distinct features once.
+            let from = if a == b { i + 1 } else { 0 };
+            for &(ib, hb, vb) in &feats[from..] {
+                if ib == b {
+                    let (col, s) = hashing.place(Hashing::pair_hash(ha, hb));
+                    entries.push((col, s * va * vb));
+                }
+            }
+        }
+    }
+    entries.sort_unstable_by_key(|e| e.0);
+    let mut merged: Vec<(u32, f32)> = Vec::with_capacity(entries.len());
+    for &(c, v) in entries.iter() {
+        match merged.last_mut() {
+            Some(last) if last.0 == c => last.1 += v,
+            _ => merged.push((c, v)),
+        }
+    }
+    if merged.iter().any(|e| !e.1.is_finite()) {
+        return Err(());
+    }
+    csr.push_row(merged.into_iter().filter(|&(_, v)| v != 0.0));
+    Ok(())
 }
 
 /// `name[:value]`: the name and the value's text (split at the last ':').
@@ -731,6 +765,7 @@ mod tests {
             bits: 12,
             sign: HashSign::Unsigned,
             quadratic: vec!["ab".into(), "cc".into()],
+            ..Hashing::default()
         };
         let ds = load("1 |a x:2 x |b z:3 |c p q r\n", Some(h.clone())).unwrap();
         let r = row(&ds, 0);

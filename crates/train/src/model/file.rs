@@ -1,4 +1,4 @@
-//! The model file: versioned JSON ("format": "rosenblatt-model", "version" 1 to 4), one flat
+//! The model file: versioned JSON ("format": "rosenblatt-model", "version" 1 to 6), one flat
 //! object whose `kind` says which fields it has. [`Wire`] is that layout exactly; a file becomes a
 //! [`Model`] only after [`check`] has validated it whole: the fields of its kind and no other,
 //! lengths against `n_features` and the class count, finite numbers, kernel parameters in
@@ -13,7 +13,9 @@
 //! "float", "bool" or "str", compared as that type) and `feature_names`; a model with either
 //! is written as version 4, every other one as before. Version 5 added `hashing` (how raw
 //! features were hashed into the columns: bits, sign, quadratic interactions); a model with it
-//! is written as version 5.
+//! is written as version 5. Version 6 added the hashing of CSV files with categorical columns
+//! (`hashing.categorical`, the columns' names or indices, and `hashing.csv_features`, the
+//! training file's feature columns); a model with them is written as version 6.
 
 use std::io::Write;
 use std::path::Path;
@@ -31,8 +33,12 @@ use crate::report::TrainReport;
 
 /// The `format` field of every model file.
 pub const FORMAT: &str = "rosenblatt-model";
-/// The newest model-file version this build reads (and writes for models with hashing).
-pub const VERSION: u32 = 5;
+/// The newest model-file version this build reads (and writes for models that hash CSV
+/// files with categorical columns).
+pub const VERSION: u32 = 6;
+
+/// The version written for models with hashing of Vowpal Wabbit text.
+const VERSION_HASHING: u32 = 5;
 
 /// The version written for models with typed labels or feature names (and no hashing).
 const VERSION_NAMES: u32 = 4;
@@ -95,7 +101,8 @@ impl Wire {
         let mut w = Wire {
             format: FORMAT.into(),
             version: match &m.body {
-                _ if m.hashing.is_some() => VERSION,
+                _ if m.hashing.as_ref().is_some_and(|h| h.hashes_csv()) => VERSION,
+                _ if m.hashing.is_some() => VERSION_HASHING,
                 _ if m.label_type.is_some() || m.feature_names.is_some() => VERSION_NAMES,
                 Body::Voted(Voted { steps: Some(_), .. }) => VERSION_STEPS,
                 _ => VERSION_NO_STEPS,
@@ -339,6 +346,13 @@ fn check_typed_names(classes: &[String], ty: LabelType) -> std::result::Result<(
 /// A hashing's settings, and its 2^bits columns against the model's `d`.
 pub(super) fn check_hashing(h: &Hashing, d: usize) -> std::result::Result<(), String> {
     h.check()?;
+    if h.hashes_csv() != h.csv_features.is_some() {
+        return Err(
+            "a hashing of CSV columns records both its categorical columns and the number of \
+             feature columns"
+                .into(),
+        );
+    }
     if h.columns() != d {
         return Err(format!(
             "hashing into 2^{} = {} columns, but the model has {d} features",
@@ -556,6 +570,17 @@ impl Model {
         if wire.version < 5 && wire.hashing.is_some() {
             return Err(bad(format!(
                 "corrupt model: version {} has no hashing (it is version 5)",
+                wire.version
+            )));
+        }
+        if wire.version < 6
+            && wire
+                .hashing
+                .as_ref()
+                .is_some_and(|h| h.hashes_csv() || h.csv_features.is_some())
+        {
+            return Err(bad(format!(
+                "corrupt model: version {} hashes no CSV columns (that is version 6)",
                 wire.version
             )));
         }
