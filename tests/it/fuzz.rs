@@ -371,6 +371,8 @@ fn in_process_case(seed: &Seed, bytes: &[u8], rng: &mut ChaCha8Rng) -> Result<()
         let f = tempfile::Builder::new()
             .suffix(if format == Format::Libsvm {
                 ".svm"
+            } else if seed.name.ends_with(".vw") {
+                ".vw"
             } else {
                 ".csv"
             })

@@ -58,6 +58,7 @@ fn write_sets(dir: &Path) {
         common::npy_header("<i8", &format!("({n},)")),
     );
     let mut svm = String::new();
+    let mut vw = String::new();
     let names: Vec<String> = (1..=d).map(|j| format!("f{j}")).collect();
     let mut csv = format!("{},label\n", names.join(","));
     for _ in 0..n {
@@ -90,18 +91,26 @@ fn write_sets(dir: &Path) {
             svm.push_str(&format!(" {}:{v}", j + 1));
         }
         svm.push('\n');
+        // The same rows as Vowpal Wabbit text: numbered features land in their column.
+        vw.push_str(&format!("{b} |"));
+        for (j, v) in row.iter().enumerate().filter(|(_, v)| **v != 0) {
+            vw.push_str(&format!(" {j}:{v}"));
+        }
+        vw.push('\n');
     }
     std::fs::write(dir.join("x.npy"), x).unwrap();
     std::fs::write(dir.join("y2.npy"), y2).unwrap();
     std::fs::write(dir.join("y4.npy"), y4).unwrap();
     std::fs::write(dir.join("x.svm"), svm).unwrap();
+    std::fs::write(dir.join("x.vw"), vw).unwrap();
     std::fs::write(dir.join("x.csv"), csv).unwrap();
     std::fs::write(dir.join("tiny.csv"), "p,q,label\n1,2,a\n-2,1,b\n3,-1,a\n").unwrap();
 }
 
 /// The batch family's cases: binary, multiclass (argmax and one-vs-rest), pocket with
-/// patience, averaged, Winnow, sparse rows, held-out rows; CSV and LIBSVM read by byte range
-/// (each process parses only its share), a file with fewer rows than processes.
+/// patience, averaged, Winnow, sparse rows, held-out rows; CSV, LIBSVM and Vowpal Wabbit
+/// text read by byte range (each process parses only its share; the text and a CSV with a
+/// categorical column hashed), a file with fewer rows than processes.
 const CASES: &[&[&str]] = &[
     &["x.npy", "--labels", "y2.npy"],
     &["x.npy", "--labels", "y4.npy", "--algo", "multiclass"],
@@ -133,6 +142,17 @@ const CASES: &[&[&str]] = &[
     &["x.svm"],
     &["x.csv", "--algo", "multiclass"],
     &["tiny.csv"],
+    // Hashed text: Vowpal Wabbit lines, and CSV with a categorical column.
+    &["x.vw", "--hash-bits", "5"],
+    &[
+        "x.csv",
+        "--categorical",
+        "f3",
+        "--hash-bits",
+        "9",
+        "--algo",
+        "multiclass",
+    ],
     &[
         "x.npy",
         "--labels",

@@ -3,27 +3,28 @@
 //! processes then agree on what the whole file would have given: the classes (the union of
 //! every share's, sorted as one file sorts them), the number of features (LIBSVM: the largest
 //! index of any share) and, for LIBSVM under the automatic layout, dense or sparse by the
-//! density of the whole file.
+//! density of the whole file. Vowpal Wabbit text is cut the same way (its rows hashed into
+//! the columns every process shares, always sparse).
 
 use std::fs::File;
 use std::io::{BufRead, BufReader, Read, Seek, SeekFrom};
 use std::path::Path;
 
-use super::{csv, dense_zeros, detect_format, libsvm, Dataset, Format, LabelBuilder, Labels};
+use super::{csv, dense_zeros, detect_format, libsvm, vw, Dataset, Format, LabelBuilder, Labels};
 use super::{Layout, LoadOptions};
 use crate::error::{Error, Result};
 use crate::matrix::MatrixBuf;
 use crate::reduce::Reduce;
 
-/// Whether [`load_part`] reads a share of `path` (a regular CSV or LIBSVM file), rather than
-/// the whole file.
+/// Whether [`load_part`] reads a share of `path` (a regular CSV, LIBSVM or Vowpal Wabbit
+/// file), rather than the whole file.
 pub fn splits(path: &Path, opts: &LoadOptions) -> Result<bool> {
     if path == Path::new("-") || !std::fs::metadata(path).is_ok_and(|m| m.is_file()) {
         return Ok(false);
     }
     Ok(matches!(
         format_of(path, opts)?,
-        Format::Csv | Format::Libsvm
+        Format::Csv | Format::Libsvm | Format::Vw
     ))
 }
 
@@ -59,9 +60,9 @@ struct Share {
 }
 
 impl Share {
-    /// Whether the share has a line that is not blank nor a comment (`#`, which the CSV and
-    /// LIBSVM readers skip).
-    fn has_rows(&self, path: &Path) -> Result<bool> {
+    /// Whether the share has a line that is not blank nor, where `comments`, a comment (`#`,
+    /// which the CSV and LIBSVM readers skip; Vowpal Wabbit text has none).
+    fn has_rows(&self, path: &Path, comments: bool) -> Result<bool> {
         let mut f = File::open(path).map_err(|e| Error::io(path, e))?;
         f.seek(SeekFrom::Start(self.start))
             .map_err(|e| Error::io(path, e))?;
@@ -76,7 +77,8 @@ impl Share {
                 return Ok(false);
             }
             let text = line.trim_ascii();
-            if !text.is_empty() && !text.starts_with(b"#") {
+            let comment = comments && text.starts_with(b"#");
+            if !text.is_empty() && !comment {
                 return Ok(true);
             }
         }
@@ -92,7 +94,8 @@ impl Share {
     }
 }
 
-/// Parses process `part`'s share of the regular CSV or LIBSVM file `path` (of `parts`), as
+/// Parses process `part`'s share of the regular CSV, LIBSVM or Vowpal Wabbit file `path` (of
+/// `parts`), as
 /// [`super::load`] would parse the whole file, with LIBSVM rows held sparse (the layout is
 /// decided by [`agree`]). Errors name the line of the whole file.
 pub fn load_part(path: &Path, opts: &LoadOptions, part: usize, parts: usize) -> Result<Dataset> {
@@ -134,13 +137,17 @@ pub fn load_part(path: &Path, opts: &LoadOptions, part: usize, parts: usize) -> 
         start: start.max(header_end).min(end),
         end,
     };
-    if !scan.has_rows(path)? {
+    if !scan.has_rows(path, format != Format::Vw)? {
         // More processes than lines (or only blank ones and comments here): no rows, and the
-        // features and classes of the others (see [`agree`]).
+        // features and classes of the others (see [`agree`]); hashed text has its columns.
+        let hashing = match format {
+            Format::Vw => Some(opts.hashing.clone().unwrap_or_default()),
+            _ => opts.hashing.clone().filter(|h| h.hashes_csv()),
+        };
         return Ok(Dataset {
             x: MatrixBuf::Csr(crate::matrix::CsrBuf::new()),
             n: 0,
-            d: 0,
+            d: hashing.as_ref().map_or(0, |h| h.columns()),
             labels: Some(Labels {
                 classes: Vec::new(),
                 index: Vec::new(),
@@ -148,7 +155,7 @@ pub fn load_part(path: &Path, opts: &LoadOptions, part: usize, parts: usize) -> 
             }),
             source: path.to_path_buf(),
             weights: opts.weight_col.is_some().then(Vec::new),
-            hashing: None,
+            hashing,
         });
     }
     let share = Share { head, start, end };
@@ -160,6 +167,7 @@ pub fn load_part(path: &Path, opts: &LoadOptions, part: usize, parts: usize) -> 
             };
             libsvm::parse_with(path, || share.reader(path), &opts)
         }
+        Format::Vw => vw::parse_with(path, || share.reader(path), &opts),
         _ => {
             let r = share.reader(path).map_err(|e| Error::io(path, e))?;
             csv::parse_reader(path, r, end - start, &opts)
@@ -258,10 +266,11 @@ pub fn agree(ds: &mut Dataset, reduce: &dyn Reduce, layout: Layout) -> Result<()
             }
         }
     }
-    // Dense or sparse, by the whole file (every process takes part in the sum).
+    // Dense or sparse, by the whole file (every process takes part in the sum); hashed rows
+    // stay sparse, as a whole-file parse holds them.
     let mut t = [ds.n as f64, ds.stored() as f64];
     reduce.sum_f64(&mut t);
-    if let MatrixBuf::Csr(c) = &ds.x {
+    if let (MatrixBuf::Csr(c), None) = (&ds.x, &ds.hashing) {
         if !layout.sparse_for(t[0] as usize, d, t[1] as usize) {
             let mut x = dense_zeros(&ds.source, ds.n, d)?;
             for i in 0..c.n() {
