@@ -68,6 +68,8 @@ def main():
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--algos", nargs="+", default=["averaged", "arow"],
                     help="rosenblatt's rules to run (--algo values)")
+    ap.add_argument("--arow-r", type=float,
+                    help="AROW's r (rosenblatt's --arow-r; default its own, 30)")
     ap.add_argument("--text", choices=["rotten"],
                     help="a public text set instead of a click log")
     ap.add_argument("--cache", default=os.path.expanduser("~/.cache/rosenblatt-public-sets"),
@@ -122,22 +124,25 @@ def main():
             sklearn_rows(docs, cut, a.bits, passes)
         for algo in a.algos:
             out = work / "rb.json"
+            extra = ["--arow-r", str(a.arow_r)] if algo == "arow" and a.arow_r else []
             cmd = [rb, "train", str(train), "--algo", algo, "--hash-bits", str(a.bits),
-                   "--epochs", str(passes), "--patience", "0", "--backend", "cpu", "-o", str(out)]
+                   "--epochs", str(passes), "--patience", "0", "--backend", "cpu", "-o",
+                   str(out)] + extra
             secs, rss, _ = run(cmd, work)
             _, _, ev = run([rb, "eval", str(out), str(test), "--backend", "cpu", "--json"], work)
             acc = json.loads(ev)["accuracy"]
-            print(f"| rosenblatt ({algo}, held in memory) | {passes} | {secs:.2f} | "
+            name = f"{algo}, r = {a.arow_r:g}" if extra else algo
+            print(f"| rosenblatt ({name}, held in memory) | {passes} | {secs:.2f} | "
                   f"{n_train * passes / secs:,.0f} | {rss:.0f} | {acc:.3f} |")
             if passes != 1:
                 continue
             # One pass streamed: the file read in blocks, never held (file order).
             cmd = [rb, "train", str(train), "--stream", "--algo", algo, "--hash-bits",
-                   str(a.bits), "-o", str(out)]
+                   str(a.bits), "-o", str(out)] + extra
             secs, rss, _ = run(cmd, work)
             _, _, ev = run([rb, "eval", str(out), str(test), "--backend", "cpu", "--json"], work)
             acc = json.loads(ev)["accuracy"]
-            print(f"| rosenblatt ({algo}, --stream) | 1 | {secs:.2f} | "
+            print(f"| rosenblatt ({name}, --stream) | 1 | {secs:.2f} | "
                   f"{n_train / secs:,.0f} | {rss:.0f} | {acc:.3f} |")
 
 def tokens(text):
