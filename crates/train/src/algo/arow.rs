@@ -7,8 +7,9 @@
 //!   sigma_j <- sigma_j - beta sigma_j^2 x_j^2,
 //!
 //! so rare features take large steps and frequent ones small: what Vowpal Wabbit's adaptive,
-//! normalised steps learn per pass, in the perceptron family with a mistake bound (the paper's
-//! Theorem 2). x is augmented ([x, 1]), so the bias has its own confidence. `r` (> 0) sets
+//! normalised steps learn per pass, in the perceptron family. (The paper's mistake bound is
+//! proved for the full covariance, whose inverse grows by x x^T / r a step; none is known for
+//! this diagonal form, so the report gives none: docs/guide.md, "AROW".) x is augmented ([x, 1]), so the bias has its own confidence. `r` (> 0) sets
 //! how fast the confidence grows: larger is slower (default 30, chosen on the one-pass
 //! figures of docs/guide.md, "AROW"). Binary; with K classes one head per class
 //! against the rest (one-vs-rest), each head with its own confidences. A row's and its
