@@ -22,8 +22,8 @@ use pyo3::types::{PyBool, PyDict, PyFloat, PyList, PyString, PyTuple};
 use rosenblatt::{
     default_stopping, load_bytes, AdapterQuery, Arow, BackendChoice, Body, ClassWeight, CpuBackend,
     CsrBuf, Dataset, DenseRows, Error, Fallback, Format, GpuOptions, HashSign, Hashing, Kernel,
-    LabelType, Labels, LoadOptions, MappedF32, MatrixBuf, Model, Param, PassiveAggressive,
-    Progress, Selected, Storage, TrainParams, Trainer,
+    LabelCol, LabelType, Labels, LoadOptions, MappedF32, MatrixBuf, Model, Param,
+    PassiveAggressive, Progress, Selected, Storage, TrainParams, Trainer,
 };
 
 /// The crate's errors as Python exceptions, with the crate's messages: GPU and MPI failures
@@ -75,6 +75,7 @@ fn python_name(p: Param) -> &'static str {
         Param::MulticlassUpdate => "multiclass_update",
         Param::Minibatch => "minibatch",
         Param::Streams => "streams",
+        Param::Categorical => "categorical",
         other => other.name(),
     }
 }
@@ -944,11 +945,64 @@ fn adapters() -> Vec<(String, String, String)> {
 #[global_allocator]
 static ALLOC: rosenblatt::CacheLines = rosenblatt::CacheLines;
 
+/// CSV rows (every column a feature; the first record the header where `header`) hashed as
+/// `train data.csv --categorical ...` hashes them: (n, d, indptr, indices, values) of the
+/// CSR rows.
+#[pyfunction]
+#[pyo3(signature = (text, bits, categorical, signed, header))]
+#[allow(clippy::type_complexity)]
+fn hash_csv<'py>(
+    py: Python<'py>,
+    text: &[u8],
+    bits: u32,
+    categorical: Vec<String>,
+    signed: bool,
+    header: bool,
+) -> PyResult<(
+    usize,
+    usize,
+    Bound<'py, PyArray1<i64>>,
+    Bound<'py, PyArray1<i32>>,
+    Bound<'py, PyArray1<f32>>,
+)> {
+    let opts = LoadOptions {
+        format: Format::Csv,
+        label_col: LabelCol::None,
+        csv_header: Some(header),
+        hashing: Some(Hashing {
+            bits,
+            sign: if signed {
+                HashSign::Signed
+            } else {
+                HashSign::Unsigned
+            },
+            categorical,
+            ..Hashing::default()
+        }),
+        ..LoadOptions::default()
+    };
+    let ds = py
+        .detach(|| load_bytes(Path::new("<table>"), text, &opts))
+        .map_err(py_err)?;
+    let (n, d) = (ds.n, ds.d);
+    let MatrixBuf::Csr(c) = ds.x else {
+        return Err(PyRuntimeError::new_err("hashed rows are held sparse"));
+    };
+    Ok((
+        n,
+        d,
+        PyArray1::from_vec(py, c.indptr.iter().map(|&p| p as i64).collect()),
+        PyArray1::from_vec(py, c.indices.iter().map(|&j| j as i32).collect()),
+        PyArray1::from_vec(py, c.values),
+    ))
+}
+
 #[pymodule]
 fn _rosenblatt(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(fit, m)?)?;
     m.add_class::<PyModel>()?;
     m.add_function(wrap_pyfunction!(hash_vw, m)?)?;
+    m.add_function(wrap_pyfunction!(hash_csv, m)?)?;
     m.add_function(wrap_pyfunction!(temp_prefix, m)?)?;
     m.add_function(wrap_pyfunction!(remove_stale_temps, m)?)?;
     m.add_function(wrap_pyfunction!(adapters, m)?)?;

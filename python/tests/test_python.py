@@ -415,3 +415,51 @@ def test_vw_hasher_gives_the_command_lines_columns(tmp_path):
         rosenblatt.VWHasher().transform(["|a x\n|a y"])
     with pytest.raises(ValueError, match="a sequence of strings"):
         rosenblatt.VWHasher().transform("|a x")
+
+
+def test_column_hasher_hashes_a_table_as_the_command_line_hashes_its_csv(tmp_path):
+    """ColumnHasher hashes a table as `train data.csv --categorical ...` does: the rows of
+    the Vowpal Wabbit lines `| c=v name:x`, and a model trained on them is the command
+    line's."""
+    pd = pytest.importorskip("pandas")
+    df = pd.DataFrame(
+        {"n1": [0.5, None, 3.0, 1.0], "color": ["red", "blue", None, "red"], "b": [2, 0, 1, 5]}
+    )
+    X = rosenblatt.ColumnHasher(categorical=["color"], n_bits=10).fit_transform(df)
+    assert X.shape == (4, 1024) and X.dtype == np.float32
+    lines = ["| n1:0.5 color=red b:2", "| color=blue", "| n1:3 b:1", "| n1:1 color=red b:5"]
+    want = rosenblatt.VWHasher(n_bits=10).transform(lines)
+    np.testing.assert_array_equal(X.toarray(), want.toarray())
+    # Rows without names: columns named by position.
+    rows = [[0.5, "red", 2], [None, "blue", 0]]
+    got = rosenblatt.ColumnHasher(categorical=[1], n_bits=10).transform(rows)
+    np.testing.assert_array_equal(
+        got.toarray(), rosenblatt.VWHasher(n_bits=10).transform(["| 0:0.5 1=red 2:2", "| 1=blue"]).toarray()
+    )
+    # Any text is a category: commas, spaces, quotes, a leading '#', a line break.
+    odd = pd.DataFrame({"c": ["a, b", "# x", 'say "hi"', "two\nlines", "a, b"], "x": [1] * 5})
+    H = rosenblatt.ColumnHasher(categorical="c", n_bits=12).transform(odd).toarray()
+    assert H.shape == (5, 4096)
+    np.testing.assert_array_equal(H[0], H[4])
+    assert len({H[i].tobytes() for i in range(4)}) == 4
+    # The command line's model on the same table written as CSV, and ours on the hashed rows.
+    y = np.array([1, -1, -1, 1])
+    df.assign(label=y).to_csv(tmp_path / "t.csv", index=False)
+    subprocess.run(
+        [cli(), "train", str(tmp_path / "t.csv"), "--categorical", "color", "--hash-bits",
+         "10", "--algo", "online", "--epochs", "1", "--no-shuffle", "--backend", "cpu", "-o",
+         str(tmp_path / "m.json")],
+        check=True, capture_output=True,
+    )
+    ours = rosenblatt.Perceptron(
+        algo="online", max_iter=1, shuffle=False, scale=None, tol=None, backend="cpu"
+    ).fit(X, y)
+    theirs = rosenblatt.load(tmp_path / "m.json")
+    np.testing.assert_array_equal(ours.coef_, theirs.coef_)
+    np.testing.assert_array_equal(ours.intercept_, theirs.intercept_)
+    with pytest.raises(ValueError, match="at least one column"):
+        rosenblatt.ColumnHasher().transform(df)
+    with pytest.raises(ValueError, match="no column named"):
+        rosenblatt.ColumnHasher(categorical=["colour"]).transform(df)
+    with pytest.raises(ValueError, match="not a number"):
+        rosenblatt.ColumnHasher(categorical=["b"]).transform(df)

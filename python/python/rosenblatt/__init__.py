@@ -38,6 +38,7 @@ __all__ = [
     "PassiveAggressiveClassifier",
     "AROWClassifier",
     "VWHasher",
+    "ColumnHasher",
     "KernelPerceptron",
     "InvalidParameterError",
     "load",
@@ -941,6 +942,110 @@ class VWHasher(TransformerMixin, BaseEstimator):  # type: ignore[misc]
         tags = super().__sklearn_tags__()
         tags.input_tags.two_d_array = False
         tags.input_tags.string = True
+        tags.requires_fit = False
+        return tags
+
+
+class ColumnHasher(TransformerMixin, BaseEstimator):  # type: ignore[misc]
+    """A table's columns hashed into columns exactly as ``rosenblatt train data.csv
+    --categorical ...`` hashes a CSV file's, as a scipy CSR matrix: a value ``v`` of a
+    categorical column ``c`` is the feature ``c=v`` (value 1), every other column its name with
+    its number as the value, a missing value (None, NaN, an empty string) no feature; so the
+    rows are those of the Vowpal Wabbit lines ``| c=v name:x ...`` and a model trained on
+    them equals the command line's. Stateless: ``fit`` learns nothing.
+
+    X is a DataFrame (pandas or polars: its column names are the names hashed), or a 2-D
+    sequence of rows whose columns are named by their 0-based position.
+
+    Parameters
+    ----------
+    categorical : sequence of str or int, default=()
+        The categorical columns, by name (any case) or 0-based position; the others hold
+        numbers.
+    n_bits : int, default=18
+        Columns are 2^n_bits (1 to 28), the CLI's ``--hash-bits``.
+    sign : {"signed", "unsigned"}, default="signed"
+        Signed hashing (each value times +1 or -1 from its hash, so that collisions cancel on
+        average) or the values as they are.
+    """
+
+    def __init__(
+        self, *, categorical: Any = (), n_bits: int = 18, sign: str = "signed"
+    ) -> None:
+        self.categorical = categorical
+        self.n_bits = n_bits
+        self.sign = sign
+
+    def fit(self, X: Any, y: Any = None) -> ColumnHasher:
+        """Checks the parameters; there is nothing to learn."""
+        self._checked()
+        return self
+
+    def _checked(self) -> tuple[int, list[str], bool]:
+        bits = _params.integer("n_bits", self.n_bits, 1, 28)
+        cols = [self.categorical] if isinstance(self.categorical, (str, int)) else self.categorical
+        names = [str(c) for c in cols]
+        if any(not n.strip() or "," in n for n in names):
+            raise InvalidParameterError(
+                f"categorical must name columns (no empty name, no comma), got {names!r}"
+            )
+        if not names:
+            raise InvalidParameterError(
+                "categorical must name at least one column (a table of numbers needs no "
+                "hashing)"
+            )
+        sign = _params.choice("sign", self.sign, ("signed", "unsigned"))
+        return bits, names, sign == "signed"
+
+    def transform(self, X: Any) -> sp.csr_matrix:
+        """The rows of X hashed: a CSR matrix of float32 with 2^n_bits columns."""
+        import csv
+        import io
+        import math
+
+        bits, names, signed = self._checked()
+        columns = getattr(X, "columns", None)
+        if columns is not None and hasattr(X, "iter_rows"):
+            rows: Any = X.iter_rows()  # polars
+        elif columns is not None and hasattr(X, "itertuples"):
+            rows = X.itertuples(index=False, name=None)  # pandas
+        elif isinstance(X, (str, bytes)):
+            raise ValueError("X must be a table (a DataFrame or rows of values), not a string")
+        else:
+            rows = X
+
+        def cell(v: Any) -> str:
+            missing = v is None or type(v).__name__ == "NAType"  # pandas' NA
+            if missing or (isinstance(v, (float, np.floating)) and math.isnan(v)):
+                return ""
+            if isinstance(v, (bool, np.bool_)):
+                return str(int(v))
+            if isinstance(v, (float, np.floating)):
+                return repr(float(v))
+            return str(v)
+
+        buf = io.StringIO()
+        # Every field quoted, so no value reads as a comment ("#...") or splits a row.
+        w = csv.writer(buf, lineterminator="\n", quoting=csv.QUOTE_ALL)
+        if columns is not None:
+            w.writerow([str(c) for c in columns])
+        n = 0
+        for row in rows:
+            w.writerow([cell(v) for v in row])
+            n += 1
+        if n == 0:
+            return sp.csr_matrix((0, 1 << bits), dtype=np.float32)
+        got, d, indptr, indices, values = _rosenblatt.hash_csv(
+            buf.getvalue().encode(), bits, names, signed, columns is not None
+        )
+        if got != n:
+            raise RuntimeError(f"{n} rows hashed into {got} (please report this)")
+        return sp.csr_matrix((values, indices, indptr), shape=(got, d))
+
+    def __sklearn_tags__(self) -> Any:
+        tags = super().__sklearn_tags__()
+        tags.input_tags.string = True
+        tags.input_tags.categorical = True
         tags.requires_fit = False
         return tags
 

@@ -83,6 +83,11 @@ def hash_vw(
 ) -> tuple[int, int, npt.NDArray[np.int64], npt.NDArray[np.int32], npt.NDArray[np.float32]]:
     """Vowpal Wabbit lines hashed as the command line hashes them: (n, d, indptr, indices,
     values) of the CSR rows."""
+def hash_csv(
+    text: bytes, bits: int, categorical: list[str], signed: bool, header: bool
+) -> tuple[int, int, npt.NDArray[np.int64], npt.NDArray[np.int32], npt.NDArray[np.float32]]:
+    """CSV rows (every column a feature) hashed as ``train data.csv --categorical`` hashes
+    them: (n, d, indptr, indices, values) of the CSR rows."""
 def defaults(algo: Optional[str] = None) -> str:
     """The crate's training defaults for ``algo`` (``TrainParams::for_algo``; None: the
     default algorithm's) as JSON."""
