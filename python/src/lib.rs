@@ -889,20 +889,7 @@ fn hash_vw<'py>(
         }),
         ..LoadOptions::default()
     };
-    let ds = py
-        .detach(|| load_bytes(Path::new("<text>"), text, &opts))
-        .map_err(py_err)?;
-    let (n, d) = (ds.n, ds.d);
-    let MatrixBuf::Csr(c) = ds.x else {
-        return Err(PyRuntimeError::new_err("hashed rows are held sparse"));
-    };
-    Ok((
-        n,
-        d,
-        PyArray1::from_vec(py, c.indptr.iter().map(|&p| p as i64).collect()),
-        PyArray1::from_vec(py, c.indices.iter().map(|&j| j as i32).collect()),
-        PyArray1::from_vec(py, c.values),
-    ))
+    hashed_rows(py, Path::new("<text>"), text, &opts)
 }
 
 #[pyfunction]
@@ -981,8 +968,26 @@ fn hash_csv<'py>(
         }),
         ..LoadOptions::default()
     };
+    hashed_rows(py, Path::new("<table>"), text, &opts)
+}
+
+/// The rows of `text` loaded with `opts` (which hash them): (n, d, indptr, indices, values)
+/// of the CSR rows.
+#[allow(clippy::type_complexity)]
+fn hashed_rows<'py>(
+    py: Python<'py>,
+    source: &Path,
+    text: &[u8],
+    opts: &LoadOptions,
+) -> PyResult<(
+    usize,
+    usize,
+    Bound<'py, PyArray1<i64>>,
+    Bound<'py, PyArray1<i32>>,
+    Bound<'py, PyArray1<f32>>,
+)> {
     let ds = py
-        .detach(|| load_bytes(Path::new("<table>"), text, &opts))
+        .detach(|| load_bytes(source, text, opts))
         .map_err(py_err)?;
     let (n, d) = (ds.n, ds.d);
     let MatrixBuf::Csr(c) = ds.x else {
