@@ -203,7 +203,7 @@ fn hashing(a: &HashArgs, like: Option<&Hashing>) -> anyhow::Result<Option<Hashin
         sign: a.hash_sign.unwrap_or_default(),
         quadratic: a.quadratic.clone(),
         categorical: a.categorical.clone(),
-        csv_features: None,
+        csv_columns: None,
     });
     if let Some(g) = &given {
         if g.check().is_err() {

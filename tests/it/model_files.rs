@@ -718,7 +718,8 @@ fn v6_csv_hashing_loads_predicts_a_csv_as_recorded_and_is_checked_whole() {
     let m = Model::load(&path).unwrap();
     let h = m.hashing().expect("hashing kept");
     assert_eq!(h.categorical, ["color", "shape"]);
-    assert_eq!((h.bits, h.csv_features), (6, Some(3)));
+    let cols = ["n1", "color", "shape"].map(String::from).to_vec();
+    assert_eq!((h.bits, h.csv_columns.as_ref()), (6, Some(&cols)));
     assert_eq!(m.n_features(), 64);
     predicts_as_recorded(&dir, "hashed", "categorical.csv");
     let new = writes_as_committed(&m, &path, "hashed");
@@ -732,7 +733,7 @@ fn v6_csv_hashing_loads_predicts_a_csv_as_recorded_and_is_checked_whole() {
         ),
         (
             Box::new(|v| {
-                v["hashing"].as_object_mut().unwrap().remove("csv_features");
+                v["hashing"].as_object_mut().unwrap().remove("csv_columns");
             }),
             "both its categorical columns",
         ),
@@ -745,8 +746,8 @@ fn v6_csv_hashing_loads_predicts_a_csv_as_recorded_and_is_checked_whole() {
             "namespaces",
         ),
         (
-            Box::new(|v| v["hashing"]["csv_features"] = (-1).into()),
-            "invalid value",
+            Box::new(|v| v["hashing"]["csv_columns"][2] = "COLOR".into()),
+            "named twice",
         ),
     ] {
         refused_with(&text, edit, words);

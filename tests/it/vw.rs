@@ -357,7 +357,8 @@ fn csv_with_categorical_columns_trains_the_model_its_vowpal_wabbit_lines_train()
     assert_eq!(
         m["hashing"],
         serde_json::json!({"bits": 10, "sign": "signed",
-            "categorical": ["color", "shape"], "csv_features": 4})
+            "categorical": ["color", "shape"],
+            "csv_columns": ["n1", "n2", "color", "shape"]})
     );
     // Predict hashes a file without the label column as the model records, and gives what
     // it gives for the labelled rows; eval reads the labels.

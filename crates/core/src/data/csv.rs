@@ -74,7 +74,7 @@ pub fn parse_reader<R: Read>(
         let mut ds = Dataset::from_matrix(MatrixBuf::Csr(rows.csr), n, d, labels, path);
         ds.weights = weights;
         ds.hashing = Some(Hashing {
-            csv_features: Some(rows.features),
+            csv_columns: Some(rows.names),
             ..h.clone()
         });
         return Ok(ds);
@@ -218,8 +218,8 @@ struct HashedRows<'h> {
     /// For each column: a feature column's kind (categorical or not) and name; `None` for
     /// the label and weight columns. Set once the columns are known.
     cols: Vec<Option<(bool, Vec<u8>)>>,
-    /// Feature columns.
-    features: usize,
+    /// The feature columns' names, in order, as hashed.
+    names: Vec<String>,
     /// One row's features: (namespace initial, hash, value); scratch for the hashing.
     feats: Vec<(u8, u32, f32)>,
     entries: Vec<(u32, f32)>,
@@ -233,7 +233,7 @@ impl<'h> HashedRows<'h> {
         HashedRows {
             hashing,
             cols: Vec::new(),
-            features: 0,
+            names: Vec::new(),
             feats: Vec::new(),
             entries: Vec::new(),
             key: Vec::new(),
@@ -243,7 +243,9 @@ impl<'h> HashedRows<'h> {
     }
 
     /// Names the columns: the categorical ones (by header name or 0-based index), and every
-    /// feature column by its header's name or its position among the feature columns.
+    /// feature column by its header's name or its position among the feature columns. Where
+    /// the hashing records the training file's columns, the feature columns must be those
+    /// (by name, any case and order), hashed with the training file's spelling.
     fn set_columns(
         &mut self,
         path: &Path,
@@ -273,20 +275,54 @@ impl<'h> HashedRows<'h> {
             }
             categorical[j] = true;
         }
-        let mut k = 0usize;
-        self.cols = (0..ncols)
-            .map(|j| {
-                (!skip.contains(&Some(j))).then(|| {
-                    let name = match names {
-                        Some(n) => n[j].clone().into_bytes(),
-                        None => k.to_string().into_bytes(),
-                    };
-                    k += 1;
-                    (categorical[j], name)
-                })
-            })
+        // Each feature column's own name: its header's, or its position among them.
+        let own: Vec<(usize, String)> = (0..ncols)
+            .filter(|j| !skip.contains(&Some(*j)))
+            .enumerate()
+            .map(|(k, j)| (j, names.map_or_else(|| k.to_string(), |n| n[j].clone())))
             .collect();
-        self.features = k;
+        let same = |a: &str, b: &str| a.to_lowercase() == b.to_lowercase();
+        let hashed: Vec<String> = match &self.hashing.csv_columns {
+            None => own.iter().map(|(_, n)| n.clone()).collect(),
+            Some(train) => {
+                let listed = |c: &[String]| c.join(", ");
+                let mine: Vec<String> = own.iter().map(|(_, n)| n.clone()).collect();
+                if let Some(t) = train.iter().find(|t| !mine.iter().any(|n| same(n, t))) {
+                    return Err(Error::data(
+                        path,
+                        format!(
+                            "no feature column {t:?}, which the model was trained on (the \
+                             file's feature columns: {}; the model's: {})",
+                            listed(&mine),
+                            listed(train)
+                        ),
+                    ));
+                }
+                let mut out = Vec::with_capacity(mine.len());
+                for n in &mine {
+                    match train.iter().find(|t| same(n, t)) {
+                        Some(t) => out.push(t.clone()),
+                        None => {
+                            return Err(Error::data(
+                                path,
+                                format!(
+                                    "column {n:?} is not a feature column the model was \
+                                     trained on (the model's: {})",
+                                    listed(train)
+                                ),
+                            ))
+                        }
+                    }
+                }
+                out
+            }
+        };
+        let mut cols = vec![None; ncols];
+        for ((j, _), name) in own.iter().zip(&hashed) {
+            cols[*j] = Some((categorical[*j], name.clone().into_bytes()));
+        }
+        self.cols = cols;
+        self.names = hashed;
         Ok(())
     }
 
@@ -397,7 +433,7 @@ fn records<R: Read>(
     let opts = match target {
         Target::Hashed(h) => {
             hashed_opts = LoadOptions {
-                features: h.hashing.csv_features,
+                features: h.hashing.csv_columns.as_ref().map(Vec::len),
                 ..opts.clone()
             };
             &hashed_opts
@@ -759,7 +795,8 @@ mod tests {
         );
         assert_eq!(ds.labels.as_ref().unwrap().index, vec![1, 0, 1]);
         let h = ds.hashing.as_ref().unwrap();
-        assert_eq!((h.csv_features, h.bits), (Some(3), 10));
+        let cols = ["a", "color", "b"].map(String::from).to_vec();
+        assert_eq!((h.csv_columns.as_ref(), h.bits), (Some(&cols), 10));
         assert_eq!(h.categorical, vec!["COLOR".to_string()]);
 
         // Without a header: columns by 0-based index, features named by their position
@@ -774,10 +811,42 @@ mod tests {
         let want = vw("7 | 0:0.5 1=red\n8 | 0:2 1=blue\n");
         same_rows(&ds, &want);
         let mut opts = hashed(&["1"]);
-        opts.hashing.as_mut().unwrap().csv_features = Some(2);
+        opts.hashing.as_mut().unwrap().csv_columns = Some(vec!["0".into(), "1".into()]);
         let unlabelled = parse(Path::new("t.csv"), b"0.5,red\n2,blue\n", &opts).unwrap();
         assert!(unlabelled.labels.is_none());
         same_rows(&unlabelled, &want);
+
+        // A later file with a header: the training file's columns in any order and case,
+        // hashed with the training file's spelling; a column missing or added is an error.
+        let trained = parse(Path::new("t.csv"), text.as_bytes(), &hashed(&["color"])).unwrap();
+        let opts = LoadOptions {
+            hashing: trained.hashing.clone(),
+            ..Default::default()
+        };
+        let later = "B,Color,A\n2,red,0.5\n0,blue,\n1,,3\n";
+        same_rows(
+            &parse(Path::new("p.csv"), later.as_bytes(), &opts).unwrap(),
+            &{
+                let mut t = trained;
+                t.labels = None;
+                t
+            },
+        );
+        let e = parse(Path::new("p.csv"), b"b,color,label\n2,red,1\n", &opts).unwrap_err();
+        assert!(e.to_string().contains("no feature column \"a\""), "{e}");
+        let e = parse(Path::new("p.csv"), b"a,b,color,id\n1,2,red,7\n", &opts);
+        // (Four columns: the last is taken as the label, the others are the model's.)
+        assert!(e.unwrap().labels.is_some());
+        let e = parse(
+            Path::new("p.csv"),
+            b"a,b,color,id,label\n1,2,red,7,1\n",
+            &opts,
+        )
+        .unwrap_err();
+        assert!(
+            e.to_string().contains("\"id\" is not a feature column"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -87,11 +87,12 @@ pub struct Hashing {
     /// where the file has none); an empty field is a missing feature.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub categorical: Vec<String>,
-    /// CSV input with categorical columns: how many feature columns the training file had,
-    /// recorded by the loader, so that a file with exactly that many columns is read as
-    /// unlabelled when predicting.
+    /// CSV input with categorical columns: the training file's feature columns, by name (its
+    /// header's, or their positions where it had none), recorded by the loader. A later file
+    /// must have these columns (by name, any case and order, and no other feature column), and
+    /// one with exactly these many columns is read as unlabelled.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub csv_features: Option<usize>,
+    pub csv_columns: Option<Vec<String>>,
 }
 
 impl Default for Hashing {
@@ -101,7 +102,7 @@ impl Default for Hashing {
             sign: HashSign::Signed,
             quadratic: Vec::new(),
             categorical: Vec::new(),
-            csv_features: None,
+            csv_columns: None,
         }
     }
 }
@@ -134,8 +135,14 @@ impl Hashing {
         if self.categorical.iter().any(|c| c.trim().is_empty()) {
             return Err("a categorical column's name is empty".into());
         }
-        if self.csv_features == Some(0) {
-            return Err("a hashed CSV file had no feature columns".into());
+        if let Some(cols) = &self.csv_columns {
+            if cols.is_empty() {
+                return Err("a hashed CSV file had no feature columns".into());
+            }
+            let mut seen = std::collections::HashSet::new();
+            if let Some(c) = cols.iter().find(|c| !seen.insert(c.to_lowercase())) {
+                return Err(format!("the CSV column {c:?} is named twice"));
+            }
         }
         Ok(())
     }
@@ -146,7 +153,7 @@ impl Hashing {
     }
 
     /// Whether `other` hashes raw features into the same columns (what a loader records
-    /// about the training file, such as [`Hashing::csv_features`], aside).
+    /// about the training file, such as [`Hashing::csv_columns`], aside).
     pub fn same_scheme(&self, other: &Hashing) -> bool {
         (self.bits, self.sign, &self.quadratic, &self.categorical)
             == (other.bits, other.sign, &other.quadratic, &other.categorical)

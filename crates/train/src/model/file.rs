@@ -14,7 +14,7 @@
 //! is written as version 4, every other one as before. Version 5 added `hashing` (how raw
 //! features were hashed into the columns: bits, sign, quadratic interactions); a model with it
 //! is written as version 5. Version 6 added the hashing of CSV files with categorical columns
-//! (`hashing.categorical`, the columns' names or indices, and `hashing.csv_features`, the
+//! (`hashing.categorical`, the columns' names or indices, and `hashing.csv_columns`, the
 //! training file's feature columns); a model with them is written as version 6.
 
 use std::io::Write;
@@ -346,7 +346,7 @@ fn check_typed_names(classes: &[String], ty: LabelType) -> std::result::Result<(
 /// A hashing's settings, and its 2^bits columns against the model's `d`.
 pub(super) fn check_hashing(h: &Hashing, d: usize) -> std::result::Result<(), String> {
     h.check()?;
-    if h.hashes_csv() != h.csv_features.is_some() {
+    if h.hashes_csv() != h.csv_columns.is_some() {
         return Err(
             "a hashing of CSV columns records both its categorical columns and the number of \
              feature columns"
@@ -577,7 +577,7 @@ impl Model {
             && wire
                 .hashing
                 .as_ref()
-                .is_some_and(|h| h.hashes_csv() || h.csv_features.is_some())
+                .is_some_and(|h| h.hashes_csv() || h.csv_columns.is_some())
         {
             return Err(bad(format!(
                 "corrupt model: version {} hashes no CSV columns (that is version 6)",
