@@ -1,5 +1,6 @@
-//! CSV loader: header auto-detected, label column chosen by name, index or convention,
-//! features parsed straight into the dataset's one f32 buffer (no second copy of X).
+//! CSV loader (tab-separated for a `.tsv` file): header auto-detected, label column chosen
+//! by name, index or convention, features parsed straight into the dataset's one f32 buffer
+//! (no second copy of X).
 //!
 //! A first row is a header when it has a non-numeric field in a column whose second-row
 //! value is numeric (features are numeric, unless categorical; the label column may hold
@@ -44,6 +45,19 @@ pub(crate) fn parse_value(field: &[u8]) -> std::result::Result<f32, &'static str
         }
     } else {
         Ok(v)
+    }
+}
+
+/// The field separator of `path`: a tab for a `.tsv` file, else a comma.
+pub fn delimiter(path: &Path) -> u8 {
+    let tsv = path
+        .extension()
+        .and_then(|e| e.to_str())
+        .is_some_and(|e| e.eq_ignore_ascii_case("tsv"));
+    if tsv {
+        b'\t'
+    } else {
+        b','
     }
 }
 
@@ -137,15 +151,17 @@ impl ValueSink for VecSink<'_> {
 }
 
 /// Whether the first record is a header, from the first two: not when it is all numbers;
-/// with a second record, when some field is text above a number; alone, when all is text.
+/// with a second record, when some field is text (not empty) above a number; alone, when
+/// all is text.
 fn header_rule(first: &ByteRecord, second: Option<&ByteRecord>) -> bool {
     if first.iter().all(is_numeric) {
         false
     } else if let Some(second) = second {
+        // (An empty field is no evidence: in hashed rows it is a missing value.)
         first
             .iter()
             .zip(second.iter())
-            .any(|(a, b)| !is_numeric(a) && is_numeric(b))
+            .any(|(a, b)| !a.is_empty() && !is_numeric(a) && is_numeric(b))
     } else {
         first.iter().all(|f| !is_numeric(f))
     }
@@ -160,6 +176,7 @@ pub fn first_record<R: Read>(
     opts: &LoadOptions,
 ) -> Result<Option<(bool, u64)>> {
     let mut rdr = ReaderBuilder::new()
+        .delimiter(delimiter(path))
         .has_headers(false)
         .flexible(true)
         .trim(Trim::All)
@@ -388,6 +405,7 @@ fn records<R: Read>(
     target: &mut Target<'_>,
 ) -> Result<Parsed> {
     let mut rdr = ReaderBuilder::new()
+        .delimiter(delimiter(path))
         .has_headers(false)
         .flexible(true)
         .trim(Trim::All)
@@ -846,6 +864,42 @@ mod tests {
         assert!(
             e.to_string().contains("\"id\" is not a feature column"),
             "{e}"
+        );
+    }
+
+    #[test]
+    fn a_tsv_file_is_csv_with_tabs() {
+        let csv = parse(
+            Path::new("t.csv"),
+            b"a,b,label\n1,2,x\n3,4,y\n",
+            &hashed(&[]),
+        );
+        let tsv = parse(
+            Path::new("t.TSV"),
+            b"a\tb\tlabel\n1\t2\tx\n3\t4\ty\n",
+            &hashed(&[]),
+        );
+        let (csv, tsv) = (csv.unwrap(), tsv.unwrap());
+        assert_eq!(&*csv.x.values(), &*tsv.x.values());
+        assert_eq!(csv.labels, tsv.labels);
+        // Criteo's layout: the label first, no header, counts then categories (one empty).
+        let opts = LoadOptions {
+            label_col: LabelCol::Index(0),
+            ..hashed(&["3", "4"])
+        };
+        let ds = parse(
+            Path::new("day.tsv"),
+            b"1\t5\t\t68fd1e64\t\n0\t2\t7\t80e26c9b\tfb936136\n",
+            &opts,
+        )
+        .unwrap();
+        same_rows(
+            &ds,
+            &vw("1 | 0:5 2=68fd1e64\n0 | 0:2 1:7 2=80e26c9b 3=fb936136\n"),
+        );
+        assert!(
+            crate::data::detect_format(crate::data::Format::Auto, Path::new("d.tsv"), b"1\t2")
+                == crate::data::Format::Csv
         );
     }
 

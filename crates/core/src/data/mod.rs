@@ -503,8 +503,8 @@ pub fn dense_zeros(path: &Path, n: usize, d: usize) -> Result<Vec<f32>> {
 
 /// The format of an input, decided in this one place (loading whole files, bytes and shares,
 /// and `convert`): `requested` unless it is `Auto`; else NumPy by its magic bytes (`.npy`;
-/// a zip archive, `.npz`) or its extension; CSV or LIBSVM by extension (.csv; .svm, .libsvm,
-/// .svmlight), else by the first data line of `head` (the input's first bytes): an `idx:val`
+/// a zip archive, `.npz`) or its extension; CSV or LIBSVM by extension (.csv, .tsv: CSV with
+/// tabs; .svm, .libsvm, .svmlight), else by the first data line of `head` (the input's first bytes): an `idx:val`
 /// token after the first field means LIBSVM.
 pub fn detect_format(requested: Format, path: &Path, bytes: &[u8]) -> Format {
     if requested != Format::Auto {
@@ -519,7 +519,7 @@ pub fn detect_format(requested: Format, path: &Path, bytes: &[u8]) -> Format {
     match extension(path).as_deref() {
         Some("npy") => return Format::Npy,
         Some("npz") => return Format::Npz,
-        Some("csv") => return Format::Csv,
+        Some("csv" | "tsv") => return Format::Csv,
         Some("svm" | "libsvm" | "svmlight") => return Format::Libsvm,
         Some("vw") => return Format::Vw,
         _ => {}
