@@ -861,29 +861,18 @@ impl PyModel {
 /// (n, d, indptr, indices, values); any labels and importances in the lines are dropped.
 #[pyfunction]
 #[pyo3(signature = (text, bits, quadratic, signed))]
-#[allow(clippy::type_complexity)]
 fn hash_vw<'py>(
     py: Python<'py>,
     text: &[u8],
     bits: u32,
     quadratic: Vec<String>,
     signed: bool,
-) -> PyResult<(
-    usize,
-    usize,
-    Bound<'py, PyArray1<i64>>,
-    Bound<'py, PyArray1<i32>>,
-    Bound<'py, PyArray1<f32>>,
-)> {
+) -> PyResult<HashedCsr<'py>> {
     let opts = LoadOptions {
         format: Format::Vw,
         hashing: Some(Hashing {
             bits,
-            sign: if signed {
-                HashSign::Signed
-            } else {
-                HashSign::Unsigned
-            },
+            sign: sign_of(signed),
             quadratic,
             ..Hashing::default()
         }),
@@ -937,7 +926,6 @@ static ALLOC: rosenblatt::CacheLines = rosenblatt::CacheLines;
 /// CSR rows.
 #[pyfunction]
 #[pyo3(signature = (text, bits, categorical, signed, header))]
-#[allow(clippy::type_complexity)]
 fn hash_csv<'py>(
     py: Python<'py>,
     text: &[u8],
@@ -945,24 +933,14 @@ fn hash_csv<'py>(
     categorical: Vec<String>,
     signed: bool,
     header: bool,
-) -> PyResult<(
-    usize,
-    usize,
-    Bound<'py, PyArray1<i64>>,
-    Bound<'py, PyArray1<i32>>,
-    Bound<'py, PyArray1<f32>>,
-)> {
+) -> PyResult<HashedCsr<'py>> {
     let opts = LoadOptions {
         format: Format::Csv,
         label_col: LabelCol::None,
         csv_header: Some(header),
         hashing: Some(Hashing {
             bits,
-            sign: if signed {
-                HashSign::Signed
-            } else {
-                HashSign::Unsigned
-            },
+            sign: sign_of(signed),
             categorical,
             ..Hashing::default()
         }),
@@ -971,21 +949,31 @@ fn hash_csv<'py>(
     hashed_rows(py, Path::new("<table>"), text, &opts)
 }
 
-/// The rows of `text` loaded with `opts` (which hash them): (n, d, indptr, indices, values)
-/// of the CSR rows.
-#[allow(clippy::type_complexity)]
-fn hashed_rows<'py>(
-    py: Python<'py>,
-    source: &Path,
-    text: &[u8],
-    opts: &LoadOptions,
-) -> PyResult<(
+/// Hashed rows as NumPy arrays: (n, d, indptr, indices, values) of a CSR matrix.
+type HashedCsr<'py> = (
     usize,
     usize,
     Bound<'py, PyArray1<i64>>,
     Bound<'py, PyArray1<i32>>,
     Bound<'py, PyArray1<f32>>,
-)> {
+);
+
+/// Python's `signed` flag as the crate's hash sign.
+fn sign_of(signed: bool) -> HashSign {
+    if signed {
+        HashSign::Signed
+    } else {
+        HashSign::Unsigned
+    }
+}
+
+/// The rows of `text` loaded with `opts` (which hash them), as [`HashedCsr`].
+fn hashed_rows<'py>(
+    py: Python<'py>,
+    source: &Path,
+    text: &[u8],
+    opts: &LoadOptions,
+) -> PyResult<HashedCsr<'py>> {
     let ds = py
         .detach(|| load_bytes(source, text, opts))
         .map_err(py_err)?;
