@@ -1,12 +1,15 @@
-// rosenblatt: the online perceptron (binary, multiclass, one-vs-rest; averaged or not) in
-// steps of B rows, in S streams: one workgroup a stream. Each epoch the host writes the row
+// rosenblatt: the online perceptron (binary, multiclass, one-vs-rest; averaged or not), and
+// the passive-aggressive and AROW rules, in steps of B rows, in S streams: one workgroup a
+// stream. Each epoch the host writes the row
 // order and each stream's part of it [lo, hi); a stream walks its part in steps of B rows:
 // the step's B x K scores by the weights the step started with (`sc`, workgroup memory), the
 // rule on one thread a row (scores turned into coefficients in place), then every thread adds
 // coefficient x row to its columns of the stream's weights, rows in order (the sequential
 // rule's order for each weight), and with averaging adds the weights after the step to the
 // stream's sums. `mix` then sets every stream's weights to their mean (summed in stream
-// order). The model is the mean over the streams of sums / steps (the host divides).
+// order). The model is the mean over the streams of sums / steps (the host divides). AROW
+// keeps each weight's confidence in `sums` (no average), reads the row's confidence
+// x^T Sigma x beside its scores, and `mix` takes the confidences' mean too.
 //
 // The module is this file with the rows' form, steps_dense.wgsl (f32 rows, row-major, d a row,
 // in up to four bindings of P.part_rows rows) or steps_csr.wgsl (compressed sparse rows),
@@ -24,11 +27,14 @@
 
 override WG: u32 = 256u;
 const MAX_STEP: u32 = 2048u; // B x K scores of a step (checked by the host)
+const AROW_STEP: u32 = 1024u; // AROW: B x K scores, their confidences at sc[AROW_STEP + p]
 
 const RULE_BINARY: u32 = 0u;
 const RULE_OVR: u32 = 1u;
 const RULE_MC_ALL: u32 = 2u;
 const RULE_MC_ARGMAX: u32 = 3u;
+
+const UPDATE_AROW: u32 = 4u; // `update`: 0 the perceptron, 1, 2, 3 PA, PA-I, PA-II, 4 AROW
 
 struct StepParams {
     n: u32,          // rows bound
@@ -45,8 +51,8 @@ struct StepParams {
     max_steps: u32,  // steps a stream takes in one dispatch (the host dispatches again)
     weighted: u32,   // 1: `y` holds (label, row weight, weight in the own head) a row; 2: and
                      // the row's squared norm (bias column counted)
-    pa: u32,         // 0: the perceptron; 1, 2, 3: passive-aggressive PA, PA-I, PA-II
-    pa_c: f32,       // PA-I's and PA-II's C
+    update: u32,     // 0: the perceptron; 1, 2, 3: passive-aggressive PA, PA-I, PA-II; 4: AROW
+    update_c: f32,   // PA-I's and PA-II's C, AROW's r
     _pad2: u32,
 }
 
@@ -65,7 +71,8 @@ struct StreamStat {
 @group(0) @binding(2) var<storage, read> y: array<f32>; // labels (with weights: see P)
 @group(0) @binding(3) var<storage, read> order: array<u32>;
 @group(0) @binding(4) var<storage, read_write> w: array<f32>;    // streams x K (d + 1)
-@group(0) @binding(5) var<storage, read_write> sums: array<f32>; // streams x K (d + 1)
+@group(0) @binding(5) var<storage, read_write> sums: array<f32>; // streams x K (d + 1): the
+                                                                 // sums, or AROW's confidences
 @group(0) @binding(6) var<storage, read_write> stat: array<StreamStat>;
 var<workgroup> sc: array<f32, MAX_STEP>;
 var<workgroup> red_u: array<u32, WG>;
@@ -100,9 +107,13 @@ fn row_weights(row: u32) -> vec2<f32> {
 
 // The rule on the K scores at sc[o..o + K] of row `row`: the scores become the coefficients
 // of x, times the row's weight in the head (0 where the head is not updated). The twin of
-// backend::row_rule (the passive-aggressive rule: `decide_pa`).
+// backend::row_rule (the passive-aggressive rule: `decide_pa`; AROW: `decide_arow`).
 fn decide(o: u32, row: u32) {
-    if (P.pa != 0u) {
+    if (P.update == UPDATE_AROW) {
+        decide_arow(o, row);
+        return;
+    }
+    if (P.update != 0u) {
         decide_pa(o, row);
         return;
     }
@@ -176,15 +187,15 @@ fn decide(o: u32, row: u32) {
 
 // The passive-aggressive step for hinge loss `loss` when a unit step moves the margin by `q`.
 fn pa_size(loss: f32, q: f32) -> f32 {
-    switch P.pa {
+    switch P.update {
         case 1u: {
             return loss / q;
         }
         case 2u: {
-            return min(loss / q, P.pa_c);
+            return min(loss / q, P.update_c);
         }
         default: {
-            return loss / (q + 0.5 / P.pa_c);
+            return loss / (q + 0.5 / P.update_c);
         }
     }
 }
@@ -280,6 +291,60 @@ fn decide_pa(o: u32, row: u32) {
     }
 }
 
+// AROW's rule on the K scores at sc[o..o + K] of row `row` and their confidences
+// x^T Sigma x at sc[AROW_STEP + o..]: a head (binary, one-vs-rest) steps where its margin
+// m is below 1, with beta = c / (c v + r) (c the row's weight in the head) and
+// alpha = (1 - m) beta; its score becomes eta alpha y, its confidence beta (0, 0 where it
+// does not step). The twin of backend::arow_rule.
+fn decide_arow(o: u32, row: u32) {
+    let K = P.heads;
+    let yv = label(row);
+    let rw = row_weights(row);
+    let t = u32(max(yv, 0.0));
+    var top = 0u;
+    var s_top = sc[o];
+    for (var k = 0u; k < K; k++) {
+        let sk = sc[o + k];
+        if (sk > s_top) {
+            top = k;
+            s_top = sk;
+        }
+        var yk = yv;
+        if (P.rule == RULE_OVR) {
+            yk = select(-1.0, 1.0, k == t);
+        }
+        let loss = 1.0 - yk * sk;
+        var a = 0.0;
+        var beta = 0.0;
+        if (loss > 0.0) {
+            var wk = rw.x;
+            if (P.rule == RULE_OVR && k == t) {
+                wk = rw.y;
+            }
+            n_miss += 1u;
+            crit += loss * wk;
+            n_weighted += wk;
+            beta = wk / (wk * sc[AROW_STEP + o + k] + P.update_c);
+            a = P.eta * loss * beta * yk;
+        }
+        sc[o + k] = a;
+        sc[AROW_STEP + o + k] = beta;
+    }
+    if (P.rule == RULE_OVR && top != t) {
+        n_wrong += 1u;
+    }
+}
+
+// AROW's update of weight `at` by row value `x` with coefficient `a` and `beta`:
+// w += a sigma x, then sigma -= beta (sigma x)^2. (Twin: the update in backend::steps::steps.)
+fn arow_update(at: u32, x: f32, a: f32, beta: f32) {
+    if (beta != 0.0) {
+        let sx = sums[at] * x;
+        w[at] += a * sx;
+        sums[at] -= beta * sx * sx;
+    }
+}
+
 // Up to P.max_steps steps of stream `s` over its part of `order`, from stat.lo on; the host
 // dispatches until every stream reaches its hi (software adapters cut loops that run long, so
 // there a dispatch takes a few steps). `sgs`: the subgroup size where the workgroup's
@@ -329,8 +394,8 @@ fn steps_main(lid: u32, s: u32, sgs: u32) {
 const NOT_TAKEN: u32 = 0xffffffffu;
 
 // Every stream's weights become their mean, summed in stream order, once each weight's
-// average is complete (`catch_up`: lazily kept sums, sparse rows). CPU twins:
-// backend::steps::{catch_up, mix}.
+// average is complete (`catch_up`: lazily kept sums, sparse rows); AROW's confidences too.
+// CPU twins: backend::steps::{catch_up, mix}.
 @compute @workgroup_size(WG)
 fn mix(@builtin(global_invocation_id) gid: vec3<u32>) {
     let len = P.heads * (P.d + 1u);
@@ -346,5 +411,15 @@ fn mix(@builtin(global_invocation_id) gid: vec3<u32>) {
     let m = acc / f32(P.streams);
     for (var s = 0u; s < P.streams; s++) {
         w[s * len + i] = m;
+    }
+    if (P.update == UPDATE_AROW) {
+        var conf = 0.0;
+        for (var s = 0u; s < P.streams; s++) {
+            conf += sums[s * len + i];
+        }
+        let c = conf / f32(P.streams);
+        for (var s = 0u; s < P.streams; s++) {
+            sums[s * len + i] = c;
+        }
     }
 }

@@ -52,11 +52,25 @@ fn steps_by_threads(lid: u32, s: u32, lo: u32, hi: u32) -> u32 {
             let k = p % K;
             let row = order[start + r];
             let wo = base + k * da;
+            // The score and, for AROW, the row's confidence x^T Sigma x (the bias column
+            // first), in one walk over the row.
+            let arow = P.update == UPDATE_AROW;
             var acc = 0.0;
+            var v = 0.0;
+            if (arow) {
+                v = sums[wo + d] * P.bias * P.bias;
+            }
             for (var j = 0u; j < d; j++) {
-                acc += w[wo + j] * xat(row, j);
+                let x = xat(row, j);
+                acc += w[wo + j] * x;
+                if (arow) {
+                    v += sums[wo + j] * x * x;
+                }
             }
             sc[p] = acc + w[wo + d] * P.bias;
+            if (arow) {
+                sc[AROW_STEP + p] = v;
+            }
         }
         workgroupBarrier();
         for (var r = lid; r < b; r += WG) {
@@ -72,7 +86,9 @@ fn steps_by_threads(lid: u32, s: u32, lo: u32, hi: u32) -> u32 {
                 }
                 for (var k = 0u; k < K; k++) {
                     let c = sc[r * K + k];
-                    if (c != 0.0) {
+                    if (P.update == UPDATE_AROW) {
+                        arow_update(base + k * da + j, xv, c, sc[AROW_STEP + r * K + k]);
+                    } else if (c != 0.0) {
                         w[base + k * da + j] += (P.eta * c) * xv;
                     }
                 }

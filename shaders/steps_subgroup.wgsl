@@ -101,7 +101,7 @@ fn step_update(q: ptr<function, array<f32, U_MAX>>, slot: u32, live: bool) {
 fn steps_by_lanes(lid: u32, s: u32, lo: u32, hi: u32, sgs: u32) -> u32 {
     let K = P.heads;
     let da = P.d + 1u;
-    if (LANES == 0u || sgs == 0u || K != KH || KH > KH_MAX || U > U_MAX || U * WG < da
+    if (LANES == 0u || sgs == 0u || P.update == UPDATE_AROW || K != KH || KH > KH_MAX || U > U_MAX || U * WG < da
         || P.step_rows * (WG / sgs) * KH > PART) {
         return NOT_TAKEN;
     }

@@ -516,14 +516,14 @@ pub(crate) struct TrainArgs {
     /// Voted perceptron: most weight vectors kept (one per mistake).
     #[arg(long, default_value_t = defaults().max_vectors)]
     pub(crate) max_vectors: usize,
-    /// Online perceptron and averaged perceptron: rows per step. A step's rows are scored by
-    /// the weights it started with and their updates added together (the form a GPU runs in
-    /// parallel); the average is over steps. 1 is the sequential rule.
+    /// Online perceptron, averaged perceptron, pa and arow: rows per step. A step's rows are
+    /// scored by the weights it started with and their updates added together (the form a
+    /// GPU runs in parallel); the average is over steps. 1 is the sequential rule.
     #[arg(long, value_name = "B", default_value_t = defaults().minibatch)]
     pub(crate) minibatch: usize,
-    /// Online perceptron and averaged perceptron: split each epoch's rows into S streams
-    /// trained from the same weights and mixed by their mean after the epoch (the form a GPU
-    /// runs as S workgroups). 1 is the sequential rule.
+    /// Online perceptron, averaged perceptron, pa and arow: split each epoch's rows into S
+    /// streams trained from the same weights and mixed by their mean after the epoch (AROW's
+    /// confidences too; the form a GPU runs as S workgroups). 1 is the sequential rule.
     #[arg(long, value_name = "S", default_value_t = defaults().streams)]
     pub(crate) streams: usize,
     /// Passive-aggressive (--algo pa): pa (unbounded steps), pa1 (steps at most C) or pa2

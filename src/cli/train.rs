@@ -477,9 +477,9 @@ fn choose_backend(
             );
         }
     }
-    // The perceptron, averaged perceptron and passive-aggressive run on a GPU in steps and
-    // streams; the other online rules run on the CPU.
-    let cpu_only = matches!(params.algo, Algo::Voted | Algo::Winnow | Algo::Arow);
+    // The perceptron, averaged perceptron, passive-aggressive and AROW run on a GPU in steps
+    // and streams; the other online rules run on the CPU.
+    let cpu_only = matches!(params.algo, Algo::Voted | Algo::Winnow);
     if params.effective_mode() == Mode::Online
         && sel.backend.kind() == BackendKind::Gpu
         && speaks
@@ -487,7 +487,6 @@ fn choose_backend(
     {
         let gpu_form = match params.algo {
             Algo::Winnow => "--mode batch runs its epochs on the GPU",
-            Algo::Arow => "--algo pa and averaged run in steps on the GPU",
             _ => "--algo batch runs its epochs on the GPU",
         };
         note!(

@@ -1,15 +1,20 @@
 //! AROW (Crammer, Kulesza and Dredze, NIPS 2009, diagonal covariance): a step checked by
-//! hand; one pass over sparse noisy rows learns more than the perceptrons' and
-//! passive-aggressive's one pass (what the rule is for); K classes train one-vs-rest; the CLI
-//! trains one pass by default and refuses what the rule does not take.
+//! hand; in steps and streams (the GPU's form, its CPU twin where the user names the steps)
+//! one row a step is the sequential rule, and two streams mix their confidences as their
+//! weights (checked by hand, on the CPU and the GPU); one pass over sparse noisy rows learns
+//! more than the perceptrons' and passive-aggressive's one pass (what the rule is for); K
+//! classes train one-vs-rest; the CLI trains one pass by default, on the GPU where asked, and
+//! refuses what the rule does not take.
 
 use crate::common::train;
 use crate::common::{self, run, stderr, stdout};
 
 use approx::assert_abs_diff_eq;
 use rosenblatt_backend::cpu::CpuBackend;
+use rosenblatt_backend::Backend;
 use rosenblatt_core::data::{self, Dataset};
 use rosenblatt_core::params::{Algo, Arow, TrainParams};
+use rosenblatt_train::algo;
 use rosenblatt_train::model::ModelKind;
 use serde_json::Value;
 
@@ -73,6 +78,132 @@ fn a_row_of_weight_zero_changes_nothing_and_weight_one_is_the_plain_rule() {
     let mut unweighted = rows(vec![]);
     unweighted.weights = None;
     assert_eq!(ones, train(&unweighted, p()).model.augmented());
+}
+
+#[test]
+fn two_streams_mix_their_confidences_as_their_weights() {
+    // The rows of `steps_by_hand` (r = 1), one a stream, two streams, two epochs.
+    // Epoch 1: stream 0 as in `steps_by_hand`'s first row: w = (1/3, 0), b = 1/6,
+    // sigma = (1/3, 1, 5/6); stream 1, row (0, 1) -> -1 from 0: v = 2, beta = alpha = 1/3:
+    // w = (0, -1/3), b = -1/3, sigma = (1, 2/3, 2/3). Mixed: w = (1/6, -1/6), b = -1/12,
+    // sigma = (2/3, 5/6, 3/4).
+    // Epoch 2, stream 0: score 1/4, loss 3/4, v = 8/3 + 3/4 = 41/12, beta = 12/53,
+    // alpha = 9/53: w_0 += (9/53)(2/3)(2) = 12/53, b += (9/53)(3/4) = 27/212. Stream 1:
+    // score -1/4, loss 3/4, v = 5/6 + 3/4 = 19/12, beta = 12/31, alpha = 9/31:
+    // w_1 -= (9/31)(5/6) = 15/62, b -= (9/31)(3/4) = 27/124. Mixed after each epoch.
+    let ds = Dataset::new(
+        vec![2.0, 0.0, 0.0, 1.0],
+        2,
+        2,
+        Some(data::Labels::from_names(&["b", "a"])),
+        "tiny",
+    );
+    let want = [
+        [1.0 / 6.0, -1.0 / 6.0, -1.0 / 12.0],
+        [
+            1.0 / 6.0 + 6.0 / 53.0,
+            -1.0 / 6.0 - 15.0 / 124.0,
+            -1.0 / 12.0 + (27.0 / 212.0 - 27.0 / 124.0) / 2.0,
+        ],
+    ];
+    let p = |epochs| {
+        arow(1.0)
+            .shuffle(false)
+            .epochs(epochs)
+            .patience(0)
+            .minibatch(1)
+            .streams(2)
+            .validate()
+            .unwrap()
+    };
+    let cpu = CpuBackend::new();
+    let mut backends: Vec<(&str, &dyn Backend)> = vec![("cpu", &cpu)];
+    if let Some(g) = common::gpu() {
+        backends.push(("gpu", g));
+    }
+    for (name, b) in backends {
+        for (e, want) in want.iter().enumerate() {
+            let t = algo::train(&ds, &p(e + 1), b, None, &mut ()).unwrap();
+            assert_eq!(t.report.backend, name, "{name}");
+            assert_eq!(t.report.mistakes_per_epoch.len(), e + 1, "{name}");
+            let h = t.model.hyperplane().unwrap();
+            let got = [h.weights[0], h.weights[1], h.bias];
+            for (g, w) in got.iter().zip(want) {
+                assert_abs_diff_eq!(*g, *w as f32, epsilon = 1e-6);
+            }
+        }
+    }
+}
+
+/// AROW in steps of one row and one stream (the GPU's form, here its CPU twin) is the
+/// sequential rule bit for bit on sparse rows of fractional values, binary and one-vs-rest,
+/// with row weights.
+#[test]
+fn arow_in_one_step_of_one_row_is_the_sequential_rule() {
+    use rosenblatt_backend::steps::{CpuSteps, StepRows, StepUpdate, StepsBound, StepsSetup};
+    use rosenblatt_backend::{CsrBuf, HeadRule, RowWeight};
+    use rosenblatt_train::model::Body;
+    for k in [2, 3] {
+        let (n, d) = (120, 6);
+        let dense = common::integer_classes(n, d, k, 5);
+        let mut labels = dense.labels.clone().unwrap();
+        let x: Vec<f32> = (0..n)
+            .flat_map(|i| dense.row(i).iter().map(|v| v * 0.37).collect::<Vec<_>>())
+            .collect();
+        let weights: Vec<f32> = (0..n).map(|i| [1.0, 0.5, 2.0][i % 3]).collect();
+        let csr = CsrBuf::from_dense(&x, d);
+        let mut ds = Dataset::from_matrix(csr.clone().into(), n, d, Some(labels.clone()), "s");
+        ds.weights = Some(weights.clone());
+        let t = train(&ds, arow(2.0).shuffle(false).epochs(3).patience(0));
+        // Binary labels are ±1 for the twin (class 1 is +1), classes their index.
+        let (rule, heads) = match k {
+            2 => (HeadRule::Binary, 1),
+            _ => (HeadRule::OneVsRest, k),
+        };
+        let y: Vec<f32> = labels
+            .index
+            .iter()
+            .map(|&c| match k {
+                2 => [-1.0, 1.0][c as usize],
+                _ => c as f32,
+            })
+            .collect();
+        labels.classes.clear();
+        let setup = StepsSetup {
+            rule,
+            tau: 0.0,
+            eta: 1.0,
+            step_rows: 1,
+            streams: 1,
+            average: false,
+            w0: vec![0.0; heads * (d + 1)],
+            heads,
+            update: StepUpdate::Arow { r: 2.0 },
+        };
+        let wts: Vec<RowWeight> = weights.iter().map(|&w| RowWeight::uniform(w)).collect();
+        let rows = StepRows {
+            x: (&csr).into(),
+            y: &y,
+            weights: Some(&wts),
+            d,
+            bias: 1.0,
+        };
+        let mut twin = CpuSteps::new(rows, setup).unwrap();
+        let order: Vec<u32> = (0..n as u32).collect();
+        let mut mistakes = Vec::new();
+        for _ in 0..t.report.epochs {
+            mistakes.push(twin.epoch(&order).unwrap().mistakes);
+        }
+        assert_eq!(mistakes, t.report.mistakes_per_epoch, "K = {k}");
+        let want = twin.model().unwrap();
+        let got: Vec<f32> = match t.model.body() {
+            Body::Multiclass(rows) => (0..heads)
+                .flat_map(|h| rows.weights[h].iter().chain([&rows.bias[h]]).copied())
+                .collect(),
+            _ => t.model.augmented(),
+        };
+        assert_eq!(got, want, "K = {k}");
+    }
 }
 
 #[test]
@@ -183,6 +314,67 @@ fn the_cli_trains_one_pass_by_default_and_refuses_what_arow_does_not_take() {
     let m: Value = serde_json::from_str(&m).unwrap();
     assert_eq!(m["params"]["arow"]["r"], 30.0, "{m}");
     assert_eq!(m["params"]["epochs"], 1, "{m}");
+    // On a GPU: AROW's own steps (8 rows, one stream), no note that it runs on the CPU, and
+    // the model of the CPU's twin in the same steps, to rounding.
+    if common::gpu().is_some() {
+        let gpu = run(
+            p,
+            &[
+                "train",
+                "d.csv",
+                "--algo",
+                "arow",
+                "--backend",
+                "gpu",
+                "--json",
+                "-o",
+                "g.json",
+            ],
+        );
+        assert!(gpu.status.success(), "{}", stderr(&gpu));
+        assert!(!stderr(&gpu).contains("runs on the"), "{}", stderr(&gpu));
+        let r: Value = serde_json::from_str(stdout(&gpu).trim()).unwrap();
+        assert_eq!(r["backend"], "gpu", "{r}");
+        assert_eq!(
+            (r["minibatch"].as_u64(), r["streams"].as_u64()),
+            (Some(8), Some(1)),
+            "{r}"
+        );
+        let twin = run(
+            p,
+            &[
+                "train",
+                "d.csv",
+                "--algo",
+                "arow",
+                "--backend",
+                "cpu",
+                "--minibatch",
+                "8",
+                "--json",
+                "-o",
+                "t.json",
+            ],
+        );
+        assert!(twin.status.success(), "{}", stderr(&twin));
+        let weights = |f: &str| -> Vec<f64> {
+            let m: Value =
+                serde_json::from_str(&std::fs::read_to_string(p.join(f)).unwrap()).unwrap();
+            let mut w: Vec<f64> = m["weights"]
+                .as_array()
+                .unwrap_or_else(|| panic!("{m}"))
+                .iter()
+                .map(|v| v.as_f64().unwrap())
+                .collect();
+            w.push(m["bias"].as_f64().unwrap());
+            w
+        };
+        let (g, t) = (weights("g.json"), weights("t.json"));
+        assert!(t.iter().any(|&v| v != 0.0));
+        for (a, b) in g.iter().zip(&t) {
+            assert!((a - b).abs() <= 1e-4 * (1.0 + b.abs()), "{g:?} {t:?}");
+        }
+    }
     for (args, flag) in [
         (&["--arow-r", "0"][..], "--arow-r"),
         (&["--arow-r", "nan"][..], "--arow-r"),

@@ -1040,7 +1040,7 @@ fn stepped_kernels_equal_their_cpu_twin_bit_for_bit_on_integer_data() {
             average,
             w0: vec![0.0; k * (d + 1)],
             heads: k,
-            pa: None,
+            update: Default::default(),
         };
         // Every other case with integer row weights (and twice that in a one-vs-rest row's
         // own head, as class weights give).
@@ -1161,7 +1161,7 @@ fn stepped_kernels_equal_their_cpu_twin_bit_for_bit_on_integer_data() {
 #[test]
 fn stepped_passive_aggressive_equals_its_cpu_twin() {
     use rosenblatt_backend::gpu::{GpuOptions, ResidentOptions};
-    use rosenblatt_backend::steps::StepsSetup;
+    use rosenblatt_backend::steps::{StepUpdate, StepsSetup};
     use rosenblatt_backend::{HeadRule, PaSize};
     let Some(g) = gpu() else { return };
     let by_threads = GpuBackend::new(&GpuOptions {
@@ -1214,7 +1214,7 @@ fn stepped_passive_aggressive_equals_its_cpu_twin() {
             average: false,
             w0: vec![0.0; k * (d + 1)],
             heads: k,
-            pa: Some(size),
+            update: StepUpdate::PassiveAggressive(size),
         };
         let csr = rosenblatt_backend::CsrBuf::from_dense(&x, d);
         let dense = rows(&x, &y, d);
@@ -1251,6 +1251,149 @@ fn stepped_passive_aggressive_equals_its_cpu_twin() {
     }
 }
 
+/// AROW in steps and streams (shaders/steps.wgsl's `decide_arow` and `arow_update`, the
+/// confidences mixed with the weights) gives its CPU twin's counts and, to rounding, its
+/// model: binary and one-vs-rest, with and without row weights, dense rows (the subgroup
+/// variant's module too: AROW goes by threads there) and sparse rows. The GPU refuses more
+/// than `AROW_STEP` scores a step and AROW by lanes.
+#[test]
+fn stepped_arow_equals_its_cpu_twin() {
+    use rosenblatt_backend::gpu::{GpuOptions, ResidentOptions};
+    use rosenblatt_backend::steps::{StepUpdate, StepsSetup, AROW_STEP};
+    use rosenblatt_backend::{HeadRule, RowWeight};
+    let Some(g) = gpu() else { return };
+    let by_threads = GpuBackend::new(&GpuOptions {
+        resident: ResidentOptions {
+            subgroups: Some(false),
+            ..Default::default()
+        },
+        ..Default::default()
+    })
+    .unwrap();
+    let cpu = CpuBackend::new();
+    let mut rng = ChaCha8Rng::seed_from_u64(46);
+    for (n, d, k, rule, b, s, r, weighted) in [
+        (300, 9, 1, HeadRule::Binary, 4, 2, 1.0, false),
+        (300, 9, 1, HeadRule::Binary, 1, 1, 0.5, true),
+        (400, 12, 3, HeadRule::OneVsRest, 8, 2, 2.0, false),
+        (400, 12, 4, HeadRule::OneVsRest, 2, 4, 1.0, true),
+    ] {
+        // Real values, a third of them zeros: integer rows put margins at exactly 1, where
+        // the last bit (a compiler may fuse a multiply-add) would decide whether a head
+        // steps.
+        let x: Vec<f32> = (0..n * d)
+            .map(|_| match rng.random_range(0..3) {
+                0 => 0.0,
+                _ => rng.random_range(-1.0f32..1.0),
+            })
+            .collect();
+        let y: Vec<f32> = (0..n)
+            .map(|i| match k {
+                1 => {
+                    let t: f32 = x[i * d..i * d + 3].iter().sum::<f32>() + (i % 5) as f32 - 2.0;
+                    if t >= 0.0 {
+                        1.0
+                    } else {
+                        -1.0
+                    }
+                }
+                _ => ((x[i * d] + 1.0) as usize + i % 2) as f32 % k as f32,
+            })
+            .collect();
+        let wts: Vec<RowWeight> = (0..n)
+            .map(|i| RowWeight {
+                row: (i % 3) as f32 * 0.5,
+                own: (i % 4) as f32,
+            })
+            .collect();
+        let setup = StepsSetup {
+            rule,
+            tau: 0.0,
+            eta: 1.0,
+            step_rows: b,
+            streams: s,
+            average: false,
+            w0: vec![0.0; k * (d + 1)],
+            heads: k,
+            update: StepUpdate::Arow { r },
+        };
+        let csr = rosenblatt_backend::CsrBuf::from_dense(&x, d);
+        let dense = rosenblatt_backend::steps::StepRows {
+            weights: weighted.then_some(&wts[..]),
+            ..rows(&x, &y, d)
+        };
+        let sparse = rosenblatt_backend::steps::StepRows {
+            x: (&csr).into(),
+            ..dense
+        };
+        let runs: [(&dyn Backend, _, &str); 3] = [
+            (g, dense, "dense"),
+            (&by_threads, dense, "dense by threads"),
+            (g, sparse, "sparse"),
+        ];
+        for (gb, rw, form) in runs {
+            let what = format!("{rule:?} r {r} B {b} S {s} weighted {weighted} {form}");
+            let mut want = cpu.bind_steps(rw, setup.clone()).unwrap();
+            let mut got = gb.bind_steps(rw, setup.clone()).unwrap();
+            let order: Vec<u32> = (0..n as u32).rev().collect();
+            for epoch in 0..3 {
+                let (a, e) = (got.epoch(&order).unwrap(), want.epoch(&order).unwrap());
+                assert_eq!(
+                    (a.mistakes, a.wrong_rows),
+                    (e.mistakes, e.wrong_rows),
+                    "{what}: epoch {epoch}"
+                );
+                assert!(e.mistakes > 0, "{what}: epoch {epoch} has no step");
+                let close = |u: f64, v: f64| (u - v).abs() <= 1e-4 * (1.0 + v.abs());
+                assert!(close(a.criterion, e.criterion), "{what}: {a:?} {e:?}");
+                assert!(close(a.weighted, e.weighted), "{what}: {a:?} {e:?}");
+                let (gw, cw) = (got.model().unwrap(), want.model().unwrap());
+                assert!(cw.iter().any(|&v| v != 0.0), "{what}: no step moved w");
+                for (u, v) in gw.iter().zip(&cw) {
+                    assert!(close(*u as f64, *v as f64), "{what}: {gw:?} {cw:?}");
+                }
+            }
+            if form == "dense" {
+                assert!(got.plan().contains("threads"), "{what}: {}", got.plan());
+            }
+        }
+    }
+    // More scores a step than AROW's half of the step's memory, and AROW by lanes: refused.
+    let (x, y) = (vec![1.0; 8], vec![1.0, -1.0]);
+    let too_many = StepsSetup {
+        rule: HeadRule::OneVsRest,
+        tau: 0.0,
+        eta: 1.0,
+        step_rows: AROW_STEP / 2 + 1,
+        streams: 1,
+        average: false,
+        w0: vec![0.0; 2 * 5],
+        heads: 2,
+        update: StepUpdate::Arow { r: 1.0 },
+    };
+    let e = g
+        .bind_steps(rows(&x, &y, 4), too_many.clone())
+        .err()
+        .unwrap();
+    assert!(e.to_string().contains("1024 scores"), "{e}");
+    assert!(cpu.bind_steps(rows(&x, &y, 4), too_many.clone()).is_ok());
+    let by_lanes = GpuBackend::new(&GpuOptions {
+        resident: ResidentOptions {
+            subgroups: Some(true),
+            ..Default::default()
+        },
+        ..Default::default()
+    });
+    if let Ok(l) = by_lanes {
+        let one = StepsSetup {
+            step_rows: 1,
+            ..too_many
+        };
+        let e = l.bind_steps(rows(&x, &y, 4), one).err().unwrap();
+        assert!(e.to_string().contains("lanes"), "{e}");
+    }
+}
+
 /// X past one storage binding goes in up to four bindings: the kernels read across them as
 /// from one; more than four is refused with the sizes.
 #[test]
@@ -1282,7 +1425,7 @@ fn stepped_kernels_read_x_across_bindings() {
         average: true,
         w0: vec![0.0; k * (d + 1)],
         heads: k,
-        pa: None,
+        update: Default::default(),
     };
     let mut want = cpu.bind_steps(rows(&x, &y, d), setup.clone()).unwrap();
     let mut got = g.bind_steps(rows(&x, &y, d), setup.clone()).unwrap();

@@ -899,7 +899,7 @@ fn steps_by_twin(
         average: true,
         w0: vec![0.0; k * (d + 1)],
         heads: k,
-        pa: None,
+        update: Default::default(),
     };
     let yf: Vec<f32> = y.iter().map(|&c| c as f32).collect();
     let rows = rosenblatt_backend::steps::StepRows {
@@ -1038,7 +1038,7 @@ fn cli_steps_and_streams_train_and_bad_values_name_the_flag() {
         (
             &["--minibatch", "4", "--algo", "winnow"][..],
             "--minibatch",
-            "passive-aggressive only",
+            "passive-aggressive and AROW only",
         ),
         (
             &["--streams", "2", "--algo", "averaged", "--mode", "batch"][..],

@@ -178,7 +178,7 @@ fn cli_trains_saves_predicts_and_refuses_what_pa_does_not_take() {
 /// their step from `backend::pa_rule`.
 #[test]
 fn passive_aggressive_in_one_step_of_one_row_is_the_sequential_rule() {
-    use rosenblatt_backend::steps::{CpuSteps, StepRows, StepsBound, StepsSetup};
+    use rosenblatt_backend::steps::{CpuSteps, StepRows, StepUpdate, StepsBound, StepsSetup};
     use rosenblatt_backend::{CsrBuf, HeadRule};
     for (variant, c) in [
         (PaVariant::Pa, 1.0),
@@ -205,7 +205,7 @@ fn passive_aggressive_in_one_step_of_one_row_is_the_sequential_rule() {
             average: false,
             w0: vec![0.0; k * (d + 1)],
             heads: k,
-            pa: Some(PassiveAggressive { variant, c }.size()),
+            update: StepUpdate::PassiveAggressive(PassiveAggressive { variant, c }.size()),
         };
         let rows = StepRows {
             x: (&csr).into(),
@@ -245,7 +245,7 @@ fn passive_aggressive_in_one_step_of_one_row_is_the_sequential_rule() {
 /// size (only the GPU's kernels cap a step's scores).
 #[test]
 fn stepped_rows_are_checked_and_the_twin_takes_any_step() {
-    use rosenblatt_backend::steps::{CpuSteps, StepRows, StepX, StepsSetup};
+    use rosenblatt_backend::steps::{CpuSteps, StepRows, StepUpdate, StepX, StepsSetup};
     use rosenblatt_backend::{HeadRule, PaSize};
     let setup = StepsSetup {
         rule: HeadRule::Binary,
@@ -256,7 +256,7 @@ fn stepped_rows_are_checked_and_the_twin_takes_any_step() {
         average: false,
         w0: vec![0.0; 4],
         heads: 1,
-        pa: Some(PaSize::Pa),
+        update: StepUpdate::PassiveAggressive(PaSize::Pa),
     };
     let y = [1.0, -1.0];
     let cases = [

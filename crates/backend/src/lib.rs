@@ -54,8 +54,8 @@ pub use profile::{
 };
 pub(crate) use rosenblatt_core::simd_dispatch;
 pub use rule::{
-    pa_rule, predicted_wrong, row_rule, update_norm, winnow_weights, BatchRule, HeadRule, Keep,
-    LogWeight, PaRow, PaSize, Patience, RowOutcome, RowWeight, Update,
+    arow_rule, pa_rule, predicted_wrong, row_rule, update_norm, winnow_weights, BatchRule,
+    HeadRule, Keep, LogWeight, PaRow, PaSize, Patience, RowOutcome, RowWeight, Update,
 };
 pub use select::{select, select_for, BackendChoice, BackendKind, Selected, AUTO_GPU_MIN_VALUES};
 pub use stop::{EpochStats, Epochs, Extras, Pocket, StopReason, StopState};

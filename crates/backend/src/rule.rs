@@ -373,6 +373,53 @@ pub fn pa_rule(
     out
 }
 
+/// AROW's rule (diagonal covariance; Crammer, Kulesza and Dredze, 2009) on one row's scores
+/// `s` (one per head; binary or one-vs-rest heads, each on its own) of a row of label `y`
+/// (±1, or the class index under one-vs-rest) and weights `wt`, with regularization `r` and
+/// learning rate `eta`: a head whose margin m = y s is below 1 steps, with
+/// beta = c / (c v + r) (c the row's weight in the head, v = `conf(head)` its confidence in
+/// the row, x^T Sigma x with the bias column, by the confidences before the row) and
+/// alpha = (1 - m) beta; calls `add(head, eta alpha y, beta)`, the update being
+/// w_j += eta alpha y sigma_j x_j and sigma_j -= beta (sigma_j x_j)^2. A mistake is a head
+/// that steps, the criterion the sum of the hinge losses times the weights. The CPU's twin of
+/// `decide_arow` (shaders/steps.wgsl); the sequential rule (algo::arow) uses it too.
+#[inline(always)]
+pub fn arow_rule(
+    rule: HeadRule,
+    (r, eta): (f32, f32),
+    s: &[f32],
+    (y, wt): (f32, RowWeight),
+    mut conf: impl FnMut(usize) -> f32,
+    mut add: impl FnMut(usize, f32, f32),
+) -> RowOutcome {
+    debug_assert!(matches!(rule, HeadRule::Binary | HeadRule::OneVsRest));
+    let t = y as usize;
+    let mut out = RowOutcome {
+        wrong_rows: (rule == HeadRule::OneVsRest && predicted_wrong(rule, s, y)) as u64,
+        ..RowOutcome::default()
+    };
+    for (h, &sh) in s.iter().enumerate() {
+        let yh = match rule {
+            HeadRule::OneVsRest if h == t => 1.0,
+            HeadRule::OneVsRest => -1.0,
+            _ => y,
+        };
+        let loss = 1.0 - yh * sh;
+        if loss <= 0.0 {
+            continue;
+        }
+        let wi = wt.head(rule, h, y);
+        out.mistakes += 1;
+        out.criterion += loss as f64 * wi as f64;
+        out.weighted += wi as f64;
+        // A row of weight c counts as c copies in AROW's objective: r becomes r / c, so
+        // beta = c / (c v + r); a row of weight 0 changes neither w nor the confidences.
+        let beta = wi / (wi * conf(h) + r);
+        add(h, eta * loss * beta * yh, beta);
+    }
+    out
+}
+
 /// The prediction rule on one row's scores, for held-out rows: true when the row is predicted
 /// wrong. Binary: sgn(s) with sgn(0) = +1 against y = ±1; otherwise the first highest score
 /// against the class index. The twin of the held-out branch of `margins` (batch.wgsl).

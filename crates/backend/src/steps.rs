@@ -1,14 +1,60 @@
-//! The online perceptron in steps of B rows and S streams, bound to a backend: the GPU runs
-//! it as shaders/steps.wgsl (one workgroup a stream); [`CpuSteps`] here is its CPU twin, the
-//! entry points' twins [`steps`] and [`mix`] written plainly with the shader's arithmetic.
-//! The algorithm that drives either is `algo::online` (the same rule as its row-by-row form
-//! with `--minibatch B --streams S`, whose averages it keeps by lazy sums).
+//! The online perceptron (and the passive-aggressive and AROW rules) in steps of B rows and
+//! S streams, bound to a backend: the GPU runs it as shaders/steps.wgsl (one workgroup a
+//! stream); [`CpuSteps`] here is its CPU twin, the entry points' twins [`steps`] and [`mix`]
+//! written plainly with the shader's arithmetic. The algorithm that drives either is
+//! `algo::online` (the same rule as its row-by-row form with `--minibatch B --streams S`,
+//! whose averages it keeps by lazy sums).
 
 use super::{HeadRule, RowOutcome, RowWeight};
 use crate::error::{Error, Result};
 
 /// Most B x K scores of one step (`MAX_STEP` in shaders/steps.wgsl).
 pub const MAX_STEP: usize = 2048;
+
+/// Most B x K scores of one AROW step: each score keeps its confidence beside it, in the
+/// upper half of the step's scores (`AROW_STEP` in shaders/steps.wgsl).
+pub const AROW_STEP: usize = MAX_STEP / 2;
+
+/// The rule a stepped run updates by.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub enum StepUpdate {
+    /// The perceptron's: a head (or row) whose margin is at most tau steps by eta y x.
+    #[default]
+    Perceptron,
+    /// The passive-aggressive rule of this step size (tau unused: a head steps where its
+    /// margin is below 1).
+    PassiveAggressive(super::PaSize),
+    /// AROW with a diagonal covariance and regularization `r` (> 0), binary or one-vs-rest:
+    /// each weight keeps a confidence (1 at the start), and a head whose margin is below 1
+    /// moves w by alpha y Sigma x and shrinks the confidences by beta (Sigma x)^2 (tau
+    /// unused). The twin of `algo::arow`'s row-by-row rule, [`super::arow_rule`].
+    Arow {
+        /// The regularization r.
+        r: f32,
+    },
+}
+
+impl StepUpdate {
+    /// The rule's code in shaders/steps.wgsl's parameters (`update`: 0 the perceptron, 1, 2,
+    /// 3 PA, PA-I, PA-II, 4 AROW) and its constant (`update_c`: C, or AROW's r).
+    pub fn code(self) -> (u32, f32) {
+        match self {
+            StepUpdate::Perceptron => (0, 1.0),
+            StepUpdate::PassiveAggressive(p) => p.code(),
+            StepUpdate::Arow { r } => (4, r),
+        }
+    }
+
+    /// Whether the rule needs each row's squared norm (the passive-aggressive rule).
+    pub fn needs_sq_norms(self) -> bool {
+        matches!(self, StepUpdate::PassiveAggressive(_))
+    }
+
+    /// Whether each weight keeps a confidence (AROW).
+    pub fn keeps_confidence(self) -> bool {
+        matches!(self, StepUpdate::Arow { .. })
+    }
+}
 
 /// What a stepped run is: the rule, its steps and streams, and the starting weights.
 #[derive(Debug, Clone, PartialEq)]
@@ -29,18 +75,21 @@ pub struct StepsSetup {
     pub w0: Vec<f32>,
     /// Heads, K.
     pub heads: usize,
-    /// The passive-aggressive rule in place of the perceptron's (`tau` then unused: a row
-    /// steps where its margin is below 1), or `None`.
-    pub pa: Option<super::PaSize>,
+    /// The rule the heads step by: the perceptron's, passive-aggressive or AROW.
+    pub update: StepUpdate,
 }
 
 impl StepsSetup {
     /// [`StepsSetup::check`], and a step's scores within the kernels' [`MAX_STEP`].
     pub fn check_gpu(&self, d: usize) -> Result<()> {
         self.check(d)?;
-        if self.step_rows.saturating_mul(self.heads) > MAX_STEP {
+        let most = match self.update {
+            StepUpdate::Arow { .. } => AROW_STEP,
+            _ => MAX_STEP,
+        };
+        if self.step_rows.saturating_mul(self.heads) > most {
             return Err(Error::Gpu(format!(
-                "steps of {} rows with {} heads: more than {MAX_STEP} scores a step",
+                "steps of {} rows with {} heads: more than {most} scores a step",
                 self.step_rows, self.heads
             )));
         }
@@ -48,8 +97,9 @@ impl StepsSetup {
     }
 
     /// Refuses a setup no backend can run: no rows per step or stream, starting weights of
-    /// another length, a passive-aggressive C that is not positive. (The GPU also refuses
-    /// steps of more than [`MAX_STEP`] scores: [`StepsSetup::check_gpu`].)
+    /// another length, a passive-aggressive C or an AROW r that is not positive, AROW with
+    /// K classes jointly or with averaging. (The GPU also refuses steps of more than
+    /// [`MAX_STEP`] scores, [`AROW_STEP`] for AROW: [`StepsSetup::check_gpu`].)
     pub fn check(&self, d: usize) -> Result<()> {
         if self.step_rows == 0 || self.streams == 0 || self.heads == 0 {
             return Err(Error::Gpu(
@@ -59,12 +109,24 @@ impl StepsSetup {
         if self.w0.len() != self.heads * (d + 1) {
             return Err(Error::Gpu("starting weights of the wrong length".into()));
         }
-        if let Some(super::PaSize::Pa1(c) | super::PaSize::Pa2(c)) = self.pa {
-            if !(c > 0.0 && c.is_finite()) {
-                return Err(Error::Gpu(format!("passive-aggressive C = {c}")));
+        match self.update {
+            StepUpdate::PassiveAggressive(super::PaSize::Pa1(c) | super::PaSize::Pa2(c))
+                if !(c > 0.0 && c.is_finite()) =>
+            {
+                Err(Error::Gpu(format!("passive-aggressive C = {c}")))
             }
+            StepUpdate::Arow { r } if !(r > 0.0 && r.is_finite()) => {
+                Err(Error::Gpu(format!("AROW's r = {r}")))
+            }
+            StepUpdate::Arow { .. }
+                if self.average || !matches!(self.rule, HeadRule::Binary | HeadRule::OneVsRest) =>
+            {
+                Err(Error::Gpu(
+                    "AROW steps binary or one-vs-rest heads, without an average".into(),
+                ))
+            }
+            _ => Ok(()),
         }
-        Ok(())
     }
 }
 
@@ -272,6 +334,7 @@ pub struct CpuSteps {
     bias: f32,
     setup: StepsSetup,
     w: Vec<f32>,
+    /// The sums of the weights (averaging), or AROW's confidences, laid out as `w`.
     sums: Vec<f32>,
     last: Vec<u32>,
     steps: Vec<u64>,
@@ -303,12 +366,16 @@ impl CpuSteps {
         };
         let lazy = setup.average && matches!(x, OwnedX::Csr(_));
         Ok(CpuSteps {
-            sq: match setup.pa {
-                Some(_) => rows.sq_norms(),
-                None => Vec::new(),
+            sq: match setup.update.needs_sq_norms() {
+                true => rows.sq_norms(),
+                false => Vec::new(),
             },
             w: setup.w0.repeat(s),
-            sums: vec![0.0; if setup.average { s * len } else { 0 }],
+            sums: match (setup.average, setup.update.keeps_confidence()) {
+                (true, _) => vec![0.0; s * len],
+                (false, true) => vec![1.0; s * len],
+                (false, false) => Vec::new(),
+            },
             last: vec![0; if lazy { s * len } else { 0 }],
             steps: vec![0; s],
             x,
@@ -333,6 +400,17 @@ pub struct StreamSums<'s> {
     pub t0: u32,
 }
 
+/// What a stream keeps besides its weights: nothing, the sums of its weights (averaging), or
+/// AROW's confidences (`heads * (d + 1)`, laid out as the weights).
+pub enum StreamState<'s> {
+    /// The weights alone.
+    Plain,
+    /// The sums of the weights after each step.
+    Sums(StreamSums<'s>),
+    /// Each weight's confidence.
+    Confidence(&'s mut [f32]),
+}
+
 /// Twin of `lazy_sum` (shaders/steps_csr.wgsl): weight `at`'s sum brought up to step `t`.
 fn lazy_sum(sums: &mut [f32], last: &mut [u32], w: &[f32], at: usize, t: u32) {
     let lag = t.wrapping_sub(last[at]);
@@ -342,23 +420,26 @@ fn lazy_sum(sums: &mut [f32], last: &mut [u32], w: &[f32], at: usize, t: u32) {
     }
 }
 
-/// Twin of `steps`: one stream over its part of `order` (`part`), with its weights `w` and
-/// sums (`heads * (d + 1)` each); returns its counts and steps taken. `sq`: the rows' squared
-/// norms where the rule is passive-aggressive.
+/// Twin of `steps`: one stream over its part of `order` (`part`), with its weights `w`
+/// (`heads * (d + 1)`) and what it keeps besides (`state`); returns its counts and steps
+/// taken. `sq`: the rows' squared norms where the rule is passive-aggressive.
 pub fn steps(
     st: &StepsSetup,
     rows: StepRows<'_>,
     sq: &[f32],
     part: &[u32],
     w: &mut [f32],
-    mut sums: Option<StreamSums<'_>>,
+    mut state: StreamState<'_>,
 ) -> (RowOutcome, u64) {
     let (y, d, bias) = (rows.y, rows.d, rows.bias);
     let k = st.heads;
     let da = d + 1;
     let mut out = RowOutcome::default();
     let mut taken = 0;
+    // The step's scores (then coefficients) and, for AROW, the confidences x^T Sigma x (then
+    // the betas), as sc and its upper half in the shader.
     let mut sc = vec![0f32; st.step_rows * k];
+    let mut cf = vec![0f32; st.step_rows * k];
     let mut scratch = Vec::new();
     for step in part.chunks(st.step_rows) {
         for (r, &i) in step.iter().enumerate() {
@@ -374,15 +455,30 @@ pub fn steps(
                         .for_each(|(&j, &v)| acc += wh[j as usize] * v),
                 }
                 sc[r * k + h] = acc + wh[d] * bias;
+                if let StreamState::Confidence(sg) = &state {
+                    let sg = &sg[h * da..(h + 1) * da];
+                    let mut v = sg[d] * bias * bias;
+                    match row {
+                        super::Row::Dense(x) => (0..d).for_each(|j| v += sg[j] * x[j] * x[j]),
+                        super::Row::Sparse { idx, val } => idx
+                            .iter()
+                            .zip(val)
+                            .for_each(|(&j, &x)| v += sg[j as usize] * x * x),
+                    }
+                    cf[r * k + h] = v;
+                }
             }
         }
         for (r, &i) in step.iter().enumerate() {
             let s = &mut sc[r * k..(r + 1) * k];
-            let mut c = vec![0f32; k];
+            let cs = &mut cf[r * k..(r + 1) * k];
+            let (mut c, mut b) = (vec![0f32; k], vec![0f32; k]);
             let (yi, wi) = (y[i as usize], rows.weight(i as usize));
-            let o = match st.pa {
-                None => super::row_rule(st.rule, st.tau, s, yi, wi, |h, a| c[h] = a),
-                Some(size) => {
+            let o = match st.update {
+                StepUpdate::Perceptron => {
+                    super::row_rule(st.rule, st.tau, s, yi, wi, |h, a| c[h] = a)
+                }
+                StepUpdate::PassiveAggressive(size) => {
                     let row = super::PaRow {
                         y: yi,
                         wt: wi,
@@ -390,30 +486,61 @@ pub fn steps(
                     };
                     super::pa_rule((st.rule, size), s, row, &mut scratch, |h, a| c[h] = a)
                 }
+                StepUpdate::Arow { r: reg } => super::arow_rule(
+                    st.rule,
+                    (reg, st.eta),
+                    s,
+                    (yi, wi),
+                    |h| cs[h],
+                    |h, a, beta| {
+                        c[h] = a;
+                        b[h] = beta;
+                    },
+                ),
             };
             s.copy_from_slice(&c);
+            cs.copy_from_slice(&b);
             out += o;
         }
+        // One weight's update by the coefficient (and beta) of row r's head h: AROW's, or
+        // eta c x (in the shader's arithmetic and order).
+        let update = |w: &mut [f32], state: &mut StreamState<'_>, at: usize, rh: usize, x: f32| {
+            match state {
+                StreamState::Confidence(sg) => {
+                    let beta = cf[rh];
+                    if beta != 0.0 {
+                        let sx = sg[at] * x;
+                        w[at] += sc[rh] * sx;
+                        sg[at] -= beta * sx * sx;
+                    }
+                }
+                _ => {
+                    let c = sc[rh];
+                    if c != 0.0 {
+                        if let (StreamState::Sums(s), false) = (&mut *state, sums_eager(&rows)) {
+                            lazy_sum(s.sums, s.last, w, at, s.t0.wrapping_add(taken as u32));
+                        }
+                        w[at] += (st.eta * c) * x;
+                    }
+                }
+            }
+        };
         match rows.x {
             StepX::Dense(x) => {
                 for j in 0..da {
                     for (r, &i) in step.iter().enumerate() {
                         let xv = if j < d { x[i as usize * d + j] } else { bias };
                         for h in 0..k {
-                            let c = sc[r * k + h];
-                            if c != 0.0 {
-                                w[h * da + j] += (st.eta * c) * xv;
-                            }
+                            update(w, &mut state, h * da + j, r * k + h, xv);
                         }
                     }
                 }
-                if let Some(s) = sums.as_mut() {
+                if let StreamState::Sums(s) = &mut state {
                     s.sums.iter_mut().zip(w.iter()).for_each(|(s, v)| *s += v);
                 }
             }
             StepX::Csr { .. } => {
                 // Row by row, the bias column after the row's non-zeros.
-                let t = sums.as_ref().map_or(0, |s| s.t0.wrapping_add(taken as u32));
                 for (r, &i) in step.iter().enumerate() {
                     let (idx, val) = match rows.x.row(i as usize, d) {
                         super::Row::Sparse { idx, val } => (idx, val),
@@ -422,14 +549,7 @@ pub fn steps(
                     let cols = idx.iter().map(|&j| j as usize).zip(val.iter().copied());
                     for (j, xq) in cols.chain([(d, bias)]) {
                         for h in 0..k {
-                            let c = sc[r * k + h];
-                            if c != 0.0 {
-                                let at = h * da + j;
-                                if let Some(s) = sums.as_mut() {
-                                    lazy_sum(s.sums, s.last, w, at, t);
-                                }
-                                w[at] += (st.eta * c) * xq;
-                            }
+                            update(w, &mut state, h * da + j, r * k + h, xq);
                         }
                     }
                 }
@@ -438,6 +558,12 @@ pub fn steps(
         taken += 1;
     }
     (out, taken)
+}
+
+/// Whether a stream's sums over `rows` are kept eagerly (dense rows: every weight added
+/// after every step) rather than lazily (sparse rows).
+fn sums_eager(rows: &StepRows<'_>) -> bool {
+    matches!(rows.x, StepX::Dense(_))
 }
 
 /// Twin of `catch_up` (shaders/steps_csr.wgsl, called by `mix`): every weight's lazily kept
@@ -449,7 +575,7 @@ pub fn catch_up(sums: &mut [f32], last: &mut [u32], w: &[f32], t: u32) {
 }
 
 /// Twin of `mix`: every stream's weights (`len` each) become their mean, summed in stream
-/// order.
+/// order (called again for AROW's confidences).
 pub fn mix(w: &mut [f32], len: usize) {
     let streams = w.len() / len.max(1);
     for i in 0..len {
@@ -473,8 +599,8 @@ impl StepsBound for CpuSteps {
         for s in 0..s_all {
             let (lo, hi) = stream_part(s, order.len(), s_all);
             let part = s * len..(s + 1) * len;
-            let sums = match self.setup.average {
-                true => Some(StreamSums {
+            let state = match (self.setup.average, self.sums.is_empty()) {
+                (true, _) => StreamState::Sums(StreamSums {
                     sums: &mut self.sums[part.clone()],
                     last: match lazy {
                         true => &mut self.last[part.clone()],
@@ -482,7 +608,8 @@ impl StepsBound for CpuSteps {
                     },
                     t0: self.steps[s] as u32,
                 }),
-                false => None,
+                (false, false) => StreamState::Confidence(&mut self.sums[part.clone()]),
+                (false, true) => StreamState::Plain,
             };
             let x = match &self.x {
                 OwnedX::Dense(x) => StepX::Dense(x),
@@ -501,7 +628,7 @@ impl StepsBound for CpuSteps {
                 &self.sq,
                 &order[lo..hi],
                 &mut self.w[part.clone()],
-                sums,
+                state,
             );
             total += o;
             self.steps[s] += t;
@@ -515,6 +642,9 @@ impl StepsBound for CpuSteps {
             }
         }
         mix(&mut self.w, len);
+        if self.setup.update.keeps_confidence() {
+            mix(&mut self.sums, len);
+        }
         Ok(total)
     }
 

@@ -159,8 +159,8 @@ pub struct StepParams {
     pub bias: f32,
     pub max_steps: u32,
     pub weighted: u32,
-    pub pa: u32,
-    pub pa_c: f32,
+    pub update: u32,
+    pub update_c: f32,
     pub _pad2: u32,
 }
 
@@ -349,8 +349,8 @@ mod tests {
                     bias,
                     max_steps,
                     weighted,
-                    pa,
-                    pa_c,
+                    update,
+                    update_c,
                     _pad2
                 }),
                 rust_layout!(StreamStat {
@@ -377,6 +377,12 @@ mod tests {
             constant(&module, "MAX_STEP") as usize,
             crate::steps::MAX_STEP
         );
+        assert_eq!(
+            constant(&module, "AROW_STEP") as usize,
+            crate::steps::AROW_STEP
+        );
+        let arow = crate::steps::StepUpdate::Arow { r: 1.0 };
+        assert_eq!(constant(&module, "UPDATE_AROW"), arow.code().0);
     }
 
     #[test]

@@ -388,6 +388,8 @@ fn max_steps(
             chunks * (2 * u + 2 * u * k + k + 8) + b.div_ceil(wg) * (k * wg / 4 + 3 * k) + 2 * u * k
         }
     } + 4;
+    // AROW reads and writes the confidences beside the weights.
+    let cost = cost * if st.update.keeps_confidence() { 2 } else { 1 };
     (45_000 / cost).clamp(1, cap)
 }
 
@@ -434,10 +436,11 @@ impl<'c> GpuSteps<'c> {
         let limit = super::plan::binding_limit(&ctx.limits, max_binding);
         let wb = (s as u64) * (len as u64) * 4;
         // Labels: with the passive-aggressive rule 4 words a row, with row weights 3.
-        let y_words: u64 = match (setup.pa, rows.weights) {
-            (Some(_), _) => 4,
-            (None, Some(_)) => 3,
-            (None, None) => 1,
+        let sq = setup.update.needs_sq_norms();
+        let y_words: u64 = match (sq, rows.weights) {
+            (true, _) => 4,
+            (false, Some(_)) => 3,
+            (false, None) => 1,
         };
         let groups = ctx.limits.max_compute_workgroups_per_dimension as usize;
         if wb > limit
@@ -517,13 +520,13 @@ impl<'c> GpuSteps<'c> {
                 bound.wg,
                 bound.lanes,
             ) as u32,
-            weighted: match (setup.pa, weights) {
-                (Some(_), _) => 2,
-                (None, Some(_)) => 1,
-                (None, None) => 0,
+            weighted: match (sq, weights) {
+                (true, _) => 2,
+                (false, Some(_)) => 1,
+                (false, None) => 0,
             },
-            pa: setup.pa.map_or(0, |p| p.code().0),
-            pa_c: setup.pa.map_or(1.0, |p| p.code().1),
+            update: setup.update.code().0,
+            update_c: setup.update.code().1,
             _pad2: 0,
         };
         // Labels, or with row weights (label, weight, weight in the own head) a row, and for
@@ -557,11 +560,20 @@ impl<'c> GpuSteps<'c> {
                 bytemuck::cast_slice(&setup.w0.repeat(s)),
                 st | wgpu::BufferUsages::COPY_SRC | wgpu::BufferUsages::COPY_DST,
             );
-            let sums = storage_buf(
-                ctx,
-                "rosenblatt.steps_sums",
-                if setup.average { wb } else { 4 },
-            );
+            // The sums of the weights (averaging, from 0), or AROW's confidences (from 1).
+            let sums = match setup.update.keeps_confidence() {
+                true => init_buf(
+                    ctx,
+                    "rosenblatt.steps_confidence",
+                    bytemuck::cast_slice(&vec![1f32; s * len]),
+                    st,
+                ),
+                false => storage_buf(
+                    ctx,
+                    "rosenblatt.steps_sums",
+                    if setup.average { wb } else { 4 },
+                ),
+            };
             let stat = storage_buf(
                 ctx,
                 "rosenblatt.steps_stat",
@@ -640,8 +652,11 @@ impl<'c> GpuSteps<'c> {
             )));
         }
         let has_subgroups = ctx.features.contains(wgpu::Features::SUBGROUP);
+        // AROW's confidences live in storage: its steps go by the workgroup's threads.
+        let arow = setup.update.keeps_confidence();
         let lanes = match subgroups {
             Some(false) => None,
+            _ if arow => None,
             _ if !has_subgroups && subgroups.is_none() => None,
             _ => LanesShape::plan(
                 d,
@@ -651,6 +666,11 @@ impl<'c> GpuSteps<'c> {
                 &ctx.limits,
             ),
         };
+        if subgroups == Some(true) && arow {
+            return Err(Error::Gpu(
+                "AROW's steps run by the workgroup's threads, not by lanes".into(),
+            ));
+        }
         if subgroups == Some(true) && lanes.is_none() {
             return Err(Error::Gpu(format!(
                 "steps of {} rows, {} heads and {d} features do not fit subgroup lanes on {}",

@@ -517,6 +517,12 @@ pub const GPU_MAX_STREAMS: usize = 16;
 /// Most rows per step a GPU picks ([`gpu_steps`]).
 pub const GPU_MAX_STEP_ROWS: usize = 32;
 
+/// The (rows per step, streams) AROW runs in on a GPU where the user named neither. Its one
+/// pass keeps the sequential rule's test accuracy at up to 8 rows a step in one stream, and
+/// loses points to more (docs/guide.md, "AROW": on the generated click log 87.35% sequential,
+/// 87.36% at 8 x 1, 84.30% at 16 x 1, 87.09% at 8 x 2, 81.60% at the perceptron's 32 x 16).
+pub const GPU_AROW_STEPS: (usize, usize) = (8, 1);
+
 /// The (rows per step, streams) of the online perceptron when a GPU trains `n` rows and the
 /// user named neither: B S of about n / [`GPU_STEPS_PER_EPOCH`], streams first (up to
 /// [`GPU_MAX_STREAMS`]), then rows per step (up to [`GPU_MAX_STEP_ROWS`]); (1, 1), the
@@ -879,23 +885,23 @@ impl TrainParams {
         let mode = self.effective_mode();
         let steps = matches!(
             self.algo,
-            Algo::Online | Algo::Averaged | Algo::Multiclass | Algo::PassiveAggressive
+            Algo::Online | Algo::Averaged | Algo::Multiclass | Algo::PassiveAggressive | Algo::Arow
         ) && mode == Mode::Online;
         if self.streams > 1 && !steps {
             return Err(Error::param(
                 Param::Streams,
                 self.streams,
-                "is available for the online perceptron, averaged perceptron and \
-                 passive-aggressive only",
+                "is available for the online perceptron, averaged perceptron, \
+                 passive-aggressive and AROW only",
             ));
         }
         if self.minibatch > 1 && !steps {
             return Err(Error::param(
                 Param::Minibatch,
                 self.minibatch,
-                "is available for the online perceptron, averaged perceptron and \
-                 passive-aggressive only (rows per step; 1 is every other rule's sequential \
-                 form)",
+                "is available for the online perceptron, averaged perceptron, \
+                 passive-aggressive and AROW only (rows per step; 1 is every other rule's \
+                 sequential form)",
             ));
         }
         let ok = match self.algo {

@@ -18,20 +18,67 @@
 //! 1), and the criterion the sum of the hinge losses, as for passive-aggressive. A warm start
 //! takes the model's weights with every confidence 1 again (model files hold no covariance).
 
-use super::online::{self, OnlineRule, Snapshot, Step};
+use super::online::{self, Keep, OnlineRule, Snapshot, Step, Stepped};
 use super::{Backends, Fitted, Problem, Progress};
-use crate::backend::{row_rule, HeadRule, Row, RowWeight};
+use crate::backend::cpu::CpuBackend;
+use crate::backend::steps::{StepUpdate, AROW_STEP};
+use crate::backend::{arow_rule, BackendKind, HeadRule, Row, RowWeight};
 use crate::error::Result;
-use crate::params::Params;
+use crate::params::{Params, GPU_AROW_STEPS};
 
-/// Trains AROW of `params` row by row on the host CPU (it has no GPU form).
+/// Trains AROW of `params`: in steps and streams on a GPU (the steps the user named, or
+/// [`GPU_AROW_STEPS`] within `AROW_STEP` scores a step; shaders/steps.wgsl's `decide_arow`)
+/// or, where the user named steps, as the kernels' CPU twin; else row by row on the host
+/// CPU. The streams' confidences are mixed as their weights are (their mean).
 pub fn fit(
     pb: &Problem<'_>,
     params: &Params,
-    _backends: &Backends<'_>,
+    backends: &Backends<'_>,
     progress: &mut dyn Progress,
 ) -> Result<Fitted> {
-    online::fitted(pb, online::run(pb, params, rule(pb, params), progress)?)
+    let keep = Keep {
+        average: false,
+        voted: None,
+    };
+    let w = pb.initial_weights(params);
+    let named = (params.minibatch, params.streams) != (1, 1);
+    // Where the user named neither, a GPU takes AROW's own steps (what keeps its one pass's
+    // accuracy), within AROW's scores a step; the user's are checked as given.
+    let on_gpu = backends.primary.kind() == BackendKind::Gpu;
+    let steps = match (named, on_gpu) {
+        (false, true) => {
+            let (rows, streams) = GPU_AROW_STEPS;
+            (rows.min(AROW_STEP / pb.heads.max(1)).max(1), streams)
+        }
+        _ => (params.minibatch, params.streams),
+    };
+    let update = StepUpdate::Arow {
+        r: params.arow.unwrap_or_default().r,
+    };
+    let cpu = CpuBackend::new();
+    let mut fallback = None;
+    let tries: [&dyn crate::backend::Backend; 2] = [backends.primary, &cpu];
+    for (k, backend) in tries.into_iter().enumerate() {
+        // The twin on the CPU only where the user named the steps.
+        if k == 1 && (fallback.is_none() || !named || backends.primary.kind() == BackendKind::Cpu) {
+            break;
+        }
+        let run_as = Stepped {
+            steps,
+            keep,
+            update,
+        };
+        match online::stepped_on(pb, params, run_as, backend, &w, progress)? {
+            Ok(mut f) => {
+                f.ran.fallback = fallback;
+                return Ok(f);
+            }
+            Err(why) => fallback = fallback.or(why),
+        }
+    }
+    let mut f = online::fitted(pb, online::run(pb, params, rule(pb, params), progress)?)?;
+    f.ran.fallback = fallback;
+    Ok(f)
 }
 
 /// AROW's rule for `params` from the problem's initial weights, every confidence 1.
@@ -54,8 +101,8 @@ struct Arow {
     sigma: Vec<f32>,
     /// The row's scores, one per head.
     s: Vec<f32>,
-    /// The heads with a margin of at most 1 and the sign of their step (scratch).
-    steps: Vec<(usize, f32)>,
+    /// The heads that step, with eta alpha y and beta (scratch).
+    steps: Vec<(usize, f32, f32)>,
     r: f32,
     eta: f32,
 }
@@ -87,38 +134,31 @@ impl OnlineRule for Arow {
         let (d, bias) = (v.d, v.bias);
         let da = d + 1;
         row.decisions(&self.w, bias, &mut self.s);
-        // The heads whose margin is at most 1, and their label signs (the rule is binary or
-        // one-vs-rest: `Problem` gives AROW no joint multiclass rule).
+        // (The rule is binary or one-vs-rest: `Problem` gives AROW no joint multiclass rule.)
         let rule = pb.rule;
         debug_assert!(matches!(rule, HeadRule::Binary | HeadRule::OneVsRest));
         self.steps.clear();
-        let steps = &mut self.steps;
-        let o = row_rule(rule, 1.0, &self.s, y, RowWeight::ONE, |h, sign| {
-            steps.push((h, sign))
-        });
-        let mut out = Step {
-            wrong_rows: o.wrong_rows,
-            ..Step::default()
+        let (steps, sigma) = (&mut self.steps, &self.sigma);
+        // A head's confidence in the row, x^T Sigma x, the bias column first (as the twin).
+        let conf = |h: usize| {
+            let sg = &sigma[h * da..(h + 1) * da];
+            let mut v = sg[d] * bias * bias;
+            row.for_each_nonzero(|j, x| v += sg[j] * x * x);
+            v
         };
-        for &(h, sign) in self.steps.iter() {
-            let loss = 1.0 - sign * self.s[h];
-            if loss <= 0.0 {
-                continue;
-            }
-            let wi = wt.head(rule, h, y);
-            out.mistakes += 1;
-            out.criterion += loss as f64 * wi as f64;
-            out.weighted += wi as f64;
+        let o = arow_rule(
+            rule,
+            (self.r, self.eta),
+            &self.s,
+            (y, wt),
+            conf,
+            |h, a, beta| steps.push((h, a, beta)),
+        );
+        for &(h, a, beta) in self.steps.iter() {
             let (w, sg) = (
                 &mut self.w[h * da..(h + 1) * da],
                 &mut self.sigma[h * da..(h + 1) * da],
             );
-            let mut conf = sg[d] * bias * bias;
-            row.for_each_nonzero(|j, x| conf += sg[j] * x * x);
-            // A row of weight c counts as c copies in AROW's objective: r becomes r / c, so
-            // beta = c / (c v + r); a row of weight 0 changes neither w nor the confidences.
-            let beta = wi / (wi * conf + self.r);
-            let a = self.eta * loss * beta * sign;
             row.for_each_nonzero(|j, x| {
                 let sx = sg[j] * x;
                 w[j] += a * sx;
@@ -128,7 +168,13 @@ impl OnlineRule for Arow {
             w[d] += a * sx;
             sg[d] -= beta * sx * sx;
         }
-        Ok(out)
+        Ok(Step {
+            mistakes: o.mistakes,
+            criterion: o.criterion,
+            weighted: o.weighted,
+            wrong_rows: o.wrong_rows,
+            ..Step::default()
+        })
     }
 
     fn best(&self, _pb: &Problem<'_>) -> Vec<f32> {

@@ -16,7 +16,7 @@ use rand_chacha::ChaCha8Rng;
 
 use super::{Backends, Fitted, Problem, Progress, RowWeights, Shard, PREFETCH_ROWS};
 use crate::backend::cpu::{val_mistakes, CpuBackend};
-use crate::backend::steps::{stream_part, StepRows, StepX, StepsBound, StepsSetup};
+use crate::backend::steps::{stream_part, StepRows, StepUpdate, StepX, StepsBound, StepsSetup};
 use crate::backend::Features;
 use crate::backend::{
     predicted_wrong, row_rule, update_norm, Backend, BackendKind, BatchRule, EpochStats, HeadRule,
@@ -368,7 +368,7 @@ pub fn fit(
     let run_as = Stepped {
         steps,
         keep,
-        pa: None,
+        update: StepUpdate::Perceptron,
     };
     match stepped_on(pb, params, run_as, backends.primary, &w, progress)? {
         Ok(f) => return Ok(f),
@@ -433,8 +433,8 @@ pub(crate) struct Stepped {
     pub(crate) steps: (usize, usize),
     /// The average or the votes.
     pub(crate) keep: Keep,
-    /// The passive-aggressive rule's step size, or `None`: the perceptron.
-    pub(crate) pa: Option<crate::backend::PaSize>,
+    /// The rule: the perceptron's, passive-aggressive or AROW.
+    pub(crate) update: StepUpdate,
 }
 
 /// The online rule in steps and streams (`run`) bound to `backend` and run from the weights
@@ -492,7 +492,8 @@ struct DeviceSteps<'a> {
 
 impl<'a> DeviceSteps<'a> {
     /// Binds the rows to `backend` when the run is stepped or streamed and `backend` is a GPU
-    /// (or, for the passive-aggressive rule, any backend: on the CPU its kernels' twin), and
+    /// (or, for the passive-aggressive and AROW rules, any backend: on the CPU the kernels'
+    /// twin), and
     /// the kernels take it (no per-step snapshots, no voted perceptron). Otherwise the CPU
     /// runs the rule: `Err(None)` where no GPU was asked for or the rule is sequential,
     /// `Err(Some(why))` where the GPU could not take the run.
@@ -507,25 +508,27 @@ impl<'a> DeviceSteps<'a> {
         let Stepped {
             steps: (step_rows, streams),
             keep,
-            pa,
+            update,
         } = run_as;
         let v = pb.view();
         let stepped = step_rows > 1 || streams > 1;
         let on_gpu = backend.kind() == BackendKind::Gpu;
-        if !(on_gpu || pa.is_some()) || !stepped || keep.voted.is_some() {
+        let perceptron = update == StepUpdate::Perceptron;
+        if (perceptron && !on_gpu) || !stepped || keep.voted.is_some() {
             return Ok(Err(None));
         }
-        // (The passive-aggressive rule's steps run only as the kernels' twin on a CPU, which
-        // takes no snapshots either.)
+        // (The passive-aggressive and AROW rules' steps run only as the kernels' twin on a
+        // CPU, which takes no snapshots either.)
         let snapshots = progress.wants_snapshots();
         let ran_as = match (params.minibatch, params.streams) {
             (1, 1) => "the sequential rule",
-            _ if snapshots && pa.is_some() => "the sequential rule",
+            _ if snapshots && !perceptron => "the sequential rule",
             _ => "the same steps and streams",
         };
-        let (gpus, rule) = match pa {
-            Some(_) => ("the stepped", "passive-aggressive rule"),
-            None => ("the GPU's", "online perceptron"),
+        let (gpus, rule) = match update {
+            StepUpdate::PassiveAggressive(_) => ("the stepped", "passive-aggressive rule"),
+            StepUpdate::Arow { .. } => ("the stepped", "AROW rule"),
+            StepUpdate::Perceptron => ("the GPU's", "online perceptron"),
         };
         if snapshots {
             return Ok(Err(Some(format!(
@@ -559,7 +562,7 @@ impl<'a> DeviceSteps<'a> {
             average: keep.average,
             w0: w0.to_vec(),
             heads: pb.heads,
-            pa,
+            update,
         };
         let weighted = v.sw.is_some() || v.own.is_some();
         let weights: Option<Vec<RowWeight>> =

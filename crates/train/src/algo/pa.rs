@@ -13,6 +13,7 @@
 use super::online::{self, Keep, OnlineRule, Snapshot, Step, Stepped};
 use super::{Backends, Fitted, Problem, Progress};
 use crate::backend::cpu::CpuBackend;
+use crate::backend::steps::StepUpdate;
 use crate::backend::BackendKind;
 use crate::backend::{pa_rule, PaRow, PaSize, Row, RowWeight};
 use crate::error::Result;
@@ -51,7 +52,7 @@ pub fn fit(
         let run_as = Stepped {
             steps,
             keep,
-            pa: Some(size),
+            update: StepUpdate::PassiveAggressive(size),
         };
         match online::stepped_on(pb, params, run_as, backend, &w, progress)? {
             Ok(mut f) => {
