@@ -359,6 +359,19 @@ def test_arow_trains_one_pass_like_the_cli_and_saves_and_loads(tmp_path):
     )
     theirs = rosenblatt.load(tmp_path / "cli.json")
     np.testing.assert_array_equal(theirs.coef_, clf.coef_)
+    if gpu_present():
+        # On a GPU: AROW's own steps (8 rows, one stream), the CPU twin's model to rounding.
+        g = rosenblatt.AROWClassifier(r=10.0, backend="gpu").fit(X, y)
+        assert g.report_["backend"] == "gpu"
+        assert (g.report_["minibatch"], g.report_["streams"]) == (8, 1)
+        subprocess.run(
+            [cli(), "train", str(DIGITS), "--algo", "arow", "--arow-r", "10", "--scale",
+             "maxabs", "--backend", "cpu", "--minibatch", "8", "-o", str(tmp_path / "twin.json")],
+            check=True, capture_output=True,
+        )
+        twin = rosenblatt.load(tmp_path / "twin.json")
+        np.testing.assert_allclose(g.coef_, twin.coef_, rtol=1e-4, atol=1e-5)
+        assert g.score(X, y) > 0.9
     with pytest.raises(ValueError, match="r must be"):
         rosenblatt.AROWClassifier(r=0.0).fit(X, y)
 

@@ -760,8 +760,8 @@ _AROW_DEFAULTS = dict(_SK_DEFAULTS, max_iter=1)
 
 class AROWClassifier(Perceptron):
     """AROW, adaptive regularisation of weight vectors (Crammer, Kulesza and Dredze, NIPS
-    2009), online, on the CPU: every weight keeps a confidence (a diagonal covariance, 1 at
-    the start), and on a row with margin y w.x below 1 the weights step by the hinge loss
+    2009), online: every weight keeps a confidence (a diagonal covariance, 1 at the start),
+    and on a row with margin y w.x below 1 the weights step by the hinge loss
     times their confidences, which then shrink where the row had values; rare features keep
     large steps, common ones settle. What Vowpal Wabbit's adaptive, normalised steps learn
     in one pass, so one pass is the default (``max_iter=1``; more passes fit noisy labels).
@@ -800,7 +800,8 @@ class AROWClassifier(Perceptron):
     n_jobs : int or None, default=None
         As for :class:`Perceptron`.
     backend : {"auto", "cpu", "gpu"}, default="auto"
-        As for :class:`Perceptron` (AROW runs on the CPU whatever it says).
+        As for :class:`Perceptron`; on a GPU, AROW runs in steps of 8 rows in one stream (the
+        form that keeps its one pass's accuracy), the confidences on the GPU too.
     adapter : str or None, default=None
         As for :class:`Perceptron`.
 
