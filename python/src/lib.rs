@@ -72,6 +72,7 @@ fn python_name(p: Param) -> &'static str {
         Param::Scale => "scale",
         Param::Aggressiveness => "C",
         Param::ArowR => "r",
+        Param::ArowCovariance => "covariance",
         Param::MulticlassUpdate => "multiclass_update",
         Param::Minibatch => "minibatch",
         Param::Streams => "streams",
@@ -89,7 +90,7 @@ fn known_keys() -> Vec<String> {
             variant: Default::default(),
             c: 1.0,
         }),
-        arow: Some(Arow { r: 30.0 }),
+        arow: Some(Arow::default()),
         validation_fraction: Some(0.1),
         class_weight: Some(ClassWeight::Balanced),
         // (Written only where not 1.)

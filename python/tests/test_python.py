@@ -374,6 +374,19 @@ def test_arow_trains_one_pass_like_the_cli_and_saves_and_loads(tmp_path):
         assert g.score(X, y) > 0.9
     with pytest.raises(ValueError, match="r must be"):
         rosenblatt.AROWClassifier(r=0.0).fit(X, y)
+    # The full covariance: binary rows give the mistakes and the paper's bound; the model
+    # file keeps the choice.
+    b = y < 2
+    full = rosenblatt.AROWClassifier(covariance="full", max_iter=3, backend="auto").fit(X[b], y[b])
+    bound = full.report_["arow_bound"]
+    assert bound["mistakes"] > 0 and bound["log_det"] > 0
+    if bound["bound"] is not None:
+        assert bound["mistakes"] <= bound["bound"]
+    full.save(tmp_path / "full.json")
+    assert rosenblatt.load(tmp_path / "full.json").covariance == "full"
+    assert "arow_bound" not in rosenblatt.AROWClassifier().fit(X[b], y[b]).report_
+    with pytest.raises(ValueError, match="covariance"):
+        rosenblatt.AROWClassifier(covariance="dense").fit(X, y)
 
 
 def test_passive_aggressive_saves_and_loads(tmp_path):

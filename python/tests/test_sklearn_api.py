@@ -156,9 +156,10 @@ EVERY = {
         verbose=1, warm_start=True, n_jobs=2, backend="cpu", adapter="x",
     ),
     AROWClassifier: dict(
-        r=10.0, max_iter=50, tol=0.1, eta0=0.5, n_iter_no_change=4, early_stopping=True,
-        validation_fraction=0.2, scale=None, class_weight="balanced", fit_intercept=False,
-        shuffle=False, random_state=3, verbose=1, n_jobs=2, backend="cpu", adapter="x",
+        r=10.0, covariance="full", max_iter=50, tol=0.1, eta0=0.5, n_iter_no_change=4,
+        early_stopping=True, validation_fraction=0.2, scale=None, class_weight="balanced",
+        fit_intercept=False, shuffle=False, random_state=3, verbose=1, n_jobs=2,
+        backend="cpu", adapter="x",
     ),
     KernelPerceptron: dict(
         kernel="poly", gamma=0.5, degree=2, coef0=0.0, max_iter=50, tol=0.1, eta0=0.5,

@@ -9,8 +9,8 @@ use clap::{Args, Parser, Subcommand};
 use rosenblatt_backend::{BackendChoice, Kernel, Storage};
 use rosenblatt_core::data::{Format, LabelCol};
 use rosenblatt_core::params::{
-    default_epochs, Algo, Arow, ClassWeight, Init, Mode, MulticlassStrategy, MulticlassUpdate,
-    PaVariant, Params, PassiveAggressive, Scale, TrainParams,
+    default_epochs, Algo, Arow, ArowCovariance, ClassWeight, Init, Mode, MulticlassStrategy,
+    MulticlassUpdate, PaVariant, Params, PassiveAggressive, Scale, TrainParams,
 };
 
 /// The training defaults, written once in the library ([`TrainParams::default`]): the flags'
@@ -536,6 +536,11 @@ pub(crate) struct TrainArgs {
     /// AROW (--algo arow): the regularization r (> 0); larger, the confidences grow slower.
     #[arg(long, value_name = "R", default_value_t = Arow::default().r)]
     pub(crate) arow_r: f32,
+    /// AROW: the covariance kept, diagonal (a confidence per weight) or full (the whole
+    /// matrix: at most 2,047 features, row by row on the CPU, and the report gives the
+    /// paper's mistake bound).
+    #[arg(long, value_name = "KIND", default_value_t = Arow::default().covariance)]
+    pub(crate) arow_covariance: ArowCovariance,
     /// Kernel perceptron: linear, poly or rbf.
     #[arg(long, default_value = "linear", value_parser = ["linear", "poly", "rbf"])]
     pub(crate) kernel: String,
@@ -801,7 +806,10 @@ impl TryFrom<&TrainArgs> for Params {
                 variant: a.pa_variant,
                 c: a.aggressiveness,
             }),
-            arow: (a.algo == Algo::Arow).then_some(Arow { r: a.arow_r }),
+            arow: (a.algo == Algo::Arow).then_some(Arow {
+                r: a.arow_r,
+                covariance: a.arow_covariance,
+            }),
             kernel: (a.algo == Algo::Kernel).then_some(match a.kernel.as_str() {
                 "poly" => Kernel::Poly {
                     degree: a.degree,

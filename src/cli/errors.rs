@@ -43,6 +43,7 @@ pub fn flag(p: Param) -> &'static str {
         Param::Density => "--density",
         Param::Aggressiveness => "--aggressiveness",
         Param::ArowR => "--arow-r",
+        Param::ArowCovariance => "--arow-covariance",
         Param::MulticlassUpdate => "--multiclass-update",
     }
 }

@@ -700,6 +700,23 @@ pub fn print_report(r: &TrainReport, kind: ModelKind) -> anyhow::Result<()> {
             kind.describe()
         ),
     }
+    if let Some(b) = &r.arow_bound {
+        let seen = format!(
+            "{} mistakes, {} corrections (steps with margin in (0, 1))",
+            b.mistakes, b.corrections
+        );
+        match b.bound {
+            Some(m) => outln!(
+                "  AROW bound:        {seen}; mistakes <= {m:.4e} (Crammer et al. 2009, Theorem 2, \
+                 at u = w / min y w.x; log det(I + X_A / r) = {:.4})",
+                b.log_det
+            ),
+            None => outln!(
+                "  AROW bound:        {seen}; no bound at u = w / min y w.x: the trained weights \
+                 do not separate the training rows"
+            ),
+        }
+    }
     outln!("  time:              {:.3} s", r.seconds);
     Ok(())
 }

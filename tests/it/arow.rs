@@ -13,14 +13,17 @@ use approx::assert_abs_diff_eq;
 use rosenblatt_backend::cpu::CpuBackend;
 use rosenblatt_backend::Backend;
 use rosenblatt_core::data::{self, Dataset};
-use rosenblatt_core::params::{Algo, Arow, TrainParams};
+use rosenblatt_core::params::{Algo, Arow, ArowCovariance, TrainParams};
 use rosenblatt_train::algo;
 use rosenblatt_train::model::ModelKind;
 use serde_json::Value;
 
 fn arow(r: f32) -> TrainParams {
     TrainParams {
-        arow: Some(Arow { r }),
+        arow: Some(Arow {
+            r,
+            ..Arow::default()
+        }),
         ..TrainParams::for_algo(Algo::Arow)
     }
 }
@@ -206,6 +209,122 @@ fn arow_in_one_step_of_one_row_is_the_sequential_rule() {
     }
 }
 
+fn full(r: f32) -> TrainParams {
+    TrainParams {
+        arow: Some(Arow {
+            r,
+            covariance: ArowCovariance::Full,
+        }),
+        ..TrainParams::for_algo(Algo::Arow)
+    }
+}
+
+#[test]
+fn the_full_covariance_steps_by_hand_and_gives_the_papers_bound() {
+    // The rows of `steps_by_hand`, r = 1, with the whole covariance. Row 1 as there:
+    // w = (1/3, 0), b = 1/6, and Sigma = I - (1/6) (2, 0, 1)(2, 0, 1)^T, which couples x_0
+    // and the bias. Row 2, x = (0, 1, 1): Sigma x = (-1/3, 1, 5/6), v = 11/6, margin -1/6,
+    // loss 7/6, beta = 6/17, alpha = 7/17: w -= (7/17)(-1/3, 1, 5/6), so
+    // w = (8/17, -7/17), b = -3/17 (the diagonal rule leaves w_0 at 1/3).
+    // The bound: both steps were mistakes (margins 0 and -1/6); X_A = x1 x1^T + x2 x2^T,
+    // det(I + X_A) = 17; the margins of the trained w are 13/17 and 10/17, |w|^2 = 122/289,
+    // w^T X_A w = (169 + 100)/289, so M <= sqrt(391/289) sqrt(ln 17) / (10/17) - 0.
+    let ds = Dataset::new(
+        vec![2.0, 0.0, 0.0, 1.0],
+        2,
+        2,
+        Some(data::Labels::from_names(&["b", "a"])),
+        "tiny",
+    );
+    let t = train(&ds, full(1.0).shuffle(false).epochs(1));
+    let h = t.model.hyperplane().unwrap();
+    assert_abs_diff_eq!(h.weights[0], 8.0 / 17.0, epsilon = 1e-6);
+    assert_abs_diff_eq!(h.weights[1], -7.0 / 17.0, epsilon = 1e-6);
+    assert_abs_diff_eq!(h.bias, -3.0 / 17.0, epsilon = 1e-6);
+    let b = t.report.arow_bound.clone().expect("a bound");
+    assert_eq!((b.mistakes, b.corrections), (2, 0));
+    assert_abs_diff_eq!(b.log_det, 17f64.ln(), epsilon = 1e-6); // beta is f32
+    let want = 391f64.sqrt() * 17f64.ln().sqrt() / 10.0;
+    assert_abs_diff_eq!(b.bound.unwrap(), want, epsilon = 1e-5);
+    // The diagonal rule reports no bound.
+    assert!(train(&ds, arow(1.0).shuffle(false).epochs(1))
+        .report
+        .arow_bound
+        .is_none());
+}
+
+#[test]
+fn the_full_covariance_bound_holds_and_one_feature_a_row_is_the_diagonal_rule() {
+    // Separable rows, several epochs: every step is a mistake or a correction, and the
+    // mistakes are within the bound (at u = w / min y w.x, where w separates the rows).
+    for (seed, r) in [(3, 1.0), (4, 10.0)] {
+        let s = common::separable(400, 8, 0.1, seed);
+        let t = train(&s.data, full(r).epochs(5));
+        let b = t.report.arow_bound.clone().expect("counts");
+        assert_eq!(b.mistakes + b.corrections, t.report.total_mistakes);
+        assert!(b.mistakes > 0 && b.log_det > 0.0, "{b:?}");
+        if t.report.margin.is_some() {
+            let bound = b.bound.expect("a separating model has a bound");
+            assert!((b.mistakes as f64) <= bound, "{b:?}");
+        }
+    }
+    // Noisy rows: the trained weights do not separate them, so counts without a bound.
+    let mut noisy = common::separable(300, 5, 0.1, 6).data;
+    let labels = noisy.labels.as_mut().unwrap();
+    for i in (0..300).step_by(10) {
+        labels.index[i] = 1 - labels.index[i];
+    }
+    let t = train(&noisy, full(1.0).epochs(3));
+    let b = t.report.arow_bound.clone().unwrap();
+    assert!(b.bound.is_none() && b.mistakes > 0, "{b:?}");
+    // Rows with one non-zero and no bias keep the covariance diagonal: the diagonal rule's
+    // model (to rounding: the full matrices are f64).
+    let n = 60;
+    let x: Vec<f32> = (0..n * 4)
+        .map(|k| match k % 4 == (k / 4) % 4 {
+            true => 1.0 + (k % 7) as f32 * 0.25,
+            false => 0.0,
+        })
+        .collect();
+    let names: Vec<&str> = (0..n).map(|i| ["a", "b"][(i / 4 + i) % 2]).collect();
+    let ds = Dataset::new(x, n, 4, Some(data::Labels::from_names(&names)), "one-hot");
+    let p = |q: TrainParams| q.shuffle(false).epochs(3).fit_bias(false);
+    let (f, g) = (train(&ds, p(full(2.0))), train(&ds, p(arow(2.0))));
+    assert_eq!(f.report.mistakes_per_epoch, g.report.mistakes_per_epoch);
+    for (a, b) in f.model.augmented().iter().zip(g.model.augmented()) {
+        assert_abs_diff_eq!(*a, b, epsilon = 1e-5);
+    }
+    // More columns than the full matrices take: refused, naming the parameter.
+    let wide = Dataset::new(
+        vec![1.0; 2 * 2100],
+        2,
+        2100,
+        Some(data::Labels::from_names(&["a", "b"])),
+        "wide",
+    );
+    let e = rosenblatt_train::algo::train(
+        &wide,
+        &full(1.0).validate().unwrap(),
+        &CpuBackend::new(),
+        None,
+        &mut (),
+    )
+    .err()
+    .unwrap();
+    assert!(e.to_string().contains("2101 x 2101"), "{e}");
+    // K classes: one full covariance a head (one-vs-rest), no bound.
+    let (tr, te) = common::digits();
+    let t = train(
+        &tr,
+        full(10.0)
+            .epochs(1)
+            .scale(rosenblatt_core::params::Scale::Maxabs),
+    );
+    assert!(t.report.arow_bound.is_none());
+    let acc = t.model.evaluate(&te, &CpuBackend::new()).unwrap().accuracy;
+    assert!(acc > 0.9, "held-out accuracy {acc}");
+}
+
 #[test]
 fn one_pass_over_sparse_noisy_rows_learns_more_than_the_other_rules() {
     // 25,000 training rows of 20,000 features, 20 non-zeros a row, 5% of labels flipped;
@@ -314,6 +433,38 @@ fn the_cli_trains_one_pass_by_default_and_refuses_what_arow_does_not_take() {
     let m: Value = serde_json::from_str(&m).unwrap();
     assert_eq!(m["params"]["arow"]["r"], 30.0, "{m}");
     assert_eq!(m["params"]["epochs"], 1, "{m}");
+    // The full covariance: the report's counts and bound, in the JSON too.
+    let o = run(
+        p,
+        &[
+            "train",
+            "d.csv",
+            "--algo",
+            "arow",
+            "--arow-covariance",
+            "full",
+            "--epochs",
+            "3",
+            "--json",
+        ],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let r: Value = serde_json::from_str(stdout(&o).trim()).unwrap();
+    let b = &r["arow_bound"];
+    assert!(b["mistakes"].as_u64().unwrap() > 0, "{r}");
+    assert!(b["log_det"].as_f64().unwrap() > 0.0, "{r}");
+    let o = run(
+        p,
+        &[
+            "train",
+            "d.csv",
+            "--algo",
+            "arow",
+            "--arow-covariance",
+            "full",
+        ],
+    );
+    assert!(stdout(&o).contains("AROW bound:"), "{}", stdout(&o));
     // On a GPU: AROW's own steps (8 rows, one stream), no note that it runs on the CPU, and
     // the model of the CPU's twin in the same steps, to rounding.
     if common::gpu().is_some() {
@@ -380,6 +531,11 @@ fn the_cli_trains_one_pass_by_default_and_refuses_what_arow_does_not_take() {
         (&["--arow-r", "nan"][..], "--arow-r"),
         (&["--mode", "batch"][..], "--mode"),
         (&["--margin-threshold", "1"][..], "--margin-threshold"),
+        (
+            &["--arow-covariance", "full", "--streams", "2"][..],
+            "--arow-covariance",
+        ),
+        (&["--arow-covariance", "diag"][..], "--arow-covariance"),
     ] {
         let mut a = vec!["train", "d.csv", "--algo", "arow", "--backend", "cpu"];
         a.extend_from_slice(args);

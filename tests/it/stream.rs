@@ -290,6 +290,11 @@ fn what_one_pass_cannot_do_and_bad_input_are_exit_2_naming_the_place() {
     refused(p, &train(&["--init-model", "x.json"]), &["--init-model"]);
     refused(
         p,
+        &train(&["--algo", "arow", "--arow-covariance", "full"]),
+        &["--arow-covariance", "diagonal in a streamed run"],
+    );
+    refused(
+        p,
         &["train", "rows.csv", "--stream", "-o", "m.json"],
         &["rows.csv", "Vowpal Wabbit"],
     );

@@ -277,6 +277,8 @@ pub enum Param {
     Aggressiveness,
     /// AROW's regularization r.
     ArowR,
+    /// AROW's covariance (diagonal or full).
+    ArowCovariance,
     /// The direct multiclass update (argmax or all).
     MulticlassUpdate,
     /// Rows per step of the online perceptron.
@@ -323,6 +325,7 @@ impl Param {
             Param::Density => "density",
             Param::Aggressiveness => "aggressiveness C",
             Param::ArowR => "AROW's r",
+            Param::ArowCovariance => "AROW's covariance",
             Param::MulticlassUpdate => "multiclass update",
             Param::Minibatch => "rows per step",
             Param::Streams => "streams",

@@ -94,6 +94,29 @@ pub struct TrainReport {
     /// met the row, before the row's update) and its margin unknown. Absent otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub streamed_bytes: Option<u64>,
+    /// AROW with a full covariance, binary: its mistakes and the paper's bound on them where
+    /// the trained model separates the training rows. Absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arow_bound: Option<ArowBound>,
+}
+
+/// AROW's mistake bound (Crammer, Kulesza and Dredze, NIPS 2009, Theorem 2) for AROW with a
+/// full covariance: for every u, M <= sqrt(r |u|^2 + u^T X_A u) sqrt(log det(I + X_A / r) + U)
+/// plus the sum of u's hinge losses on the rows stepped on, minus U, X_A the sum of x x^T over
+/// those rows, U the steps that were not mistakes. Evaluated, as Novikoff's bound is, at the
+/// trained weights scaled to a functional margin of 1 on every training row,
+/// u = w / min y w.x (all hinge losses 0), so it is given where that margin is positive:
+/// M <= sqrt(r |w|^2 + w^T X_A w) sqrt(log det(I + X_A / r) + U) / min y w.x - U.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ArowBound {
+    /// Mistakes M: steps on rows whose margin y w.x was at most 0 (a wrong prediction).
+    pub mistakes: u64,
+    /// Steps U on rows predicted right whose margin was below 1.
+    pub corrections: u64,
+    /// log det(I + X_A / r).
+    pub log_det: f64,
+    /// The bound on M, where the trained weights separate the training rows.
+    pub bound: Option<f64>,
 }
 
 /// Where and how long a run went: the part of the report the algorithm itself cannot know.
@@ -141,6 +164,8 @@ pub struct RunFacts {
     pub validation: Option<(usize, f64)>,
     /// How X was stored for the epochs.
     pub storage: crate::matrix::Storage,
+    /// AROW's mistake bound, where the rule gave one.
+    pub arow_bound: Option<ArowBound>,
     /// R, when computed already (a data-parallel run: the largest over the processes' rows;
     /// rows scaled as read: R of the scaled rows).
     pub radius: Option<f64>,

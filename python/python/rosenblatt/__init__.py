@@ -773,6 +773,10 @@ class AROWClassifier(Perceptron):
     ----------
     r : float, default=30.0
         The regularisation (> 0): larger r, smaller and steadier steps.
+    covariance : {"diagonal", "full"}, default="diagonal"
+        The covariance kept: a confidence per weight, or the whole matrix (at most 2,047
+        features, row by row on the CPU), for which the paper's mistake bound holds: binary
+        runs then report their mistakes and the bound in ``report_["arow_bound"]``.
     max_iter : int, default=1
         Passes over the rows (with ``n_iter_no_change``, at most this many).
     tol : float in [0, 1) or None, default=0.01
@@ -818,6 +822,7 @@ class AROWClassifier(Perceptron):
         self,
         *,
         r: float = 30.0,
+        covariance: str = "diagonal",
         max_iter: int = 1,
         tol: Optional[float] = 0.01,
         eta0: float = 1.0,
@@ -835,6 +840,7 @@ class AROWClassifier(Perceptron):
         adapter: Optional[str] = None,
     ) -> None:
         self.r = r
+        self.covariance = covariance
         self.max_iter = max_iter
         self.tol = tol
         self.eta0 = eta0
@@ -858,6 +864,9 @@ class AROWClassifier(Perceptron):
         p = _params.train_params(self, "arow", self._sk_defaults())
         p["class_weight"] = _params.class_weight(self.class_weight, classes)
         p["arow"] = {"r": _params.real("r", self.r, 0.0, low_open=True)}
+        cov = _params.choice("covariance", self.covariance, ("diagonal", "full"))
+        if cov == "full":
+            p["arow"]["covariance"] = cov
         return p
 
     def _binary_only(self) -> Union[str, bool]:
@@ -1288,7 +1297,8 @@ def load(path: PathLike, cls: Optional[type] = None) -> Any:
             multiclass=params.get("multiclass"),
         )
     elif cls is AROWClassifier:
-        mapped.update(r=(params.get("arow") or {}).get("r", 30.0))
+        arow = params.get("arow") or {}
+        mapped.update(r=arow.get("r", 30.0), covariance=arow.get("covariance", "diagonal"))
     elif cls is Perceptron:
         mapped.update(
             algo=params.get("algo"),

@@ -195,13 +195,72 @@ impl PassiveAggressive {
 pub struct Arow {
     /// The regularization r (> 0): how slowly the per-feature confidences grow.
     pub r: f32,
+    /// The covariance kept: a confidence per weight (diagonal) or the whole matrix (full),
+    /// for which the paper's mistake bound holds. (Serialized only when full, so that the
+    /// diagonal rule's model files stay readable by earlier builds.)
+    #[serde(default, skip_serializing_if = "ArowCovariance::is_diagonal")]
+    pub covariance: ArowCovariance,
 }
 
 impl Default for Arow {
     fn default() -> Self {
-        Arow { r: 30.0 }
+        Arow {
+            r: 30.0,
+            covariance: ArowCovariance::Diagonal,
+        }
     }
 }
+
+/// The covariance AROW keeps.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum ArowCovariance {
+    /// A confidence per weight: memory and work per row as the weights' (sparse rows, hashed
+    /// text); no mistake bound is known for it.
+    #[default]
+    Diagonal,
+    /// The whole (d + 1) x (d + 1) matrix a head, at most [`AROW_FULL_MAX_COLUMNS`] columns,
+    /// row by row on the CPU: work (d + 1)^2 a step, and the paper's mistake bound.
+    Full,
+}
+
+impl ArowCovariance {
+    /// True for the diagonal covariance (the default).
+    pub fn is_diagonal(&self) -> bool {
+        *self == ArowCovariance::Diagonal
+    }
+
+    /// The name the front ends use.
+    pub fn name(self) -> &'static str {
+        match self {
+            ArowCovariance::Diagonal => "diagonal",
+            ArowCovariance::Full => "full",
+        }
+    }
+}
+
+impl std::fmt::Display for ArowCovariance {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl std::str::FromStr for ArowCovariance {
+    type Err = String;
+    fn from_str(s: &str) -> std::result::Result<Self, String> {
+        match s {
+            "diagonal" => Ok(ArowCovariance::Diagonal),
+            "full" => Ok(ArowCovariance::Full),
+            _ => Err(format!(
+                "unknown AROW covariance {s:?} (expected diagonal or full)"
+            )),
+        }
+    }
+}
+
+/// Most columns (the features and the bias) of AROW with a full covariance, whose matrix
+/// holds their square a head (2,048^2 values: 32 MiB in f64).
+pub const AROW_FULL_MAX_COLUMNS: usize = 2048;
 
 impl Default for PassiveAggressive {
     fn default() -> Self {
@@ -857,6 +916,14 @@ impl TrainParams {
         if let Some(a) = &self.arow {
             if !(a.r.is_finite() && a.r > 0.0) {
                 return Err(Error::param(Param::ArowR, a.r, "should be finite and > 0"));
+            }
+            if a.covariance == ArowCovariance::Full && (self.minibatch, self.streams) != (1, 1) {
+                return Err(Error::param(
+                    Param::ArowCovariance,
+                    a.covariance,
+                    "must be diagonal where the rule runs in steps or streams (the full \
+                     covariance runs row by row)",
+                ));
             }
         }
         if self.algo == Algo::Arow && self.margin_threshold != 0.0 {

@@ -9,7 +9,8 @@
 //! so rare features take large steps and frequent ones small: what Vowpal Wabbit's adaptive,
 //! normalised steps learn per pass, in the perceptron family. (The paper's mistake bound is
 //! proved for the full covariance, whose inverse grows by x x^T / r a step; none is known for
-//! this diagonal form, so the report gives none: docs/guide.md, "AROW".) x is augmented ([x, 1]), so the bias has its own confidence. `r` (> 0) sets
+//! this diagonal form, so its report gives none. `FullArow`, below, keeps the whole matrix
+//! for a few features and reports the bound: docs/guide.md, "AROW".) x is augmented ([x, 1]), so the bias has its own confidence. `r` (> 0) sets
 //! how fast the confidence grows: larger is slower (default 30, chosen on the one-pass
 //! figures of docs/guide.md, "AROW"). Binary; with K classes one head per class
 //! against the rest (one-vs-rest), each head with its own confidences. A row's and its
@@ -23,8 +24,9 @@ use super::{Backends, Fitted, Problem, Progress};
 use crate::backend::cpu::CpuBackend;
 use crate::backend::steps::{StepUpdate, AROW_STEP};
 use crate::backend::{arow_rule, BackendKind, HeadRule, Row, RowWeight};
-use crate::error::Result;
-use crate::params::{Params, GPU_AROW_STEPS};
+use crate::error::{Error, Param, Result};
+use crate::params::{ArowCovariance, Params, AROW_FULL_MAX_COLUMNS, GPU_AROW_STEPS};
+use crate::report::ArowBound;
 
 /// Trains AROW of `params`: in steps and streams on a GPU (the steps the user named, or
 /// [`GPU_AROW_STEPS`] within `AROW_STEP` scores a step; shaders/steps.wgsl's `decide_arow`)
@@ -36,6 +38,11 @@ pub fn fit(
     backends: &Backends<'_>,
     progress: &mut dyn Progress,
 ) -> Result<Fitted> {
+    if params.arow.unwrap_or_default().covariance == ArowCovariance::Full {
+        // Row by row on the host CPU: the full matrices have no GPU form.
+        let rule = full_rule(pb, params)?;
+        return online::fitted(pb, online::run(pb, params, rule, progress)?);
+    }
     let keep = Keep {
         average: false,
         voted: None,
@@ -184,4 +191,239 @@ impl OnlineRule for Arow {
     fn finish(self, _pb: &Problem<'_>, best: Option<Vec<f32>>) -> Result<Snapshot> {
         Ok(Snapshot::Linear(best.unwrap_or(self.w)))
     }
+}
+
+/// AROW with a full covariance (`--arow-covariance full`), row by row: each head keeps the
+/// whole (d + 1) x (d + 1) matrix Sigma (f64, the identity at the start); a head whose
+/// margin is below 1 moves w by alpha y Sigma x and Sigma shrinks by beta (Sigma x)(Sigma x)^T,
+/// so that Sigma^-1 grows by exactly x x^T / r (Sherman-Morrison), what the paper's mistake
+/// bound rests on. Binary runs from zero weights with unit row weights and eta 1 count their
+/// mistakes and corrections and give the bound ([`crate::report::ArowBound`]).
+struct FullArow {
+    /// Augmented weights, `heads * (d + 1)`.
+    w: Vec<f32>,
+    /// Each head's covariance, `(d + 1)^2` values, row-major.
+    sigma: Vec<f64>,
+    /// Each head's Sigma x for the row (scratch), `d + 1` values.
+    sx: Vec<f64>,
+    /// The row's scores, one per head.
+    s: Vec<f32>,
+    /// The heads that step, with eta alpha y and beta (scratch).
+    steps: Vec<(usize, f32, f32)>,
+    r: f32,
+    eta: f32,
+    /// The bound's counts, where the run is one the bound covers: each row's steps, the
+    /// steps that were mistakes and those that were not.
+    count: Option<BoundCounts>,
+}
+
+struct BoundCounts {
+    steps: Vec<u32>,
+    mistakes: u64,
+    corrections: u64,
+}
+
+/// AROW with a full covariance from the problem's initial weights, or an error naming the
+/// parameter when the matrices would be too large.
+pub(crate) fn full_rule(pb: &Problem<'_>, params: &Params) -> Result<FullArowRule> {
+    let v = pb.view();
+    let da = v.d + 1;
+    let values = pb.heads.checked_mul(da).and_then(|h| h.checked_mul(da));
+    if da > AROW_FULL_MAX_COLUMNS || values.is_none_or(|n| n > FULL_MAX_VALUES) {
+        return Err(Error::param(
+            Param::ArowCovariance,
+            ArowCovariance::Full,
+            format!(
+                "must be diagonal for {} features and {} heads: the full covariance keeps a \
+                 {da} x {da} matrix a head, and takes at most {} columns (the features and \
+                 the bias) and {FULL_MAX_VALUES} values in all",
+                v.d, pb.heads, AROW_FULL_MAX_COLUMNS
+            ),
+        ));
+    }
+    let w = pb.initial_weights(params);
+    let mut sigma = vec![0f64; pb.heads * da * da];
+    for h in 0..pb.heads {
+        for j in 0..da {
+            sigma[h * da * da + j * da + j] = 1.0;
+        }
+    }
+    // The bound's setting: binary, from zero, every row weighing 1, eta 1, one process.
+    let covered = pb.rule == HeadRule::Binary
+        && w.iter().all(|&x| x == 0.0)
+        && (0..v.n).all(|i| v.row_weight(i) == RowWeight::ONE)
+        && params.lr == 1.0
+        && pb.shard.is_none();
+    Ok(FullArowRule(FullArow {
+        sigma,
+        sx: vec![0.0; pb.heads * da],
+        s: vec![0.0; pb.heads],
+        steps: Vec::new(),
+        r: params.arow.unwrap_or_default().r,
+        eta: params.lr,
+        count: covered.then(|| BoundCounts {
+            steps: vec![0; v.n],
+            mistakes: 0,
+            corrections: 0,
+        }),
+        w,
+    }))
+}
+
+/// Most covariance values of AROW with a full covariance, over all heads (1 GiB in f64).
+const FULL_MAX_VALUES: usize = 1 << 27;
+
+/// [`FullArow`], made by [`full_rule`].
+pub(crate) struct FullArowRule(FullArow);
+
+impl OnlineRule for FullArowRule {
+    type Best = Vec<f32>;
+
+    fn row_scores(&self) -> Option<&[f32]> {
+        Some(&self.0.s)
+    }
+
+    fn weights(&self) -> &[f32] {
+        &self.0.w
+    }
+
+    fn weights_mut(&mut self) -> &mut [f32] {
+        &mut self.0.w
+    }
+
+    fn step(
+        &mut self,
+        pb: &Problem<'_>,
+        i: usize,
+        row: Row<'_>,
+        y: f32,
+        wt: RowWeight,
+    ) -> Result<Step> {
+        let a = &mut self.0;
+        let v = pb.view();
+        let (d, bias) = (v.d, v.bias);
+        let da = d + 1;
+        row.decisions(&a.w, bias, &mut a.s);
+        let rule = pb.rule;
+        a.steps.clear();
+        let (steps, sigma, sx) = (&mut a.steps, &a.sigma, &mut a.sx);
+        // A head's confidence in the row, x^T Sigma x, with Sigma x kept for its update.
+        let conf = |h: usize| {
+            let sg = &sigma[h * da * da..(h + 1) * da * da];
+            let out = &mut sx[h * da..(h + 1) * da];
+            let b = f64::from(bias);
+            out.iter_mut()
+                .zip(&sg[d * da..])
+                .for_each(|(o, &s)| *o = s * b);
+            row.for_each_nonzero(|j, x| {
+                let x = f64::from(x);
+                out.iter_mut()
+                    .zip(&sg[j * da..(j + 1) * da])
+                    .for_each(|(o, &s)| *o += s * x);
+            });
+            let mut v = out[d] * b;
+            row.for_each_nonzero(|j, x| v += out[j] * f64::from(x));
+            v as f32
+        };
+        let o = arow_rule(rule, (a.r, a.eta), &a.s, (y, wt), conf, |h, c, beta| {
+            steps.push((h, c, beta))
+        });
+        for &(h, c, beta) in a.steps.iter() {
+            let sx = &a.sx[h * da..(h + 1) * da];
+            let (c, beta) = (f64::from(c), f64::from(beta));
+            for (wj, &s) in a.w[h * da..(h + 1) * da].iter_mut().zip(sx) {
+                *wj += (c * s) as f32;
+            }
+            let sg = &mut a.sigma[h * da * da..(h + 1) * da * da];
+            for (j, &sj) in sx.iter().enumerate() {
+                let bj = beta * sj;
+                for (s, &sk) in sg[j * da..(j + 1) * da].iter_mut().zip(sx) {
+                    *s -= bj * sk;
+                }
+            }
+        }
+        if let (Some(n), false) = (a.count.as_mut(), a.steps.is_empty()) {
+            n.steps[i] += 1;
+            match y * a.s[0] <= 0.0 {
+                true => n.mistakes += 1,
+                false => n.corrections += 1,
+            }
+        }
+        Ok(Step {
+            mistakes: o.mistakes,
+            criterion: o.criterion,
+            weighted: o.weighted,
+            wrong_rows: o.wrong_rows,
+            ..Step::default()
+        })
+    }
+
+    fn arow_bound(&self, pb: &Problem<'_>) -> Result<Option<ArowBound>> {
+        let a = &self.0;
+        let Some(n) = &a.count else { return Ok(None) };
+        let v = pb.view();
+        let da = v.d + 1;
+        // log det(I + X_A / r) = -log det Sigma: Sigma^-1 = I + X_A / r.
+        let Some(log_det_sigma) = log_det_spd(&a.sigma[..da * da], da) else {
+            return Ok(None);
+        };
+        // The trained weights' smallest functional margin and w^T X_A w.
+        let (mut gamma, mut q) = (f64::INFINITY, 0f64);
+        let (mut buf, mut scaled) = (Vec::new(), Vec::new());
+        for i in 0..v.n {
+            let mut row = v.x.row(i, v.d, &mut buf);
+            if let Some(sc) = pb.scale_on_read.as_ref() {
+                row = sc.scale_row(row, &mut scaled, i, &pb.ds.source)?;
+            }
+            let score = f64::from(row.decision(&a.w, v.bias));
+            gamma = gamma.min(f64::from(v.y[i]) * score);
+            q += f64::from(n.steps[i]) * score * score;
+        }
+        let w2: f64 = a.w.iter().map(|&x| f64::from(x).powi(2)).sum();
+        let u = n.corrections as f64;
+        let log_det = -log_det_sigma;
+        let bound = (gamma > 0.0)
+            .then(|| (f64::from(a.r) * w2 + q).sqrt() * (log_det + u).sqrt() / gamma - u);
+        Ok(Some(ArowBound {
+            mistakes: n.mistakes,
+            corrections: n.corrections,
+            log_det,
+            bound,
+        }))
+    }
+
+    fn best(&self, _pb: &Problem<'_>) -> Vec<f32> {
+        self.0.w.clone()
+    }
+
+    fn finish(self, _pb: &Problem<'_>, best: Option<Vec<f32>>) -> Result<Snapshot> {
+        Ok(Snapshot::Linear(best.unwrap_or(self.0.w)))
+    }
+}
+
+/// log det of the symmetric positive definite `n` x `n` matrix `m` (row-major) by Cholesky;
+/// `None` where a pivot is not positive (not positive definite to rounding).
+fn log_det_spd(m: &[f64], n: usize) -> Option<f64> {
+    let mut l = vec![0f64; n * n];
+    let mut log_det = 0.0;
+    for j in 0..n {
+        let mut diag = m[j * n + j];
+        for k in 0..j {
+            diag -= l[j * n + k] * l[j * n + k];
+        }
+        if diag.partial_cmp(&0.0) != Some(std::cmp::Ordering::Greater) {
+            return None;
+        }
+        let ljj = diag.sqrt();
+        l[j * n + j] = ljj;
+        log_det += 2.0 * ljj.ln();
+        for i in j + 1..n {
+            let mut s = m[i * n + j];
+            for k in 0..j {
+                s -= l[i * n + k] * l[j * n + k];
+            }
+            l[i * n + j] = s / ljj;
+        }
+    }
+    Some(log_det)
 }

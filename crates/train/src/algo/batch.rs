@@ -71,6 +71,7 @@ pub fn fit(
         scores: Some(scores),
         ran,
         best_epoch: best,
+        arow_bound: None,
     })
 }
 

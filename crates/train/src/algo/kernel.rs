@@ -104,6 +104,7 @@ pub fn fit(
         scores: Some(scores),
         ran,
         best_epoch,
+        arow_bound: None,
     })
 }
 

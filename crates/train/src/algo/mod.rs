@@ -84,6 +84,8 @@ pub struct Fitted {
     pub ran: Ran,
     /// The epoch (1-based) with the fewest monitored mistakes; 0 when none ran.
     pub best_epoch: usize,
+    /// AROW's mistake bound, where the rule gave one.
+    pub arow_bound: Option<crate::report::ArowBound>,
 }
 
 impl Fitted {
@@ -101,6 +103,7 @@ impl Fitted {
             scores: None,
             ran: Ran::on(&CpuBackend::new()),
             best_epoch,
+            arow_bound: None,
         }
     }
 }
@@ -278,6 +281,7 @@ pub fn fit(
         best_epoch: fitted.best_epoch,
         validation,
         storage,
+        arow_bound: fitted.arow_bound,
         radius,
     };
     // A process holding only its rows reports on every process's: their labels, gathered.

@@ -31,6 +31,12 @@ pub(crate) trait OnlineRule {
     /// The model kept for the best validation epoch.
     type Best;
 
+    /// The rule's own mistake bound on the run, where it has one (AROW with a full
+    /// covariance), from its state after the last epoch.
+    fn arow_bound(&self, _pb: &Problem<'_>) -> Result<Option<crate::report::ArowBound>> {
+        Ok(None)
+    }
+
     /// The current augmented weights (`heads * (d + 1)`): the update norm, progress
     /// snapshots and the default held-out scoring use them.
     fn weights(&self) -> &[f32];
@@ -182,6 +188,7 @@ pub(crate) struct Online {
     model: Snapshot,
     best_epoch: usize,
     plan: Option<String>,
+    arow_bound: Option<crate::report::ArowBound>,
 }
 
 /// Runs `rule` over the problem's rows epoch after epoch until a stop rule says so.
@@ -267,6 +274,7 @@ pub(crate) fn run<R: OnlineRule>(
         stats,
         stop,
         plan: rule.plan(),
+        arow_bound: rule.arow_bound(pb)?,
         model: rule.finish(pb, best)?,
         best_epoch: watch.best_epoch(),
     })
@@ -300,6 +308,7 @@ pub(crate) fn fitted(pb: &Problem<'_>, out: Online) -> Result<Fitted> {
     };
     let mut f = Fitted::on_cpu(body, out.stats, out.stop, out.best_epoch);
     f.ran.gpu_plan = plan;
+    f.arow_bound = out.arow_bound;
     Ok(Fitted { scores, ..f })
 }
 

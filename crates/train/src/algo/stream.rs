@@ -98,6 +98,14 @@ fn check(params: &Params) -> Result<()> {
             "must be 1 in a streamed run: one stream of rows, in file order",
         );
     }
+    if params.arow.is_some_and(|a| !a.covariance.is_diagonal()) {
+        return refuse(
+            Param::ArowCovariance,
+            "full".to_string(),
+            "must be diagonal in a streamed run (the full covariance is for a few features \
+             held in memory)",
+        );
+    }
     Ok(())
 }
 
@@ -294,6 +302,7 @@ fn finish<R: OnlineRule>(
         streams: (params.minibatch > 1).then_some(1),
         gpu_plan: None,
         storage: Some("f32".to_string()),
+        arow_bound: None,
         streamed_bytes: Some(t.bytes),
     };
     Ok(Trained {

@@ -54,6 +54,7 @@ pub fn build(
         fallback: run.ran.fallback,
         storage: Some(run.storage.name().to_string()),
         streamed_bytes: None,
+        arow_bound: run.arow_bound,
         heads: ovr.then(|| model.classes().len()),
         minibatch: run.ran.steps.map(|s| s.0),
         streams: run.ran.steps.map(|s| s.1),
