@@ -126,13 +126,16 @@ EOF
   # before them), and more streams, 5 epochs each: ms an epoch, upload included.
   # Then passive-aggressive in steps (GPU) against its sequential rule (CPU), and sparse rows
   # (a text-like set: 200,000 x 100,000, 25 non-zeros a row) by the CSR steps against the
-  # CPU's sequential rule.
+  # CPU's sequential rule; AROW there too, in its own steps (8 rows, one stream) and in the
+  # perceptron's (issue 45's GPU figure).
   timeout 100 $N gen --n 200000 --d 100000 --density 0.00025 --noise 0.05 --seed 7 \
     --format libsvm -o "$D/s.svm" >/dev/null 2>&1
   X="$D/X_train.npy --labels $D/y_train.npy"
   for run in "$B $X gpu" "$N $X gpu" "$N $X gpu --streams 64" \
     "$N $X gpu --minibatch 4 --streams 64" "$N $X gpu --algo pa" "$N $X cpu --algo pa" \
-    "$N $D/s.svm gpu" "$N $D/s.svm cpu" "$N $D/s.svm gpu --algo pa"; do
+    "$N $D/s.svm gpu" "$N $D/s.svm cpu" "$N $D/s.svm gpu --algo pa" \
+    "$N $D/s.svm gpu --algo arow" "$N $D/s.svm cpu --algo arow" \
+    "$N $D/s.svm gpu --algo arow --minibatch 32 --streams 16"; do
     set -- $run
     bin=$1; shift
     args=()
