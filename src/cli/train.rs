@@ -477,9 +477,10 @@ fn choose_backend(
             );
         }
     }
-    // The perceptron, averaged perceptron, passive-aggressive and AROW run on a GPU in steps
-    // and streams; the other online rules run on the CPU.
-    let cpu_only = matches!(params.algo, Algo::Voted | Algo::Winnow);
+    // The perceptron, averaged perceptron, passive-aggressive and AROW (diagonal) run on a
+    // GPU in steps and streams; the other online rules run on the CPU.
+    let full_arow = params.arow.is_some_and(|a| !a.covariance.is_diagonal());
+    let cpu_only = matches!(params.algo, Algo::Voted | Algo::Winnow) || full_arow;
     if params.effective_mode() == Mode::Online
         && sel.backend.kind() == BackendKind::Gpu
         && speaks
@@ -487,6 +488,7 @@ fn choose_backend(
     {
         let gpu_form = match params.algo {
             Algo::Winnow => "--mode batch runs its epochs on the GPU",
+            Algo::Arow => "with --arow-covariance diagonal it runs in steps on the GPU",
             _ => "--algo batch runs its epochs on the GPU",
         };
         note!(

@@ -525,6 +525,29 @@ fn the_cli_trains_one_pass_by_default_and_refuses_what_arow_does_not_take() {
         for (a, b) in g.iter().zip(&t) {
             assert!((a - b).abs() <= 1e-4 * (1.0 + b.abs()), "{g:?} {t:?}");
         }
+        // The full covariance has no GPU form: the CPU runs it, and says so.
+        let full = run(
+            p,
+            &[
+                "train",
+                "d.csv",
+                "--algo",
+                "arow",
+                "--arow-covariance",
+                "full",
+                "--backend",
+                "gpu",
+                "--json",
+            ],
+        );
+        assert!(full.status.success(), "{}", stderr(&full));
+        assert!(
+            stderr(&full).contains("runs on the CPU"),
+            "{}",
+            stderr(&full)
+        );
+        let r: Value = serde_json::from_str(stdout(&full).trim()).unwrap();
+        assert_eq!(r["backend"], "cpu", "{r}");
     }
     for (args, flag) in [
         (&["--arow-r", "0"][..], "--arow-r"),
