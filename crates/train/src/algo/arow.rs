@@ -21,7 +21,6 @@
 
 use super::online::{self, Keep, OnlineRule, Snapshot, Step, Stepped};
 use super::{Backends, Fitted, Problem, Progress};
-use crate::backend::cpu::CpuBackend;
 use crate::backend::steps::{StepUpdate, AROW_STEP};
 use crate::backend::{arow_rule, BackendKind, HeadRule, Row, RowWeight};
 use crate::error::{Error, Param, Result};
@@ -43,11 +42,6 @@ pub fn fit(
         let rule = full_rule(pb, params)?;
         return online::fitted(pb, online::run(pb, params, rule, progress)?);
     }
-    let keep = Keep {
-        average: false,
-        voted: None,
-    };
-    let w = pb.initial_weights(params);
     let named = (params.minibatch, params.streams) != (1, 1);
     // Where the user named neither, a GPU takes AROW's own steps (what keeps its one pass's
     // accuracy), within AROW's scores a step; the user's are checked as given.
@@ -59,33 +53,17 @@ pub fn fit(
         }
         _ => (params.minibatch, params.streams),
     };
-    let update = StepUpdate::Arow {
-        r: params.arow.unwrap_or_default().r,
+    let run_as = Stepped {
+        steps,
+        keep: Keep {
+            average: false,
+            voted: None,
+        },
+        update: StepUpdate::Arow {
+            r: params.arow.unwrap_or_default().r,
+        },
     };
-    let cpu = CpuBackend::new();
-    let mut fallback = None;
-    let tries: [&dyn crate::backend::Backend; 2] = [backends.primary, &cpu];
-    for (k, backend) in tries.into_iter().enumerate() {
-        // The twin on the CPU only where the user named the steps.
-        if k == 1 && (fallback.is_none() || !named || backends.primary.kind() == BackendKind::Cpu) {
-            break;
-        }
-        let run_as = Stepped {
-            steps,
-            keep,
-            update,
-        };
-        match online::stepped_on(pb, params, run_as, backend, &w, progress)? {
-            Ok(mut f) => {
-                f.ran.fallback = fallback;
-                return Ok(f);
-            }
-            Err(why) => fallback = fallback.or(why),
-        }
-    }
-    let mut f = online::fitted(pb, online::run(pb, params, rule(pb, params), progress)?)?;
-    f.ran.fallback = fallback;
-    Ok(f)
+    online::fit_stepped_or(pb, params, backends, run_as, progress, || rule(pb, params))
 }
 
 /// AROW's rule for `params` from the problem's initial weights, every confidence 1.
@@ -199,7 +177,7 @@ impl OnlineRule for Arow {
 /// so that Sigma^-1 grows by exactly x x^T / r (Sherman-Morrison), what the paper's mistake
 /// bound rests on. Binary runs from zero weights with unit row weights and eta 1 count their
 /// mistakes and corrections and give the bound ([`crate::report::ArowBound`]).
-struct FullArow {
+pub(crate) struct FullArow {
     /// Augmented weights, `heads * (d + 1)`.
     w: Vec<f32>,
     /// Each head's covariance, `(d + 1)^2` values, row-major.
@@ -225,7 +203,7 @@ struct BoundCounts {
 
 /// AROW with a full covariance from the problem's initial weights, or an error naming the
 /// parameter when the matrices would be too large.
-pub(crate) fn full_rule(pb: &Problem<'_>, params: &Params) -> Result<FullArowRule> {
+pub(crate) fn full_rule(pb: &Problem<'_>, params: &Params) -> Result<FullArow> {
     let v = pb.view();
     let da = v.d + 1;
     let values = pb.heads.checked_mul(da).and_then(|h| h.checked_mul(da));
@@ -254,7 +232,7 @@ pub(crate) fn full_rule(pb: &Problem<'_>, params: &Params) -> Result<FullArowRul
         && (0..v.n).all(|i| v.row_weight(i) == RowWeight::ONE)
         && params.lr == 1.0
         && pb.shard.is_none();
-    Ok(FullArowRule(FullArow {
+    Ok(FullArow {
         sigma,
         sx: vec![0.0; pb.heads * da],
         s: vec![0.0; pb.heads],
@@ -267,28 +245,25 @@ pub(crate) fn full_rule(pb: &Problem<'_>, params: &Params) -> Result<FullArowRul
             corrections: 0,
         }),
         w,
-    }))
+    })
 }
 
 /// Most covariance values of AROW with a full covariance, over all heads (1 GiB in f64).
 const FULL_MAX_VALUES: usize = 1 << 27;
 
-/// [`FullArow`], made by [`full_rule`].
-pub(crate) struct FullArowRule(FullArow);
-
-impl OnlineRule for FullArowRule {
+impl OnlineRule for FullArow {
     type Best = Vec<f32>;
 
     fn row_scores(&self) -> Option<&[f32]> {
-        Some(&self.0.s)
+        Some(&self.s)
     }
 
     fn weights(&self) -> &[f32] {
-        &self.0.w
+        &self.w
     }
 
     fn weights_mut(&mut self) -> &mut [f32] {
-        &mut self.0.w
+        &mut self.w
     }
 
     fn step(
@@ -299,7 +274,7 @@ impl OnlineRule for FullArowRule {
         y: f32,
         wt: RowWeight,
     ) -> Result<Step> {
-        let a = &mut self.0;
+        let a = self;
         let v = pb.view();
         let (d, bias) = (v.d, v.bias);
         let da = d + 1;
@@ -359,7 +334,7 @@ impl OnlineRule for FullArowRule {
     }
 
     fn arow_bound(&self, pb: &Problem<'_>) -> Result<Option<ArowBound>> {
-        let a = &self.0;
+        let a = self;
         let Some(n) = &a.count else { return Ok(None) };
         let v = pb.view();
         let da = v.d + 1;
@@ -393,11 +368,11 @@ impl OnlineRule for FullArowRule {
     }
 
     fn best(&self, _pb: &Problem<'_>) -> Vec<f32> {
-        self.0.w.clone()
+        self.w.clone()
     }
 
     fn finish(self, _pb: &Problem<'_>, best: Option<Vec<f32>>) -> Result<Snapshot> {
-        Ok(Snapshot::Linear(best.unwrap_or(self.0.w)))
+        Ok(Snapshot::Linear(best.unwrap_or(self.w)))
     }
 }
 

@@ -446,6 +446,42 @@ pub(crate) struct Stepped {
     pub(crate) update: StepUpdate,
 }
 
+/// Trains a rule that has a stepped form besides its sequential one (passive-aggressive,
+/// AROW): `run_as` on the primary backend (a GPU's kernels; on a CPU their twin, where the
+/// user named the steps), then, where the user named the steps and a GPU could not take
+/// them, as the kernels' CPU twin; else the sequential `rule` row by row on the host CPU.
+/// The report's fallback says why the stepped form did not run where it was meant to.
+pub(crate) fn fit_stepped_or<R: OnlineRule>(
+    pb: &Problem<'_>,
+    params: &Params,
+    backends: &Backends<'_>,
+    run_as: Stepped,
+    progress: &mut dyn Progress,
+    rule: impl FnOnce() -> R,
+) -> Result<Fitted> {
+    let w = pb.initial_weights(params);
+    let named = (params.minibatch, params.streams) != (1, 1);
+    let cpu = CpuBackend::new();
+    let mut fallback = None;
+    let tries: [&dyn Backend; 2] = [backends.primary, &cpu];
+    for (k, backend) in tries.into_iter().enumerate() {
+        // The twin on the CPU only where the user named the steps.
+        if k == 1 && (fallback.is_none() || !named || backends.primary.kind() == BackendKind::Cpu) {
+            break;
+        }
+        match stepped_on(pb, params, run_as, backend, &w, progress)? {
+            Ok(mut f) => {
+                f.ran.fallback = fallback;
+                return Ok(f);
+            }
+            Err(why) => fallback = fallback.or(why),
+        }
+    }
+    let mut f = fitted(pb, run(pb, params, rule(), progress)?)?;
+    f.ran.fallback = fallback;
+    Ok(f)
+}
+
 /// The online rule in steps and streams (`run`) bound to `backend` and run from the weights
 /// `w`: `Err(None)` where it does not run so (not stepped, or the perceptron on a CPU, whose
 /// row-by-row form runs it), `Err(Some(why))` where the backend could not take it.

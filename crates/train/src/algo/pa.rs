@@ -12,9 +12,7 @@
 
 use super::online::{self, Keep, OnlineRule, Snapshot, Step, Stepped};
 use super::{Backends, Fitted, Problem, Progress};
-use crate::backend::cpu::CpuBackend;
 use crate::backend::steps::StepUpdate;
-use crate::backend::BackendKind;
 use crate::backend::{pa_rule, PaRow, PaSize, Row, RowWeight};
 use crate::error::Result;
 use crate::params::Params;
@@ -28,43 +26,20 @@ pub fn fit(
     backends: &Backends<'_>,
     progress: &mut dyn Progress,
 ) -> Result<Fitted> {
-    let size = params.passive_aggressive.unwrap_or_default().size();
-    let keep = Keep {
-        average: false,
-        voted: None,
+    let run_as = Stepped {
+        steps: online::steps_for(
+            pb,
+            params,
+            backends.primary,
+            online::StepsChoice::GpuMayPick,
+        ),
+        keep: Keep {
+            average: false,
+            voted: None,
+        },
+        update: StepUpdate::PassiveAggressive(params.passive_aggressive.unwrap_or_default().size()),
     };
-    let w = pb.initial_weights(params);
-    let steps = online::steps_for(
-        pb,
-        params,
-        backends.primary,
-        online::StepsChoice::GpuMayPick,
-    );
-    let cpu = CpuBackend::new();
-    let mut fallback = None;
-    let tries: [&dyn crate::backend::Backend; 2] = [backends.primary, &cpu];
-    for (k, backend) in tries.into_iter().enumerate() {
-        // The twin on the CPU only where the user named the steps.
-        let named = (params.minibatch, params.streams) != (1, 1);
-        if k == 1 && (fallback.is_none() || !named || backends.primary.kind() == BackendKind::Cpu) {
-            break;
-        }
-        let run_as = Stepped {
-            steps,
-            keep,
-            update: StepUpdate::PassiveAggressive(size),
-        };
-        match online::stepped_on(pb, params, run_as, backend, &w, progress)? {
-            Ok(mut f) => {
-                f.ran.fallback = fallback;
-                return Ok(f);
-            }
-            Err(why) => fallback = fallback.or(why),
-        }
-    }
-    let mut f = online::fitted(pb, online::run(pb, params, rule(pb, params), progress)?)?;
-    f.ran.fallback = fallback;
-    Ok(f)
+    online::fit_stepped_or(pb, params, backends, run_as, progress, || rule(pb, params))
 }
 
 /// The sequential passive-aggressive rule of `params` from the problem's initial weights.
