@@ -1,10 +1,11 @@
 //! The integration tests in one binary (linked once): a module a topic, each opening with
 //! what it proves; `common` holds the helpers they share, the GPU backend on the default
 //! adapter among them (opened once for the binary, its pipelines compiled once). `cargo test
-//! --test it cli::` runs one topic; the MPI tests build with `--features mpi`. A GPU backend
-//! with other options is opened by the test that needs it and dropped with it, except the
-//! conformance variants, held for that topic's many tests: Mesa's software adapter keeps
-//! memory for each dispatch while a device lives (CONTRIBUTING.md, "Test memory").
+//! --test it cli::` runs one topic; the MPI tests need a CLI built with `--features mpi`
+//! (tests/it/mpi.rs). A GPU backend with other options is opened by the test that needs it
+//! and dropped with it, except the conformance variants, held for that topic's many tests:
+//! Mesa's software adapter keeps memory for each dispatch while a device lives
+//! (CONTRIBUTING.md, "Test memory").
 
 mod common;
 
@@ -20,7 +21,6 @@ mod family;
 mod fuzz;
 mod gpu;
 mod model_files;
-#[cfg(feature = "mpi")]
 mod mpi;
 mod npy;
 mod passive_aggressive;

@@ -1,26 +1,66 @@
-//! Data-parallel training under MPI (build with `--features mpi`; needs `mpirun` from Open
-//! MPI): `mpirun -np N rosenblatt train --distributed` for N = 1, 2 and 3, each process on its
+//! Data-parallel training under MPI (needs `mpirun` from Open MPI and the CLI built with
+//! `--features mpi`: `cargo test --features mpi --test it mpi::`, or any build of these tests
+//! with ROSENBLATT_MPI_BIN naming such a CLI, as CI runs them; without either they print
+//! "skipped", and fail where ROSENBLATT_REQUIRE_MPI=1): `mpirun -np N rosenblatt train
+//! --distributed` for N = 1, 2 and 3, each process on its
 //! CPU or on its GPU (resident or streamed), writes the model of the single-process run, bit
 //! for bit on integer data, for the batch family (binary,
 //! multiclass, one-vs-rest, pocket, averaged, Winnow) on a memory-mapped `.npy` and on sparse
 //! LIBSVM rows, and with held-out rows (Winnow's criterion, a sum of fractional margins, to
 //! rounding); float sums (balanced class weights, scaling) agree to rounding; what it cannot
 //! train yet is refused.
-#![cfg(feature = "mpi")]
-
 use crate::common;
 
-use std::path::Path;
+use std::io::Write;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
+use std::sync::OnceLock;
 
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
+
+/// The CLI built with the `mpi` feature: ROSENBLATT_MPI_BIN, else this build's CLI where the
+/// tests build with the feature; else `None`, with a visible "skipped" line (a panic where
+/// ROSENBLATT_REQUIRE_MPI=1).
+fn mpi_cli() -> Option<&'static Path> {
+    static CLI: OnceLock<Option<PathBuf>> = OnceLock::new();
+    CLI.get_or_init(|| {
+        if let Some(bin) = std::env::var_os("ROSENBLATT_MPI_BIN") {
+            let bin = PathBuf::from(bin);
+            assert!(
+                bin.is_file(),
+                "ROSENBLATT_MPI_BIN: no file {}",
+                bin.display()
+            );
+            return Some(bin);
+        }
+        if cfg!(feature = "mpi") {
+            return Some(env!("CARGO_BIN_EXE_rosenblatt").into());
+        }
+        assert!(
+            !std::env::var("ROSENBLATT_REQUIRE_MPI").is_ok_and(|v| v == "1"),
+            "ROSENBLATT_REQUIRE_MPI=1 but no CLI with the mpi feature: build with --features \
+             mpi, or set ROSENBLATT_MPI_BIN"
+        );
+        let _ = writeln!(
+            std::io::stderr(),
+            "skipped: MPI (no CLI with the mpi feature: --features mpi or ROSENBLATT_MPI_BIN)"
+        );
+        None
+    })
+    .as_deref()
+}
+
+/// The MPI-enabled CLI, for tests that checked [`mpi_cli`] first.
+fn cli() -> &'static Path {
+    mpi_cli().expect("checked by the test")
+}
 
 /// `mpirun --oversubscribe -np N rosenblatt ARGS` in `dir` (as root too).
 fn mpirun(dir: &Path, np: usize, args: &[&str]) -> Output {
     Command::new("mpirun")
         .args(["--oversubscribe", "-np", &np.to_string()])
-        .arg(env!("CARGO_BIN_EXE_rosenblatt"))
+        .arg(cli())
         .args(args)
         .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
         .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
@@ -241,6 +281,9 @@ fn assert_single_process_model(p: &Path, backend: &str, nps: &[usize]) {
 
 #[test]
 fn n_processes_train_the_single_process_model() {
+    if mpi_cli().is_none() {
+        return;
+    }
     let dir = tempfile::tempdir().unwrap();
     write_sets(dir.path());
     assert_single_process_model(dir.path(), "cpu", &[1, 2, 3]);
@@ -250,6 +293,9 @@ fn n_processes_train_the_single_process_model() {
 /// back and added on the host: the model of one process on the CPU.
 #[test]
 fn n_processes_on_their_gpus_train_the_single_process_model() {
+    if mpi_cli().is_none() {
+        return;
+    }
     if common::gpu().is_none() {
         return;
     }
@@ -291,6 +337,9 @@ fn n_processes_on_their_gpus_train_the_single_process_model() {
 /// streams powers of two, so that their means stay exact whatever the order of a sum).
 #[test]
 fn stepped_processes_on_their_gpus_equal_the_same_on_cpus() {
+    if mpi_cli().is_none() {
+        return;
+    }
     if common::gpu().is_none() {
         return;
     }
@@ -363,6 +412,9 @@ fn stepped_processes_on_their_gpus_equal_the_same_on_cpus() {
 
 #[test]
 fn float_sums_agree_to_rounding_and_the_unsupported_is_refused() {
+    if mpi_cli().is_none() {
+        return;
+    }
     let dir = tempfile::tempdir().unwrap();
     let p = dir.path();
     write_sets(p);
@@ -485,6 +537,9 @@ fn float_sums_agree_to_rounding_and_the_unsupported_is_refused() {
 
 #[test]
 fn bench_times_the_sums_over_the_processes() {
+    if mpi_cli().is_none() {
+        return;
+    }
     let dir = tempfile::tempdir().unwrap();
     // Each process times its CPU epochs, or its GPU's, with the sums.
     let backends: &[(&str, &str)] = if common::gpu().is_some() {
@@ -525,11 +580,13 @@ fn bench_times_the_sums_over_the_processes() {
 
 /// `mpirun` with two programs: process 0 runs `a`, process 1 runs `b`.
 fn mpirun_two(dir: &Path, a: &[&str], b: &[&str]) -> Output {
-    let bin = env!("CARGO_BIN_EXE_rosenblatt");
+    let bin = cli().as_os_str();
     Command::new("mpirun")
-        .args(["--oversubscribe", "-np", "1", bin])
+        .args(["--oversubscribe", "-np", "1"])
+        .arg(bin)
         .args(a)
-        .args([":", "-np", "1", bin])
+        .args([":", "-np", "1"])
+        .arg(bin)
         .args(b)
         .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
         .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
@@ -540,6 +597,9 @@ fn mpirun_two(dir: &Path, a: &[&str], b: &[&str]) -> Output {
 
 #[test]
 fn processes_started_differently_stop_with_one_message_naming_what_differs() {
+    if mpi_cli().is_none() {
+        return;
+    }
     // Was: Open MPI's MPI_ERR_TRUNCATE from inside an all-gather, naming nothing.
     let dir = tempfile::tempdir().unwrap();
     let p = dir.path();
