@@ -19,7 +19,8 @@
 # accuracy, on scripts/fashion_like.py's set), and the baseline's steps against the current
 # build's, more streams, passive-aggressive and sparse rows; final: the defaults side
 # by side with the baseline, what the per-row cost depends on, PyTorch; rows: rows in flight
-# 1, 2, 4 a thread; checks: naga's runtime checks full / no-loop-counters / none; tiles:
+# 1, 2, 4 a thread; checks: naga's runtime checks full / no-loop-counters / none, and the
+# parameter blocks in uniform or storage buffers; tiles:
 # tiles of rows (K = 10 and 4 at 60,000 x 784) against the previous build, PyTorch, the CPU.
 # Prints one line a run (name, ms an epoch, GB/s for one read of X, each kernel's ms, the
 # chain model) and packs every JSON report into $OUT/runs.tgz (the device tool brings back 8
@@ -237,6 +238,12 @@ if [ "${1:-}" = checks ]; then
     bench "new.small.$c" $N $SMALL --shader-checks $c
   done
   bench new.k10.two.none $N $K10 --two-kernels --shader-checks none
+  # Parameter blocks in storage buffers (the software adapters' choice) against uniform.
+  for s in uniform storage; do
+    bench "new.bin28.f32.params-$s" $N $BIN1 --params-space $s
+    bench "new.k10.params-$s" $N $K10 --params-space $s
+    bench "new.small.params-$s" $N $SMALL --params-space $s
+  done
   exit 0
 fi
 side_by_side
@@ -246,6 +253,9 @@ bench new.bin28.u8.unchecked $N $BIN1 --storage u8 --shader-checks none
 bench new.k10.unchecked $N $K10 --shader-checks none
 bench new.k10.two $N $K10 --two-kernels
 bench new.k4.f32 $N $K4
+# Parameter blocks in storage buffers (the software adapters' choice) against uniform.
+bench new.bin28.f32.params-storage $N $BIN1 --params-space storage
+bench new.k10.params-storage $N $K10 --params-space storage
 [ "${1:-}" = quick ] && exit 0
 torch_side
 [ "${1:-}" = torch ] && exit 0

@@ -360,6 +360,10 @@ pub(crate) struct BenchArgs {
     /// no-loop-counters on a GPU).
     #[arg(long, value_name = "C")]
     pub(crate) shader_checks: Option<rosenblatt_backend::gpu::ShaderChecks>,
+    /// GPU measurement: how the kernels read their parameter blocks: uniform or storage
+    /// (default: storage on a software adapter, uniform on a GPU).
+    #[arg(long, value_name = "S")]
+    pub(crate) params_space: Option<rosenblatt_backend::gpu::ParamsSpace>,
     /// Under `mpirun -np N` (a build with `--features mpi`): each process times the epoch on
     /// its CPU (with --backend gpu: on a GPU of its machine) over its share of the rows with
     /// the sums over all processes, and the first reports the time those sums take.

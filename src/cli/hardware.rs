@@ -130,6 +130,7 @@ fn bench_spec(a: &BenchArgs) -> BenchSpec {
                 ..Default::default()
             },
             shader_checks: a.shader_checks,
+            params_space: a.params_space,
         },
         seed: a.seed,
         converge: !a.no_converge,

@@ -323,6 +323,7 @@ fn select_backend_nth(
             ..Default::default()
         },
         shader_checks: Default::default(),
+        params_space: None,
     };
     let sel = match values {
         Some(v) => backend::select_for(a.backend, &opts, v),

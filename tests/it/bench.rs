@@ -412,3 +412,46 @@ fn bench_streams_x_from_staging_or_by_writes_and_reports_the_copy_rate() {
         assert_eq!(g.epochs_timed, 12);
     }
 }
+
+/// `bench --params-space` measures the kernels with their parameter blocks in uniform or in
+/// storage buffers: the same epochs either way (the same code on the same values); an unknown
+/// space is a usage error naming the choices.
+#[test]
+fn bench_takes_either_parameter_space() {
+    let dir = tempfile::tempdir().unwrap();
+    let bad = common::run(dir.path(), &["bench", "--params-space", "constant"]);
+    assert_eq!(bad.status.code(), Some(2), "{}", common::stderr(&bad));
+    assert!(
+        common::stderr(&bad).contains("uniform, storage"),
+        "{}",
+        common::stderr(&bad)
+    );
+    if common::gpu().is_none() {
+        return;
+    }
+    let fraction = |space: &str| {
+        let o = common::run(
+            dir.path(),
+            &[
+                "bench",
+                "--n",
+                "3000",
+                "--d",
+                "8",
+                "--epochs",
+                "3",
+                "--backend",
+                "gpu",
+                "--params-space",
+                space,
+                "--json",
+            ],
+        );
+        assert!(o.status.success(), "{space}: {}", common::stderr(&o));
+        let v: serde_json::Value = serde_json::from_str(common::stdout(&o).trim()).unwrap();
+        v["gpu"]["mistake_fraction"].clone()
+    };
+    let uniform = fraction("uniform");
+    assert!(uniform.is_number(), "{uniform}");
+    assert_eq!(uniform, fraction("storage"));
+}

@@ -52,17 +52,31 @@ fn all_shaders_parse_and_validate() {
         module(&src, false, &path.display().to_string());
         checked += 1;
     }
-    for lanes in LaneSums::ALL {
-        let subgroups = lanes.needs_subgroups();
-        module(&batch_source(lanes), subgroups, "batch module");
-        let steps = rosenblatt_backend::gpu::steps::steps_source(lanes);
-        module(&steps, subgroups, "stepped module");
-        checked += 2;
-    }
-    {
+    // Each module with its parameter blocks in uniform buffers (as written: hardware
+    // adapters) and in storage buffers (software adapters), which the translations below
+    // take as written.
+    use rosenblatt_backend::gpu::{context::params_source, ParamsSpace};
+    for space in [ParamsSpace::Uniform, ParamsSpace::Storage] {
+        for lanes in LaneSums::ALL {
+            let subgroups = lanes.needs_subgroups();
+            module(
+                &params_source(&batch_source(lanes), space),
+                subgroups,
+                "batch module",
+            );
+            let steps = rosenblatt_backend::gpu::steps::steps_source(lanes);
+            module(&params_source(&steps, space), subgroups, "stepped module");
+            checked += 2;
+        }
         let csr = rosenblatt_backend::gpu::steps::steps_csr_source();
-        module(&csr, false, "stepped module for sparse rows");
-        checked += 1;
+        module(
+            &params_source(&csr, space),
+            false,
+            "stepped module for sparse rows",
+        );
+        let kernel = std::fs::read_to_string(dir.join("kernel.wgsl")).unwrap();
+        module(&params_source(&kernel, space), false, "kernel module");
+        checked += 2;
     }
     assert!(checked >= 3, "no shaders found in {}", dir.display());
 }

@@ -61,6 +61,10 @@ pub struct GpuOptions {
     /// hardware adapter (their cost: ShaderChecks; why dropping them is sound: the batch
     /// module's loops, docs in shaders/batch.wgsl).
     pub shader_checks: Option<ShaderChecks>,
+    /// How the kernels read their parameter blocks (sizes, the rule, a segment's place).
+    /// `None`: storage on a software adapter with enough storage bindings, uniform elsewhere
+    /// ([`ParamsSpace`]).
+    pub params_space: Option<ParamsSpace>,
 }
 
 /// Options that shape the GPU work.
@@ -114,6 +118,43 @@ pub struct ResidentOptions {
     /// pass (dense rows read once an epoch, in order) where the staging may be bound as
     /// storage (Vulkan), unless `Some(false)`. CSR rows are always copied.
     pub read_in_place: Option<bool>,
+}
+
+/// The address space of the kernels' parameter blocks (`P` and `S` of shaders/batch.wgsl,
+/// `P` of shaders/steps.wgsl, `K` of shaders/kernel.wgsl): a few words every thread reads,
+/// which the host writes before the dispatches.
+///
+/// Both run the same code on the same values. Uniform buffers are what GPUs read such blocks
+/// through fastest (a constant cache). Mesa's software Vulkan (lavapipe) specialises a compute
+/// shader to the values of the uniform buffer its loops read, and compiled and kept a new copy
+/// of the sparse kernels at each dispatch, which storage blocks avoid (docs/performance.md,
+/// "Figures behind the code's choices").
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ParamsSpace {
+    /// `var<uniform>` (hardware adapters' default).
+    Uniform,
+    /// `var<storage, read>` (software adapters' default).
+    Storage,
+}
+
+impl ParamsSpace {
+    /// The setting's name: uniform, storage.
+    pub fn name(self) -> &'static str {
+        match self {
+            ParamsSpace::Uniform => "uniform",
+            ParamsSpace::Storage => "storage",
+        }
+    }
+}
+
+impl std::str::FromStr for ParamsSpace {
+    type Err = String;
+    fn from_str(s: &str) -> std::result::Result<Self, String> {
+        [ParamsSpace::Uniform, ParamsSpace::Storage]
+            .into_iter()
+            .find(|c| c.name() == s)
+            .ok_or_else(|| format!("unknown parameter space {s:?} (uniform, storage)"))
+    }
 }
 
 /// Which of naga's runtime checks the batch modules are built with. wgpu's default

@@ -384,19 +384,6 @@ pub(crate) fn storage(binding: u32, access: Access) -> wgpu::BindGroupLayoutEntr
     }
 }
 
-pub(crate) fn uniform(binding: u32) -> wgpu::BindGroupLayoutEntry {
-    wgpu::BindGroupLayoutEntry {
-        binding,
-        visibility: wgpu::ShaderStages::COMPUTE,
-        ty: wgpu::BindingType::Buffer {
-            ty: wgpu::BufferBindingType::Uniform,
-            has_dynamic_offset: false,
-            min_binding_size: None,
-        },
-        count: None,
-    }
-}
-
 impl BatchPipelines {
     /// Compiles the tree module and creates the layouts, with `checks`.
     pub fn new(ctx: &GpuContext, checks: ShaderChecks) -> Result<Self> {
@@ -406,7 +393,7 @@ impl BatchPipelines {
                     .create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
                         label: Some("rosenblatt.global_layout"),
                         entries: &[
-                            uniform(0),
+                            ctx.params_entry(0),
                             storage(1, Access::ReadWrite),
                             storage(2, Access::ReadWrite),
                             storage(3, Access::ReadWrite),
@@ -421,7 +408,7 @@ impl BatchPipelines {
                     .create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
                         label: Some("rosenblatt.segment_layout"),
                         entries: &[
-                            uniform(0),
+                            ctx.params_entry(0),
                             storage(1, Access::Read),
                             storage(2, Access::Read),
                             storage(3, Access::ReadWrite),
@@ -473,7 +460,9 @@ impl BatchPipelines {
             || {
                 let desc = wgpu::ShaderModuleDescriptor {
                     label: Some(&format!("rosenblatt.{name}")),
-                    source: wgpu::ShaderSource::Wgsl(batch_source(lanes).into()),
+                    source: wgpu::ShaderSource::Wgsl(
+                        ctx.params_source(&batch_source(lanes)).into_owned().into(),
+                    ),
                 };
                 match self.checks.runtime_checks() {
                     // SAFETY: NoLoopCounters (a GPU's default) drops only the loop counters:

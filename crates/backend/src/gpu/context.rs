@@ -5,7 +5,7 @@
 use std::sync::{Arc, Mutex};
 
 use crate::error::{Error, Result};
-pub use crate::gpu_options::{AdapterQuery, AdapterReport, HOW_TO_GET_ONE};
+pub use crate::gpu_options::{AdapterQuery, AdapterReport, ParamsSpace, HOW_TO_GET_ONE};
 
 fn rank(info: &wgpu::AdapterInfo) -> (u8, u8) {
     let t = match info.device_type {
@@ -27,6 +27,20 @@ fn rank(info: &wgpu::AdapterInfo) -> (u8, u8) {
 
 fn is_software(info: &wgpu::AdapterInfo) -> bool {
     info.device_type == wgpu::DeviceType::Cpu
+}
+
+/// Storage bindings a stage the batch pipelines take with their parameter blocks in storage
+/// buffers (15 for the data and state, 2 blocks): software adapters with fewer (Mesa's
+/// OpenGL) keep the blocks uniform.
+pub const PARAMS_STORAGE_BINDINGS: u32 = 17;
+
+/// `src` (WGSL, whose only uniform bindings are parameter blocks) with its parameter blocks
+/// in `space`: `var<uniform>` as written, or `var<storage, read>`.
+pub fn params_source(src: &str, space: ParamsSpace) -> std::borrow::Cow<'_, str> {
+    match space {
+        ParamsSpace::Uniform => src.into(),
+        ParamsSpace::Storage => src.replace("var<uniform>", "var<storage, read>").into(),
+    }
 }
 
 fn describe(info: &wgpu::AdapterInfo) -> String {
@@ -110,6 +124,10 @@ pub struct GpuContext {
     pub limits: wgpu::Limits,
     /// Optional features enabled on the device.
     pub features: wgpu::Features,
+    /// How the kernels read their parameter blocks: storage on a software adapter that has
+    /// [`PARAMS_STORAGE_BINDINGS`], uniform elsewhere, unless the backend's options say
+    /// ([`ParamsSpace`]).
+    pub params: ParamsSpace,
     captured: Arc<Mutex<Vec<String>>>,
 }
 
@@ -188,14 +206,52 @@ impl GpuContext {
                 v.push(format!("device lost ({reason:?}): {msg}"));
             }
         });
+        let params = match is_software(&info)
+            && limits.max_storage_buffers_per_shader_stage >= PARAMS_STORAGE_BINDINGS
+        {
+            true => ParamsSpace::Storage,
+            false => ParamsSpace::Uniform,
+        };
         Ok(GpuContext {
             device,
             queue,
             info,
             limits,
             features,
+            params,
             captured,
         })
+    }
+
+    /// `src` (WGSL) with its parameter blocks in the context's [`ParamsSpace`].
+    pub(crate) fn params_source<'a>(&self, src: &'a str) -> std::borrow::Cow<'a, str> {
+        params_source(src, self.params)
+    }
+
+    /// The layout entry of a parameter block at `binding`, in the context's [`ParamsSpace`].
+    pub(crate) fn params_entry(&self, binding: u32) -> wgpu::BindGroupLayoutEntry {
+        let ty = match self.params {
+            ParamsSpace::Uniform => wgpu::BufferBindingType::Uniform,
+            ParamsSpace::Storage => wgpu::BufferBindingType::Storage { read_only: true },
+        };
+        wgpu::BindGroupLayoutEntry {
+            binding,
+            visibility: wgpu::ShaderStages::COMPUTE,
+            ty: wgpu::BindingType::Buffer {
+                ty,
+                has_dynamic_offset: false,
+                min_binding_size: None,
+            },
+            count: None,
+        }
+    }
+
+    /// The usage a parameter block's buffer needs to be bound as [`Self::params_entry`] binds it.
+    pub(crate) fn params_usage(&self) -> wgpu::BufferUsages {
+        match self.params {
+            ParamsSpace::Uniform => wgpu::BufferUsages::UNIFORM,
+            ParamsSpace::Storage => wgpu::BufferUsages::STORAGE,
+        }
     }
 
     /// "name (API)".

@@ -4,7 +4,7 @@
 //! once; a call writes only the support indices, their coefficients and the kernel, then
 //! dispatches and reads back. Its CPU twin is `reference::kscores`.
 
-use super::batch::{storage, uniform, Access};
+use super::batch::{storage, Access};
 use super::buffers::{entire, init_buf, read_back, storage_buf};
 use super::context::GpuContext;
 use super::mirror::{KParams, KERNEL_TILE_BYTES};
@@ -42,14 +42,14 @@ impl DualPipelines {
                 .device
                 .create_shader_module(wgpu::ShaderModuleDescriptor {
                     label: Some("rosenblatt.kernel"),
-                    source: wgpu::ShaderSource::Wgsl(KERNEL_WGSL.into()),
+                    source: wgpu::ShaderSource::Wgsl(ctx.params_source(KERNEL_WGSL)),
                 });
             let layout = ctx
                 .device
                 .create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
                     label: Some("rosenblatt.kernel_layout"),
                     entries: &[
-                        uniform(0),
+                        ctx.params_entry(0),
                         storage(1, Access::Read),
                         storage(2, Access::Read),
                         storage(3, Access::Read),
@@ -158,7 +158,7 @@ impl<'c> DualResident<'c> {
             let params = ctx.device.create_buffer(&wgpu::BufferDescriptor {
                 label: Some("rosenblatt.kparams"),
                 size: size_of::<KParams>() as u64,
-                usage: wgpu::BufferUsages::UNIFORM | dst,
+                usage: ctx.params_usage() | dst,
                 mapped_at_creation: false,
             });
             let idx = storage_buf(ctx, "rosenblatt.kernel_idx", (svv.n * 4) as u64);

@@ -22,7 +22,7 @@ use dual::{DualPipelines, DualResident};
 use resident::Resident;
 use upload::Rows;
 
-pub use crate::gpu_options::GpuOptions;
+pub use crate::gpu_options::{GpuOptions, ParamsSpace};
 pub use batch::ShaderChecks;
 pub use context::{list_adapters, AdapterReport, HOW_TO_GET_ONE};
 pub use plan::Plan;
@@ -41,7 +41,19 @@ impl GpuBackend {
     /// Opens an adapter per `opts` and compiles the batch pipelines (the kernel perceptron's
     /// on first use).
     pub fn new(opts: &GpuOptions) -> Result<Self> {
-        let ctx = GpuContext::new(&opts.adapter)?;
+        let mut ctx = GpuContext::new(&opts.adapter)?;
+        if let Some(space) = opts.params_space {
+            let have = ctx.limits.max_storage_buffers_per_shader_stage;
+            let want = context::PARAMS_STORAGE_BINDINGS;
+            if space == ParamsSpace::Storage && have < want {
+                return Err(crate::error::Error::Gpu(format!(
+                    "{} allows {have} storage buffers a shader stage; parameter blocks in \
+                     storage buffers take {want}",
+                    ctx.describe()
+                )));
+            }
+            ctx.params = space;
+        }
         let checks =
             opts.shader_checks
                 .unwrap_or(if ctx.info.device_type == wgpu::DeviceType::Cpu {

@@ -9,7 +9,7 @@
 use std::collections::HashMap;
 use std::sync::{Mutex, OnceLock};
 
-use super::batch::{storage, uniform, Access, LaneSums, SUBGROUPS_WGSL};
+use super::batch::{storage, Access, LaneSums, SUBGROUPS_WGSL};
 use super::buffers::{entire, init_buf, read_back, storage_buf};
 use super::context::GpuContext;
 use super::mirror::{StepParams, StreamStat};
@@ -172,7 +172,7 @@ fn layouts(ctx: &GpuContext, rows: StepsRows) -> (wgpu::BindGroupLayout, wgpu::P
         .create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
             label: Some("rosenblatt.steps_layout"),
             entries: &[
-                uniform(0),
+                ctx.params_entry(0),
                 storage(1, Access::Read),
                 storage(2, Access::Read),
                 storage(3, Access::Read),
@@ -221,7 +221,11 @@ impl StepsPipelines {
                 .device
                 .create_shader_module(wgpu::ShaderModuleDescriptor {
                     label: Some("rosenblatt.steps_tree"),
-                    source: wgpu::ShaderSource::Wgsl(steps_source(LaneSums::Tree).into()),
+                    source: wgpu::ShaderSource::Wgsl(
+                        ctx.params_source(&steps_source(LaneSums::Tree))
+                            .into_owned()
+                            .into(),
+                    ),
                 });
             let (layout, pipeline_layout) = layouts(ctx, StepsRows::Dense);
             let constants = [("WG", wg as f64)];
@@ -251,7 +255,9 @@ impl StepsPipelines {
                 .device
                 .create_shader_module(wgpu::ShaderModuleDescriptor {
                     label: Some("rosenblatt.steps_csr"),
-                    source: wgpu::ShaderSource::Wgsl(steps_csr_source().into()),
+                    source: wgpu::ShaderSource::Wgsl(
+                        ctx.params_source(&steps_csr_source()).into_owned().into(),
+                    ),
                 });
             let (layout, pipeline_layout) = layouts(ctx, StepsRows::Csr);
             let constants = [("WG", self.wg as f64)];
@@ -289,7 +295,11 @@ impl StepsPipelines {
                 ctx.device
                     .create_shader_module(wgpu::ShaderModuleDescriptor {
                         label: Some("rosenblatt.steps_subgroup"),
-                        source: wgpu::ShaderSource::Wgsl(steps_source(LaneSums::Subgroups).into()),
+                        source: wgpu::ShaderSource::Wgsl(
+                            ctx.params_source(&steps_source(LaneSums::Subgroups))
+                                .into_owned()
+                                .into(),
+                        ),
                     })
             });
             let constants = shape.constants();
@@ -550,7 +560,7 @@ impl<'c> GpuSteps<'c> {
                 ctx,
                 "rosenblatt.step_params",
                 bytemuck::bytes_of(&sp),
-                wgpu::BufferUsages::UNIFORM,
+                ctx.params_usage(),
             );
             let ybuf = init_buf(ctx, "rosenblatt.steps_y", nonempty(&labels), st);
             let order = storage_buf(ctx, "rosenblatt.steps_order", (n.max(1) * 4) as u64);

@@ -481,7 +481,7 @@ fn shared_buffers(
     total_wgs: usize,
 ) -> Shared {
     let len = (params.heads * params.d_aug) as usize;
-    let uniform = wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST;
+    let uniform = ctx.params_usage() | wgpu::BufferUsages::COPY_DST;
     let params_buf = init_buf(
         ctx,
         "rosenblatt.params",
@@ -621,7 +621,7 @@ fn segment_buffers(
         long_cols: long_cols as u32,
         long_rows: m.long_rows as u32,
     };
-    let uniform = wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST;
+    let uniform = ctx.params_usage() | wgpu::BufferUsages::COPY_DST;
     let ubuf = init_buf(ctx, "rosenblatt.segment", bytemuck::bytes_of(&seg), uniform);
     let rows_buf = |what: &str, v: Option<&[f32]>| {
         init_buf(
