@@ -481,13 +481,8 @@ fn shared_buffers(
     total_wgs: usize,
 ) -> Shared {
     let len = (params.heads * params.d_aug) as usize;
-    let uniform = ctx.params_usage() | wgpu::BufferUsages::COPY_DST;
-    let params_buf = init_buf(
-        ctx,
-        "rosenblatt.params",
-        bytemuck::bytes_of(params),
-        uniform,
-    );
+    let block = ctx.params_usage() | wgpu::BufferUsages::COPY_DST;
+    let params_buf = init_buf(ctx, "rosenblatt.params", bytemuck::bytes_of(params), block);
     let w_buf = storage_buf(ctx, "rosenblatt.w", (len * 4) as u64);
     let ctl_buf = init_buf(
         ctx,
@@ -594,7 +589,7 @@ struct SegRows<'a> {
     gather: Option<usize>,
 }
 
-/// A segment's own buffers (its uniform, labels, row weights, outputs) and bind group; `arrays`
+/// A segment's own buffers (its parameter block, labels, row weights, outputs) and bind group; `arrays`
 /// are its X, CSR and CSC buffers. X is bound as words, pairs and quadruples (bindings 1, 7, 8).
 fn segment_buffers(
     ctx: &GpuContext,
@@ -621,8 +616,8 @@ fn segment_buffers(
         long_cols: long_cols as u32,
         long_rows: m.long_rows as u32,
     };
-    let uniform = ctx.params_usage() | wgpu::BufferUsages::COPY_DST;
-    let ubuf = init_buf(ctx, "rosenblatt.segment", bytemuck::bytes_of(&seg), uniform);
+    let block = ctx.params_usage() | wgpu::BufferUsages::COPY_DST;
+    let ubuf = init_buf(ctx, "rosenblatt.segment", bytemuck::bytes_of(&seg), block);
     let rows_buf = |what: &str, v: Option<&[f32]>| {
         init_buf(
             ctx,
