@@ -15,8 +15,8 @@ use rosenblatt_backend::cpu::CpuBackend;
 use rosenblatt_backend::gpu::GpuBackend;
 use rosenblatt_backend::reference::ReferenceBackend;
 use rosenblatt_backend::{
-    Backend, BatchRule, DataView, EpochStats, Extras, HeadRule, Keep, Kernel, Storage, TrainView,
-    Update,
+    Backend, BatchRule, DataView, EpochStats, Extras, HeadRule, Keep, Kernel, RowOutcome, Storage,
+    TrainView, Update,
 };
 // (Patience and ValView are imported where used.)
 
@@ -1229,24 +1229,7 @@ fn stepped_passive_aggressive_equals_its_cpu_twin() {
         ];
         for (gb, r, form) in runs {
             let what = format!("{rule:?} {size:?} B {b} S {s} {form}");
-            let mut want = cpu.bind_steps(r, setup.clone()).unwrap();
-            let mut got = gb.bind_steps(r, setup.clone()).unwrap();
-            let order: Vec<u32> = (0..n as u32).rev().collect();
-            for epoch in 0..2 {
-                let (a, e) = (got.epoch(&order).unwrap(), want.epoch(&order).unwrap());
-                assert_eq!(
-                    (a.mistakes, a.wrong_rows),
-                    (e.mistakes, e.wrong_rows),
-                    "{what}: epoch {epoch}"
-                );
-                assert!(e.mistakes > 0, "{what}: epoch {epoch} has no step");
-                let close = |u: f64, v: f64| (u - v).abs() <= 1e-4 * (1.0 + v.abs());
-                assert!(close(a.criterion, e.criterion), "{what}: {a:?} {e:?}");
-                let (gw, cw) = (got.model().unwrap(), want.model().unwrap());
-                for (u, v) in gw.iter().zip(&cw) {
-                    assert!(close(*u as f64, *v as f64), "{what}: {gw:?} {cw:?}");
-                }
-            }
+            steps_close_to_twin(&cpu, gb, r, &setup, 2, &what, |_, _, _| {});
         }
     }
 }
@@ -1333,26 +1316,10 @@ fn stepped_arow_equals_its_cpu_twin() {
         ];
         for (gb, rw, form) in runs {
             let what = format!("{rule:?} r {r} B {b} S {s} weighted {weighted} {form}");
-            let mut want = cpu.bind_steps(rw, setup.clone()).unwrap();
-            let mut got = gb.bind_steps(rw, setup.clone()).unwrap();
-            let order: Vec<u32> = (0..n as u32).rev().collect();
-            for epoch in 0..3 {
-                let (a, e) = (got.epoch(&order).unwrap(), want.epoch(&order).unwrap());
-                assert_eq!(
-                    (a.mistakes, a.wrong_rows),
-                    (e.mistakes, e.wrong_rows),
-                    "{what}: epoch {epoch}"
-                );
-                assert!(e.mistakes > 0, "{what}: epoch {epoch} has no step");
-                let close = |u: f64, v: f64| (u - v).abs() <= 1e-4 * (1.0 + v.abs());
-                assert!(close(a.criterion, e.criterion), "{what}: {a:?} {e:?}");
+            let got = steps_close_to_twin(&cpu, gb, rw, &setup, 3, &what, |a, e, cw| {
                 assert!(close(a.weighted, e.weighted), "{what}: {a:?} {e:?}");
-                let (gw, cw) = (got.model().unwrap(), want.model().unwrap());
                 assert!(cw.iter().any(|&v| v != 0.0), "{what}: no step moved w");
-                for (u, v) in gw.iter().zip(&cw) {
-                    assert!(close(*u as f64, *v as f64), "{what}: {gw:?} {cw:?}");
-                }
-            }
+            });
             if form == "dense" {
                 assert!(got.plan().contains("threads"), "{what}: {}", got.plan());
             }
@@ -1443,6 +1410,45 @@ fn stepped_kernels_read_x_across_bindings() {
         Err(e) => panic!("{e}"),
         Ok(_) => panic!("five bindings taken"),
     };
+}
+
+/// Within rounding (1e-4, relative above 1): the stepped rules whose steps divide.
+fn close(u: f64, v: f64) -> bool {
+    (u - v).abs() <= 1e-4 * (1.0 + v.abs())
+}
+
+/// Runs `epochs` epochs of `setup` on `rows` on `gb` and on the CPU twin `cpu` (the rows in
+/// reverse order) and checks each epoch: the same mistakes and wrong rows, at least one
+/// step, the criterion and the model to rounding; `also` (GPU counts, CPU counts, CPU model)
+/// checks what a rule adds. Returns the GPU's bound rows.
+fn steps_close_to_twin<'a>(
+    cpu: &CpuBackend,
+    gb: &'a dyn Backend,
+    rows: rosenblatt_backend::steps::StepRows<'_>,
+    setup: &rosenblatt_backend::steps::StepsSetup,
+    epochs: usize,
+    what: &str,
+    mut also: impl FnMut(&RowOutcome, &RowOutcome, &[f32]),
+) -> Box<dyn rosenblatt_backend::steps::StepsBound + 'a> {
+    let mut want = cpu.bind_steps(rows, setup.clone()).unwrap();
+    let mut got = gb.bind_steps(rows, setup.clone()).unwrap();
+    let order: Vec<u32> = (0..rows.y.len() as u32).rev().collect();
+    for epoch in 0..epochs {
+        let (a, e) = (got.epoch(&order).unwrap(), want.epoch(&order).unwrap());
+        assert_eq!(
+            (a.mistakes, a.wrong_rows),
+            (e.mistakes, e.wrong_rows),
+            "{what}: epoch {epoch}"
+        );
+        assert!(e.mistakes > 0, "{what}: epoch {epoch} has no step");
+        assert!(close(a.criterion, e.criterion), "{what}: {a:?} {e:?}");
+        let (gw, cw) = (got.model().unwrap(), want.model().unwrap());
+        also(&a, &e, &cw);
+        for (u, v) in gw.iter().zip(&cw) {
+            assert!(close(*u as f64, *v as f64), "{what}: {gw:?} {cw:?}");
+        }
+    }
+    got
 }
 
 /// Unweighted rows with a bias column of 1 for the stepped kernels.
