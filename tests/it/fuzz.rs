@@ -433,6 +433,8 @@ fn in_process_case(seed: &Seed, bytes: &[u8], rng: &mut ChaCha8Rng) -> Result<()
     }
 }
 
+/// `cases` mutated inputs through the loaders and models, in this process (under a memory
+/// budget of 256 MiB, which is process-wide: the tests call it in a process of their own).
 fn in_process(cases: usize, seed: u64) {
     rosenblatt_core::limits::set_budget(256 << 20);
     let seeds = seeds();
@@ -714,6 +716,9 @@ fn env_count(name: &str, default: usize) -> usize {
 
 #[test]
 fn fuzz_short_loaders_and_models() {
+    if !crate::common::in_own_process("fuzz::fuzz_short_loaders_and_models") {
+        return;
+    }
     in_process(3_000, 1);
 }
 
@@ -725,6 +730,9 @@ fn fuzz_short_binary() {
 #[test]
 #[ignore = "long: cargo test --release --test it fuzz:: -- --ignored"]
 fn fuzz_long_loaders_and_models() {
+    if !crate::common::in_own_process("fuzz::fuzz_long_loaders_and_models") {
+        return;
+    }
     in_process(env_count("ROSENBLATT_FUZZ_CASES", 100_000), 11);
 }
 

@@ -254,13 +254,18 @@ fn every_specialisation_translates_to_spirv_msl_hlsl_and_glsl() {
     assert!(shapes.len() > 100, "{}", shapes.len());
     let modules =
         LaneSums::ALL.map(|l| module(&batch_source(l), l.needs_subgroups(), "batch module"));
-    shapes.par_iter().enumerate().for_each(|(i, shape)| {
-        let (m, info) = &modules[usize::from(shape.subgroups)];
-        let words = translate(m, info, shape);
-        if let Some(val) = &val {
-            let file = dir.path().join(format!("{i}.spv"));
-            spirv_validate(val, &file, &words, shape.subgroups, &format!("{shape:?}"));
-        }
+    // A thread pool of its own: on rayon's global pool, the tests running beside this one
+    // that train on the CPU (through rayon) would wait for all its shapes.
+    let pool = rayon::ThreadPoolBuilder::new().build().unwrap();
+    pool.install(|| {
+        shapes.par_iter().enumerate().for_each(|(i, shape)| {
+            let (m, info) = &modules[usize::from(shape.subgroups)];
+            let words = translate(m, info, shape);
+            if let Some(val) = &val {
+                let file = dir.path().join(format!("{i}.spv"));
+                spirv_validate(val, &file, &words, shape.subgroups, &format!("{shape:?}"));
+            }
+        })
     });
 }
 

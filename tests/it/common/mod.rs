@@ -133,6 +133,34 @@ pub fn run_limited(dir: &Path, kib: u64, args: &[&str]) -> Output {
         .unwrap()
 }
 
+/// Whether the calling test runs its body here: `name` (the test's path in this binary,
+/// "topic::test") is run again alone in a child process of the test binary, which returns
+/// true, while the parent waits for it, requires that it ran and passed, and returns false.
+/// For tests that set process-wide state (the memory budget, `rosenblatt_core::limits`) or
+/// measure the process's memory: the tests running beside them in this binary neither see
+/// that state nor move those figures.
+pub fn in_own_process(name: &str) -> bool {
+    const CHILD: &str = "ROSENBLATT_IT_CHILD";
+    if std::env::var_os(CHILD).is_some_and(|v| v == name) {
+        return true;
+    }
+    let out = Command::new(std::env::current_exe().unwrap())
+        .args([name, "--exact", "--include-ignored", "--test-threads=1"])
+        .env(CHILD, name)
+        .output()
+        .unwrap();
+    let text = format!("{}{}", stdout(&out), stderr(&out));
+    assert!(
+        out.status.success(),
+        "{name}, in a process of its own:\n{text}"
+    );
+    assert!(
+        text.contains("1 passed"),
+        "{name} did not run in its child process (a misspelt name?):\n{text}"
+    );
+    false
+}
+
 /// The process's anonymous resident memory in bytes (Linux), or `None`.
 pub fn rss_anon() -> Option<u64> {
     let s = std::fs::read_to_string("/proc/self/status").ok()?;
