@@ -206,11 +206,11 @@ impl GpuContext {
                 v.push(format!("device lost ({reason:?}): {msg}"));
             }
         });
-        let params = match is_software(&info)
-            && limits.max_storage_buffers_per_shader_stage >= PARAMS_STORAGE_BINDINGS
-        {
-            true => ParamsSpace::Storage,
-            false => ParamsSpace::Uniform,
+        let storage_fits = limits.max_storage_buffers_per_shader_stage >= PARAMS_STORAGE_BINDINGS;
+        let params = if is_software(&info) && storage_fits {
+            ParamsSpace::Storage
+        } else {
+            ParamsSpace::Uniform
         };
         Ok(GpuContext {
             device,
