@@ -4,6 +4,7 @@
 
 use std::sync::{Arc, Mutex};
 
+use super::paths::{GpuPath, PathCounts};
 use crate::error::{Error, Result};
 pub use crate::gpu_options::{AdapterQuery, AdapterReport, ParamsSpace, HOW_TO_GET_ONE};
 
@@ -129,6 +130,8 @@ pub struct GpuContext {
     /// ([`ParamsSpace`]).
     pub params: ParamsSpace,
     captured: Arc<Mutex<Vec<String>>>,
+    /// Work recorded by path ([`GpuPath`]), for the tests that prove every path runs.
+    ran: PathCounts,
 }
 
 impl GpuContext {
@@ -220,6 +223,7 @@ impl GpuContext {
             features,
             params,
             captured,
+            ran: PathCounts::default(),
         })
     }
 
@@ -252,6 +256,17 @@ impl GpuContext {
             ParamsSpace::Uniform => wgpu::BufferUsages::UNIFORM,
             ParamsSpace::Storage => wgpu::BufferUsages::STORAGE,
         }
+    }
+
+    /// Counts work recorded on `path`, and on the parameter space its kernels read.
+    pub(crate) fn ran(&self, path: GpuPath) {
+        self.ran.add(path);
+        self.ran.add(GpuPath::of_params(self.params));
+    }
+
+    /// The paths this context has run work on, with how often each was recorded.
+    pub fn paths_run(&self) -> Vec<(GpuPath, u64)> {
+        self.ran.snapshot()
     }
 
     /// "name (API)".

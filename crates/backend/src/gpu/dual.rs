@@ -8,6 +8,7 @@ use super::batch::{storage, Access};
 use super::buffers::{entire, init_buf, read_back, storage_buf};
 use super::context::GpuContext;
 use super::mirror::{KParams, KERNEL_TILE_BYTES};
+use super::paths::GpuPath;
 use crate::error::{Error, Result};
 use crate::{sq_norms, DataView, DualBound, Kernel};
 
@@ -261,6 +262,7 @@ impl DualBound for DualResident<'_> {
                     .min(ctx.limits.max_compute_workgroups_per_dimension as usize);
                 pass.dispatch_workgroups(wgs.max(1) as u32, 1, 1);
             }
+            ctx.ran(GpuPath::KernelPerceptron);
             enc.copy_buffer_to_buffer(&self.out, 0, &self.staging, 0, out_bytes);
             ctx.queue.submit([enc.finish()]);
         })?;

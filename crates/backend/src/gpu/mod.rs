@@ -8,6 +8,7 @@ mod buffers;
 pub mod context;
 pub(crate) mod dual;
 pub(crate) mod mirror;
+pub mod paths;
 pub mod plan;
 mod profile;
 pub(crate) mod resident;
@@ -25,6 +26,7 @@ use upload::Rows;
 pub use crate::gpu_options::{GpuOptions, ParamsSpace};
 pub use batch::ShaderChecks;
 pub use context::{list_adapters, AdapterReport, HOW_TO_GET_ONE};
+pub use paths::GpuPath;
 pub use plan::Plan;
 pub use upload::ResidentOptions;
 

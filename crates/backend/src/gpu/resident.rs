@@ -14,6 +14,7 @@ use super::mirror::{
     flags, Control, EpochOut, Params, WgStat, FLAG_HELD_OUT, FLAG_WEIGHTS, STOP_CONVERGED,
     STOP_PATIENCE, STOP_TOLERANCE,
 };
+use super::paths::GpuPath;
 use super::plan::{fold, rows_per_step, Plan};
 use super::upload::{
     check_rows, prepare, x_words, Feed, Layout, ResidentOptions, Rows, SegBuf, Shared, Sizes, Slot,
@@ -640,6 +641,7 @@ impl<'c> Resident<'c> {
             .iter()
             .map(|&(e, _, _)| self.batch.pipeline(self.ctx, e, shape))
             .collect::<Result<_>>()?;
+        self.count_paths(plan, shape);
         let global = &self.shared.global;
         if self.stream.is_none() {
             let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor {
@@ -680,6 +682,26 @@ impl<'c> Resident<'c> {
             }
         }
         Ok(())
+    }
+
+    /// Counts the paths that recording `plan` with `shape` runs ([`GpuPath`]).
+    fn count_paths(&self, plan: &[(Entry, Option<usize>, (u32, u32))], shape: Shape) {
+        let ctx = self.ctx;
+        if plan.iter().any(|p| p.0 != Entry::Fold) {
+            ctx.ran(GpuPath::of_shape(&shape));
+        }
+        if plan.iter().any(|p| p.0 == Entry::Fold) {
+            ctx.ran(GpuPath::DataParallelFold);
+        }
+        match &self.stream {
+            None if self.segs.iter().filter(|g| !g.held_out).count() > 1 => {
+                ctx.ran(GpuPath::SplitSegments)
+            }
+            None => {}
+            Some(Feed::Writes(_)) => ctx.ran(GpuPath::StreamedWrites),
+            Some(Feed::Mapped(_)) => ctx.ran(GpuPath::StreamedStaged),
+            Some(Feed::InPlace(_)) => ctx.ran(GpuPath::StreamedInPlace),
+        }
     }
 
     fn record(
@@ -798,6 +820,7 @@ impl<'c> Resident<'c> {
             (self.n * self.heads * 4) as u64,
         );
         let pipe = self.batch.pipeline(ctx, Entry::Scores, self.plan.shape)?;
+        ctx.ran(GpuPath::Scoring);
         ctx.scoped("scoring", || {
             ctx.queue
                 .write_buffer(&self.shared.w_buf, 0, bytemuck::cast_slice(w));

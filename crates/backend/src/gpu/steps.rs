@@ -13,6 +13,7 @@ use super::batch::{storage, Access, LaneSums, SUBGROUPS_WGSL};
 use super::buffers::{entire, init_buf, read_back, storage_buf};
 use super::context::GpuContext;
 use super::mirror::{StepParams, StreamStat};
+use super::paths::GpuPath;
 use crate::error::{Error, Result};
 use crate::steps::{model_of, stream_part, StepRows, StepX, StepsBound, StepsSetup, MAX_STEP};
 use crate::{RowOutcome, RowWeight};
@@ -813,6 +814,11 @@ impl StepsBound for GpuSteps<'_> {
         let got: Vec<StreamStat> = bytemuck::pod_collect_to_vec(&bytes[..stat_bytes as usize]);
         let mut total = RowOutcome::default();
         self.ran_by_lanes = !got.is_empty() && got.iter().all(|g| g.lanes != 0);
+        ctx.ran(match (self.sparse, self.ran_by_lanes) {
+            (true, _) => GpuPath::SteppedSparse,
+            (false, true) => GpuPath::SteppedLanes,
+            (false, false) => GpuPath::SteppedThreads,
+        });
         for (k, g) in got.iter().enumerate() {
             total += RowOutcome {
                 mistakes: g.mistakes as u64,
