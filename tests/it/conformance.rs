@@ -6,8 +6,6 @@
 
 use crate::common;
 
-use std::sync::OnceLock;
-
 use approx::assert_relative_eq;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -15,35 +13,42 @@ use rosenblatt_backend::cpu::CpuBackend;
 use rosenblatt_backend::gpu::GpuBackend;
 use rosenblatt_backend::reference::ReferenceBackend;
 use rosenblatt_backend::{
-    Backend, BatchRule, DataView, EpochStats, Extras, HeadRule, Keep, Kernel, RowOutcome, Storage,
+    Backend, BatchRule, DataView, EpochStats, HeadRule, Keep, Kernel, RowOutcome, Storage,
     TrainView, Update,
 };
 // (Patience and ValView are imported where used.)
 
 use common::gpu;
+use common::twins::{self, assert_same_run, integer_set, run, run_for, Run};
 
 /// Whether the GPU under test runs on OpenGL (Mesa llvmpipe in CI). Two things differ there:
 /// each new pipeline compiles for seconds, so the GL pass takes a subset of the sizes (see
-/// [`sizes`]); and Mesa's GL path rounds Winnow's scores differently from its SPIR-V path
+/// [`tier`]); and Mesa's GL path rounds Winnow's scores differently from its SPIR-V path
 /// (seen: one row of 1,000 flipped in the third epoch, f16 rows). Winnow's weights are exp
 /// values, so its scores are inexact sums that a compiler may round otherwise (fused
 /// multiply-adds, another exp); on integer data every product and sum is exact, and those
 /// stay bit for bit (see [`assert_winnow_close`]).
 fn on_gl() -> bool {
-    gpu().is_some_and(|g| g.context().info.backend == wgpu::Backend::Gl)
+    gpu().is_some_and(twins::on_gl)
 }
 
-/// `all`, or on OpenGL the entries at `gl`: each size compiles its own pipelines there, for
+/// Tier 1's or tier 2's share of `all`: tier 1 takes the entries whose index is in `first`,
+/// tier 2 (`tier2`) the others, so the two tiers together run what the test always ran. On
+/// OpenGL both take only entries at `gl`: each size compiles its own pipelines there, for
 /// about half a minute a shape (llvmpipe's GL path: 70% of it in LLVM, a quarter in coroutine
 /// frames, measured with perf; lavapipe compiles the same shape in a second), so GL runs one
 /// or two sizes of each test, chosen so that every rule family, storage, head blocks (K > 1
 /// on one head per thread), held-out rows, row weights and thousands of rows still run there.
-fn sizes<T: Copy>(all: &[T], gl: &[usize]) -> Vec<T> {
-    if on_gl() {
-        gl.iter().map(|&i| all[i]).collect()
+fn tier<T: Copy>(all: &[T], gl: &[usize], first: &[usize], tier2: bool) -> Vec<T> {
+    let idx: Vec<usize> = if on_gl() {
+        gl.to_vec()
     } else {
-        all.to_vec()
-    }
+        (0..all.len()).collect()
+    };
+    idx.into_iter()
+        .filter(|i| first.contains(i) != tier2)
+        .map(|i| all[i])
+        .collect()
 }
 
 /// Whether a run of `rule` on backend `name` must equal the reference bit for bit: always,
@@ -70,9 +75,8 @@ fn assert_winnow_close(got: &Run, want: &Run, what: &str) {
 /// tree): each lane sum forced (where the adapter has subgroups, so that both run), the
 /// two-kernel path forced, and persistent grids of one and three workgroups (results do not
 /// depend on it), the latter with one head per thread (head blocks sharing each row).
-fn gpu_variants() -> Vec<(&'static str, &'static GpuBackend)> {
+fn gpu_variants() -> Vec<(&'static str, GpuBackend)> {
     use rosenblatt_backend::gpu::{GpuOptions, ResidentOptions};
-    static G: OnceLock<Vec<(&'static str, GpuBackend)>> = OnceLock::new();
     let Some(base) = gpu() else {
         return Vec::new();
     };
@@ -80,106 +84,97 @@ fn gpu_variants() -> Vec<(&'static str, &'static GpuBackend)> {
     // differ only in host planning and in subgroup use that GL lacks: there the default and
     // the two-kernel path (which GL takes for rows too wide for one head per thread) are
     // held to the reference, the other variants on Vulkan.
-    let gl = base.context().info.backend == wgpu::Backend::Gl;
+    let gl = twins::on_gl(base);
     let subgroups = base.context().features.contains(wgpu::Features::SUBGROUP);
-    G.get_or_init(|| {
-        let mut v = vec![
-            (
-                "gpu two kernels",
-                ResidentOptions {
-                    two_kernels: true,
-                    ..Default::default()
-                },
-            ),
-            (
-                "gpu grid 1",
-                ResidentOptions {
-                    workgroups: Some(1),
-                    ..Default::default()
-                },
-            ),
-            (
-                "gpu grid 3, a head a thread",
-                ResidentOptions {
-                    workgroups: Some(3),
-                    heads_per_thread: Some(1),
-                    ..Default::default()
-                },
-            ),
-        ];
-        if gl {
-            v.truncate(1);
-        }
-        if subgroups {
-            // The lane sums the default does not use: the tree on a GPU with subgroups, the
-            // subgroups on a software adapter (whose default is the tree).
-            let software = base.context().info.device_type == wgpu::DeviceType::Cpu;
-            let (name, on) = if software {
-                ("gpu subgroups", true)
-            } else {
-                ("gpu tree", false)
+    let mut v = vec![
+        (
+            "gpu two kernels",
+            ResidentOptions {
+                two_kernels: true,
+                ..Default::default()
+            },
+        ),
+        (
+            "gpu grid 1",
+            ResidentOptions {
+                workgroups: Some(1),
+                ..Default::default()
+            },
+        ),
+        (
+            "gpu grid 3, a head a thread",
+            ResidentOptions {
+                workgroups: Some(3),
+                heads_per_thread: Some(1),
+                ..Default::default()
+            },
+        ),
+    ];
+    if gl {
+        v.truncate(1);
+    }
+    if subgroups {
+        // The lane sums the default does not use: the tree on a GPU with subgroups, the
+        // subgroups on a software adapter (whose default is the tree).
+        let software = base.context().info.device_type == wgpu::DeviceType::Cpu;
+        let (name, on) = if software {
+            ("gpu subgroups", true)
+        } else {
+            ("gpu tree", false)
+        };
+        v.push((
+            name,
+            ResidentOptions {
+                subgroups: Some(on),
+                ..Default::default()
+            },
+        ));
+    }
+    v.into_iter()
+        .filter_map(|(name, resident)| {
+            let opts = GpuOptions {
+                resident,
+                ..Default::default()
             };
-            v.push((
-                name,
-                ResidentOptions {
-                    subgroups: Some(on),
-                    ..Default::default()
-                },
-            ));
-        }
-        v.into_iter()
-            .filter_map(|(name, resident)| {
-                let opts = GpuOptions {
-                    resident,
-                    ..Default::default()
-                };
-                GpuBackend::new(&opts).ok().map(|g| (name, g))
-            })
-            .collect()
-    })
-    .iter()
-    .map(|(n, g)| (*n, g))
-    .collect()
+            GpuBackend::new(&opts).ok().map(|g| (name, g))
+        })
+        .collect()
 }
 
 /// The backends held to the reference: the fast CPU, and the GPU when there is one (as it
-/// chooses, and in every variant of [`gpu_variants`]).
-fn under_test() -> Vec<(&'static str, &'static dyn Backend)> {
-    static CPU: CpuBackend = CpuBackend;
-    let mut v: Vec<(&str, &dyn Backend)> = vec![("cpu", &CPU)];
-    if let Some(g) = gpu() {
-        v.push(("gpu", g));
-    }
-    for (name, g) in gpu_variants() {
-        v.push((name, g));
-    }
-    v
+/// chooses, and in every variant of [`gpu_variants`]). A test opens them once and they go
+/// with it (the heap trimmed after them): Mesa's software adapter keeps memory for every
+/// dispatch while a device lives, which held for the whole binary made most of its peak.
+struct UnderTest {
+    variants: Vec<(&'static str, GpuBackend)>,
 }
 
-/// Integer features in [-2, 2] and labels for `heads` (±1 for one head, class indices
-/// otherwise).
-fn integer_set(n: usize, d: usize, heads: usize, seed: u64) -> (Vec<f32>, Vec<f32>) {
-    let mut rng = ChaCha8Rng::seed_from_u64(seed);
-    let x = (0..n * d)
-        .map(|_| rng.random_range(-2i32..=2) as f32)
-        .collect();
-    let y = (0..n)
-        .map(|_| {
-            if heads == 1 {
-                if rng.random_bool(0.5) {
-                    1.0
-                } else {
-                    -1.0
-                }
-            } else {
-                rng.random_range(0..heads) as f32
-            }
-        })
-        .collect();
-    (x, y)
+impl UnderTest {
+    fn open() -> UnderTest {
+        UnderTest {
+            variants: gpu_variants(),
+        }
+    }
+
+    fn list(&self) -> Vec<(&'static str, &dyn Backend)> {
+        static CPU: CpuBackend = CpuBackend;
+        let mut v: Vec<(&str, &dyn Backend)> = vec![("cpu", &CPU)];
+        if let Some(g) = gpu() {
+            v.push(("gpu", g));
+        }
+        for (name, g) in &self.variants {
+            v.push((name, g));
+        }
+        v
+    }
 }
 
-type Run = (Vec<EpochStats>, Vec<f32>, Vec<f32>, Extras);
+impl Drop for UnderTest {
+    fn drop(&mut self) {
+        self.variants.clear();
+        common::trim_heap();
+    }
+}
 
 /// The GPU when it has subgroups (says "skipped" where it has none).
 fn gpu_with_subgroups() -> Option<&'static GpuBackend> {
@@ -191,72 +186,24 @@ fn gpu_with_subgroups() -> Option<&'static GpuBackend> {
     Some(g)
 }
 
-/// Two runs equal in every epoch's mistakes and wrongly predicted rows, the weights, the
-/// scores, and the pocket and average.
-fn assert_same_run(got: &Run, want: &Run, what: &str) {
-    let m = |r: &Run| {
-        r.0.iter()
-            .map(|e| (e.mistakes, e.wrong_rows))
-            .collect::<Vec<_>>()
-    };
-    assert_eq!(m(got), m(want), "{what}: mistakes");
-    assert_eq!(got.1, want.1, "{what}: weights");
-    assert_eq!(got.2, want.2, "{what}: scores");
-    assert_eq!(got.3, want.3, "{what}: pocket/average");
-}
-
-/// 6 epochs in two calls, then the scores and the extras.
-fn run(b: &dyn Backend, v: TrainView<'_>, rule: &BatchRule) -> Run {
-    run_for(b, v, rule, [4, 2])
-}
-
-/// Epochs in calls of `calls[0]` then `calls[1]` (unless the first stops), then the scores
-/// and the extras.
-fn run_for(b: &dyn Backend, v: TrainView<'_>, rule: &BatchRule, calls: [usize; 2]) -> Run {
-    let mut bound = b.bind(v).unwrap();
-    let mut w = vec![0f32; v.heads * (v.d + 1)];
-    let first = bound.batch_epochs(&mut w, rule, calls[0]).unwrap();
-    let mut stats = first.stats;
-    if first.stop.is_none() {
-        stats.extend(bound.batch_epochs(&mut w, rule, calls[1]).unwrap().stats);
-    }
-    let scores = bound.scores(&w).unwrap();
-    (stats, w, scores, bound.extras().unwrap())
-}
-
+/// The batch rules of [`twins::rules`] with nothing, the pocket or the average kept.
 fn rules(heads: usize) -> Vec<BatchRule> {
-    let head_rules: &[HeadRule] = if heads == 1 {
-        &[HeadRule::Binary]
-    } else {
-        &[
-            HeadRule::OneVsRest,
-            HeadRule::MulticlassAll,
-            HeadRule::MulticlassArgmax,
-        ]
-    };
-    let mut out = Vec::new();
-    for (i, &rule) in head_rules.iter().enumerate() {
-        for keep in [Keep::Nothing, Keep::Pocket, Keep::Average] {
-            out.push(BatchRule {
-                rule,
-                keep,
-                tau: (i % 2) as f32,
-                ..BatchRule::new(1.0, 0.0)
-            });
-        }
-    }
-    if heads == 1 {
-        out.push(BatchRule {
-            update: Update::Multiplicative,
-            eta: 0.25,
-            ..BatchRule::new(1.0, 0.0)
-        });
-    }
-    out
+    twins::rules(heads, &[Keep::Nothing, Keep::Pocket, Keep::Average])
 }
 
 #[test]
 fn batch_epochs_equal_the_reference_bit_for_bit_on_integer_data() {
+    batch_epochs_equal(false);
+}
+
+#[test]
+#[ignore = "tier 2: the sizes tier 1 leaves"]
+fn tier2_batch_epochs_equal_the_reference_bit_for_bit_on_integer_data() {
+    batch_epochs_equal(true);
+}
+
+fn batch_epochs_equal(tier2: bool) {
+    let under = UnderTest::open();
     let all = [
         (1, 1, 1),
         (63, 3, 1),
@@ -267,12 +214,12 @@ fn batch_epochs_equal_the_reference_bit_for_bit_on_integer_data() {
         (63, 1, 4),
         (257, 9, 10),
     ];
-    for (n, d, heads) in sizes(&all, &[3, 7]) {
+    for (n, d, heads) in tier(&all, &[3, 7], &[1, 5], tier2) {
         let (x, y) = integer_set(n, d, heads, (n * 31 + d) as u64);
         let v = TrainView::new(&x, &y, n, d, 1.0, heads);
         for rule in rules(heads) {
             let want = run(&ReferenceBackend, v, &rule);
-            for (name, b) in under_test() {
+            for (name, b) in under.list() {
                 let got = run(b, v, &rule);
                 let what = format!("{name} n={n} d={d} K={heads} {rule:?}");
                 if !exact(name, &rule) {
@@ -307,14 +254,26 @@ fn batch_epochs_equal_the_reference_bit_for_bit_on_integer_data() {
 /// block or several, two-kernel path).
 #[test]
 fn one_vs_rest_counts_the_rows_predicted_wrong_apart() {
-    for (n, d, heads) in [(300, 5, 3), (257, 9, 10), (100, 33, 40), (200, 700, 12)] {
+    one_vs_rest_counts(false);
+}
+
+#[test]
+#[ignore = "tier 2: the sizes tier 1 leaves"]
+fn tier2_one_vs_rest_counts_the_rows_predicted_wrong_apart() {
+    one_vs_rest_counts(true);
+}
+
+fn one_vs_rest_counts(tier2: bool) {
+    let under = UnderTest::open();
+    let all = [(300, 5, 3), (257, 9, 10), (100, 33, 40), (200, 700, 12)];
+    for (n, d, heads) in tier(&all, &[0, 1, 2, 3], &[0], tier2) {
         let (x, y) = integer_set(n, d, heads, (n * 7 + d) as u64);
         let v = TrainView::new(&x, &y, n, d, 1.0, heads);
         let rule = BatchRule {
             rule: HeadRule::OneVsRest,
             ..BatchRule::new(1.0, 0.0)
         };
-        for (name, b) in under_test() {
+        for (name, b) in under.list() {
             let what = format!("{name} n={n} d={d} K={heads}");
             let mut bound = b.bind(v).unwrap();
             let mut w = vec![0f32; heads * (d + 1)];
@@ -336,6 +295,9 @@ fn one_vs_rest_counts_the_rows_predicted_wrong_apart() {
             assert_eq!(stats[0].wrong_rows, Some(not_zero), "{what}: first epoch");
         }
     }
+    if tier2 {
+        return;
+    }
     // Other rules have no separate row count.
     let (x, y) = integer_set(50, 3, 3, 1);
     let v = TrainView::new(&x, &y, 50, 3, 1.0, 3);
@@ -343,7 +305,7 @@ fn one_vs_rest_counts_the_rows_predicted_wrong_apart() {
         rule: HeadRule::MulticlassArgmax,
         ..BatchRule::new(1.0, 0.0)
     };
-    for (name, b) in under_test() {
+    for (name, b) in under.list() {
         let mut w = vec![0f32; 3 * 4];
         let stats = b
             .bind(v)
@@ -357,11 +319,22 @@ fn one_vs_rest_counts_the_rows_predicted_wrong_apart() {
 
 #[test]
 fn many_chunks_reduce_in_a_tree_and_still_equal_the_reference() {
+    many_chunks(false);
+}
+
+#[test]
+#[ignore = "tier 2: the sizes tier 1 leaves"]
+fn tier2_many_chunks_reduce_in_a_tree_and_still_equal_the_reference() {
+    many_chunks(true);
+}
+
+fn many_chunks(tier2: bool) {
+    let under = UnderTest::open();
     // Thousands of rows in many chunks (the two-kernel path) or workgroups (the register
     // pass), whose partials `apply` sums in a fixed order; n not a multiple of anything,
     // d = 1, 2 and 3, one head and several.
     let all = [(20_011, 1, 1), (9_001, 3, 1), (12_345, 2, 5), (4_097, 1, 3)];
-    for (n, d, heads) in sizes(&all, &[2]) {
+    for (n, d, heads) in tier(&all, &[2], &[3], tier2) {
         let (x, y) = integer_set(n, d, heads, (n + d) as u64);
         let v = TrainView::new(&x, &y, n, d, 1.0, heads);
         let rule = BatchRule {
@@ -374,7 +347,7 @@ fn many_chunks_reduce_in_a_tree_and_still_equal_the_reference() {
             ..BatchRule::new(1.0, 0.0)
         };
         let want = run(&ReferenceBackend, v, &rule);
-        for (name, b) in under_test() {
+        for (name, b) in under.list() {
             let got = run(b, v, &rule);
             let what = format!("{name} n={n} d={d} K={heads}");
             let m = |r: &Run| r.0.iter().map(|e| e.mistakes).collect::<Vec<_>>();
@@ -387,6 +360,17 @@ fn many_chunks_reduce_in_a_tree_and_still_equal_the_reference() {
 
 #[test]
 fn row_weights_held_out_rows_and_patience_equal_the_reference_bit_for_bit() {
+    row_weights_held_out_rows_and_patience(false);
+}
+
+#[test]
+#[ignore = "tier 2: the sizes tier 1 leaves"]
+fn tier2_row_weights_held_out_rows_and_patience_equal_the_reference_bit_for_bit() {
+    row_weights_held_out_rows_and_patience(true);
+}
+
+fn row_weights_held_out_rows_and_patience(tier2: bool) {
+    let under = UnderTest::open();
     use rosenblatt_backend::{Patience, ValView};
     let all = [
         (1, 1, 1, 1),
@@ -396,7 +380,7 @@ fn row_weights_held_out_rows_and_patience_equal_the_reference_bit_for_bit() {
         (63, 1, 4, 63),
         (200, 9, 10, 257),
     ];
-    for (n, d, heads, nv) in sizes(&all, &[2, 5]) {
+    for (n, d, heads, nv) in tier(&all, &[2, 5], &[1, 3], tier2) {
         let (x, y) = integer_set(n, d, heads, (n * 7 + d) as u64);
         let (xv, yv) = integer_set(nv, d, heads, (nv * 3 + d) as u64);
         let mut rng = ChaCha8Rng::seed_from_u64(n as u64);
@@ -441,7 +425,7 @@ fn row_weights_held_out_rows_and_patience_equal_the_reference_bit_for_bit() {
                 ..BatchRule::new(1.0, 0.0)
             };
             let want = run_for(&ReferenceBackend, v, &rule, [5, 9]);
-            for (name, b) in under_test() {
+            for (name, b) in under.list() {
                 let got = run_for(b, v, &rule, [5, 9]);
                 let what = format!("{name} n={n} d={d} K={heads} held-out {nv} {rule:?}");
                 if !exact(name, &rule) {
@@ -470,8 +454,20 @@ fn row_weights_held_out_rows_and_patience_equal_the_reference_bit_for_bit() {
 /// change the run (the test can fail).
 #[test]
 fn one_vs_rest_class_factors_equal_the_reference_bit_for_bit() {
+    one_vs_rest_class_factors(false);
+}
+
+#[test]
+#[ignore = "tier 2: the sizes tier 1 leaves"]
+fn tier2_one_vs_rest_class_factors_equal_the_reference_bit_for_bit() {
+    one_vs_rest_class_factors(true);
+}
+
+fn one_vs_rest_class_factors(tier2: bool) {
+    let under = UnderTest::open();
     use rosenblatt_backend::Patience;
-    for (n, d, heads) in sizes(&[(300, 4, 3), (257, 9, 10), (63, 2, 4)], &[0, 1]) {
+    let all = [(300, 4, 3), (257, 9, 10), (63, 2, 4)];
+    for (n, d, heads) in tier(&all, &[0, 1], &[0], tier2) {
         let (x, y) = integer_set(n, d, heads, (n * 5 + d) as u64);
         let mut rng = ChaCha8Rng::seed_from_u64(d as u64);
         let sw: Vec<f32> = (0..n).map(|_| rng.random_range(0..3) as f32).collect();
@@ -499,7 +495,7 @@ fn one_vs_rest_class_factors_equal_the_reference_bit_for_bit() {
                 want.1, without.1,
                 "n={n} K={heads}: the factors change nothing"
             );
-            for (name, b) in under_test() {
+            for (name, b) in under.list() {
                 let got = run(b, v, &rule);
                 let what = format!("{name} n={n} d={d} K={heads} {keep:?}");
                 let m = |r: &Run| {
@@ -517,6 +513,7 @@ fn one_vs_rest_class_factors_equal_the_reference_bit_for_bit() {
 
 #[test]
 fn batch_epochs_agree_with_the_reference_on_float_data() {
+    let under = UnderTest::open();
     let (n, d) = (500, 33);
     let mut rng = ChaCha8Rng::seed_from_u64(5);
     let x: Vec<f32> = (0..n * d).map(|_| rng.random_range(-1.0..1.0)).collect();
@@ -534,7 +531,7 @@ fn batch_epochs_agree_with_the_reference_on_float_data() {
     let mut rb = ReferenceBackend.bind(v).unwrap();
     let mut want = vec![0f32; d + 1];
     rb.batch_epochs(&mut want, &rule, 1).unwrap();
-    for (name, b) in under_test() {
+    for (name, b) in under.list() {
         let mut bound = b.bind(v).unwrap();
         let mut w = vec![0f32; d + 1];
         bound.batch_epochs(&mut w, &rule, 1).unwrap();
@@ -552,6 +549,7 @@ fn batch_epochs_agree_with_the_reference_on_float_data() {
 
 #[test]
 fn kernel_scores_equal_the_reference() {
+    let under = UnderTest::open();
     let (n, d) = (300, 5);
     let (x, _) = integer_set(n, d, 1, 9);
     let view = DataView {
@@ -575,7 +573,7 @@ fn kernel_scores_equal_the_reference() {
         let want = ReferenceBackend
             .kernel_scores(view, view, &idx, &coef, &kernel)
             .unwrap();
-        for (name, b) in under_test() {
+        for (name, b) in under.list() {
             // Bound once, scored twice with different supports: the resident path.
             let mut bound = b.bind_dual(view, None).unwrap();
             let got = bound.kscores(&idx, &coef, &kernel).unwrap();
@@ -618,6 +616,17 @@ fn storage_set(
 
 #[test]
 fn every_storage_gives_the_f32_results_bit_for_bit() {
+    every_storage(false);
+}
+
+#[test]
+#[ignore = "tier 2: the sizes tier 1 leaves"]
+fn tier2_every_storage_gives_the_f32_results_bit_for_bit() {
+    every_storage(true);
+}
+
+fn every_storage(tier2: bool) {
+    let under = UnderTest::open();
     use rosenblatt_backend::gpu::{GpuOptions, ResidentOptions};
     use rosenblatt_backend::{FeatureBuf, ValView};
     // A GPU whose bindings hold 1 KiB, so packed X is split into many segments whose rows do
@@ -649,7 +658,7 @@ fn every_storage_gives_the_f32_results_bit_for_bit() {
             (130, 2, 64, 0),
         ];
         // On OpenGL each storage takes one of the two sizes, in turn.
-        for (n, d, heads, nv) in sizes(&all, &[[3, 4][si % 2]]) {
+        for (n, d, heads, nv) in tier(&all, &[[3, 4][si % 2]], &[1], tier2) {
             let seed = (n * 7 + d * 3 + heads) as u64;
             let (x, y) = storage_set(storage, n, d, heads, seed);
             let (xv, yv) = storage_set(storage, nv, d, heads, seed + 1);
@@ -665,7 +674,7 @@ fn every_storage_gives_the_f32_results_bit_for_bit() {
                 ..TrainView::new(px.view(), &y, n, d, 1.0, heads)
             };
             assert_eq!(packed_view.x.storage(), storage);
-            let mut backends = under_test();
+            let mut backends = under.list();
             // The split puts rows at odd offsets within the packed words; at K = 64 a segment
             // is cut by its 64 outputs a row (a few rows a segment), which packs nothing new
             // and on a software adapter took two thirds of this test's time.
@@ -760,12 +769,22 @@ impl rosenblatt_backend::Reduce for Solo {
 
 #[test]
 fn a_data_parallel_process_folds_its_partials_on_the_device_and_equals_the_reference() {
+    data_parallel_fold(false);
+}
+
+#[test]
+#[ignore = "tier 2: the sizes tier 1 leaves"]
+fn tier2_a_data_parallel_process_folds_its_partials_on_the_device_and_equals_the_reference() {
+    data_parallel_fold(true);
+}
+
+fn data_parallel_fold(tier2: bool) {
     // The GPU bound of one process of a data-parallel run sums its chunks' partials with
     // `fold` (twin: reference::fold) and reads back K (d + 1) sums: with many workgroups,
     // one head and several, its epochs equal the reference's bit for bit on integer data.
     let Some(g) = gpu() else { return };
     let all = [(20_011, 3, 1), (9_001, 5, 4), (257, 9, 10)];
-    for (n, d, heads) in sizes(&all, &[2]) {
+    for (n, d, heads) in tier(&all, &[2], &[2], tier2) {
         let (x, y) = integer_set(n, d, heads, (n * 7 + d) as u64);
         let v = TrainView::new(&x, &y, n, d, 1.0, heads);
         for rule in rules(heads)
@@ -800,7 +819,8 @@ fn the_fold_twin_adds_the_chunks_in_order_into_the_first() {
 }
 
 #[test]
-fn rows_in_flight_equal_the_reference_with_one_two_and_four_rows_a_thread() {
+#[ignore = "tier 2: every size and setting (tier 1: tests/it/coverage.rs)"]
+fn tier2_rows_in_flight_equal_the_reference_with_one_two_and_four_rows_a_thread() {
     // The register pass with subgroups where a row's lanes fit one subgroup: each thread
     // loads 1, 2 or 4 rows before it uses the first and every lane applies the rule; with
     // naga's full checks (software adapters' default) and without its loop counters (a
@@ -883,7 +903,8 @@ fn rows_in_flight_equal_the_reference_with_one_two_and_four_rows_a_thread() {
 /// than the WG of `redk`), so only that runs there; a GPU with 32-lane subgroups also runs 8
 /// and 16, and without naga's loop counters.
 #[test]
-fn tiles_of_rows_equal_the_reference() {
+#[ignore = "tier 2: every size and setting (tier 1: tests/it/coverage.rs)"]
+fn tier2_tiles_of_rows_equal_the_reference() {
     use rosenblatt_backend::gpu::{GpuOptions, ResidentOptions, ShaderChecks};
     use rosenblatt_backend::ValView;
     let Some(base) = gpu_with_subgroups() else {
@@ -978,6 +999,16 @@ fn tiles_of_rows_equal_the_reference() {
 /// workgroup's threads.
 #[test]
 fn stepped_kernels_equal_their_cpu_twin_bit_for_bit_on_integer_data() {
+    stepped_kernels_equal(false);
+}
+
+#[test]
+#[ignore = "tier 2: the cases tier 1 leaves"]
+fn tier2_stepped_kernels_equal_their_cpu_twin_bit_for_bit_on_integer_data() {
+    stepped_kernels_equal(true);
+}
+
+fn stepped_kernels_equal(tier2: bool) {
     use rosenblatt_backend::gpu::steps::LanesShape;
     use rosenblatt_backend::gpu::{GpuOptions, ResidentOptions};
     use rosenblatt_backend::steps::StepsSetup;
@@ -994,7 +1025,6 @@ fn stepped_kernels_equal_their_cpu_twin_bit_for_bit_on_integer_data() {
     })
     .unwrap();
     let cpu = CpuBackend::new();
-    let mut rng = ChaCha8Rng::seed_from_u64(43);
     for (case, &(n, d, k, rule, b, s, average)) in [
         (50, 3, 1, HeadRule::Binary, 1, 1, true),
         (301, 7, 1, HeadRule::Binary, 16, 4, true),
@@ -1014,7 +1044,9 @@ fn stepped_kernels_equal_their_cpu_twin_bit_for_bit_on_integer_data() {
     ]
     .iter()
     .enumerate()
+    .filter(|(case, _)| [0, 3, 4].contains(case) != tier2)
     {
+        let mut rng = ChaCha8Rng::seed_from_u64(43 + case as u64);
         let x: Vec<f32> = (0..n * d)
             .map(|_| rng.random_range(-2i32..=2) as f32)
             .collect();
@@ -1160,6 +1192,16 @@ fn stepped_kernels_equal_their_cpu_twin_bit_for_bit_on_integer_data() {
 /// the losses' sums agree over the epochs tested.
 #[test]
 fn stepped_passive_aggressive_equals_its_cpu_twin() {
+    stepped_passive_aggressive(false);
+}
+
+#[test]
+#[ignore = "tier 2: the cases tier 1 leaves"]
+fn tier2_stepped_passive_aggressive_equals_its_cpu_twin() {
+    stepped_passive_aggressive(true);
+}
+
+fn stepped_passive_aggressive(tier2: bool) {
     use rosenblatt_backend::gpu::{GpuOptions, ResidentOptions};
     use rosenblatt_backend::steps::{StepUpdate, StepsSetup};
     use rosenblatt_backend::{HeadRule, PaSize};
@@ -1173,8 +1215,7 @@ fn stepped_passive_aggressive_equals_its_cpu_twin() {
     })
     .unwrap();
     let cpu = CpuBackend::new();
-    let mut rng = ChaCha8Rng::seed_from_u64(45);
-    for (n, d, k, rule, b, s, size) in [
+    let cases = [
         (300, 9, 1, HeadRule::Binary, 4, 2, PaSize::Pa1(1.0)),
         (300, 9, 1, HeadRule::Binary, 1, 1, PaSize::Pa),
         (400, 12, 3, HeadRule::OneVsRest, 8, 2, PaSize::Pa2(0.5)),
@@ -1188,7 +1229,12 @@ fn stepped_passive_aggressive_equals_its_cpu_twin() {
             PaSize::Pa1(0.25),
         ),
         (400, 12, 4, HeadRule::MulticlassAll, 4, 2, PaSize::Pa),
-    ] {
+    ];
+    for (case, (n, d, k, rule, b, s, size)) in cases.into_iter().enumerate() {
+        if [0, 3].contains(&case) == tier2 {
+            continue;
+        }
+        let mut rng = ChaCha8Rng::seed_from_u64(45 + case as u64);
         let x: Vec<f32> = (0..n * d)
             .map(|_| rng.random_range(-1i32..=1) as f32)
             .collect();

@@ -16,6 +16,7 @@ mod bench;
 mod cli;
 mod conformance;
 mod convergence;
+mod coverage;
 mod docs;
 mod family;
 mod fuzz;

@@ -854,7 +854,8 @@ fn npy_pair(dir: &Path, n: usize, d: usize) -> (std::path::PathBuf, std::path::P
 /// by SIGBUS, and leaves no output or temporary behind. `ROSENBLATT_SOAK=N` runs N rounds
 /// (default 12, a few seconds).
 #[test]
-fn a_mapped_input_truncated_while_in_use_is_an_error_naming_it() {
+#[ignore = "tier 2: a soak of random kills"]
+fn tier2_a_mapped_input_truncated_while_in_use_is_an_error_naming_it() {
     use rand::{Rng, SeedableRng};
     let rounds: usize = std::env::var("ROSENBLATT_SOAK")
         .ok()
@@ -937,7 +938,8 @@ fn a_mapped_input_truncated_while_in_use_is_an_error_naming_it() {
 /// (never partial), and the next write into the folder removes the killed runs'
 /// temporaries. `ROSENBLATT_SOAK=N` runs N rounds (default 30).
 #[test]
-fn outputs_killed_anywhere_are_old_or_whole_and_their_temporaries_go() {
+#[ignore = "tier 2: a soak of random kills"]
+fn tier2_outputs_killed_anywhere_are_old_or_whole_and_their_temporaries_go() {
     use rand::{Rng, SeedableRng};
     let rounds: usize = std::env::var("ROSENBLATT_SOAK")
         .ok()

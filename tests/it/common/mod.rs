@@ -1,6 +1,8 @@
 //! Helpers shared by the integration tests.
 #![allow(dead_code)]
 
+pub mod twins;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::OnceLock;
@@ -60,19 +62,35 @@ pub fn gpu() -> Option<&'static GpuBackend> {
 /// A GPU backend of its own opened with `opts`, or `None` with a visible "skipped" line (a
 /// failure under `ROSENBLATT_REQUIRE_GPU=1`). Dropped when the test is done with it: Mesa's
 /// software adapter keeps memory for every dispatch while a device lives.
+///
+/// An OpenGL adapter is taken only when asked for (`WGPU_BACKEND=gl`, with one test at a
+/// time): wgpu's GL backend gives up (panics) on a thread that waits more than 6 s for the
+/// GL context, which a long llvmpipe dispatch of a test beside it holds that long. So on a
+/// machine whose only adapter is OpenGL (Mesa's llvmpipe ships without lavapipe) the GPU
+/// tests say "skipped" with what to do.
 pub fn open_gpu(opts: &GpuOptions) -> Option<GpuBackend> {
-    match GpuBackend::new(opts) {
-        Ok(g) => Some(g),
-        Err(e) if std::env::var("ROSENBLATT_REQUIRE_GPU").is_ok_and(|v| v == "1") => {
-            panic!("ROSENBLATT_REQUIRE_GPU=1 but no GPU backend: {e}")
-        }
-        Err(e) => {
-            use std::io::Write;
-            // Written past the test harness's capture so that it shows.
-            let _ = writeln!(std::io::stderr(), "skipped: no GPU adapter ({e})");
-            None
-        }
+    let why = match GpuBackend::new(opts) {
+        Ok(g) if g.context().info.backend != wgpu::Backend::Gl || gl_asked() => return Some(g),
+        Ok(g) => format!(
+            "the only adapter is OpenGL ({}), which tests running side by side cannot share; \
+             install Mesa's Vulkan (apt-get install mesa-vulkan-drivers), or run the GPU tests \
+             on it one at a time: WGPU_BACKEND=gl cargo test --test it -- --test-threads=1",
+            g.context().describe()
+        ),
+        Err(e) => format!("no GPU adapter ({e})"),
+    };
+    if std::env::var("ROSENBLATT_REQUIRE_GPU").is_ok_and(|v| v == "1") {
+        panic!("ROSENBLATT_REQUIRE_GPU=1 but no GPU backend: {why}")
     }
+    use std::io::Write;
+    // Written past the test harness's capture so that it shows.
+    let _ = writeln!(std::io::stderr(), "skipped: {why}");
+    None
+}
+
+/// Whether `WGPU_BACKEND` asks for OpenGL.
+fn gl_asked() -> bool {
+    std::env::var("WGPU_BACKEND").is_ok_and(|v| v.to_ascii_lowercase().contains("gl"))
 }
 
 /// Gives the heap's free memory back to the system (glibc's `malloc_trim`): after a GPU
