@@ -12,7 +12,7 @@ use std::collections::BTreeSet;
 
 use crate::common;
 use common::gpu;
-use common::twins::{self, assert_same_run, integer_set, rules, run, Run};
+use common::twins::{self, assert_same_run, integer_set, rules, run, Run, Solo};
 
 use rosenblatt_backend::cpu::CpuBackend;
 use rosenblatt_backend::gpu::{GpuBackend, GpuOptions, GpuPath, ParamsSpace, ResidentOptions};
@@ -77,7 +77,8 @@ impl Sets {
         }
     }
 
-    /// (view, rules) pairs.
+    /// The binary case over `x` (held-out rows `held`) and the three-class case, each with
+    /// its rules.
     fn cases<'a>(&'a self, x: Matrix<'a>, held: Matrix<'a>) -> Vec<Case<'a>> {
         let Sets { n, d, .. } = *self;
         let binary = TrainView {
@@ -102,8 +103,8 @@ impl Sets {
 type Case<'a> = (TrainView<'a>, Vec<BatchRule>);
 
 /// Runs every rule of `cases` on `g` and on the reference, equal bit for bit (Winnow's
-/// exp-weighted scores within the rounding a GPU's exp may differ by: its mistakes and
-/// weights still equal).
+/// exp-weighted scores aside, which a GPU's exp may round otherwise: its mistakes and
+/// log-weights equal).
 fn batch_equal(g: &GpuBackend, cases: &[Case<'_>], what: &str) {
     for (v, rules) in cases {
         for rule in rules {
@@ -113,6 +114,7 @@ fn batch_equal(g: &GpuBackend, cases: &[Case<'_>], what: &str) {
             if rule.update == Update::Multiplicative {
                 let m = |r: &Run| r.0.iter().map(|e| e.mistakes).collect::<Vec<_>>();
                 assert_eq!(m(&got), m(&want), "{what}: mistakes");
+                assert_eq!(got.1, want.1, "{what}: log-weights");
                 continue;
             }
             assert_same_run(&got, &want, &what);
@@ -180,36 +182,13 @@ fn setup(d: usize, heads: usize) -> StepsSetup {
     }
 }
 
-/// Rows of `x` with every other value made 0, as CSR rows.
-fn sparse(x: &[f32], d: usize) -> CsrBuf {
+/// Rows of `x` with about three values in seven kept (the rest 0): dense, and as CSR rows.
+fn thinned(x: &[f32], d: usize) -> (Vec<f32>, CsrBuf) {
     let kept: Vec<f32> = (x.iter().enumerate())
         .map(|(i, &v)| if (i * 5) % 7 < 3 { v } else { 0.0 })
         .collect();
-    CsrBuf::from_dense(&kept, d)
-}
-
-/// One process of a data-parallel run of one process: the sums over processes are its own.
-#[derive(Debug)]
-struct Solo;
-
-impl rosenblatt_backend::Reduce for Solo {
-    fn rank(&self) -> usize {
-        0
-    }
-    fn size(&self) -> usize {
-        1
-    }
-    fn sum_f32(&self, _: &mut [f32]) {}
-    fn sum_f64(&self, _: &mut [f64]) {}
-    fn max_f64(&self, v: f64) -> f64 {
-        v
-    }
-    fn gather_f32(&self, local: &[f32]) -> Vec<f32> {
-        local.to_vec()
-    }
-    fn gather_u8(&self, local: &[u8]) -> Vec<u8> {
-        local.to_vec()
-    }
+    let csr = CsrBuf::from_dense(&kept, d);
+    (kept, csr)
 }
 
 /// The paths of one backend that runs on lane sums by a workgroup tree: the register pass, its
@@ -219,22 +198,10 @@ fn tree_paths(g: &GpuBackend, s: &Sets) {
     let (n, d) = (s.n, s.d);
     let cases = s.cases((&s.binary.0).into(), (&s.held.0).into());
     batch_equal(g, &cases, "tree");
-    // CSR rows: the same rules on the rows with a third of their values kept.
-    let (cx, ch, cc) = (
-        sparse(&s.binary.0, d),
-        sparse(&s.held.0, d),
-        sparse(&s.classes.0, d),
-    );
-    let dense_of = |c: &CsrBuf, rows: usize| {
-        let mut x = vec![0f32; rows * d];
-        for i in 0..rows {
-            for k in c.indptr[i]..c.indptr[i + 1] {
-                x[i * d + c.indices[k] as usize] = c.values[k];
-            }
-        }
-        x
-    };
-    let (dx, dh, dc) = (dense_of(&cx, n), dense_of(&ch, 37), dense_of(&cc, n));
+    // CSR rows: the same rules on thinned rows, against the reference on the same rows dense.
+    let (dx, cx) = thinned(&s.binary.0, d);
+    let (dh, ch) = thinned(&s.held.0, d);
+    let (dc, cc) = thinned(&s.classes.0, d);
     let mut csr = s.cases(Matrix::Csr(cx.view()), Matrix::Csr(ch.view()));
     csr[1].0.x = Matrix::Csr(cc.view());
     let mut want = s.cases((&dx).into(), (&dh).into());

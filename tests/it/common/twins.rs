@@ -107,3 +107,28 @@ pub fn assert_same_run(got: &Run, want: &Run, what: &str) {
     assert_eq!(got.2, want.2, "{what}: scores");
     assert_eq!(got.3, want.3, "{what}: pocket/average");
 }
+
+/// One process of a "data-parallel run" of one process: sums over processes are the
+/// process's own values.
+#[derive(Debug)]
+pub struct Solo;
+
+impl rosenblatt_backend::Reduce for Solo {
+    fn rank(&self) -> usize {
+        0
+    }
+    fn size(&self) -> usize {
+        1
+    }
+    fn sum_f32(&self, _: &mut [f32]) {}
+    fn sum_f64(&self, _: &mut [f64]) {}
+    fn max_f64(&self, v: f64) -> f64 {
+        v
+    }
+    fn gather_f32(&self, local: &[f32]) -> Vec<f32> {
+        local.to_vec()
+    }
+    fn gather_u8(&self, local: &[u8]) -> Vec<u8> {
+        local.to_vec()
+    }
+}
