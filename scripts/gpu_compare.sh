@@ -157,7 +157,7 @@ if [ "${1:-}" = tiles2 ]; then
   # Tiles with the rule on every lane (.gpu/rb-tile1) against the rule once a row between a
   # third barrier (the current build), at K = 10 and K = 4; the GPU conformance of tiles.
   if [ -x .gpu/conformance ]; then
-    ROSENBLATT_REQUIRE_GPU=1 timeout 100 .gpu/conformance conformance::tiles_of_rows 2>&1 \
+    ROSENBLATT_REQUIRE_GPU=1 timeout 100 .gpu/conformance --include-ignored tiles_of_rows 2>&1 \
       | grep -E "panicked|left|right|test result" | head -8 | tee "$OUT/conformance.txt"
   fi
   T1=.gpu/rb-tile1; chmod +x $T1
@@ -190,8 +190,9 @@ if [ "${1:-}" = tiles ]; then
   bench new.k4.f32.tt16 $N $K4 --tile-rows 16
   bench new.bin28.f32 $N $BIN1
   if [ -x .gpu/conformance ]; then
-    ROSENBLATT_REQUIRE_GPU=1 timeout 120 .gpu/conformance conformance::tiles_of_rows \
-      conformance::rows_in_flight conformance::batch_epochs_equal conformance::every_storage 2>&1 | tail -5 | tee "$OUT/conformance.txt"
+    # Both tiers (the tier 2 names begin tier2_), and tier 1's tour of every GPU path.
+    ROSENBLATT_REQUIRE_GPU=1 timeout 120 .gpu/conformance --include-ignored tiles_of_rows \
+      rows_in_flight batch_epochs_equal every_storage coverage:: 2>&1 | tail -5 | tee "$OUT/conformance.txt"
   fi
   timeout 90 $N bench --backend cpu --no-converge --json $K10 >"$RUNS/cpu.k10.json" 2>/dev/null \
     && python3 -c "import json,sys; r=json.load(open(sys.argv[1])); print('cpu k10', r.get('cpu', r).get('ms_per_epoch'))" "$RUNS/cpu.k10.json"
