@@ -19,7 +19,7 @@
 //! let data = synth::generate(&SynthSpec { n: 200, d: 2, ..Default::default() })?.data;
 //! let trained = Trainer::new(TrainParams::default())?.backend(BackendChoice::Cpu).fit(&data)?;
 //! assert!(trained.report.converged);
-//! assert_eq!(trained.report.train_accuracy, 1.0);
+//! assert_eq!(trained.report.train_accuracy, Some(1.0));
 //! # Ok::<(), rosenblatt::Error>(())
 //! ```
 //!
@@ -49,8 +49,8 @@ pub use data::hashing::{HashSign, Hashing};
 pub use matrix::{CsrBuf, MappedF32, MatrixBuf, Storage};
 // Parameters, validated into `Params`.
 pub use params::{
-    default_epochs, default_stopping, Algo, Arow, ClassWeight, Kernel, Mode, MulticlassStrategy,
-    MulticlassUpdate, Params, PassiveAggressive, Scale, TrainParams,
+    default_epochs, default_scale, default_stopping, Algo, Arow, ClassWeight, Kernel, Mode,
+    MulticlassStrategy, MulticlassUpdate, Params, PassiveAggressive, Scale, TrainParams,
 };
 // Training.
 pub use algo::{Progress, TrainReport, Trained};

@@ -13,8 +13,8 @@ use numpy::{
     PyArray1, PyArray2, PyArrayMethods, PyReadonlyArray1, PyReadonlyArray2, PyUntypedArrayMethods,
 };
 use pyo3::exceptions::{
-    PyFileNotFoundError, PyMemoryError, PyOSError, PyPermissionError, PyRuntimeError, PyTypeError,
-    PyValueError,
+    PyFileNotFoundError, PyKeyboardInterrupt, PyMemoryError, PyOSError, PyPermissionError,
+    PyRuntimeError, PyTypeError, PyValueError,
 };
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyList, PyString, PyTuple};
@@ -41,6 +41,7 @@ fn py_err(e: Error) -> PyErr {
         } => PyValueError::new_err(format!("{} {reason}, got {value}", python_name(name))),
         Error::Gpu(_) | Error::NoGpu(_) | Error::Mpi(_) => PyRuntimeError::new_err(msg),
         Error::Memory { .. } => PyMemoryError::new_err(msg),
+        Error::Interrupted { .. } => PyKeyboardInterrupt::new_err(msg),
         Error::Io { source, .. } => match source.kind() {
             std::io::ErrorKind::NotFound => PyFileNotFoundError::new_err(msg),
             std::io::ErrorKind::PermissionDenied => PyPermissionError::new_err(msg),
@@ -92,6 +93,8 @@ fn known_keys() -> Vec<String> {
         }),
         arow: Some(Arow::default()),
         validation_fraction: Some(0.1),
+        // (Written only where true.)
+        auto_validation: true,
         class_weight: Some(ClassWeight::Balanced),
         // (Written only where not 1.)
         minibatch: 2,
@@ -425,8 +428,12 @@ fn backend_choice(name: &str) -> PyResult<BackendChoice> {
     }
 }
 
-/// A progress bar on stderr, when asked for.
-struct Bar(Option<indicatif::ProgressBar>);
+/// A progress bar on stderr, when asked for; and Python's signals, looked at between epochs
+/// (at most every [`SIGNAL_CHECK`]), so that Ctrl-C stops a long fit.
+struct Bar(Option<indicatif::ProgressBar>, std::time::Instant);
+
+/// How often a fit looks at Python's signals (each look takes the GIL).
+const SIGNAL_CHECK: std::time::Duration = std::time::Duration::from_millis(50);
 
 impl Progress for Bar {
     fn update(&mut self, done: usize, max: usize, mistakes: u64) {
@@ -435,6 +442,16 @@ impl Progress for Bar {
             b.set_position(done as u64);
             b.set_message(format!("{mistakes} mistakes"));
         }
+    }
+
+    fn cancelled(&mut self) -> bool {
+        if self.1.elapsed() < SIGNAL_CHECK {
+            return false;
+        }
+        self.1 = std::time::Instant::now();
+        // A pending KeyboardInterrupt (or any error a signal handler raised) ends the fit;
+        // the error returned is raised again as KeyboardInterrupt.
+        Python::attach(|py| py.check_signals().is_err())
     }
 }
 
@@ -554,14 +571,17 @@ fn fit<'py>(
     let result = py.detach(move || -> Result<(PyModel, String), Error> {
         let params = tp.validate()?;
         with_threads(threads, move || {
-            let mut bar = Bar(progress.then(|| {
-                let b = indicatif::ProgressBar::new(params.epochs as u64);
-                b.set_style(
-                    indicatif::ProgressStyle::with_template("{bar:40} epoch {pos}/{len} {msg}")
-                        .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
-                );
-                b
-            }));
+            let mut bar = Bar(
+                progress.then(|| {
+                    let b = indicatif::ProgressBar::new(params.epochs as u64);
+                    b.set_style(
+                        indicatif::ProgressStyle::with_template("{bar:40} epoch {pos}/{len} {msg}")
+                            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+                    );
+                    b
+                }),
+                std::time::Instant::now(),
+            );
             // Under auto, a GPU failure mid-training finishes on the CPU, as in the CLI.
             let mut trainer = Trainer::with_params(params)
                 .backend(choice)
@@ -907,6 +927,14 @@ fn defaults(algo: Option<&str>) -> PyResult<String> {
     serde_json::to_string(&params).map_err(|e| PyRuntimeError::new_err(e.to_string()))
 }
 
+/// The front ends' default scaling for `algo` (`params::default_scale`, which the command
+/// line's `--scale` takes too): "online", or "none" for the kernel perceptron.
+#[pyfunction]
+fn default_scale(algo: &str) -> PyResult<String> {
+    let algo = algo.parse().map_err(PyValueError::new_err)?;
+    Ok(rosenblatt::default_scale(algo).name().to_string())
+}
+
 /// The GPU adapters wgpu finds here: (name, API, type) of each.
 #[pyfunction]
 fn adapters() -> Vec<(String, String, String)> {
@@ -1001,6 +1029,7 @@ fn _rosenblatt(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(remove_stale_temps, m)?)?;
     m.add_function(wrap_pyfunction!(adapters, m)?)?;
     m.add_function(wrap_pyfunction!(defaults, m)?)?;
+    m.add_function(wrap_pyfunction!(default_scale, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

@@ -52,17 +52,25 @@ def gpu_present():
 
 
 def test_coef_equals_the_cli_model_on_digits(tmp_path):
+    # The command line and the estimator share their defaults (online scaling among them):
+    # the same data and seed give the same model and the same predictions.
     out = tmp_path / "m.json"
     subprocess.run(
-        # The estimator scales by maximum magnitude by default; the CLI when asked.
-        [cli(), "train", str(DIGITS), "--backend", "cpu", "--scale", "maxabs", "-o", str(out)],
+        [cli(), "train", str(DIGITS), "--backend", "cpu", "-o", str(out)],
         check=True,
         capture_output=True,
     )
     m = json.loads(out.read_text())
     X, y = digits()
     clf = Perceptron(backend="cpu").fit(X, y)
-    assert m["kind"] == "multiclass" and m["scaling"]["kind"] == "maxabs"
+    assert m["kind"] == "multiclass" and m["scaling"]["kind"] == "online"
+    got = subprocess.run(
+        [cli(), "predict", str(out), str(DIGITS), "--backend", "cpu"],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.split()
+    assert got == [str(v) for v in clf.predict(X)]
     assert [str(c) for c in clf.classes_] == m["classes"]
     clf.save(tmp_path / "py.json")
     mine = json.loads((tmp_path / "py.json").read_text())
@@ -353,7 +361,7 @@ def test_arow_trains_one_pass_like_the_cli_and_saves_and_loads(tmp_path):
     np.testing.assert_array_equal(back.predict(X), clf.predict(X))
     # The same model as the command line's on the same rows.
     subprocess.run(
-        [cli(), "train", str(DIGITS), "--algo", "arow", "--arow-r", "10", "--scale", "maxabs",
+        [cli(), "train", str(DIGITS), "--algo", "arow", "--arow-r", "10",
          "--backend", "cpu", "-o", str(tmp_path / "cli.json")],
         check=True, capture_output=True,
     )
@@ -365,8 +373,8 @@ def test_arow_trains_one_pass_like_the_cli_and_saves_and_loads(tmp_path):
         assert g.report_["backend"] == "gpu"
         assert (g.report_["minibatch"], g.report_["streams"]) == (8, 1)
         subprocess.run(
-            [cli(), "train", str(DIGITS), "--algo", "arow", "--arow-r", "10", "--scale",
-             "maxabs", "--backend", "cpu", "--minibatch", "8", "-o", str(tmp_path / "twin.json")],
+            [cli(), "train", str(DIGITS), "--algo", "arow", "--arow-r", "10",
+             "--backend", "cpu", "--minibatch", "8", "-o", str(tmp_path / "twin.json")],
             check=True, capture_output=True,
         )
         twin = rosenblatt.load(tmp_path / "twin.json")
@@ -426,8 +434,8 @@ def test_vw_hasher_gives_the_command_lines_columns(tmp_path):
     (tmp_path / "t.vw").write_text("\n".join(f"{c} {f}" for c, f in zip(y, features)) + "\n")
     subprocess.run(
         [cli(), "train", str(tmp_path / "t.vw"), "--hash-bits", "8", "-q", "ab", "--algo",
-         "online", "--epochs", "1", "--no-shuffle", "--backend", "cpu", "-o",
-         str(tmp_path / "m.json")],
+         "online", "--epochs", "1", "--no-shuffle", "--backend", "cpu", "--scale", "none",
+         "-o", str(tmp_path / "m.json")],
         check=True, capture_output=True,
     )
     theirs = rosenblatt.load(tmp_path / "m.json")
@@ -489,3 +497,37 @@ def test_column_hasher_hashes_a_table_as_the_command_line_hashes_its_csv(tmp_pat
         rosenblatt.ColumnHasher(categorical=["colour"]).transform(df)
     with pytest.raises(ValueError, match="not a number"):
         rosenblatt.ColumnHasher(categorical=["b"]).transform(df)
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="SIGINT from a timer")
+def test_ctrl_c_stops_a_long_fit_within_a_second_and_keeps_the_estimator():
+    # A fit of 10^12 epochs on rows no rule separates, interrupted by SIGINT one second in:
+    # KeyboardInterrupt within a second, the estimator's fitted attributes as before.
+    script = """
+import json, os, signal, threading, time
+import numpy as np
+from rosenblatt import Perceptron
+rng = np.random.default_rng(0)
+X = rng.normal(size=(300, 5)).astype(np.float32)
+y = rng.integers(0, 2, 300)
+clf = Perceptron(algo="online", backend="cpu", max_iter=5, tol=None).fit(X, y)
+before = (clf.coef_.tolist(), clf.n_iter_, clf.report_)
+clf.set_params(max_iter=10**12)
+sent = []
+threading.Timer(1.0, lambda: (sent.append(time.perf_counter()),
+                              os.kill(os.getpid(), signal.SIGINT))).start()
+try:
+    clf.fit(X, y)
+    out = {"raised": False}
+except KeyboardInterrupt:
+    out = {"raised": True, "delay": time.perf_counter() - sent[0],
+           "same": (clf.coef_.tolist(), clf.n_iter_, clf.report_) == before}
+print(json.dumps(out))
+"""
+    r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                       timeout=60)
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout.strip().splitlines()[-1])
+    assert out["raised"], out
+    assert out["delay"] < 1.0, out
+    assert out["same"], out

@@ -230,7 +230,8 @@ def test_n_jobs_changes_threads_not_results():
         (dict(random_state=-1), "random_state must be an integer in"),
         (dict(verbose=-1), "verbose must be an integer >= 0, got -1"),
         (dict(n_jobs=0), "n_jobs must be None or a non-zero integer, got 0"),
-        (dict(scale="log"), "scale must be one of 'standard', 'minmax', 'maxabs', got 'log'"),
+        (dict(scale="log"),
+         "scale must be one of 'online', 'maxabs', 'standard', 'minmax', got 'log'"),
         (dict(class_weight=[1, 2]), "class_weight must be None, \"balanced\" or a dict"),
         (dict(class_weight={0: -1}), r"class_weight\[0\] must be a number >= 0, got -1"),
         (dict(class_weight={42: 1.0}), "class_weight names the class 42, which y does not have"),
@@ -400,11 +401,17 @@ def test_class_weights_step_as_scikit_learns_perceptron():
 
 def test_features_are_scaled_by_maximum_magnitude_unless_scale_is_none():
     X, y = digits()
-    assert Perceptron().scale == "maxabs" and KernelPerceptron().scale is None
+    assert Perceptron().scale == "online" and KernelPerceptron().scale is None
     scaled = Perceptron(backend="cpu").fit(X, y)
     raw = Perceptron(scale=None, backend="cpu").fit(X, y)
-    assert json.loads(scaled.model_)["scaling"]["kind"] == "maxabs"
+    assert json.loads(scaled.model_)["scaling"]["kind"] == "online"
     assert json.loads(raw.model_).get("scaling") is None
+    # Features are divided by their largest magnitude, never magnified (pixels reach 16):
+    # the batch rule, which reads every row before it steps, by the whole set's.
+    batch = Perceptron(algo="batch", backend="cpu").fit(X, y)
+    factors = json.loads(batch.model_)["scaling"]["factor"]
+    top = np.abs(X).max(axis=0)
+    np.testing.assert_allclose(factors, 1 / np.maximum(top, 1), rtol=1e-6)
     # coef_ is in the units of X either way.
     for m in (scaled, raw):
         df = m.decision_function(X)

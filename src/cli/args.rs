@@ -480,8 +480,10 @@ pub(crate) struct TrainArgs {
     pub(crate) output: Option<PathBuf>,
     /// Algorithm: online, batch, multiclass, pocket, averaged, voted, winnow, kernel, pa
     /// (passive-aggressive) or arow (per-feature confidences; binary or one-vs-rest).
-    #[arg(long, default_value_t = defaults().algo)]
-    pub(crate) algo: Algo,
+    /// [default: averaged; Vowpal Wabbit text of 16 MiB or more with no --algo, --epochs or
+    /// held-out rows named: one streamed pass of arow, as the report says]
+    #[arg(long)]
+    pub(crate) algo: Option<Algo>,
     #[command(flatten)]
     pub(crate) backend: BackendArgs,
     /// Maximum number of epochs [default: 1000; 1 for arow].
@@ -620,10 +622,14 @@ pub(crate) struct TrainArgs {
     /// Per-row weights on the updates from a .npy file of n values (see also --weight-col).
     #[arg(long, value_name = "FILE.npy", conflicts_with = "weight_col")]
     pub(crate) sample_weights: Option<PathBuf>,
-    /// Feature scaling fitted on the training data and kept in the model: none, standard,
-    /// minmax or maxabs.
-    #[arg(long, value_name = "S", default_value_t = defaults().scale)]
-    pub(crate) scale: Scale,
+    /// Feature scaling kept in the model: online, maxabs, standard, minmax or none. Default:
+    /// online (each feature divided by its largest magnitude, the maximum kept as the online
+    /// rules read the rows, a streamed run too; the rules that read every row first take the
+    /// whole set's: maxabs), but none for --algo kernel and --animate, and a continued run
+    /// (--init-model) keeps the model's. none is the raw rule of the lecture notes (Novikoff's
+    /// bound is stated on raw x).
+    #[arg(long, value_name = "S")]
+    pub(crate) scale: Option<Scale>,
     /// How X is stored for training: auto (the narrowest exact storage for batch epochs), f32,
     /// f16, u8 or i8. Results are the same; a compact storage reads fewer bytes per epoch. A
     /// storage that does not hold every value exactly is an error.
@@ -782,10 +788,11 @@ impl TryFrom<&TrainArgs> for Params {
     type Error = rosenblatt::Error;
 
     fn try_from(a: &TrainArgs) -> Result<Params, rosenblatt::Error> {
-        let stopping = rosenblatt_core::params::default_stopping(a.algo, a.mode);
+        let algo = a.algo.unwrap_or(defaults().algo);
+        let stopping = rosenblatt_core::params::default_stopping(algo, a.mode);
         TrainParams {
-            algo: a.algo,
-            epochs: a.epochs.unwrap_or(default_epochs(a.algo)),
+            algo,
+            epochs: a.epochs.unwrap_or(default_epochs(algo)),
             lr: a.lr,
             tol: a.tol,
             seed: a.seed,
@@ -803,18 +810,25 @@ impl TryFrom<&TrainArgs> for Params {
             min_improvement: a.min_improvement,
             patience_floor: a.patience_floor.unwrap_or(stopping.1),
             validation_fraction: a.validation_fraction,
+            // A large set holds out a share for the stopping rule (not in a data-parallel
+            // run, whose processes may read only their share of the rows).
+            auto_validation: !a.distributed,
             class_weight: a.class_weight.clone(),
-            scale: a.scale,
+            scale: a.scale.unwrap_or(match a.animate {
+                // An animation draws the data as given.
+                Some(_) => Scale::None,
+                None => rosenblatt::default_scale(algo),
+            }),
             storage: a.storage.0,
-            passive_aggressive: (a.algo == Algo::PassiveAggressive).then_some(PassiveAggressive {
+            passive_aggressive: (algo == Algo::PassiveAggressive).then_some(PassiveAggressive {
                 variant: a.pa_variant,
                 c: a.aggressiveness,
             }),
-            arow: (a.algo == Algo::Arow).then_some(Arow {
+            arow: (algo == Algo::Arow).then_some(Arow {
                 r: a.arow_r,
                 covariance: a.arow_covariance,
             }),
-            kernel: (a.algo == Algo::Kernel).then_some(match a.kernel.as_str() {
+            kernel: (algo == Algo::Kernel).then_some(match a.kernel.as_str() {
                 "poly" => Kernel::Poly {
                     degree: a.degree,
                     gamma: a.gamma,

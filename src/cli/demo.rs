@@ -64,7 +64,7 @@ pub fn run(a: DemoArgs) -> anyhow::Result<()> {
                 } else {
                     "not converged"
                 },
-                100.0 * r.train_accuracy,
+                100.0 * r.train_accuracy.unwrap_or(0.0),
                 r.seconds
             );
             outln!(

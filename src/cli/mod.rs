@@ -54,11 +54,44 @@ use rosenblatt_train::algo::Progress;
 
 use args::{BackendArgs, Cli, Command, DataArgs, ExperimentCmd, HashArgs, PlotCmd};
 
+/// How far a run had got, for the message of an interrupt: the epochs its progress reached
+/// (of how many at most), the rows of a streamed run, and whether its outputs are in place.
+pub(crate) mod reached {
+    use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
+
+    pub(crate) static EPOCHS: AtomicU64 = AtomicU64::new(0);
+    pub(crate) static MAX_EPOCHS: AtomicU64 = AtomicU64::new(0);
+    pub(crate) static ROWS: AtomicU64 = AtomicU64::new(0);
+    pub(crate) static WRITTEN: AtomicBool = AtomicBool::new(false);
+
+    /// What an interrupt stopped, in words.
+    pub(crate) fn message() -> String {
+        let (e, max, rows) = (
+            EPOCHS.load(Relaxed),
+            MAX_EPOCHS.load(Relaxed),
+            ROWS.load(Relaxed),
+        );
+        let at = match (e, rows) {
+            (_, r) if r > 0 => format!(" after {r} rows of the stream"),
+            (0, _) if max > 0 => " in the first epoch".to_string(),
+            (e, _) if e > 0 => format!(" after epoch {e} of at most {max}"),
+            _ => String::new(),
+        };
+        match WRITTEN.load(Relaxed) {
+            true => format!("interrupted{at}: the outputs were already written"),
+            false => format!("interrupted{at}: nothing was written (no model, no partial file)"),
+        }
+    }
+}
+
 /// Runs the CLI and returns the process exit code.
 pub fn run() -> i32 {
-    // SIGINT and SIGTERM remove the temporary files of outputs not yet in place.
+    // SIGINT and SIGTERM remove the temporary files of outputs not yet in place, say what
+    // they stopped and exit 130.
     let _ = ctrlc::set_handler(|| {
         rosenblatt_core::output::remove_temps();
+        use std::io::Write;
+        let _ = writeln!(std::io::stderr(), "\nrosenblatt: {}", reached::message());
         std::process::exit(130);
     });
     #[cfg(unix)]
@@ -444,6 +477,8 @@ impl Progress for Bar {
     }
 
     fn update(&mut self, done: usize, max: usize, mistakes: u64) {
+        reached::EPOCHS.store(done as u64, std::sync::atomic::Ordering::Relaxed);
+        reached::MAX_EPOCHS.store(max as u64, std::sync::atomic::Ordering::Relaxed);
         if !self.enabled || self.start.elapsed() < Duration::from_millis(300) {
             return;
         }
@@ -463,6 +498,7 @@ impl Progress for Bar {
     }
 
     fn rows(&mut self, rows: u64, bytes: u64) {
+        reached::ROWS.store(rows, std::sync::atomic::Ordering::Relaxed);
         if !self.enabled || self.start.elapsed() < Duration::from_millis(300) {
             return;
         }

@@ -41,10 +41,68 @@ fn check_distributed(a: &TrainArgs, params: &Params) -> anyhow::Result<()> {
     Ok(())
 }
 
-pub fn train(a: TrainArgs) -> anyhow::Result<()> {
+/// Vowpal Wabbit text of at least this many bytes trains by default as one streamed pass of
+/// AROW with online scaling ([`auto_stream`]). On generated noisy click logs that pass beats
+/// the in-memory default from 10,000 rows (4.6 MB: 0.927 against 0.922 test accuracy, in
+/// 0.15 s against 0.52 s) to 900,000 (412 MB: 0.848 in 1.8 s at 36 MB, Vowpal Wabbit's one
+/// pass 0.849 in 2.3 s at 41 MB, the in-memory default 0.795 in 99 s); a text set of 950 rows
+/// with a count feature gains from several epochs (0.964 in memory, 0.954 streamed). The
+/// threshold leaves sets of up to about 35,000 such rows in memory.
+pub(crate) const AUTO_STREAM_BYTES: u64 = 16 << 20;
+
+/// Why this run takes the streamed pass by default, when it does: `train DATA` with Vowpal
+/// Wabbit text of [`AUTO_STREAM_BYTES`] or more, and nothing named that a pass cannot do or
+/// that chooses the in-memory run (an algorithm, epochs, a mode, held-out rows, weights, a
+/// GPU, pictures, a warm start, several processes or a scaling a pass cannot keep).
+fn auto_stream(a: &TrainArgs) -> anyhow::Result<Option<String>> {
+    let named = a.stream
+        || a.algo.is_some()
+        || a.epochs.is_some()
+        || a.mode.is_some()
+        || a.patience.is_some()
+        || a.validation.is_some()
+        || a.validation_fraction.is_some()
+        || a.sample_weights.is_some()
+        || a.init_model.is_some()
+        || a.class_weight.is_some()
+        || a.plot.is_some()
+        || a.animate.is_some()
+        || a.distributed
+        || a.minibatch != 1
+        || a.streams != 1
+        || a.data_args.labels.is_some()
+        || a.backend.backend == BackendChoice::Gpu
+        || a.scale
+            .is_some_and(|s| !matches!(s, Scale::Online | Scale::None));
+    if named {
+        return Ok(None);
+    }
+    let size = match std::fs::metadata(&a.data) {
+        Ok(m) if m.is_file() => m.len(),
+        _ => return Ok(None),
+    };
+    let opts = load_options(&a.data_args, Like::NONE)?;
+    if size < AUTO_STREAM_BYTES || data::format_of(&a.data, &opts)? != Some(data::Format::Vw) {
+        return Ok(None);
+    }
+    Ok(Some(format!(
+        "one streamed pass of AROW, the default for Vowpal Wabbit text of {} MiB or more ({:.0} \
+         MB here): on large logs one pass of a per-feature rule matches several epochs in a \
+         fraction of the time and memory; name --algo or --epochs to train in memory",
+        AUTO_STREAM_BYTES >> 20,
+        size as f64 / 1e6
+    )))
+}
+
+pub fn train(mut a: TrainArgs) -> anyhow::Result<()> {
+    let auto = auto_stream(&a)?;
+    if auto.is_some() {
+        a.stream = true;
+        a.algo = Some(Algo::Arow);
+    }
     let params = Params::try_from(&a)?;
     if a.stream {
-        return train_streamed(&a, &params);
+        return train_streamed(&a, &params, auto);
     }
     let world = if a.distributed {
         check_distributed(&a, &params)?;
@@ -74,7 +132,7 @@ pub fn train(a: TrainArgs) -> anyhow::Result<()> {
 
 /// `train --stream`: one pass over Vowpal Wabbit text read in blocks, the model written and
 /// the report printed as for any run.
-fn train_streamed(a: &TrainArgs, params: &Params) -> anyhow::Result<()> {
+fn train_streamed(a: &TrainArgs, params: &Params, chosen: Option<String>) -> anyhow::Result<()> {
     if let Some(e) = a.epochs.filter(|&e| e != 1) {
         return Err(usage(
             "--stream",
@@ -101,11 +159,16 @@ fn train_streamed(a: &TrainArgs, params: &Params) -> anyhow::Result<()> {
         .progress(&mut bar)
         .fit_stream(&a.data, &opts);
     bar.finish();
-    let trained = trained?;
+    let mut trained = trained?;
+    if chosen.is_some() {
+        trained.report.chosen = chosen;
+        trained.model = trained.model.with_training(trained.report.clone());
+    }
     if let Some(out) = &a.output {
         stage_model(out, &trained.model)?
             .persist()
             .with_context(|| format!("cannot write {}", out.display()))?;
+        super::reached::WRITTEN.store(true, std::sync::atomic::Ordering::Relaxed);
     }
     if a.json {
         outln!("{}", serde_json::to_string(&trained.report)?);
@@ -256,7 +319,7 @@ fn train_in(a: TrainArgs, params: Params, world: World) -> anyhow::Result<()> {
         None => None,
     };
     if speaks {
-        hints(&a, &params, &ds, start.as_ref());
+        hints(&params, &ds, start.as_ref());
     }
     check_pictures(&a, &params, &ds, start.as_ref())?;
     let sel = choose_backend(
@@ -356,7 +419,7 @@ fn load_training(
 
 /// Hints about the data that change what the user might ask for: sparse rows under the batch
 /// rule or standard scaling, and feature ranges far apart without scaling.
-fn hints(a: &TrainArgs, params: &Params, ds: &data::Dataset, start: Option<&Model>) {
+fn hints(params: &Params, ds: &data::Dataset, start: Option<&Model>) {
     if ds.is_sparse() && params.fit_bias && params.effective_mode() == Mode::Batch {
         note!(
             "hint: the rows are sparse ({:.1} non-zeros each): the batch sums add the bias \
@@ -366,7 +429,7 @@ fn hints(a: &TrainArgs, params: &Params, ds: &data::Dataset, start: Option<&Mode
         );
     }
     if ds.is_sparse() {
-        if a.scale == Scale::Standard {
+        if params.scale == Scale::Standard {
             note!(
                 "note: the rows are held sparse, so --scale standard divides by the standard \
                  deviation without centering (centering would make them dense; --dense centers)"
@@ -374,7 +437,7 @@ fn hints(a: &TrainArgs, params: &Params, ds: &data::Dataset, start: Option<&Mode
         }
         return;
     }
-    if a.scale != Scale::None || start.is_some_and(|m| m.scaling().is_some()) {
+    if params.scale != Scale::None || start.is_some_and(|m| m.scaling().is_some()) {
         return;
     }
     if let Some((ratio, wide, narrow)) = range_spread(&ds.x, ds.n, ds.d) {
@@ -416,10 +479,11 @@ fn check_pictures(
         plot::image_kind(p).map_err(|e| flag_error(e, "--plot"))?;
     }
     if let Some(anim) = &a.animate {
-        if a.scale != Scale::None || start.is_some_and(|m| m.scaling().is_some()) {
+        if params.scale != Scale::None || start.is_some_and(|m| m.scaling().is_some()) {
             return Err(usage(
                 "--animate",
-                "draws the data as given and cannot follow scaled training; leave out --scale",
+                "draws the data as given and cannot follow scaled training; leave out --scale \
+                 (an animated run trains on the features as given)",
             ));
         }
         let classes = ds.labels.as_ref().map_or(0, |l| l.classes.len());
@@ -541,6 +605,7 @@ fn write_outputs(
         tmp.persist()
             .with_context(|| format!("cannot write {}", p.display()))?;
     }
+    super::reached::WRITTEN.store(true, std::sync::atomic::Ordering::Relaxed);
     Ok(())
 }
 
@@ -635,13 +700,24 @@ pub fn print_report(r: &TrainReport, kind: ModelKind) -> anyhow::Result<()> {
     if let Some(k) = r.gpu_plan.as_deref() {
         outln!("  GPU plan:          {k}");
     }
-    match r.streamed_bytes {
-        Some(_) => outln!(
+    if let Some(c) = &r.chosen {
+        outln!("  chosen:            {c}");
+    }
+    if let Some(sc) = &r.scaling {
+        outln!("  scaling:           {sc}");
+    }
+    if let Some(h) = &r.held_out {
+        outln!("  held out:          {h}");
+    }
+    if let Some(a) = r.progressive_accuracy {
+        outln!(
             "  progressive accuracy: {:.2}% (each row predicted by the model as it met the row, \
              before learning from it)",
-            100.0 * r.train_accuracy
-        ),
-        None => outln!("  training accuracy: {:.2}%", 100.0 * r.train_accuracy),
+            100.0 * a
+        );
+    }
+    if let Some(a) = r.train_accuracy {
+        outln!("  training accuracy: {:.2}%", 100.0 * a);
     }
     if let (Some(nv), Some(acc)) = (r.n_validation, r.validation_accuracy) {
         outln!(
@@ -701,6 +777,12 @@ pub fn print_report(r: &TrainReport, kind: ModelKind) -> anyhow::Result<()> {
             r.radius,
             kind.describe()
         ),
+    }
+    if r.scaling.is_some() {
+        outln!(
+            "                     (R and gamma of the rows as scaled; Novikoff's bound is \
+             stated on raw x, which --scale none trains on)"
+        );
     }
     if let Some(b) = &r.arow_bound {
         let seen = format!(

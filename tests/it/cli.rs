@@ -30,7 +30,9 @@ fn gen_train_predict_eval_round_trip() {
     let model: Value =
         serde_json::from_str(&std::fs::read_to_string(p.join("model.json")).unwrap()).unwrap();
     assert_eq!(model["format"], "rosenblatt-model");
-    assert_eq!(model["version"], 2);
+    // Online scaling (the default) is version 7.
+    assert_eq!(model["version"], 7);
+    assert_eq!(model["scaling"]["kind"], "online");
     assert_eq!(model["classes"], serde_json::json!(["-1", "1"]));
     assert_eq!(model["weights"].as_array().unwrap().len(), 3);
 
@@ -241,9 +243,12 @@ fn bad_input_exits_2_and_names_the_place() {
         &["malformed pair"],
     );
     assert_input_error(&train("missing.csv"), &[], &["missing.csv"]);
-    // Features near the f32 limit overflow the weights: a clear error, no unreadable model.
+    // Features near the f32 limit overflow the weights unscaled: a clear error, no unreadable
+    // model.
+    let mut unscaled = train("big.csv");
+    unscaled.extend(["--scale", "none"]);
     assert_input_error(
-        &train("big.csv"),
+        &unscaled,
         &[(
             "big.csv",
             "a,b,label\n3e38,1,1\n3e38,-1,-1\n2e38,2,1\n-3e38,0,-1\n",
@@ -320,7 +325,7 @@ fn predict_and_eval_reject_mismatched_data_and_bad_models() {
     );
     let newer = std::fs::read_to_string(p.join("m.json"))
         .unwrap()
-        .replace("\"version\": 2", "\"version\": 9");
+        .replace("\"version\": 7", "\"version\": 9");
     write(p, "newer.json", &newer);
     let o = run(p, &["eval", "newer.json", "d.csv"]);
     assert_eq!(o.status.code(), Some(2));
@@ -449,6 +454,9 @@ fn storage_is_chosen_when_exact_and_refused_with_the_value_when_not() {
             "--epochs",
             "30",
         ];
+        if !args.contains(&"--scale") {
+            a.extend_from_slice(&["--scale", "none"]);
+        }
         if !args.contains(&"--algo") {
             a.extend_from_slice(&["--algo", "batch"]);
         }
@@ -475,7 +483,16 @@ fn storage_is_chosen_when_exact_and_refused_with_the_value_when_not() {
     assert_eq!(json(&["--scale", "standard"])["storage"], "f32");
     assert_eq!(json(&["--algo", "online"])["storage"], "f32");
     assert_input_error(
-        &["train", "u.csv", "-o", "out.json", "--storage", "i8"],
+        &[
+            "train",
+            "u.csv",
+            "-o",
+            "out.json",
+            "--storage",
+            "i8",
+            "--scale",
+            "none",
+        ],
         &[("u.csv", &text)],
         &[
             "u.csv",
@@ -631,7 +648,7 @@ fn class_weights_on_unscaled_wide_features_get_a_hint_and_scaling_makes_them_act
         v.extend_from_slice(extra);
         v
     };
-    let o = run(p, &args(&["-o", "m.json"]));
+    let o = run(p, &args(&["--scale", "none", "-o", "m.json"]));
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(
         stderr(&o).contains("hint: class weights move the bias"),

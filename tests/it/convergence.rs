@@ -23,7 +23,7 @@ fn both_algorithms_converge_on_separable_data() {
                 let r = &t.report;
                 assert!(r.converged, "{algo:?} seed {seed} n {n} d {d}: {r:?}");
                 assert_eq!(r.stop_reason, StopReason::Converged);
-                assert_eq!(r.train_accuracy, 1.0);
+                assert_eq!(r.train_accuracy, Some(1.0));
                 assert_eq!(*r.mistakes_per_epoch.last().unwrap(), 0);
                 assert!(r.margin.unwrap() > 0.0);
             }

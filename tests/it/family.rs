@@ -134,16 +134,17 @@ fn pocket_beats_the_last_iterate_on_noisy_data() {
         );
         assert!(!last.report.converged);
         let fewest = *last.report.mistakes_per_epoch.iter().min().unwrap();
-        let pocket_mistakes = ((1.0 - pocket.report.train_accuracy) * 2000.0).round() as u64;
+        let pocket_mistakes =
+            ((1.0 - pocket.report.train_accuracy.unwrap()) * 2000.0).round() as u64;
         assert_eq!(
             pocket_mistakes, fewest,
             "seed {seed}: the pocket holds the best epoch's weights"
         );
         assert!(
-            pocket.report.train_accuracy >= last.report.train_accuracy,
+            pocket.report.train_accuracy.unwrap() >= last.report.train_accuracy.unwrap(),
             "seed {seed}: pocket {} < last {}",
-            pocket.report.train_accuracy,
-            last.report.train_accuracy
+            pocket.report.train_accuracy.unwrap(),
+            last.report.train_accuracy.unwrap()
         );
     }
 }
@@ -484,9 +485,9 @@ fn batch_winnow_learns_committees() {
             .epochs(300),
     );
     assert!(
-        t.report.train_accuracy > 0.97,
+        t.report.train_accuracy.unwrap() > 0.97,
         "{}",
-        t.report.train_accuracy
+        t.report.train_accuracy.unwrap()
     );
     assert_eq!(t.model.hyperplane().unwrap().bias, 0.0);
     let w = &t.model.hyperplane().unwrap().weights;
@@ -546,15 +547,15 @@ fn rbf_kernel_separates_what_no_linear_rule_can() {
     for (name, ds) in [("xor", &xor), ("circles", &circles)] {
         let lin = train(ds, TrainParams::for_algo(Algo::Batch).epochs(300));
         assert!(
-            lin.report.train_accuracy < 0.8,
+            lin.report.train_accuracy.unwrap() < 0.8,
             "{name}: a linear rule got {}",
-            lin.report.train_accuracy
+            lin.report.train_accuracy.unwrap()
         );
         let mut p = TrainParams::for_algo(Algo::Kernel).epochs(300);
         p.kernel = Some(Kernel::Rbf { gamma: 2.0 });
         let k = train(ds, p);
         assert!(k.report.converged, "{name}");
-        assert_eq!(k.report.train_accuracy, 1.0, "{name}");
+        assert_eq!(k.report.train_accuracy.unwrap(), 1.0, "{name}");
         assert_eq!(k.model.kind(), ModelKind::Kernel);
         // Feature-space Novikoff: rbf gives K(x, x) = 1, so R^2 = 1 + bias^2 = 2.
         assert!((k.report.radius - 2f64.sqrt()).abs() < 1e-6);
@@ -600,7 +601,10 @@ fn linear_kernel_dual_is_the_primal_batch_perceptron() {
         primal.report.mistakes_per_epoch,
         dual.report.mistakes_per_epoch
     );
-    assert_eq!(primal.report.train_accuracy, dual.report.train_accuracy);
+    assert_eq!(
+        primal.report.train_accuracy.unwrap(),
+        dual.report.train_accuracy.unwrap()
+    );
     let cpu = CpuBackend::new();
     assert_eq!(
         primal.model.decision_function(&ds, &cpu).unwrap(),

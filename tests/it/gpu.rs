@@ -96,7 +96,8 @@ fn assert_identical(cpu: &Trained, gpu: &Trained, what: &str) {
         "{what}: bias"
     );
     assert_eq!(
-        cpu.report.train_accuracy, gpu.report.train_accuracy,
+        cpu.report.train_accuracy.unwrap(),
+        gpu.report.train_accuracy.unwrap(),
         "{what}: accuracy"
     );
 }
@@ -167,7 +168,7 @@ fn float_data_agrees_within_tolerance() {
             epsilon = 1e-4,
             max_relative = 1e-4
         );
-        assert_eq!(gp.report.train_accuracy, 1.0);
+        assert_eq!(gp.report.train_accuracy.unwrap(), 1.0);
     }
 }
 
@@ -693,7 +694,11 @@ fn family_batch_forms_train_the_same_models_on_the_gpu() {
         );
         assert_eq!(c.model.hyperplane(), gp.model.hyperplane(), "{what}");
         assert_eq!(c.model.rows(), gp.model.rows(), "{what}");
-        assert_eq!(c.report.train_accuracy, gp.report.train_accuracy, "{what}");
+        assert_eq!(
+            c.report.train_accuracy.unwrap(),
+            gp.report.train_accuracy.unwrap(),
+            "{what}"
+        );
     }
 }
 
@@ -728,7 +733,7 @@ fn batch_winnow_on_the_gpu_agrees_with_the_cpu() {
     {
         approx::assert_relative_eq!(*a, *b, epsilon = 1e-3, max_relative = 1e-2);
     }
-    assert!((c.report.train_accuracy - gp.report.train_accuracy).abs() < 0.01);
+    assert!((c.report.train_accuracy.unwrap() - gp.report.train_accuracy.unwrap()).abs() < 0.01);
 }
 
 #[test]

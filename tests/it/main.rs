@@ -17,6 +17,7 @@ mod cli;
 mod conformance;
 mod convergence;
 mod coverage;
+mod defaults;
 mod docs;
 mod family;
 mod fuzz;

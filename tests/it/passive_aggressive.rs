@@ -95,7 +95,7 @@ fn every_variant_separates_separable_data() {
     let s = common::separable(1000, 5, 0.1, 3);
     for variant in [PaVariant::Pa, PaVariant::Pa1, PaVariant::Pa2] {
         let t = train(&s.data, pa(variant, 1.0).epochs(200));
-        assert_eq!(t.report.train_accuracy, 1.0, "{variant:?}");
+        assert_eq!(t.report.train_accuracy.unwrap(), 1.0, "{variant:?}");
     }
 }
 

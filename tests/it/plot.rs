@@ -33,6 +33,9 @@ fn setup() -> tempfile::TempDir {
             "m.json",
             "--backend",
             "cpu",
+            // Unscaled: the tests swap in weights on the features as given.
+            "--scale",
+            "none",
         ],
     );
     assert!(o.status.success(), "{}", stderr(&o));

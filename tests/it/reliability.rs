@@ -7,7 +7,7 @@ use crate::common;
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
 
-use common::{run, stderr, stdout, write};
+use common::{run, stderr, stdout, temporaries, write};
 use rosenblatt_train::model::Model;
 
 fn bin() -> &'static str {
@@ -22,18 +22,6 @@ fn shell(dir: &Path, line: &str) -> Output {
         .current_dir(dir)
         .output()
         .unwrap()
-}
-
-/// The names of the rosenblatt temporaries in `dir`, sorted.
-fn temporaries(dir: &Path) -> Vec<String> {
-    let mut v: Vec<String> = std::fs::read_dir(dir)
-        .unwrap()
-        .filter_map(|e| e.ok())
-        .map(|e| e.file_name().to_string_lossy().into_owned())
-        .filter(|n| n.starts_with(".rosenblatt-"))
-        .collect();
-    v.sort();
-    v
 }
 
 fn no_panic(o: &Output) {
@@ -129,6 +117,8 @@ fn models_that_train_writes_always_load_and_overflow_is_refused() {
                 algo,
                 "--backend",
                 "cpu",
+                "--scale",
+                "none",
                 "-o",
                 "m.json",
             ],
@@ -538,17 +528,7 @@ fn output_files_follow_the_rules() {
             assert_eq!(mode & 0o777, 0o644, "{f}");
         }
     }
-    let leftovers = std::fs::read_dir(p)
-        .unwrap()
-        .filter(|e| {
-            e.as_ref()
-                .unwrap()
-                .file_name()
-                .to_string_lossy()
-                .starts_with(".rosenblatt-")
-        })
-        .count();
-    assert_eq!(leftovers, 0);
+    assert_eq!(temporaries(p), Vec::<String>::new());
 }
 
 #[test]

@@ -363,7 +363,8 @@ fn every_algorithm_trains_the_same_model_on_sparse_and_dense_rows() {
             );
             assert_eq!(got.report.radius, want.report.radius, "{what}: R");
             assert_eq!(
-                got.report.train_accuracy, want.report.train_accuracy,
+                got.report.train_accuracy.unwrap(),
+                want.report.train_accuracy.unwrap(),
                 "{what}: accuracy"
             );
             // Scoring alone (predict, eval): the sparse rows on this backend, the dense rows

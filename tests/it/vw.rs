@@ -56,7 +56,7 @@ fn a_model_trained_on_hashed_text_predicts_raw_text_the_same_way() {
     assert!(acc >= 0.9, "{report}");
     let m: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(p.join("m.json")).unwrap()).unwrap();
-    assert_eq!(m["version"], 5);
+    assert_eq!(m["version"], 7, "online scaling is version 7");
     assert_eq!(m["n_features"], 256);
     assert_eq!(
         m["hashing"],
@@ -352,7 +352,7 @@ fn csv_with_categorical_columns_trains_the_model_its_vowpal_wabbit_lines_train()
     // The same features in the same columns: the same model, bit for bit.
     assert_eq!(m["weights"], v["weights"]);
     assert_eq!(m["bias"], v["bias"]);
-    assert_eq!(m["version"], 6);
+    assert_eq!(m["version"], 7, "online scaling is version 7");
     assert_eq!(m["n_features"], 1024);
     assert_eq!(
         m["hashing"],

@@ -68,10 +68,10 @@ fn a_pocket_model_continues_from_its_pocket_and_never_gets_worse() {
     let wrong = |acc: f64| ((1.0 - acc) * 300.0).round() as u64;
     assert_eq!(
         rest.report.mistakes_per_epoch[0],
-        wrong(first.report.train_accuracy),
+        wrong(first.report.train_accuracy.unwrap()),
         "the first epoch scores the saved pocket"
     );
-    assert!(rest.report.train_accuracy >= first.report.train_accuracy);
+    assert!(rest.report.train_accuracy.unwrap() >= first.report.train_accuracy.unwrap());
 }
 
 #[test]

@@ -127,6 +127,16 @@ pub enum Error {
     /// A plot could not be drawn or written.
     #[error("plot: {0}")]
     Plot(String),
+
+    /// The caller's progress asked training to stop ([`Progress::cancelled`] in the train
+    /// crate: an interrupt), after this many epochs (or, in a streamed run, rows).
+    #[error("interrupted after {done} {what}: no model was trained")]
+    Interrupted {
+        /// Epochs (rows, for a streamed run) done.
+        done: u64,
+        /// "epochs" or "rows".
+        what: &'static str,
+    },
 }
 
 fn fmt_parse(line: Option<usize>, column: Option<usize>, text: &str, msg: &str) -> String {

@@ -29,8 +29,27 @@ pub struct TrainReport {
     pub converged: bool,
     /// Why training stopped.
     pub stop_reason: StopReason,
-    /// Fraction of training rows predicted correctly by the final weights (sgn(0) = +1).
-    pub train_accuracy: f64,
+    /// Fraction of training rows predicted correctly by the final model (sgn(0) = +1);
+    /// absent for a streamed run, whose rows are gone by the end (see
+    /// `progressive_accuracy`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub train_accuracy: Option<f64>,
+    /// A streamed run: the fraction of rows the model predicted correctly as it met each row,
+    /// before the row's update (Vowpal Wabbit's progressive validation). Absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub progressive_accuracy: Option<f64>,
+    /// The scaling the model keeps (online, maxabs, standard, minmax), and for online
+    /// scaling how the run took it; absent for none (and in reports of earlier versions).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scaling: Option<String>,
+    /// How the front end chose this run where the user named no rule (a large Vowpal Wabbit
+    /// file's streamed pass), in words; absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub chosen: Option<String>,
+    /// Rows held out of the training rows for the stopping rule, and why, when the run chose
+    /// to (a large set with no validation asked for); absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub held_out: Option<String>,
     /// Mistakes (J1) per epoch, measured with the weights at the start of that epoch. For a
     /// one-vs-rest model, head mistakes: a row counts once in each head that is wrong on it
     /// (see `heads`).
@@ -90,8 +109,8 @@ pub struct TrainReport {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub storage: Option<String>,
     /// A streamed run (one pass over rows read in blocks, never held): the bytes of input it
-    /// read. Its `train_accuracy` is then progressive (each row predicted by the model as it
-    /// met the row, before the row's update) and its margin unknown. Absent otherwise.
+    /// read. Its accuracy is then `progressive_accuracy` and its margin unknown. Absent
+    /// otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub streamed_bytes: Option<u64>,
     /// AROW with a full covariance, binary: its mistakes and the paper's bound on them where

@@ -33,7 +33,7 @@ pub enum Fallback {
 /// let trained = Trainer::new(TrainParams::default().algo(Algo::Averaged))?
 ///     .backend(BackendChoice::Cpu)
 ///     .fit(&data)?;
-/// assert_eq!(trained.report.train_accuracy, 1.0);
+/// assert_eq!(trained.report.train_accuracy, Some(1.0));
 /// let model = trained.model;
 /// assert_eq!(model.n_features(), 2);
 /// # Ok::<(), rosenblatt::Error>(())
@@ -128,10 +128,11 @@ impl<'a> Trainer<'a> {
     /// trains on the one before. Runs on the CPU (the backend choice is not used). Takes the
     /// online rules that keep no rows (online, averaged, multiclass in online mode,
     /// passive-aggressive, AROW, Winnow), in file order, with the classes of its first 8 MiB;
-    /// held-out rows, a fitted scaling, balanced class weights, mixed streams and a warm start
-    /// are refused. The report's accuracy is progressive: each row as the model met it
-    /// (see [`TrainReport::streamed_bytes`](crate::algo::TrainReport::streamed_bytes)). Progress
-    /// comes after each block ([`Progress::rows`]).
+    /// held-out rows, a scaling fitted on every row (online scaling is kept as the rows are
+    /// read), balanced class weights, mixed streams and a warm start are refused. The report's
+    /// accuracy is progressive (`progressive_accuracy`): each row as the model met it, before
+    /// its update. Progress comes after each block ([`Progress::rows`]), which
+    /// [`Progress::cancelled`] may stop.
     ///
     /// ```
     /// use rosenblatt::{Algo, LoadOptions, TrainParams, Trainer};
@@ -146,7 +147,8 @@ impl<'a> Trainer<'a> {
     /// let trained = Trainer::new(TrainParams::default().algo(Algo::Arow))?
     ///     .fit_stream(&path, &LoadOptions::default())?;
     /// assert_eq!(trained.report.n, 400);
-    /// assert!(trained.report.train_accuracy > 0.99);
+    /// assert!(trained.report.progressive_accuracy > Some(0.99));
+    /// assert_eq!(trained.report.train_accuracy, None);
     /// # std::fs::remove_dir_all(&dir).unwrap();
     /// # Ok::<(), rosenblatt::Error>(())
     /// ```

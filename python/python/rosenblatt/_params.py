@@ -226,7 +226,7 @@ def renamed(est: Any, defaults: Mapping[str, Any]) -> dict[str, Any]:
             f"{old} was renamed {new} (scikit-learn's name) in rosenblatt 0.2 and will be "
             f"removed in 0.3: use {use}",
             FutureWarning,
-            stacklevel=5,
+            stacklevel=6,
         )
         given = getattr(est, new)
         if _differs(given, defaults[new]):
@@ -276,7 +276,8 @@ def train_params(est: Any, algo: str, defaults: Mapping[str, Any]) -> dict[str, 
     n_iter = v["n_iter_no_change"]
     if n_iter is not None:
         n_iter = integer("n_iter_no_change", n_iter, 1, U32_MAX)
-    early = boolean("early_stopping", est.early_stopping)
+    auto = isinstance(est.early_stopping, str) and est.early_stopping == "auto"
+    early = False if auto else boolean("early_stopping", est.early_stopping)
     fraction_given = est.validation_fraction
     if fraction_given is None:
         # rosenblatt 0.1's default ("no held-out rows"): early_stopping=False says so now.
@@ -284,7 +285,7 @@ def train_params(est: Any, algo: str, defaults: Mapping[str, Any]) -> dict[str, 
             "validation_fraction=None is rosenblatt 0.1's; rows are held out only with "
             "early_stopping=True (as in scikit-learn): leave validation_fraction at its default",
             FutureWarning,
-            stacklevel=4,
+            stacklevel=5,
         )
         fraction_given = defaults["validation_fraction"]
     fraction = real(
@@ -295,11 +296,11 @@ def train_params(est: Any, algo: str, defaults: Mapping[str, Any]) -> dict[str, 
             "validation_fraction is only used with early_stopping=True (as in scikit-learn); "
             "rosenblatt 0.1 held rows out whenever it was set",
             UserWarning,
-            stacklevel=4,
+            stacklevel=5,
         )
     scale = est.scale
     if scale is not None:
-        scale = choice("scale", scale, ("standard", "minmax", "maxabs"))
+        scale = choice("scale", scale, ("online", "maxabs", "standard", "minmax"))
     update_tol = getattr(est, "update_tol", None)
     if update_tol is not None:
         update_tol = real("update_tol", update_tol, 0.0)
@@ -323,6 +324,7 @@ def train_params(est: Any, algo: str, defaults: Mapping[str, Any]) -> dict[str, 
         "patience": 0 if tol is None else n_iter,
         "min_improvement": 0.0 if tol is None else tol,
         "validation_fraction": fraction if early else None,
+        "auto_validation": auto,
         "scale": "none" if scale is None else scale,
     }
 

@@ -228,3 +228,15 @@ pub fn digits() -> (Dataset, Dataset) {
     assert_eq!(ds.labels.as_ref().unwrap().classes.len(), 10);
     (split(&ds, false), split(&ds, true))
 }
+
+/// The names of the rosenblatt temporaries in `dir`, sorted.
+pub fn temporaries(dir: &Path) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with(".rosenblatt-"))
+        .collect();
+    v.sort();
+    v
+}

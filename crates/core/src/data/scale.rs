@@ -28,6 +28,42 @@ fn scaled(v: f32, offset: f32, factor: f32) -> f32 {
     (v - offset) * factor
 }
 
+/// `row` scaled into `buf`: each value times its feature's factor, less its offset first
+/// (dense rows; `None`: offsets 0; sparse rows keep zeros, offsets 0).
+fn scale_into<'r>(
+    row: Row<'r>,
+    buf: &'r mut Vec<f32>,
+    offset: Option<&[f32]>,
+    factor: &[f32],
+) -> Row<'r> {
+    buf.clear();
+    match row {
+        Row::Dense(x) => {
+            match offset {
+                Some(o) => buf.extend(
+                    x.iter()
+                        .zip(o)
+                        .zip(factor)
+                        .map(|((&v, &o), &f)| scaled(v, o, f)),
+                ),
+                None => buf.extend(x.iter().zip(factor).map(|(&v, &f)| scaled(v, 0.0, f))),
+            }
+            Row::Dense(buf.as_slice())
+        }
+        Row::Sparse { idx, val } => {
+            buf.extend(
+                idx.iter()
+                    .zip(val)
+                    .map(|(&j, &v)| scaled(v, 0.0, factor[j as usize])),
+            );
+            Row::Sparse {
+                idx,
+                val: buf.as_slice(),
+            }
+        }
+    }
+}
+
 /// What scaling does with a value past the f32 range.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Overflow {
@@ -68,7 +104,7 @@ impl Scaler {
                     *sp = (q / nf).sqrt();
                 }
             }
-            Scale::Minmax | Scale::Maxabs => {
+            Scale::Minmax | Scale::Maxabs | Scale::Online => {
                 let (mut lo, mut hi) = (vec![f64::INFINITY; d], vec![f64::NEG_INFINITY; d]);
                 for r in rows() {
                     for ((l, h), &v) in lo.iter_mut().zip(hi.iter_mut()).zip(r) {
@@ -111,7 +147,13 @@ impl Scaler {
         overflow: Overflow,
         mut f: impl FnMut(usize, MatrixBuf) -> Result<()>,
     ) -> Result<()> {
-        let block = ((16usize << 20) / (4 * d.max(1))).clamp(1, n.max(1));
+        // Values a row holds: d dense, its share of the stored values sparse (a block of one
+        // 4,000,000-feature sparse row a time scanned the scaler's d offsets per row).
+        let per_row = match x {
+            MatrixBuf::Csr(c) => (c.values.len() / n.max(1)).max(1),
+            _ => d.max(1),
+        };
+        let block = ((16usize << 20) / (4 * per_row)).clamp(1, n.max(1));
         for r0 in (0..n.max(1)).step_by(block) {
             let rows: Vec<usize> = (r0..(r0 + block).min(n)).collect();
             let mut part = x.select(&rows, d);
@@ -155,29 +197,7 @@ impl Scaler {
         i: usize,
         source: &std::path::Path,
     ) -> Result<Row<'r>> {
-        buf.clear();
-        let out = match row {
-            Row::Dense(x) => {
-                buf.extend(
-                    x.iter()
-                        .zip(&self.offset)
-                        .zip(&self.factor)
-                        .map(|((&v, &o), &f)| scaled(v, o, f)),
-                );
-                Row::Dense(buf.as_slice())
-            }
-            Row::Sparse { idx, val } => {
-                buf.extend(
-                    idx.iter()
-                        .zip(val)
-                        .map(|(&j, &v)| scaled(v, 0.0, self.factor[j as usize])),
-                );
-                Row::Sparse {
-                    idx,
-                    val: buf.as_slice(),
-                }
-            }
-        };
+        let out = scale_into(row, buf, Some(&self.offset), &self.factor);
         let vals = match &out {
             Row::Dense(v) => *v,
             Row::Sparse { val, .. } => *val,
@@ -253,7 +273,7 @@ impl Scaler {
                         .into(),
                 )
             }
-            Scale::Maxabs => {
+            Scale::Maxabs | Scale::Online => {
                 for (&j, &v) in c.indices.iter().zip(&c.values) {
                     let s = &mut spread[j as usize];
                     *s = s.max((v as f64).abs());
@@ -369,6 +389,18 @@ impl Scaler {
         }
     }
 
+    /// The factors capped at 1 / `floor`: a feature is divided by the larger of its spread and
+    /// `floor` (0: no cap). Online scaling's floor ([`online_floor`]).
+    pub fn floored(mut self, floor: f32) -> Scaler {
+        if floor > 0.0 {
+            let cap = factor_of(f64::from(floor));
+            for f in &mut self.factor {
+                *f = f.min(cap);
+            }
+        }
+        self
+    }
+
     /// Checks a scaler read from a file for `d` features: the message says what is wrong.
     pub fn check(&self, d: usize) -> std::result::Result<(), String> {
         if self.kind == Scale::None {
@@ -387,10 +419,146 @@ impl Scaler {
         if self.factor.iter().any(|v| !(v.is_finite() && *v > 0.0)) {
             return Err("a scaling factor is not a positive finite number".into());
         }
-        if self.kind == Scale::Maxabs && self.offset.iter().any(|&o| o != 0.0) {
-            return Err("maxabs scaling has a non-zero offset".into());
+        if self.kind.is_max_abs() && self.offset.iter().any(|&o| o != 0.0) {
+            return Err(format!(
+                "{} scaling has a non-zero offset",
+                self.kind.name()
+            ));
         }
         Ok(())
+    }
+}
+
+/// [`Scale::Online`] as rows are read: each feature's largest magnitude so far, and the row
+/// scaled by it, or by the floor where that is larger (the row's own values counted first, so
+/// every scaled value is in [-1, 1]). After every row has been read once, the factors are
+/// those of [`Scaler::fit_matrix`] with [`Scaler::floored`] on those rows, bit for bit. A
+/// feature never seen non-zero keeps factor 1.
+#[derive(Debug, Clone)]
+pub struct RunningScale {
+    max: Vec<f32>,
+    factor: Vec<f32>,
+    /// Times a feature's maximum grew.
+    grew: u64,
+    /// The features whose maximum the last row grew, each with new / old maximum (a feature
+    /// first met, old maximum 0, is not listed).
+    grown: Vec<(u32, f32)>,
+    /// The least scale a feature is divided by ([`online_floor`]).
+    floor: f32,
+}
+
+impl RunningScale {
+    /// No row read yet, `d` features, each divided by the larger of its largest magnitude so
+    /// far and `floor` (0: always its largest magnitude).
+    pub fn new(d: usize, floor: f32) -> RunningScale {
+        RunningScale {
+            max: vec![0.0; d],
+            factor: vec![1.0; d],
+            grew: 0,
+            grown: Vec::new(),
+            floor,
+        }
+    }
+
+    /// Features.
+    pub fn d(&self) -> usize {
+        self.max.len()
+    }
+
+    /// Times a feature's largest magnitude grew (a row brought a new maximum).
+    pub fn grew(&self) -> u64 {
+        self.grew
+    }
+
+    /// The features whose maximum the last row scaled grew from a non-zero value, each with
+    /// the ratio new / old (> 1): a rule whose weights are kept on the scaled features
+    /// multiplies a grown feature's weights by the ratio, so that the weights on the features
+    /// as given, and every score, stay as they were.
+    pub fn grown(&self) -> &[(u32, f32)] {
+        &self.grown
+    }
+
+    /// Takes the row's magnitudes into the maxima, then scales it into `buf` ([`Scaler`]'s
+    /// arithmetic with the factors now). A value that is not finite is an error naming
+    /// `source`, row `i` (0-based) and the feature; nothing is taken from such a row.
+    pub fn scale_row<'r>(
+        &mut self,
+        row: Row<'r>,
+        buf: &'r mut Vec<f32>,
+        i: usize,
+        source: &std::path::Path,
+    ) -> Result<Row<'r>> {
+        let bad = |j: usize| {
+            Error::data(
+                source,
+                format!(
+                    "row {}, feature {}: a value that is not a finite number cannot be scaled",
+                    i + 1,
+                    j + 1
+                ),
+            )
+        };
+        self.grown.clear();
+        let mut take = |j: usize, v: f32| -> Result<()> {
+            if !v.is_finite() {
+                return Err(bad(j));
+            }
+            let a = v.abs();
+            if a > self.max[j] {
+                let floor = self.floor;
+                let old = self.max[j].max(floor);
+                if old > 0.0 && a > old {
+                    self.grown.push((j as u32, a / old));
+                }
+                self.max[j] = a;
+                self.factor[j] = factor_of(a.max(floor) as f64);
+                self.grew += 1;
+            }
+            Ok(())
+        };
+        match row {
+            Row::Dense(x) => {
+                if let Some(j) = x.iter().position(|v| !v.is_finite()) {
+                    return Err(bad(j));
+                }
+                for (j, &v) in x.iter().enumerate() {
+                    take(j, v)?;
+                }
+            }
+            Row::Sparse { idx, val } => {
+                if let Some(k) = val.iter().position(|v| !v.is_finite()) {
+                    return Err(bad(idx[k] as usize));
+                }
+                for (&j, &v) in idx.iter().zip(val) {
+                    take(j as usize, v)?;
+                }
+            }
+        }
+        Ok(scale_into(row, buf, None, &self.factor))
+    }
+
+    /// The scaling the model keeps: kind [`Scale::Online`], the factors of the maxima now.
+    pub fn scaler(&self) -> Scaler {
+        Scaler {
+            kind: Scale::Online,
+            offset: vec![0.0; self.max.len()],
+            factor: self.factor.clone(),
+        }
+    }
+}
+
+/// The least magnitude [`Scale::Online`] divides a feature by for `algo`: 1 for the
+/// perceptron family and passive-aggressive (a feature is scaled down to the bias's 1 when
+/// it is larger, never magnified: rare tf-idf words stay as small as they are), 0 for AROW
+/// (every feature to a largest magnitude of 1: its confidences start at 1 per feature). On
+/// the README's public splits the floor of 1 gains (wine 1.000 against 0.956 with no floor,
+/// breast cancer 0.944 against 0.930, Rotten Tomatoes 0.779 against 0.761) and loses nothing;
+/// AROW without a floor keeps a text set with a count feature at 0.957, and with it
+/// predicts the majority class (0.901).
+pub fn online_floor(algo: crate::params::Algo) -> f32 {
+    match algo {
+        crate::params::Algo::Arow => 0.0,
+        _ => 1.0,
     }
 }
 
@@ -437,6 +605,68 @@ pub fn range_spread(x: &MatrixBuf, n: usize, d: usize) -> Option<(f64, usize, us
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn online_scale_ends_at_maxabs_and_scales_by_the_rows_so_far() {
+        // Three rows of three features; the third feature is always 0.
+        let x = [2.0, -1.0, 0.0, -4.0, 0.5, 0.0, 1.0, 3.0, 0.0];
+        let mut r = RunningScale::new(3, 0.0);
+        let (mut buf, mut out) = (Vec::new(), Vec::new());
+        let src = std::path::Path::new("t");
+        for (i, row) in x.chunks(3).enumerate() {
+            let s = r.scale_row(Row::Dense(row), &mut buf, i, src).unwrap();
+            let Row::Dense(s) = s else { unreachable!() };
+            out.extend_from_slice(s);
+        }
+        // Row 1 by its own maxima (every value +-1 or 0), row 2 by (4, 1), row 3 by (4, 3).
+        assert_eq!(out, [1.0, -1.0, 0.0, -1.0, 0.5, 0.0, 0.25, 1.0, 0.0]);
+        assert_eq!(r.grew(), 4);
+        let whole = Scaler::fit(Scale::Maxabs, &x, 3, 3).unwrap();
+        let online = r.scaler();
+        assert_eq!(
+            (online.kind, &online.factor),
+            (Scale::Online, &whole.factor)
+        );
+        assert_eq!(online.factor[2], 1.0, "a feature never seen keeps factor 1");
+        assert!(online.check(3).is_ok());
+        // A sparse row scales its stored values by the same maxima.
+        let s = r
+            .scale_row(
+                Row::Sparse {
+                    idx: &[1],
+                    val: &[-6.0],
+                },
+                &mut buf,
+                3,
+                src,
+            )
+            .unwrap();
+        assert!(matches!(s, Row::Sparse { val, .. } if val == [-1.0]));
+        // Not finite: an error naming the row and feature, the maxima untouched.
+        for bad in [f32::NAN, f32::INFINITY] {
+            let e = r
+                .scale_row(Row::Dense(&[1.0, bad, 0.0]), &mut buf, 9, src)
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains("row 10, feature 2"), "{e}");
+        }
+        assert_eq!(r.scaler().factor[0], 0.25);
+        // With a floor of 1 a feature is scaled down to 1 and never up: the running factors
+        // end as the whole set's, floored.
+        let x = [0.5, -4.0, 0.25, 2.0];
+        let mut r = RunningScale::new(2, 1.0);
+        let mut out = Vec::new();
+        for (i, row) in x.chunks(2).enumerate() {
+            let Row::Dense(s) = r.scale_row(Row::Dense(row), &mut buf, i, src).unwrap() else {
+                unreachable!()
+            };
+            out.extend_from_slice(s);
+        }
+        assert_eq!(out, [0.5, -1.0, 0.25, 0.5]);
+        let whole = Scaler::fit(Scale::Online, &x, 2, 2).unwrap().floored(1.0);
+        assert_eq!(r.scaler().factor, whole.factor);
+        assert_eq!(whole.factor, [1.0, 0.25]);
+    }
 
     #[test]
     fn each_scaling_by_hand_with_a_constant_column() {

@@ -365,9 +365,24 @@ pub enum Scale {
     Minmax,
     /// x / max |x| per feature, into [-1, 1]; keeps zeros zero (sparse data stays sparse).
     Maxabs,
+    /// x / max(max |x|, floor) per feature, the maximum kept online: the sequential online
+    /// rules (and a streamed run) scale each row by the largest magnitudes of the rows read so
+    /// far, the row itself included, and when a feature's magnitude grows multiply what they
+    /// keep of it so that the model on the features as given is unchanged; one pass needs no
+    /// pass before it (normalised online learning, Ross, Mineiro and Langford 2013). The floor
+    /// is 1 (features under 1 are left as they are) but for AROW, 0
+    /// (`data::scale::online_floor`). The model keeps the final factors. The rules that read
+    /// every row before they step (the batch forms, the stepped forms, the voted and kernel
+    /// perceptrons) and AROW in memory take the whole training set's magnitudes at once.
+    Online,
 }
 
 impl Scale {
+    /// True for the scalings that divide by max |x| ([`Scale::Maxabs`], [`Scale::Online`]).
+    pub fn is_max_abs(self) -> bool {
+        matches!(self, Scale::Maxabs | Scale::Online)
+    }
+
     /// Name used on the command line and in files.
     pub fn name(self) -> &'static str {
         match self {
@@ -375,6 +390,7 @@ impl Scale {
             Scale::Standard => "standard",
             Scale::Minmax => "minmax",
             Scale::Maxabs => "maxabs",
+            Scale::Online => "online",
         }
     }
 }
@@ -387,8 +403,9 @@ impl std::str::FromStr for Scale {
             "standard" => Ok(Scale::Standard),
             "minmax" => Ok(Scale::Minmax),
             "maxabs" => Ok(Scale::Maxabs),
+            "online" => Ok(Scale::Online),
             _ => Err(format!(
-                "unknown scaling {s:?} (expected none, standard, minmax or maxabs)"
+                "unknown scaling {s:?} (expected online, maxabs, standard, minmax or none)"
             )),
         }
     }
@@ -520,6 +537,13 @@ pub struct TrainParams {
     /// validation epoch is kept.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub validation_fraction: Option<f32>,
+    /// With no `validation_fraction`: hold out [`AUTO_VALIDATION_FRACTION`] of the rows
+    /// (seeded, stratified) for the stopping rule when the training set has at least
+    /// [`AUTO_VALIDATION_ROWS`] rows and the run may take several epochs with patience: the
+    /// front ends' default (a large set loses nothing by it; the patience rule then watches
+    /// rows the model has not fitted). The library's default is false.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub auto_validation: bool,
     /// Per-class weights on the updates.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub class_weight: Option<ClassWeight>,
@@ -626,6 +650,33 @@ pub fn default_epochs(algo: Algo) -> usize {
     }
 }
 
+/// The front ends' default scaling for `algo` (the command line's `--scale` and Python's
+/// `scale`, one default for both): [`Scale::Online`] (each feature divided by its largest
+/// magnitude, kept online by the online rules), so that a raw count beside tf-idf weights does
+/// not swamp them; none for the kernel perceptron, whose kernel is given on the features as
+/// they are, and for Winnow. The library's [`TrainParams::for_algo`] keeps `Scale::None`, the lecture notes'
+/// raw rule (Novikoff's bound is stated on raw x), which its tests and experiments check.
+pub fn default_scale(algo: Algo) -> Scale {
+    // (Winnow's multiplicative weights cannot follow a growing scale, and its theory is on
+    // features in [0, 1]: none.)
+    match algo {
+        Algo::Kernel | Algo::Winnow => Scale::None,
+        _ => Scale::Online,
+    }
+}
+
+/// Rows from which the front ends hold out a share for the stopping rule by default
+/// ([`TrainParams::auto_validation`]). On generated noisy click logs the held-out rule gains
+/// at every size measured (10,000 rows: 0.926 against 0.922 test accuracy; 30,000: 0.934
+/// against 0.925; 100,000: 0.927 against 0.909, in 11 epochs instead of 90); the six public
+/// sets of the README's table, all below this size, keep the stopping on training mistakes
+/// their figures were measured with.
+pub const AUTO_VALIDATION_ROWS: usize = 100_000;
+
+/// The share held out by [`TrainParams::auto_validation`] (Vowpal Wabbit holds out every
+/// tenth row when it makes several passes).
+pub const AUTO_VALIDATION_FRACTION: f32 = 0.1;
+
 /// The defaults: the averaged perceptron in its online form with its own stopping rule, which
 /// is what `train` with no flags and Python's `Perceptron()` run.
 impl Default for TrainParams {
@@ -671,6 +722,7 @@ impl TrainParams {
             min_improvement: default_min_improvement(),
             patience_floor,
             validation_fraction: None,
+            auto_validation: false,
             class_weight: None,
             scale: Scale::None,
             minibatch: 1,

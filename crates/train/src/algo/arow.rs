@@ -93,6 +93,14 @@ struct Arow {
 }
 
 impl OnlineRule for Arow {
+    fn rescale(&mut self, j: usize, k: f32) {
+        let da = self.w.len() / self.s.len().max(1);
+        for h in 0..self.s.len() {
+            self.w[h * da + j] *= k;
+            self.sigma[h * da + j] *= k * k;
+        }
+    }
+
     type Best = Vec<f32>;
 
     fn row_scores(&self) -> Option<&[f32]> {
@@ -226,12 +234,16 @@ pub(crate) fn full_rule(pb: &Problem<'_>, params: &Params) -> Result<FullArow> {
             sigma[h * da * da + j * da + j] = 1.0;
         }
     }
-    // The bound's setting: binary, from zero, every row weighing 1, eta 1, one process.
+    // The bound's setting: binary, from zero, every row weighing 1, eta 1, one process, and
+    // features that keep their scale (AROW in memory takes the whole set's magnitudes before
+    // its first step: no rescaling of the covariance, which would break Sigma^-1 = I + X_A /
+    // r; a streamed run, which scales online, keeps no full covariance).
     let covered = pb.rule == HeadRule::Binary
         && w.iter().all(|&x| x == 0.0)
         && (0..v.n).all(|i| v.row_weight(i) == RowWeight::ONE)
         && params.lr == 1.0
-        && pb.shard.is_none();
+        && pb.shard.is_none()
+        && !super::reads_online(params);
     Ok(FullArow {
         sigma,
         sx: vec![0.0; pb.heads * da],
@@ -252,6 +264,20 @@ pub(crate) fn full_rule(pb: &Problem<'_>, params: &Params) -> Result<FullArow> {
 const FULL_MAX_VALUES: usize = 1 << 27;
 
 impl OnlineRule for FullArow {
+    fn rescale(&mut self, j: usize, k: f32) {
+        let da = self.w.len() / self.s.len().max(1);
+        let k = f64::from(k);
+        for h in 0..self.s.len() {
+            self.w[h * da + j] = (f64::from(self.w[h * da + j]) * k) as f32;
+            let sg = &mut self.sigma[h * da * da..(h + 1) * da * da];
+            // Row and column j (the diagonal entry twice: k^2).
+            for a in 0..da {
+                sg[a * da + j] *= k;
+                sg[j * da + a] *= k;
+            }
+        }
+    }
+
     type Best = Vec<f32>;
 
     fn row_scores(&self) -> Option<&[f32]> {

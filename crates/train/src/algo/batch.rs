@@ -99,6 +99,12 @@ fn epochs(
         }
         let last = st.stats.last().copied().unwrap_or_default();
         progress.update(st.stats.len(), params.epochs, last.mistakes);
+        if progress.cancelled() {
+            return Err(crate::error::Error::Interrupted {
+                done: st.stats.len() as u64,
+                what: "epochs",
+            });
+        }
         if let Some(reason) = got.stop {
             return Ok(reason);
         }

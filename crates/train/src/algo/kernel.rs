@@ -68,6 +68,7 @@ pub fn fit(
             }
             let changed = e.mistakes > 0;
             let (better, why) = watch.end(&mut st.stats, e, progress);
+            Watch::cancelled(progress, st.stats.len())?;
             if better {
                 best = Some(st.state.clone());
             }

@@ -22,9 +22,10 @@ use crate::backend::{
     predicted_wrong, row_rule, update_norm, Backend, BackendKind, BatchRule, EpochStats, HeadRule,
     Reduce, Row, RowWeight, StopReason, StopState,
 };
+use crate::data::scale::{online_floor, RunningScale};
 use crate::error::{Error, Result};
 use crate::model::{Body, Rows, SparseRow, VoteScorer, VoteSteps, Voted};
-use crate::params::{Algo, Params};
+use crate::params::{Algo, Params, Scale};
 
 /// An online rule: the state one row at a time updates, and the model it yields.
 pub(crate) trait OnlineRule {
@@ -69,6 +70,14 @@ pub(crate) trait OnlineRule {
     /// The end of an epoch's rows (before any mixing): a rule that steps by groups of rows
     /// closes its last, partial group.
     fn epoch_end(&mut self) {}
+
+    /// Online scaling grew feature `j`'s scale by `k` (> 1): the rule multiplies what it keeps
+    /// of feature j on the scaled features (the weights, the average's sums, AROW's
+    /// confidences by k^2) by k, so that the model on the features as given is unchanged.
+    /// The rules that read rows in order implement it (those [`reads_online`] admits).
+    ///
+    /// [`reads_online`]: super::reads_online
+    fn rescale(&mut self, _j: usize, _k: f32) {}
 
     /// A whole epoch over the rows in `order` where the rule runs on a backend, its counts
     /// added to `e`: true when it ran, false when the rows go one by one through
@@ -160,6 +169,17 @@ impl Watch {
         (better, why)
     }
 
+    /// The error that ends a run whose caller asked it to stop after `epochs`, if it did.
+    pub(crate) fn cancelled(progress: &mut dyn Progress, epochs: usize) -> Result<()> {
+        match progress.cancelled() {
+            true => Err(Error::Interrupted {
+                done: epochs as u64,
+                what: "epochs",
+            }),
+            false => Ok(()),
+        }
+    }
+
     /// The epoch (1-based) with the fewest monitored mistakes; 0 when none ran.
     pub(crate) fn best_epoch(&self) -> usize {
         self.state.best_epoch as usize
@@ -212,6 +232,12 @@ pub(crate) fn run<R: OnlineRule>(
     let mut row_buf = Vec::new();
     let mut scaled = Vec::new();
     let on_read = pb.scale_on_read.as_ref();
+    // Online scaling: the first epoch scales each row by the maxima of the rows before it and
+    // itself; at its end the maxima are the whole set's, the scaling the model keeps (a warm
+    // start keeps the model's).
+    let mut running = on_read
+        .filter(|sc| sc.kind == Scale::Online && pb.start.is_none() && super::reads_online(params))
+        .map(|sc| RunningScale::new(sc.factor.len(), online_floor(params.algo)));
     'epochs: for epoch in 0..params.epochs {
         if params.shuffle {
             order.shuffle(&mut rng);
@@ -230,7 +256,16 @@ pub(crate) fn run<R: OnlineRule>(
             }
             let mut row = v.x.row(i, d, &mut row_buf);
             if let Some(sc) = on_read {
-                row = sc.scale_row(row, &mut scaled, i, &pb.ds.source)?;
+                row = match running.as_mut().filter(|_| epoch == 0) {
+                    Some(r) => {
+                        let row = r.scale_row(row, &mut scaled, i, &pb.ds.source)?;
+                        for &(j, k) in r.grown() {
+                            rule.rescale(j as usize, k);
+                        }
+                        row
+                    }
+                    None => sc.scale_row(row, &mut scaled, i, &pb.ds.source)?,
+                };
             }
             let step = rule.step(pb, i, row, v.y[i], v.row_weight(i))?;
             e.mistakes += step.mistakes;
@@ -262,6 +297,7 @@ pub(crate) fn run<R: OnlineRule>(
             e.val_mistakes = Some(rule.val_mistakes(pb)?);
         }
         let (better, why) = watch.end(&mut stats, e, progress);
+        Watch::cancelled(progress, stats.len())?;
         if better && pb.val.is_some() {
             best = Some(rule.best(pb));
         }
@@ -559,6 +595,20 @@ impl<'a> DeviceSteps<'a> {
         let stepped = step_rows > 1 || streams > 1;
         let on_gpu = backend.kind() == BackendKind::Gpu;
         let perceptron = update == StepUpdate::Perceptron;
+        if on_gpu && perceptron && (!stepped || keep.voted.is_some()) {
+            // A GPU was asked for, and the CPU runs the rule: the report says why.
+            return Ok(Err(Some(match keep.voted {
+                Some(_) => "the voted perceptron keeps every vector on the host; the CPU ran it"
+                    .to_string(),
+                None => format!(
+                    "the GPU's online perceptron takes steps from {} rows (B S of about n / \
+                     {}); below that, on these {} rows, the CPU ran the sequential rule",
+                    2 * crate::params::GPU_STEPS_PER_EPOCH,
+                    crate::params::GPU_STEPS_PER_EPOCH,
+                    v.n
+                ),
+            })));
+        }
         if (perceptron && !on_gpu) || !stepped || keep.voted.is_some() {
             return Ok(Err(None));
         }
@@ -1210,6 +1260,22 @@ impl Perceptron {
 
 impl OnlineRule for Perceptron {
     type Best = PerceptronBest;
+
+    fn rescale(&mut self, j: usize, k: f32) {
+        let da = self.w.len() / self.s.len().max(1);
+        for h in 0..self.s.len() {
+            let at = h * da + j;
+            self.w[at] *= k;
+            self.before[at] *= k;
+            if let Some(v) = self.w_step.get_mut(at) {
+                *v *= k;
+            }
+            if let Some(avg) = self.avg.as_mut() {
+                avg.u[at] *= f64::from(k);
+                avg.w0[at] *= k;
+            }
+        }
+    }
 
     fn row_scores(&self) -> Option<&[f32]> {
         Some(&self.s)

@@ -65,6 +65,13 @@ struct Pa {
 }
 
 impl OnlineRule for Pa {
+    fn rescale(&mut self, j: usize, k: f32) {
+        let da = self.w.len() / self.s.len().max(1);
+        for h in 0..self.s.len() {
+            self.w[h * da + j] *= k;
+        }
+    }
+
     type Best = Vec<f32>;
 
     fn row_scores(&self) -> Option<&[f32]> {

@@ -13,11 +13,14 @@ use super::{fitter_is_online, initial_weights};
 use crate::backend::{
     FeatureBuf, HeadRule, Matrix, MatrixBuf, Patience, Reduce, Storage, TrainView, ValView,
 };
-use crate::data::scale::{Overflow, Scaler};
+use crate::data::scale::{online_floor, Overflow, Scaler};
 use crate::data::{Dataset, Labels};
 use crate::error::{Error, Param, Result};
 use crate::model::{Body, Hyperplane, Model, ModelKind, Rows};
-use crate::params::{Algo, ClassWeight, Mode, MulticlassStrategy, MulticlassUpdate, Params, Scale};
+use crate::params::{
+    Algo, ClassWeight, Mode, MulticlassStrategy, MulticlassUpdate, Params, Scale,
+    AUTO_VALIDATION_FRACTION, AUTO_VALIDATION_ROWS,
+};
 
 /// The data as the algorithms see it: the training rows (scaled, without held-out rows),
 /// labels in internal form (±1 for binary rules, the class index otherwise), per-row weights,
@@ -63,6 +66,9 @@ pub struct Problem<'a> {
     /// In a data-parallel run: this process's rows (the backends bind only them) and the sums
     /// across processes. `None`: one process trains on every row.
     pub shard: Option<Shard>,
+    /// The held-out rows are the share the run chose itself
+    /// ([`TrainParams::auto_validation`](crate::params::TrainParams)).
+    pub auto_held_out: bool,
 }
 
 /// One process's share of a data-parallel batch run ([`Problem::shard`]).
@@ -184,9 +190,21 @@ fn heads_of(ds: &Dataset, params: &Params, k: usize) -> Result<(HeadRule, ModelK
     Ok((rule, kind, k))
 }
 
+/// The share [`TrainParams::auto_validation`](crate::params::TrainParams) holds out of `n`
+/// rows, when it does: none asked, enough rows, several epochs and a patience rule to watch.
+pub(crate) fn auto_fraction(params: &Params, n: usize) -> Option<f32> {
+    (params.auto_validation
+        && params.validation_fraction.is_none()
+        && n >= AUTO_VALIDATION_ROWS
+        && params.epochs > 1
+        && params.effective_patience() > 0)
+        .then_some(AUTO_VALIDATION_FRACTION)
+}
+
 /// The training rows and the held-out rows with their class indices: the rows `holdout`
 /// gives (with the training data's features and classes), or a seeded stratified share of
-/// `ds` (`params.validation_fraction`), or none.
+/// `ds` (`params.validation_fraction`, or the share [`auto_fraction`] chooses; every class
+/// keeps at least one training row), or none.
 #[allow(clippy::type_complexity)]
 fn held_out<'a>(
     ds: &'a Dataset,
@@ -194,7 +212,8 @@ fn held_out<'a>(
     holdout: Holdout<'_>,
     params: &Params,
 ) -> Result<(Cow<'a, Dataset>, Option<(Dataset, Vec<u32>)>)> {
-    match (holdout, params.validation_fraction) {
+    let auto = auto_fraction(params, ds.n);
+    match (holdout, params.validation_fraction.or(auto)) {
         (Holdout::Rows(v), _) => {
             if v.d != ds.d {
                 return Err(Error::Mismatch {
@@ -210,6 +229,11 @@ fn held_out<'a>(
         }
         (Holdout::FromParams, Some(f)) => {
             let (tr, va) = stratified_split(labels, f, params.seed);
+            if (va.is_empty() || tr.is_empty()) && auto.is_some() {
+                // A held-out share the run chose itself, which the classes cannot give:
+                // train on every row (the report says nothing was held out).
+                return Ok((Cow::Borrowed(ds), None));
+            }
             if va.is_empty() || tr.is_empty() {
                 return Err(Error::param(
                     Param::ValidationFraction,
@@ -262,11 +286,19 @@ impl<'a> Problem<'a> {
                 index.iter().map(|&c| c as f32).collect()
             }
         };
+        let asked = matches!(holdout, Holdout::Rows(_)) || params.validation_fraction.is_some();
         let (mut train, mut val) = held_out(ds, labels, holdout, params)?;
+        let auto_held_out = !asked && val.is_some();
+        // Online scaling: the sequential online rules scale each row by the maxima so far in
+        // their first epoch; the model, and every other rule, by the whole set's.
         let scaling = match start {
             Some(m) => m.scaling().cloned(),
             None => Scaler::fit_matrix(params.scale, &train.x, train.n, train.d)
-                .map_err(|msg| Error::param(Param::Scale, params.scale.name(), msg))?,
+                .map_err(|msg| Error::param(Param::Scale, params.scale.name(), msg))?
+                .map(|s| match params.scale {
+                    Scale::Online => s.floored(online_floor(params.algo)),
+                    _ => s,
+                }),
         };
         // The online rules (not the voted perceptron, whose support rows are kept scaled)
         // scale each row as they read it: no scaled copy of X (sparse rows only for scalings
@@ -309,6 +341,7 @@ impl<'a> Problem<'a> {
             scaling,
             packed,
             shard: None,
+            auto_held_out,
         };
         if let Some(m) = start {
             pb.continue_from(m, params)?;
@@ -353,9 +386,12 @@ impl<'a> Problem<'a> {
                 self.kind.describe()
             )));
         }
-        if params.scale != crate::params::Scale::None
-            && model.scaling().map(|s| s.kind) != Some(params.scale)
-        {
+        // The default (online) follows the model's scaling, whatever it is; a scaling named
+        // otherwise must be the model's (maxabs and online keep the same factors).
+        let kept = model.scaling().map(|s| s.kind);
+        let same = kept == Some(params.scale)
+            || (params.scale.is_max_abs() && kept.is_some_and(Scale::is_max_abs));
+        if !matches!(params.scale, Scale::None | Scale::Online) && !same {
             return Err(mismatch(format!(
                 "it was trained with {} scaling, and this run asks for {} (a continued run \
                  keeps the model's scaling)",

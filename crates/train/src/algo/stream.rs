@@ -6,6 +6,8 @@
 //! passive-aggressive, AROW and Winnow. Memory is the rule's state (the weights, and the
 //! running average or the confidences) plus two texts' blocks.
 //!
+//! Online scaling ([`Scale::Online`]) is kept across the blocks: each row is scaled by the
+//! largest magnitudes of the rows before it and its own, and the model keeps the final ones.
 //! What a pass cannot do is refused, not approximated: held-out rows and patience (no rows
 //! are kept), a fitted scaling and balanced class weights (both need every row first), the
 //! voted and kernel perceptrons and the batch forms (they keep rows or need them again), and
@@ -20,11 +22,13 @@ use super::online::{self, OnlineRule, Snapshot};
 use super::{arow, overflow, pa, winnow, Holdout, Problem, Progress, Trained};
 use crate::backend::cpu::CpuBackend;
 use crate::backend::{predicted_wrong, EpochStats, HeadRule, StopReason};
+use crate::data::scale::{online_floor, RunningScale, Scaler};
 use crate::data::vw::Block;
 use crate::data::{LabelBuilder, Labels};
 use crate::error::{Error, Param, Result};
+use crate::matrix::Row;
 use crate::model::Model;
-use crate::params::{Algo, ClassWeight, Mode, Params, Scale};
+use crate::params::{Algo, ClassWeight, Mode, Params, Scale, TrainParams};
 use crate::report::{radius, Ran, TrainReport};
 
 /// Trains `params`' online rule in one pass over `blocks` (in order), on the CPU.
@@ -76,11 +80,20 @@ fn check(params: &Params) -> Result<()> {
             "must be unset in a streamed run, which keeps no rows to hold out",
         );
     }
-    if params.scale != Scale::None {
+    if !matches!(params.scale, Scale::None | Scale::Online) {
         return refuse(
             Param::Scale,
             params.scale.name().to_string(),
-            "must be none in a streamed run: fitting a scaling needs every row before training",
+            "must be online or none in a streamed run: fitting a scaling needs every row before \
+             training, and online scaling keeps each feature's largest magnitude as it reads",
+        );
+    }
+    if params.scale == Scale::Online && params.algo == Algo::Winnow {
+        return refuse(
+            Param::Scale,
+            "online".to_string(),
+            "must be none for winnow in a streamed run: its multiplicative weights cannot \
+             follow a feature's scale as it grows",
         );
     }
     if matches!(params.class_weight, Some(ClassWeight::Balanced)) {
@@ -166,16 +179,31 @@ fn run<R: OnlineRule>(
         Ok(())
     };
     relabel(&mut block)?;
+    // Each block is a problem of its own, unscaled: online scaling is kept across the blocks
+    // here, each row scaled by the maxima of the rows before it and its own.
+    let raw = TrainParams {
+        scale: Scale::None,
+        ..(**params).clone()
+    }
+    .validate()?;
     let mut rule = make(
-        &Problem::build(&block.data, params, Holdout::FromParams, None)?,
+        &Problem::build(&block.data, &raw, Holdout::FromParams, None)?,
         params,
     );
     let mut t = Tally::default();
+    let mut running = (params.scale == Scale::Online)
+        .then(|| RunningScale::new(block.data.d, online_floor(params.algo)));
     loop {
-        let pb = Problem::build(&block.data, params, Holdout::FromParams, None)?;
-        let stop = pass(&mut rule, &pb, &mut t)?;
+        let pb = Problem::build(&block.data, &raw, Holdout::FromParams, None)?;
+        let stop = pass(&mut rule, &pb, &mut t, running.as_mut())?;
         t.bytes = block.bytes;
         progress.rows(t.n as u64, t.bytes);
+        if progress.cancelled() {
+            return Err(Error::Interrupted {
+                done: t.n as u64,
+                what: "rows",
+            });
+        }
         let next = match stop {
             None => blocks.next().transpose()?,
             Some(_) => None,
@@ -185,7 +213,11 @@ fn run<R: OnlineRule>(
                 relabel(&mut b)?;
                 block = b;
             }
-            None => return finish(rule, &pb, params, t, stop, t0.elapsed().as_secs_f64()),
+            None => {
+                let scaling = running.map(|r| r.scaler());
+                let seconds = t0.elapsed().as_secs_f64();
+                return finish(rule, &pb, params, t, stop, scaling, seconds);
+            }
         }
     }
 }
@@ -195,15 +227,41 @@ fn pass<R: OnlineRule>(
     rule: &mut R,
     pb: &Problem<'_>,
     t: &mut Tally,
+    mut scale: Option<&mut RunningScale>,
 ) -> Result<Option<StopReason>> {
     let v = pb.view();
     if pb.rule == HeadRule::OneVsRest {
         t.e.wrong_rows.get_or_insert(0);
     }
-    t.radius = t.radius.max(radius(&pb.ds.x, v.d, v.bias));
-    let mut buf = Vec::new();
+    if scale.as_ref().is_some_and(|sc| sc.d() != v.d) {
+        return Err(Error::data(
+            &pb.ds.source,
+            format!(
+                "a block of {} features in a stream of {}",
+                v.d,
+                scale.map_or(0, |s| s.d())
+            ),
+        ));
+    }
+    if scale.is_none() {
+        t.radius = t.radius.max(radius(&pb.ds.x, v.d, v.bias));
+    }
+    let (mut buf, mut scaled) = (Vec::new(), Vec::new());
     for i in 0..v.n {
-        let row = v.x.row(i, v.d, &mut buf);
+        let mut row = v.x.row(i, v.d, &mut buf);
+        if let Some(sc) = scale.as_deref_mut() {
+            // Row numbers in errors count from the stream's start.
+            row = sc.scale_row(row, &mut scaled, t.n, &pb.ds.source)?;
+            for &(j, k) in sc.grown() {
+                rule.rescale(j as usize, k);
+            }
+            // R of the rows as the rule met them (each scaled by the maxima then).
+            let norm2 = match row {
+                Row::Dense(x) => x.iter().map(|&v| f64::from(v).powi(2)).sum::<f64>(),
+                Row::Sparse { val, .. } => val.iter().map(|&v| f64::from(v).powi(2)).sum(),
+            };
+            t.radius = t.radius.max((norm2 + f64::from(v.bias).powi(2)).sqrt());
+        }
         let step = rule.step(pb, i, row, v.y[i], v.row_weight(i))?;
         if let Some(s) = rule.row_scores() {
             t.wrong += predicted_wrong(pb.rule, s, v.y[i]) as u64;
@@ -232,9 +290,20 @@ fn finish<R: OnlineRule>(
     params: &Params,
     mut t: Tally,
     stop: Option<StopReason>,
+    scaling: Option<Scaler>,
     seconds: f64,
 ) -> Result<Trained> {
     let ds = &pb.ds;
+    let scaling_note = scaling.as_ref().map(|_| {
+        format!(
+            "online (each row scaled by the largest magnitudes of the rows before it and its \
+             own{})",
+            match online_floor(params.algo) {
+                f if f > 0.0 => "; features under 1 are left as they are",
+                _ => "",
+            }
+        )
+    });
     rule.epoch_end();
     t.e.update_norm = rule
         .weights()
@@ -265,6 +334,7 @@ fn finish<R: OnlineRule>(
         (**params).clone(),
     )
     .and_then(|m| m.with_hashing(ds.hashing.clone()))
+    .and_then(|m| m.with_scaling(scaling))
     .map_err(|m| Error::data(&ds.source, format!("the trained model is invalid: {m}")))?;
     let ran = Ran::on(&CpuBackend::new());
     let ovr = pb.rule == HeadRule::OneVsRest;
@@ -282,7 +352,11 @@ fn finish<R: OnlineRule>(
             (None, 0) => StopReason::Converged,
             (None, _) => StopReason::MaxEpochs,
         },
-        train_accuracy: 1.0 - t.wrong as f64 / t.n.max(1) as f64,
+        train_accuracy: None,
+        progressive_accuracy: Some(1.0 - t.wrong as f64 / t.n.max(1) as f64),
+        scaling: scaling_note,
+        held_out: None,
+        chosen: None,
         mistakes_per_epoch: vec![e.mistakes],
         criterion_per_epoch: vec![e.criterion],
         update_norm_per_epoch: vec![e.update_norm],

@@ -7,7 +7,7 @@ use crate::backend::cpu::CpuBackend;
 use crate::backend::{Backend, DataView, MatrixBuf, StopReason};
 use crate::data::{Dataset, Labels};
 use crate::model::{Body, Model};
-use crate::params::Params;
+use crate::params::{Params, Scale};
 use crate::report::{min_margin, radius, RunFacts, TrainReport};
 
 /// The report of a finished run: accuracy from the training scores `raw` (the model's heads
@@ -42,7 +42,11 @@ pub fn build(
         epochs: stats.len(),
         converged: run.stop == StopReason::Converged,
         stop_reason: run.stop,
-        train_accuracy: correct as f64 / ds.n as f64,
+        train_accuracy: Some(correct as f64 / ds.n as f64),
+        progressive_accuracy: None,
+        scaling: scaling_note(params, model),
+        held_out: None,
+        chosen: None,
         mistakes_per_epoch: stats.iter().map(|e| e.mistakes).collect(),
         criterion_per_epoch: stats.iter().map(|e| e.criterion).collect(),
         update_norm_per_epoch: stats.iter().map(|e| e.update_norm).collect(),
@@ -132,4 +136,25 @@ fn geometry(
         }
         _ => (radius(&ds.x, ds.d, bias), None),
     }
+}
+
+/// What the report says of the scaling: the model's, and how an online scaling was taken.
+fn scaling_note(params: &Params, model: &Model) -> Option<String> {
+    let kept = model.scaling()?.kind;
+    let floor = match crate::data::scale::online_floor(params.algo) {
+        f if f > 0.0 => "; features under 1 are left as they are",
+        _ => "",
+    };
+    Some(match kept {
+        Scale::Online if crate::algo::reads_online(params) => format!(
+            "online (each feature divided by its largest magnitude{floor}: the first epoch \
+             by the rows before each row and the row itself, later epochs and the model by the \
+             whole set's)"
+        ),
+        Scale::Online => format!(
+            "online (each feature divided by its largest magnitude{floor}; this rule reads \
+             every row before it steps, so by the whole set's)"
+        ),
+        k => k.name().to_string(),
+    })
 }

@@ -15,7 +15,11 @@
 //! features were hashed into the columns: bits, sign, quadratic interactions); a model with it
 //! is written as version 5. Version 6 added the hashing of CSV files with categorical columns
 //! (`hashing.categorical`, the columns' names or indices, and `hashing.csv_columns`, the
-//! training file's feature columns); a model with them is written as version 6.
+//! training file's feature columns); a model with them is written as version 6. Version 7
+//! added online scaling (`scaling.kind` "online") and, in the training report,
+//! `progressive_accuracy` for a streamed run in place of the `train_accuracy` earlier versions
+//! wrote there (a streamed report of version 6 or before loads with its accuracy moved to
+//! `progressive_accuracy`); a model with either is written as version 7.
 
 use std::io::Write;
 use std::path::Path;
@@ -28,14 +32,17 @@ use crate::data::scale::Scaler;
 use crate::data::{check_label, same_class_as, LabelType};
 use crate::error::{Error, Result};
 use crate::params::Kernel;
-use crate::params::{Algo, TrainParams};
+use crate::params::{Algo, Scale, TrainParams};
 use crate::report::TrainReport;
 
 /// The `format` field of every model file.
 pub const FORMAT: &str = "rosenblatt-model";
 /// The newest model-file version this build reads (and writes for models that hash CSV
 /// files with categorical columns).
-pub const VERSION: u32 = 6;
+pub const VERSION: u32 = 7;
+
+/// The version written for models that hash CSV files with categorical columns.
+const VERSION_CSV_HASHING: u32 = 6;
 
 /// The version written for models with hashing of Vowpal Wabbit text.
 const VERSION_HASHING: u32 = 5;
@@ -101,7 +108,14 @@ impl Wire {
         let mut w = Wire {
             format: FORMAT.into(),
             version: match &m.body {
-                _ if m.hashing.as_ref().is_some_and(|h| h.hashes_csv()) => VERSION,
+                _ if m.scaling.as_ref().is_some_and(|s| s.kind == Scale::Online)
+                    || m.training
+                        .as_ref()
+                        .is_some_and(|t| t.progressive_accuracy.is_some()) =>
+                {
+                    VERSION
+                }
+                _ if m.hashing.as_ref().is_some_and(|h| h.hashes_csv()) => VERSION_CSV_HASHING,
                 _ if m.hashing.is_some() => VERSION_HASHING,
                 _ if m.label_type.is_some() || m.feature_names.is_some() => VERSION_NAMES,
                 Body::Voted(Voted { steps: Some(_), .. }) => VERSION_STEPS,
@@ -584,6 +598,25 @@ impl Model {
                 wire.version
             )));
         }
+        if wire.version < 7
+            && wire
+                .scaling
+                .as_ref()
+                .is_some_and(|s| s.kind == Scale::Online)
+        {
+            return Err(bad(format!(
+                "corrupt model: version {} has no online scaling (that is version 7)",
+                wire.version
+            )));
+        }
+        let mut training = wire.training;
+        if let Some(t) = training.as_mut().filter(|_| wire.version < 7) {
+            // Streamed reports before version 7 wrote the progressive accuracy as
+            // train_accuracy.
+            if t.streamed_bytes.is_some() && t.progressive_accuracy.is_none() {
+                t.progressive_accuracy = t.train_accuracy.take();
+            }
+        }
         let m = Model {
             algorithm: wire.algorithm,
             classes: wire.classes,
@@ -591,7 +624,7 @@ impl Model {
             body,
             params: wire.params,
             scaling: wire.scaling,
-            training: wire.training,
+            training,
             label_type: wire.label_type,
             feature_names: wire.feature_names,
             hashing: wire.hashing,
