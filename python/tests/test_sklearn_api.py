@@ -402,6 +402,12 @@ def test_class_weights_step_as_scikit_learns_perceptron():
 def test_features_are_scaled_by_maximum_magnitude_unless_scale_is_none():
     X, y = digits()
     assert Perceptron().scale == "online" and KernelPerceptron().scale is None
+    # One default for the command line and Python: the crate's, for each estimator's rules.
+    from rosenblatt import _rosenblatt
+
+    for algo in ("online", "averaged", "batch", "pocket", "voted", "pa", "arow"):
+        assert _rosenblatt.default_scale(algo) == "online", algo
+    assert _rosenblatt.default_scale("kernel") == "none"
     scaled = Perceptron(backend="cpu").fit(X, y)
     raw = Perceptron(scale=None, backend="cpu").fit(X, y)
     assert json.loads(scaled.model_)["scaling"]["kind"] == "online"

@@ -147,13 +147,14 @@ impl Scaler {
         overflow: Overflow,
         mut f: impl FnMut(usize, MatrixBuf) -> Result<()>,
     ) -> Result<()> {
-        // Values a row holds: d dense, its share of the stored values sparse (a block of one
-        // 4,000,000-feature sparse row a time scanned the scaler's d offsets per row).
-        let per_row = match x {
-            MatrixBuf::Csr(c) => (c.values.len() / n.max(1)).max(1),
-            _ => d.max(1),
-        };
-        let block = ((16usize << 20) / (4 * per_row)).clamp(1, n.max(1));
+        // Dense rows: 16 MiB of values a block. Sparse rows: 1 MiB of stored values (a copy
+        // of indices and values each), sized by the rows' share of them, not by d (blocks of
+        // one 4,000,000-feature row each scanned the scaler's d offsets).
+        let block = match x {
+            MatrixBuf::Csr(c) => (1usize << 18) / (c.values.len() / n.max(1)).max(1),
+            _ => (16usize << 20) / (4 * d.max(1)),
+        }
+        .clamp(1, n.max(1));
         for r0 in (0..n.max(1)).step_by(block) {
             let rows: Vec<usize> = (r0..(r0 + block).min(n)).collect();
             let mut part = x.select(&rows, d);
