@@ -264,20 +264,6 @@ pub(crate) fn full_rule(pb: &Problem<'_>, params: &Params) -> Result<FullArow> {
 const FULL_MAX_VALUES: usize = 1 << 27;
 
 impl OnlineRule for FullArow {
-    fn rescale(&mut self, j: usize, k: f32) {
-        let da = self.w.len() / self.s.len().max(1);
-        let k = f64::from(k);
-        for h in 0..self.s.len() {
-            self.w[h * da + j] = (f64::from(self.w[h * da + j]) * k) as f32;
-            let sg = &mut self.sigma[h * da * da..(h + 1) * da * da];
-            // Row and column j (the diagonal entry twice: k^2).
-            for a in 0..da {
-                sg[a * da + j] *= k;
-                sg[j * da + a] *= k;
-            }
-        }
-    }
-
     type Best = Vec<f32>;
 
     fn row_scores(&self) -> Option<&[f32]> {
