@@ -128,7 +128,7 @@ pub enum Error {
     #[error("plot: {0}")]
     Plot(String),
 
-    /// The caller's progress asked training to stop ([`Progress::cancelled`] in the train
+    /// The caller's progress asked training to stop (`Progress::cancelled` in the train
     /// crate: an interrupt), after this many epochs (or, in a streamed run, rows).
     #[error("interrupted after {done} {what}: no model was trained")]
     Interrupted {
