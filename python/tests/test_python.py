@@ -481,8 +481,8 @@ def test_column_hasher_hashes_a_table_as_the_command_line_hashes_its_csv(tmp_pat
     df.assign(label=y).to_csv(tmp_path / "t.csv", index=False)
     subprocess.run(
         [cli(), "train", str(tmp_path / "t.csv"), "--categorical", "color", "--hash-bits",
-         "10", "--algo", "online", "--epochs", "1", "--no-shuffle", "--backend", "cpu", "-o",
-         str(tmp_path / "m.json")],
+         "10", "--algo", "online", "--epochs", "1", "--no-shuffle", "--backend", "cpu",
+         "--scale", "none", "-o", str(tmp_path / "m.json")],
         check=True, capture_output=True,
     )
     ours = rosenblatt.Perceptron(

@@ -147,11 +147,11 @@ impl Scaler {
         overflow: Overflow,
         mut f: impl FnMut(usize, MatrixBuf) -> Result<()>,
     ) -> Result<()> {
-        // Dense rows: 16 MiB of values a block. Sparse rows: 1 MiB of stored values (a copy
+        // Dense rows: 16 MiB of values a block. Sparse rows: 256 KiB of stored values (a copy
         // of indices and values each), sized by the rows' share of them, not by d (blocks of
         // one 4,000,000-feature row each scanned the scaler's d offsets).
         let block = match x {
-            MatrixBuf::Csr(c) => (1usize << 18) / (c.values.len() / n.max(1)).max(1),
+            MatrixBuf::Csr(c) => (1usize << 16) / (c.values.len() / n.max(1)).max(1),
             _ => (16usize << 20) / (4 * d.max(1)),
         }
         .clamp(1, n.max(1));
