@@ -188,6 +188,9 @@ pub struct RunFacts {
     /// R, when computed already (a data-parallel run: the largest over the processes' rows;
     /// rows scaled as read: R of the scaled rows).
     pub radius: Option<f64>,
+    /// The first epoch scaled each row by the magnitudes of the rows read so far
+    /// ([`Problem::scales_online`](crate::algo::Problem::scales_online)).
+    pub scaled_online: bool,
 }
 
 /// R = max ||[x, bias]|| of `n` rows of `x` (`d` features) as `sc` scales them, the rows

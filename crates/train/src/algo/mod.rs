@@ -306,6 +306,7 @@ pub fn fit(
         storage,
         arow_bound: fitted.arow_bound,
         radius,
+        scaled_online: pb.scales_online(params),
     };
     // A process holding only its rows reports on every process's: their labels, gathered.
     let whole;

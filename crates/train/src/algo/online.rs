@@ -25,7 +25,7 @@ use crate::backend::{
 use crate::data::scale::{online_floor, RunningScale};
 use crate::error::{Error, Result};
 use crate::model::{Body, Rows, SparseRow, VoteScorer, VoteSteps, Voted};
-use crate::params::{Algo, Params, Scale};
+use crate::params::{Algo, Params};
 
 /// An online rule: the state one row at a time updates, and the model it yields.
 pub(crate) trait OnlineRule {
@@ -236,7 +236,7 @@ pub(crate) fn run<R: OnlineRule>(
     // itself; at its end the maxima are the whole set's, the scaling the model keeps (a warm
     // start keeps the model's).
     let mut running = on_read
-        .filter(|sc| sc.kind == Scale::Online && pb.start.is_none() && super::reads_online(params))
+        .filter(|_| pb.scales_online(params))
         .map(|sc| RunningScale::new(sc.factor.len(), online_floor(params.algo)));
     'epochs: for epoch in 0..params.epochs {
         if params.shuffle {

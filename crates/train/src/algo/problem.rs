@@ -349,6 +349,17 @@ impl<'a> Problem<'a> {
         Ok(pb)
     }
 
+    /// True when the online rule's first epoch scales each row by the magnitudes of the rows
+    /// read so far ([`Scale::Online`], a rule that reads rows in sequence, no model to go on
+    /// from, and rows still scaled as read: a data-parallel run scales a copy first).
+    pub fn scales_online(&self, params: &Params) -> bool {
+        self.scale_on_read
+            .as_ref()
+            .is_some_and(|sc| sc.kind == Scale::Online)
+            && self.start.is_none()
+            && super::reads_online(params)
+    }
+
     /// Continues from `model` (warm start): the same features, kind and classes as this
     /// problem, else an error saying which differs. Binary, multiclass and one-vs-rest models
     /// can be continued; voted and kernel models cannot (their state is not a weight vector).

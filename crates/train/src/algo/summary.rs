@@ -44,7 +44,7 @@ pub fn build(
         stop_reason: run.stop,
         train_accuracy: Some(correct as f64 / ds.n as f64),
         progressive_accuracy: None,
-        scaling: scaling_note(params, model),
+        scaling: scaling_note(params, model, run.scaled_online),
         held_out: None,
         chosen: None,
         mistakes_per_epoch: stats.iter().map(|e| e.mistakes).collect(),
@@ -139,21 +139,21 @@ fn geometry(
 }
 
 /// What the report says of the scaling: the model's, and how an online scaling was taken.
-fn scaling_note(params: &Params, model: &Model) -> Option<String> {
+fn scaling_note(params: &Params, model: &Model, scaled_online: bool) -> Option<String> {
     let kept = model.scaling()?.kind;
     let floor = match crate::data::scale::online_floor(params.algo) {
         f if f > 0.0 => "; features under 1 are left as they are",
         _ => "",
     };
     Some(match kept {
-        Scale::Online if crate::algo::reads_online(params) => format!(
+        Scale::Online if scaled_online => format!(
             "online (each feature divided by its largest magnitude{floor}: the first epoch \
              by the rows before each row and the row itself, later epochs and the model by the \
              whole set's)"
         ),
         Scale::Online => format!(
-            "online (each feature divided by its largest magnitude{floor}; this rule reads \
-             every row before it steps, so by the whole set's)"
+            "online (each feature divided by its largest magnitude{floor}; this run takes the \
+             whole set's, read before the first step)"
         ),
         k => k.name().to_string(),
     })
